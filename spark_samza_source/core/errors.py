@@ -1,0 +1,38 @@
+"""Errors raised by spark-samza-source.
+
+Every error a user can meet derives from :class:`SamzaSourceError`, so callers (and the fuzz tests) can tell
+our own clear errors apart from bugs. Messages name the option, stream or key at fault, what was expected and
+how to fix it. They never contain secrets.
+"""
+
+
+class SamzaSourceError(Exception):
+    """Base class of every error this package raises on purpose."""
+
+
+class ConfigError(SamzaSourceError, ValueError):
+    """An option or configuration value is missing or invalid."""
+
+
+class PartitionExpansionError(SamzaSourceError):
+    """A stream's partition count changed in a way the expansion algorithm cannot map onto fixed tasks."""
+
+
+class CoPartitionError(SamzaSourceError):
+    """Streams declared as joined (co-partitioned) disagree in partition count."""
+
+
+class UnsupportedStartpoint(SamzaSourceError):
+    """A system's startpoint visitor does not support this startpoint type."""
+
+
+class StartpointFormatError(SamzaSourceError, ValueError):
+    """A stored or supplied startpoint is not valid startpoint JSON."""
+
+
+class MetadataStoreError(SamzaSourceError):
+    """The metadata store could not be read or written, or holds a value we cannot interpret."""
+
+
+class FormatVersionError(SamzaSourceError):
+    """A stored value (offset, job model, checkpoint) was written by a newer, unknown format version."""

@@ -1,0 +1,174 @@
+"""The job model: which task holds which SSPs, and each stream's partition count at the first model.
+
+A job model is plain, immutable data. It is written into every Spark offset (so a replay rebuilds exactly the
+same input partitions) and mirrored into the metadata store for tools. Broadcast SSPs appear in every task,
+so an SSP may belong to several tasks; every other SSP belongs to exactly one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from .errors import FormatVersionError, SamzaSourceError
+from .model import SystemStream, SystemStreamPartition, TaskName
+
+JOB_MODEL_FORMAT_VERSION = 1
+
+
+@dataclass(frozen=True)
+class JobModel:
+    """task -> SSPs, plus the partition count each stream had when the first job model was computed."""
+
+    tasks: Mapping[TaskName, frozenset[SystemStreamPartition]]
+    initial_partition_counts: Mapping[SystemStream, int] = field(default_factory=dict)
+    broadcast: frozenset[SystemStreamPartition] = frozenset()
+
+    def __post_init__(self) -> None:
+        # Normalise into sorted, immutable containers so equality and JSON are deterministic.
+        tasks = {TaskName(t.name) if isinstance(t, TaskName) else TaskName(t): frozenset(s)
+                 for t, s in self.tasks.items()}
+        object.__setattr__(self, "tasks", dict(sorted(tasks.items())))
+        object.__setattr__(self, "initial_partition_counts", dict(sorted(self.initial_partition_counts.items())))
+        object.__setattr__(self, "broadcast", frozenset(self.broadcast))
+
+    def __hash__(self) -> int:
+        return hash(self.to_json_str())
+
+    # ---- queries -------------------------------------------------------------------------------------
+    @property
+    def task_names(self) -> list[TaskName]:
+        return list(self.tasks)
+
+    def ssps(self) -> frozenset[SystemStreamPartition]:
+        """Every SSP of the model, broadcast ones included."""
+        out: set[SystemStreamPartition] = set()
+        for ssps in self.tasks.values():
+            out |= ssps
+        return frozenset(out)
+
+    def tasks_for(self, ssp: SystemStreamPartition) -> list[TaskName]:
+        """The tasks holding ``ssp`` (several for a broadcast SSP), sorted."""
+        return [t for t, ssps in self.tasks.items() if ssp in ssps]
+
+    def ssp_to_task(self) -> dict[SystemStreamPartition, TaskName]:
+        """The mapping of every non-broadcast SSP to its single task (what the fixed-task groupers consume)."""
+        out: dict[SystemStreamPartition, TaskName] = {}
+        for task, ssps in self.tasks.items():
+            for ssp in ssps:
+                if ssp not in self.broadcast:
+                    out[ssp] = task
+        return out
+
+    def partition_counts(self) -> dict[SystemStream, int]:
+        """Current partition count per stream, counted from the SSPs in the model (broadcast excluded)."""
+        counts: dict[SystemStream, int] = {}
+        for ssp in self.ssp_to_task():
+            counts[ssp.system_stream] = counts.get(ssp.system_stream, 0) + 1
+        return dict(sorted(counts.items()))
+
+    # ---- JSON ----------------------------------------------------------------------------------------
+    def to_json(self) -> dict[str, Any]:
+        """Deterministic JSON (sorted keys and lists), as Spark compares offsets as strings."""
+        return {
+            "broadcast": [s.to_json() for s in sorted(self.broadcast)],
+            "initialPartitionCounts": {str(k): v for k, v in sorted(self.initial_partition_counts.items())},
+            "tasks": {t.name: [s.to_json() for s in sorted(ssps)] for t, ssps in self.tasks.items()},
+            "version": JOB_MODEL_FORMAT_VERSION,
+        }
+
+    def to_json_str(self) -> str:
+        import json
+
+        return json.dumps(self.to_json(), sort_keys=True, separators=(",", ":"))
+
+    @classmethod
+    def from_json(cls, value: Any) -> JobModel:
+        if not isinstance(value, dict):
+            raise SamzaSourceError(f"job model JSON must be an object, got {type(value).__name__}")
+        version = value.get("version", JOB_MODEL_FORMAT_VERSION)
+        if not isinstance(version, int) or version > JOB_MODEL_FORMAT_VERSION:
+            raise FormatVersionError(
+                f"job model format version {version!r} is newer than this release understands "
+                f"({JOB_MODEL_FORMAT_VERSION}); upgrade spark-samza-source"
+            )
+        tasks_json = value.get("tasks")
+        if not isinstance(tasks_json, dict):
+            raise SamzaSourceError("job model JSON lacks a 'tasks' object")
+        counts_json = value.get("initialPartitionCounts", {})
+        broadcast_json = value.get("broadcast", [])
+        if not isinstance(counts_json, dict) or not isinstance(broadcast_json, list):
+            raise SamzaSourceError("job model JSON: 'initialPartitionCounts' must be an object, 'broadcast' a list")
+        tasks: dict[TaskName, frozenset[SystemStreamPartition]] = {}
+        for name, ssps in tasks_json.items():
+            if not isinstance(ssps, list):
+                raise SamzaSourceError(f"job model JSON: task {name!r} must map to a list of SSPs")
+            tasks[TaskName.from_json(name)] = frozenset(SystemStreamPartition.from_json(s) for s in ssps)
+        counts: dict[SystemStream, int] = {}
+        for stream_key, count in counts_json.items():
+            system, sep, stream = str(stream_key).partition(".")
+            if not sep or not isinstance(count, int) or isinstance(count, bool) or count <= 0:
+                raise SamzaSourceError(
+                    f"job model JSON: bad initial partition count {stream_key!r}: {count!r}; "
+                    "expected 'system.stream': positive int"
+                )
+            counts[SystemStream(system, stream)] = count
+        return cls(tasks, counts, frozenset(SystemStreamPartition.from_json(s) for s in broadcast_json))
+
+    @classmethod
+    def from_json_str(cls, text: str) -> JobModel:
+        import json
+
+        try:
+            value = json.loads(text)
+        except (TypeError, ValueError) as err:
+            raise SamzaSourceError(f"job model is not valid JSON: {err}") from None
+        return cls.from_json(value)
+
+    # ---- diff ----------------------------------------------------------------------------------------
+    def diff(self, previous: JobModel | None) -> JobModelDiff:
+        """What changed since ``previous``: for logs and ``samza-source jobmodel show``."""
+        before = previous.ssp_to_task() if previous else {}
+        after = self.ssp_to_task()
+        new = {s: t for s, t in after.items() if s not in before}
+        removed = {s: t for s, t in before.items() if s not in after}
+        moved = {s: (before[s], t) for s, t in after.items() if s in before and before[s] != t}
+        prev_tasks = set(previous.tasks) if previous else set()
+        return JobModelDiff(
+            new_ssps=dict(sorted(new.items())),
+            removed_ssps=dict(sorted(removed.items())),
+            moved_ssps=dict(sorted(moved.items())),
+            new_tasks=sorted(set(self.tasks) - prev_tasks),
+            removed_tasks=sorted(prev_tasks - set(self.tasks)),
+        )
+
+
+@dataclass(frozen=True)
+class JobModelDiff:
+    new_ssps: dict[SystemStreamPartition, TaskName]
+    removed_ssps: dict[SystemStreamPartition, TaskName]
+    moved_ssps: dict[SystemStreamPartition, tuple[TaskName, TaskName]]
+    new_tasks: list[TaskName]
+    removed_tasks: list[TaskName]
+
+    @property
+    def empty(self) -> bool:
+        return not (self.new_ssps or self.removed_ssps or self.moved_ssps or self.new_tasks or self.removed_tasks)
+
+    def describe(self) -> list[str]:
+        """Human-readable lines, one per change."""
+        lines = [f"new task {t}" for t in self.new_tasks]
+        lines += [f"removed task {t}" for t in self.removed_tasks]
+        lines += [f"{s} -> {t} (new)" for s, t in self.new_ssps.items()]
+        lines += [f"{s} moved {a} -> {b}" for s, (a, b) in self.moved_ssps.items()]
+        lines += [f"{s} removed (was in {t})" for s, t in self.removed_ssps.items()]
+        return lines
+
+
+def group_ssps_by_stream(ssps: Iterable[SystemStreamPartition]) -> dict[SystemStream, list[SystemStreamPartition]]:
+    """Group SSPs by stream, each list sorted by partition."""
+    out: dict[SystemStream, list[SystemStreamPartition]] = {}
+    for ssp in sorted(ssps):
+        out.setdefault(ssp.system_stream, []).append(ssp)
+    return out

@@ -1,0 +1,130 @@
+"""The Samza vocabulary: SystemStreamPartition and TaskName.
+
+Both are immutable, hashable and totally ordered, so they can key dicts and be sorted into the deterministic
+JSON that Spark's offset log needs (Spark compares offsets as strings). String forms follow Samza exactly:
+``SystemStreamPartition [kafka, orders, 3]`` and task names such as ``Partition 3``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from .errors import SamzaSourceError
+
+
+@dataclass(frozen=True, order=True, slots=True)
+class SystemStream:
+    """A stream within a system, e.g. ``kafka.orders``."""
+
+    system: str
+    stream: str
+
+    def __str__(self) -> str:
+        return f"{self.system}.{self.stream}"
+
+
+@dataclass(frozen=True, order=True, slots=True)
+class SystemStreamPartition:
+    """One partition of one stream of one system (a Kafka topic partition; a Kinesis SSP slot)."""
+
+    system: str
+    stream: str
+    partition: int
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.partition, int) or isinstance(self.partition, bool) or self.partition < 0:
+            raise SamzaSourceError(
+                f"SystemStreamPartition partition must be a non-negative int, got {self.partition!r} "
+                f"for stream {self.system}.{self.stream}"
+            )
+        if not self.system or not self.stream:
+            raise SamzaSourceError(
+                f"SystemStreamPartition needs a non-empty system and stream, got {self.system!r}, {self.stream!r}"
+            )
+
+    @property
+    def system_stream(self) -> SystemStream:
+        return SystemStream(self.system, self.stream)
+
+    def __str__(self) -> str:  # Samza's SystemStreamPartition.toString()
+        return f"SystemStreamPartition [{self.system}, {self.stream}, {self.partition}]"
+
+    @property
+    def key(self) -> str:
+        """Samza's map-key form ``system.stream.partition`` (used by the startpoint store)."""
+        return f"{self.system}.{self.stream}.{self.partition}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"partition": self.partition, "stream": self.stream, "system": self.system}
+
+    @classmethod
+    def from_json(cls, value: Any) -> SystemStreamPartition:
+        if not isinstance(value, dict):
+            raise SamzaSourceError(f"expected a SystemStreamPartition JSON object, got {value!r:.200}")
+        try:
+            system, stream, partition = value["system"], value["stream"], value["partition"]
+        except KeyError as missing:
+            raise SamzaSourceError(
+                f"SystemStreamPartition JSON lacks {missing}: {value!r:.200}; expected system, stream, partition"
+            ) from None
+        if not isinstance(system, str) or not isinstance(stream, str):
+            raise SamzaSourceError(f"SystemStreamPartition system and stream must be strings: {value!r:.200}")
+        return cls(system, stream, partition)
+
+    _STR_RE = re.compile(r"^SystemStreamPartition \[(.+), (.+), (\d+)\]$")
+
+    @classmethod
+    def parse(cls, text: str) -> SystemStreamPartition:
+        """Parse the Samza string form ``SystemStreamPartition [system, stream, N]``."""
+        match = cls._STR_RE.match(text) if isinstance(text, str) else None
+        if not match:
+            raise SamzaSourceError(
+                f"not a SystemStreamPartition string: {text!r:.200}; expected 'SystemStreamPartition [system, stream, N]'"
+            )
+        return cls(match.group(1), match.group(2), int(match.group(3)))
+
+
+def _natural_key(name: str) -> tuple:
+    """Sort ``Partition 2`` before ``Partition 10``: digits compare as numbers."""
+    return tuple((0, int(part), "") if part.isdigit() else (1, 0, part) for part in re.split(r"(\d+)", name))
+
+
+@dataclass(frozen=True, slots=True)
+class TaskName:
+    """A Samza task; here also exactly one Spark input partition in every micro-batch."""
+
+    name: str
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name:
+            raise SamzaSourceError(f"TaskName must be a non-empty string, got {self.name!r}")
+
+    def __str__(self) -> str:
+        return self.name
+
+    def __lt__(self, other: TaskName) -> bool:
+        if not isinstance(other, TaskName):
+            return NotImplemented
+        return (_natural_key(self.name), self.name) < (_natural_key(other.name), other.name)
+
+    def __le__(self, other: TaskName) -> bool:
+        return self == other or self < other
+
+    def __gt__(self, other: TaskName) -> bool:
+        if not isinstance(other, TaskName):
+            return NotImplemented
+        return other < self
+
+    def __ge__(self, other: TaskName) -> bool:
+        return self == other or self > other
+
+    def to_json(self) -> str:
+        return self.name
+
+    @classmethod
+    def from_json(cls, value: Any) -> TaskName:
+        if not isinstance(value, str):
+            raise SamzaSourceError(f"expected a task name string, got {value!r:.200}")
+        return cls(value)

@@ -1,0 +1,80 @@
+"""The MetadataStore abstraction (SEP-11): a small JSON key-value store, namespaced per job.
+
+Startpoints, job models, checkpoint mirrors and Kinesis batch ends live here. Implementations:
+``memory:`` (unit tests), ``file:``/object stores through ``pyarrow.fs`` and ``dynamodb://TABLE`` through boto3.
+Every write is atomic (no reader ever sees a torn value) and the conditional operations are what make
+startpoint deletion safe against a concurrent writer: ``delete_if_equal`` never removes a newer value.
+
+Keys are scoped as ``<job>/<namespace>/<key>``; ``job`` is validated so it cannot escape its namespace.
+"""
+
+from __future__ import annotations
+
+import re
+from abc import ABC, abstractmethod
+from typing import Any
+
+from ..core.errors import ConfigError
+
+JsonValue = Any  # a value json.dumps accepts: dict, list, str, int, float, bool, None
+
+_JOB_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@:+=-]{0,199}$")
+_NAMESPACE_RE = re.compile(r"^[a-z0-9][a-z0-9-]{0,63}$")
+
+
+def validate_job_name(job_name: Any) -> str:
+    """Refuse job names that could escape the store's namespace ('..', '/', control characters ...)."""
+    if not isinstance(job_name, str) or not _JOB_NAME_RE.match(job_name) or ".." in job_name:
+        raise ConfigError(
+            f"job.name {job_name!r:.80} is not allowed: use 1-200 characters from letters, digits and "
+            "'._@:+=-', starting with a letter or digit, without '..' (it names the job's namespace in the "
+            "metadata store, so '/', '..' and control characters are refused)"
+        )
+    return job_name
+
+
+def validate_namespace(namespace: str) -> str:
+    if not isinstance(namespace, str) or not _NAMESPACE_RE.match(namespace):
+        raise ConfigError(f"metadata namespace {namespace!r:.80} must match {_NAMESPACE_RE.pattern}")
+    return namespace
+
+
+class MetadataStore(ABC):
+    """A JSON key-value store scoped to one job. Keys are free-form strings (any characters)."""
+
+    #: the store's URI with any credentials removed; safe to put in logs and errors
+    uri: str
+    job_name: str
+
+    @abstractmethod
+    def get(self, namespace: str, key: str) -> JsonValue | None:
+        """The value stored under ``key``, or None when absent."""
+
+    @abstractmethod
+    def put(self, namespace: str, key: str, value: JsonValue) -> None:
+        """Store ``value`` atomically, replacing any previous value."""
+
+    @abstractmethod
+    def put_if_absent(self, namespace: str, key: str, value: JsonValue) -> bool:
+        """Store ``value`` only if ``key`` is absent; True if this call stored it."""
+
+    @abstractmethod
+    def delete(self, namespace: str, key: str) -> None:
+        """Remove ``key``; absent keys are not an error."""
+
+    @abstractmethod
+    def delete_if_equal(self, namespace: str, key: str, expected: JsonValue) -> bool:
+        """Remove ``key`` only if its current value equals ``expected`` (JSON equality); True if removed."""
+
+    @abstractmethod
+    def list(self, namespace: str) -> dict[str, JsonValue]:
+        """Every key and value in ``namespace``."""
+
+    def close(self) -> None:  # noqa: B027 - optional hook
+        """Release clients; the store must not be used afterwards."""
+
+    def __enter__(self) -> MetadataStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
