@@ -1,1 +1,10 @@
-"""pytest plugin (registered through the ``pytest11`` entry point): fixtures for real local parts."""
+"""pytest plugin (registered through the ``pytest11`` entry point): fixtures backed by real local parts.
+
+- ``spark``: a session-scoped local SparkSession (``local[2]``), Python workers on this interpreter.
+- ``kafka_broker``: the Kafka wire-protocol development broker (or ``SAMZA_TEST_KAFKA_BOOTSTRAP``).
+- ``moto_server``: moto in server mode on loopback for Kinesis and DynamoDB (or ``SAMZA_TEST_KINESIS_ENDPOINT``).
+"""
+
+from .aws_fixtures import *  # noqa: F401,F403
+from .kafka_fixtures import *  # noqa: F401,F403
+from .spark_fixtures import *  # noqa: F401,F403

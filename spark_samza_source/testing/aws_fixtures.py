@@ -1,0 +1,1 @@
+"""pytest fixtures (filled in by their owner)."""

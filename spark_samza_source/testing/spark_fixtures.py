@@ -1,0 +1,50 @@
+"""The ``spark`` fixture: one real local SparkSession per test session."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+__all__ = ["spark", "make_local_spark"]
+
+_REPO_CONF = Path(__file__).resolve().parents[2] / "conf"
+
+
+def make_local_spark(app_name: str = "spark-samza-source-tests", extra_conf: dict[str, str] | None = None):
+    """Build a quiet ``local[2]`` SparkSession whose Python workers run this very interpreter.
+
+    Spark's Python workers must import this package (sources are pickled by reference), so they must run the
+    virtualenv's interpreter: ``PYSPARK_PYTHON`` is set here unless the caller already set it.
+    """
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    from pyspark.sql import SparkSession
+
+    builder = (
+        SparkSession.builder.master("local[2]")
+        .appName(app_name)
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.driver.memory", "2g")
+        .config("spark.sql.streaming.stopTimeout", "30s")
+    )
+    log4j = _REPO_CONF / "log4j2.properties"
+    if log4j.exists():
+        opt = f"-Dlog4j.configurationFile=file:{log4j}"
+        builder = builder.config("spark.driver.extraJavaOptions", opt).config("spark.executor.extraJavaOptions", opt)
+    for key, value in (extra_conf or {}).items():
+        builder = builder.config(key, value)
+    session = builder.getOrCreate()
+    session.sparkContext.setLogLevel("WARN")
+    return session
+
+
+@pytest.fixture(scope="session")
+def spark():
+    session = make_local_spark()
+    yield session
+    session.stop()
