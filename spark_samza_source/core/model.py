@@ -81,7 +81,8 @@ class SystemStreamPartition:
         match = cls._STR_RE.match(text) if isinstance(text, str) else None
         if not match:
             raise SamzaSourceError(
-                f"not a SystemStreamPartition string: {text!r:.200}; expected 'SystemStreamPartition [system, stream, N]'"
+                f"not a SystemStreamPartition string: {text!r:.200}; "
+                "expected 'SystemStreamPartition [system, stream, N]'"
             )
         return cls(match.group(1), match.group(2), int(match.group(3)))
 

@@ -1,0 +1,204 @@
+"""The source offset of a partitioned log (Kafka): everything needed to rebuild a batch's input partitions.
+
+Spark stores the dict we return from ``latestOffset`` verbatim and compares offsets as JSON *strings*, so the
+JSON form here is deterministic: sorted keys, sorted lists, no floats. One offset is self-contained: from a
+(start, end) pair alone, ``partitions`` rebuilds exactly the same tasks and ranges on replay.
+
+Fields (DESIGN.md section 4):
+
+- ``job_model``: task -> SSPs and each stream's initial partition count;
+- ``positions``: for every (task, SSP) the next offset to read, i.e. where this batch ended;
+- ``rebases``: (task, SSP) whose batch *ending here* does not start at the previous end: an applied
+  Startpoint (with its creation timestamp), a new partition, a broadcast SSP in a new task, or a data-loss
+  skip. ``partitions(start, end)`` starts such an SSP at the rebase position;
+- ``barriers``: drain-first expansion barriers still in force: new SSP -> (its pre-expansion sibling, the
+  sibling offset to drain to);
+- ``applied``: for every (task, SSP) the creation timestamp of the last Startpoint applied, carried forward
+  so that the same Startpoint can never be applied twice, even if its deletion was lost.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from .errors import FormatVersionError, SamzaSourceError
+from .jobmodel import JobModel
+from .model import SystemStreamPartition, TaskName
+
+OFFSET_FORMAT_VERSION = 1
+
+TaskSsp = tuple[TaskName, SystemStreamPartition]
+
+REBASE_STARTPOINT = "startpoint"
+REBASE_NEW_PARTITION = "new-partition"
+REBASE_NEW_TASK = "new-task"
+REBASE_DATA_LOSS = "data-loss"
+REBASE_REASONS = (REBASE_STARTPOINT, REBASE_NEW_PARTITION, REBASE_NEW_TASK, REBASE_DATA_LOSS)
+
+
+class OffsetFormatError(SamzaSourceError, ValueError):
+    """A Spark offset (from the checkpoint's offset log) is not one this source wrote."""
+
+
+@dataclass(frozen=True)
+class Rebase:
+    """Where a (task, SSP) starts in the batch that ends at the offset holding this rebase, and why."""
+
+    position: int
+    reason: str
+    creation_timestamp: int | None = None  # the Startpoint's, for reason "startpoint"
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"position": self.position, "reason": self.reason}
+        if self.creation_timestamp is not None:
+            out["creationTimestamp"] = self.creation_timestamp
+        return out
+
+
+@dataclass(frozen=True)
+class Barrier:
+    """A new partition is not read until ``sibling`` has been consumed up to ``drain_to``."""
+
+    sibling: SystemStreamPartition
+    drain_to: int
+
+
+@dataclass(frozen=True)
+class LogOffset:
+    job_model: JobModel
+    positions: Mapping[TaskSsp, int]
+    rebases: Mapping[TaskSsp, Rebase] = field(default_factory=dict)
+    barriers: Mapping[SystemStreamPartition, Barrier] = field(default_factory=dict)
+    applied: Mapping[TaskSsp, int] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for name in ("positions", "rebases", "applied"):
+            object.__setattr__(self, name, dict(sorted(getattr(self, name).items())))
+        object.__setattr__(self, "barriers", dict(sorted(self.barriers.items())))
+
+    # ---- queries -------------------------------------------------------------------------------------
+    def position_of(self, ssp: SystemStreamPartition) -> int | None:
+        """The lowest position of ``ssp`` in any task (broadcast SSPs have one per task)."""
+        found = [pos for (_, s), pos in self.positions.items() if s == ssp]
+        return min(found) if found else None
+
+    def start_of(self, task: TaskName, ssp: SystemStreamPartition, previous: LogOffset | None) -> int | None:
+        """Where the batch ending at ``self`` starts reading (task, ssp): a rebase, else the previous end."""
+        rebase = self.rebases.get((task, ssp))
+        if rebase is not None:
+            return rebase.position
+        if previous is None:
+            return None
+        if (task, ssp) in previous.positions:
+            return previous.positions[(task, ssp)]
+        return previous.position_of(ssp)  # the SSP moved between tasks: its progress moves with it
+
+    # ---- JSON ----------------------------------------------------------------------------------------
+    def to_json(self) -> dict[str, Any]:
+        def nested(mapping: Mapping[TaskSsp, Any], conv) -> dict[str, dict[str, Any]]:
+            out: dict[str, dict[str, Any]] = {}
+            for (task, ssp), value in mapping.items():
+                out.setdefault(task.name, {})[ssp.key] = conv(value)
+            return {t: dict(sorted(v.items())) for t, v in sorted(out.items())}
+
+        return {
+            "applied": nested(self.applied, int),
+            "barriers": {
+                ssp.key: {"drainTo": b.drain_to, "sibling": b.sibling.key} for ssp, b in sorted(self.barriers.items())
+            },
+            "jobModel": self.job_model.to_json(),
+            "positions": nested(self.positions, int),
+            "rebases": nested(self.rebases, lambda r: r.to_json()),
+            "version": OFFSET_FORMAT_VERSION,
+        }
+
+    def to_json_str(self) -> str:
+        return json.dumps(self.to_json(), sort_keys=True, separators=(",", ":"))
+
+    @classmethod
+    def from_json(cls, value: Any) -> LogOffset:
+        try:
+            return cls._from_json(value)
+        except OffsetFormatError:
+            raise
+        except FormatVersionError:
+            raise
+        except (SamzaSourceError, KeyError, TypeError, ValueError, AttributeError) as err:
+            raise OffsetFormatError(
+                f"this offset was not written by the samza-kafka source or is damaged ({err!s:.300}); "
+                "use a new checkpoint location for a query that used another source"
+            ) from None
+
+    @classmethod
+    def _from_json(cls, value: Any) -> LogOffset:
+        if not isinstance(value, dict):
+            raise OffsetFormatError(f"offset must be a JSON object, got {type(value).__name__}")
+        version = value.get("version")
+        if not isinstance(version, int) or isinstance(version, bool):
+            raise OffsetFormatError("offset lacks an integer 'version'")
+        if version > OFFSET_FORMAT_VERSION:
+            raise FormatVersionError(
+                f"offset format version {version} is newer than this release understands "
+                f"({OFFSET_FORMAT_VERSION}); upgrade spark-samza-source on the driver"
+            )
+        job_model = JobModel.from_json(value["jobModel"])
+
+        def nested(obj: Any, conv) -> dict[TaskSsp, Any]:
+            if not isinstance(obj, dict):
+                raise OffsetFormatError("expected an object of task -> {ssp: value}")
+            out: dict[TaskSsp, Any] = {}
+            for task_name, inner in obj.items():
+                if not isinstance(inner, dict):
+                    raise OffsetFormatError(f"task {task_name!r:.80} must map to an object")
+                task = TaskName.from_json(task_name)
+                for key, item in inner.items():
+                    out[(task, parse_ssp_key(key))] = conv(item)
+            return out
+
+        positions = nested(value["positions"], _as_int)
+        rebases = nested(value.get("rebases", {}), _rebase_from_json)
+        applied = nested(value.get("applied", {}), _as_int)
+        barriers_json = value.get("barriers", {})
+        if not isinstance(barriers_json, dict):
+            raise OffsetFormatError("'barriers' must be an object")
+        barriers = {}
+        for key, item in barriers_json.items():
+            if not isinstance(item, dict):
+                raise OffsetFormatError(f"barrier {key!r:.80} must be an object")
+            barriers[parse_ssp_key(key)] = Barrier(parse_ssp_key(item["sibling"]), _as_int(item["drainTo"]))
+        return cls(job_model, positions, rebases, barriers, applied)
+
+    @classmethod
+    def from_json_str(cls, text: str) -> LogOffset:
+        try:
+            value = json.loads(text)
+        except (TypeError, ValueError) as err:
+            raise OffsetFormatError(f"offset is not valid JSON: {err}") from None
+        return cls.from_json(value)
+
+
+def parse_ssp_key(key: Any) -> SystemStreamPartition:
+    """Inverse of ``SystemStreamPartition.key`` (``system.stream.partition``; streams may contain dots)."""
+    if not isinstance(key, str):
+        raise OffsetFormatError(f"SSP key must be a string, got {key!r:.80}")
+    system, sep, rest = key.partition(".")
+    stream, sep2, partition = rest.rpartition(".")
+    if not sep or not sep2 or not partition.isdigit() or not stream:
+        raise OffsetFormatError(f"bad SSP key {key!r:.80}; expected 'system.stream.partition'")
+    return SystemStreamPartition(system, stream, int(partition))
+
+
+def _as_int(value: Any) -> int:
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise OffsetFormatError(f"expected an integer position, got {value!r:.80}")
+    return value
+
+
+def _rebase_from_json(value: Any) -> Rebase:
+    if not isinstance(value, dict) or value.get("reason") not in REBASE_REASONS:
+        raise OffsetFormatError(f"bad rebase {value!r:.120}")
+    ts = value.get("creationTimestamp")
+    return Rebase(_as_int(value["position"]), value["reason"], None if ts is None else _as_int(ts))
