@@ -1,0 +1,163 @@
+"""The pure batch planner: rebases, expansion barriers, data loss, read limits, no-op detection."""
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from spark_samza_source.core.jobmodel import JobModel
+from spark_samza_source.core.model import SystemStream, SystemStreamPartition, TaskName
+from spark_samza_source.core.offset import LogOffset
+from spark_samza_source.core.planner import (
+    DataLossError,
+    ResolvedStartpoint,
+    Watermarks,
+    plan_next,
+    split_read_limit,
+)
+
+T0, T1 = TaskName("Partition 0"), TaskName("Partition 1")
+
+
+def ssp(p, stream="orders"):
+    return SystemStreamPartition("kafka", stream, p)
+
+
+def model(count, initial=2):
+    tasks = {T0: set(), T1: set()}
+    for p in range(count):
+        tasks[T0 if p % 2 == 0 else T1].add(ssp(p))
+    return JobModel(tasks, {SystemStream("kafka", "orders"): initial})
+
+
+def offset(positions, count=2, **kw):
+    jm = model(count)
+    pos = {(jm.tasks_for(ssp(p))[0], ssp(p)): v for p, v in positions.items()}
+    return LogOffset(jm, pos, **kw)
+
+
+def marks(**by_partition):
+    return {ssp(int(k[1:])): Watermarks(*v) for k, v in by_partition.items()}
+
+
+def test_nothing_new_returns_the_previous_offset_itself():
+    prev = offset({0: 10, 1: 20})
+    result = plan_next(prev, prev.job_model, marks(p0=(0, 10), p1=(0, 20)))
+    assert result.offset is prev
+
+
+def test_reads_everything_available_without_a_limit():
+    prev = offset({0: 10, 1: 20})
+    result = plan_next(prev, prev.job_model, marks(p0=(0, 15), p1=(5, 29)))
+    assert result.offset.positions == {(T0, ssp(0)): 15, (T1, ssp(1)): 29}
+    assert result.offset.rebases == {}
+
+
+def test_read_limit_is_split_in_proportion_to_backlog_and_never_exceeded():
+    prev = offset({0: 0, 1: 0})
+    result = plan_next(prev, prev.job_model, marks(p0=(0, 300), p1=(0, 100)), max_rows=100)
+    ends = result.offset.positions
+    assert ends[(T0, ssp(0))] == 75 and ends[(T1, ssp(1))] == 25
+
+
+@given(
+    backlogs=st.lists(st.integers(min_value=0, max_value=10_000), min_size=1, max_size=20),
+    limit=st.integers(min_value=1, max_value=50_000),
+)
+def test_split_read_limit_total_is_exact(backlogs, limit):
+    keys = [(T0, ssp(i)) for i in range(len(backlogs))]
+    starts = dict.fromkeys(keys, 7)
+    caps = {k: 7 + b for k, b in zip(keys, backlogs, strict=True)}
+    ends = split_read_limit(starts, caps, limit)
+    taken = [ends[k] - starts[k] for k in keys]
+    assert sum(taken) == min(limit, sum(backlogs))
+    assert all(0 <= t <= b for t, b in zip(taken, backlogs, strict=True))
+
+
+def test_startpoint_rebases_the_ssp_and_is_recorded_as_applied():
+    prev = offset({0: 10, 1: 20})
+    sp = {(T0, ssp(0)): ResolvedStartpoint(position=3, creation_timestamp=1000)}
+    result = plan_next(prev, prev.job_model, marks(p0=(0, 12), p1=(0, 20)), startpoints=sp)
+    off = result.offset
+    assert off.rebases[(T0, ssp(0))].position == 3
+    assert off.rebases[(T0, ssp(0))].creation_timestamp == 1000
+    assert off.start_of(T0, ssp(0), prev) == 3
+    assert off.positions[(T0, ssp(0))] == 12
+    assert off.applied == {(T0, ssp(0)): 1000}
+    # Planning again with the same (not yet deleted) startpoint must not apply it a second time.
+    again = plan_next(off, off.job_model, marks(p0=(0, 12), p1=(0, 20)), startpoints=sp)
+    assert again.offset is off
+    # A newer startpoint for the same SSP is applied.
+    newer = {(T0, ssp(0)): ResolvedStartpoint(position=5, creation_timestamp=2000)}
+    third = plan_next(off, off.job_model, marks(p0=(0, 12), p1=(0, 20)), startpoints=newer)
+    assert third.offset.rebases[(T0, ssp(0))].position == 5
+    assert third.offset.applied[(T0, ssp(0))] == 2000
+
+
+def test_startpoint_position_is_clamped_into_the_available_range():
+    prev = offset({0: 10, 1: 20})
+    sp = {(T1, ssp(1)): ResolvedStartpoint(position=999, creation_timestamp=1)}
+    result = plan_next(prev, prev.job_model, marks(p0=(0, 10), p1=(0, 25)), startpoints=sp)
+    assert result.offset.rebases[(T1, ssp(1))].position == 25
+
+
+def test_expansion_adds_barriers_and_new_partitions_wait_for_their_sibling():
+    prev = offset({0: 10, 1: 20})
+    grown = model(4)
+    wm = marks(p0=(0, 15), p1=(0, 20), p2=(0, 7), p3=(0, 4))
+    first = plan_next(prev, grown, wm)
+    off = first.offset
+    # New partitions start at their earliest offset.
+    assert off.rebases[(T0, ssp(2))].position == 0 and off.rebases[(T1, ssp(3))].position == 0
+    # Partition 0 had not reached its end (15) when the batch started: partition 2 waits.
+    assert off.barriers[ssp(2)].sibling == ssp(0) and off.barriers[ssp(2)].drain_to == 15
+    assert off.positions[(T0, ssp(2))] == 0
+    # Partition 1 was already drained to its end (20) when the batch started: partition 3 is read at once.
+    assert ssp(3) in first.released_barriers and ssp(3) not in off.barriers
+    assert off.positions[(T1, ssp(3))] == 4
+    # The batch that drains partition 0 to 15 does not yet read partition 2 ...
+    assert off.positions[(T0, ssp(0))] == 15
+    # ... the next one does, because partition 0 started that batch drained.
+    second = plan_next(off, grown, wm).offset
+    assert second.barriers == {}
+    assert second.positions[(T0, ssp(2))] == 7
+
+
+def test_no_ordering_reads_new_partitions_at_once():
+    prev = offset({0: 10, 1: 20})
+    result = plan_next(prev, model(4), marks(p0=(0, 15), p1=(0, 20), p2=(0, 7), p3=(0, 4)), ordering="none")
+    assert result.offset.barriers == {}
+    assert result.offset.positions[(T0, ssp(2))] == 7
+
+
+def test_data_loss_fails_naming_the_ssp_and_the_range():
+    prev = offset({0: 10, 1: 20})
+    with pytest.raises(DataLossError) as err:
+        plan_next(prev, prev.job_model, marks(p0=(40, 50), p1=(0, 20)))
+    assert "SystemStreamPartition [kafka, orders, 0]" in str(err.value)
+    assert "10..39" in str(err.value)
+    assert "failOnDataLoss=false" in str(err.value)
+
+
+def test_data_loss_without_failing_continues_from_earliest_and_reports():
+    prev = offset({0: 10, 1: 20})
+    result = plan_next(prev, prev.job_model, marks(p0=(40, 50), p1=(0, 20)), fail_on_data_loss=False)
+    assert result.offset.rebases[(T0, ssp(0))].position == 40
+    assert result.offset.positions[(T0, ssp(0))] == 50
+    assert [(d.lost_from, d.lost_until) for d in result.data_loss] == [(10, 40)]
+
+
+def test_until_caps_available_now_batches():
+    prev = offset({0: 0, 1: 0})
+    until = {ssp(0): 5, ssp(1): 3}
+    result = plan_next(prev, prev.job_model, marks(p0=(0, 50), p1=(0, 20)), until=until)
+    assert result.offset.positions == {(T0, ssp(0)): 5, (T1, ssp(1)): 3}
+
+
+def test_offset_json_round_trip_is_deterministic():
+    prev = offset({0: 10, 1: 20})
+    sp = {(T0, ssp(0)): ResolvedStartpoint(position=3, creation_timestamp=1000)}
+    off = plan_next(prev, model(4), marks(p0=(0, 15), p1=(0, 20), p2=(0, 7), p3=(0, 4)), startpoints=sp).offset
+    text = off.to_json_str()
+    again = LogOffset.from_json_str(text)
+    assert again == off
+    assert again.to_json_str() == text
