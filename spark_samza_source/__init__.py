@@ -5,3 +5,16 @@ client library, so it can be used (and tested) anywhere.
 """
 
 __version__ = "0.1.0.dev0"
+
+
+def register(spark) -> None:
+    """Register both sources on ``spark`` explicitly (not needed when the wheel is pip-installed: Spark finds
+    the ``pyspark_samza_kafka`` / ``pyspark_samza_kinesis`` modules by itself)."""
+    from .kafka.source import SamzaKafkaDataSource
+
+    spark.dataSource.register(SamzaKafkaDataSource)
+    try:
+        from .kinesis.source import SamzaKinesisDataSource
+    except ImportError:  # the Kinesis source is not built yet
+        return
+    spark.dataSource.register(SamzaKinesisDataSource)

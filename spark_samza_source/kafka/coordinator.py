@@ -1,0 +1,305 @@
+"""The driver side of the samza-kafka source: Samza's JobCoordinator, run inside Spark's source runner.
+
+Each trigger it discovers partitions (so expansion is seen at every trigger), recomputes the job model with the
+configured grouper, picks up Startpoints (at query start, then after each poll interval), resolves them with
+the Kafka visitor, and hands everything to the pure planner. ``commit`` deletes the startpoints a committed
+batch applied (only if unchanged since) and mirrors committed positions to the metadata store and,
+optionally, to the consumer group ``samza-<job.name>``.
+
+Spark calls ``commit`` one batch late and never for the last batch of a run, so the startpoints recorded as
+applied in the offset a run *starts from* are deleted on the first trigger too (the restart path); the offset
+also carries every applied startpoint's creation timestamp, so none can be applied twice.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+from collections.abc import Mapping
+
+from ..core.checkpoint import Checkpoint, CheckpointMirror
+from ..core.copartition import check_copartitioning
+from ..core.errors import ConfigError
+from ..core.expansion import resolve_expansion_algorithm
+from ..core.grouping import resolve_grouper
+from ..core.jobmodel import JobModel
+from ..core.model import SystemStream, SystemStreamPartition, TaskName
+from ..core.offset import REBASE_STARTPOINT, LogOffset, TaskSsp
+from ..core.planner import PlanResult, ResolvedStartpoint, Watermarks, plan_next
+from ..core.startpoint_manager import StartpointManager
+from ..metadata import open_store
+from .admin import KafkaAdmin
+from .options import BY_TIMESTAMP, EARLIEST, LATEST, SPECIFIC, SYSTEM, KafkaSourceOptions
+from .reader import KafkaRange
+from .startpoints import KafkaStartpointResolver
+
+log = logging.getLogger(__name__)
+
+JOB_MODEL_NAMESPACE = "jobmodel"
+
+
+class KafkaCoordinator:
+    """Plans batches for one query. Lives in Spark's long-lived driver-side Python runner."""
+
+    def __init__(self, options: KafkaSourceOptions, *, clock=time.monotonic) -> None:
+        self.options = options
+        self._clock = clock
+        self._admin: KafkaAdmin | None = None
+        self._store = None
+        self._startpoints: StartpointManager | None = None
+        self._grouper = resolve_grouper(
+            options.grouper, expansion_algorithm=resolve_expansion_algorithm(options.expansion_algorithm)
+        )
+        self._algorithm = resolve_expansion_algorithm(options.expansion_algorithm)
+        self._last_startpoint_poll: float | None = None
+        self._cleaned: set[tuple[TaskSsp, int]] = set()
+        self.latest_watermarks: dict[SystemStreamPartition, Watermarks] = {}
+        self.last_plan: PlanResult | None = None
+
+    # ---- lazily opened clients -------------------------------------------------------------------------
+    @property
+    def admin(self) -> KafkaAdmin:
+        if self._admin is None:
+            self._admin = KafkaAdmin(self.options.client_conf)
+        return self._admin
+
+    @property
+    def store(self):
+        if self._store is None:
+            self._store = open_store(self.options.metadata_store, self.options.job_name)
+        return self._store
+
+    @property
+    def startpoints(self) -> StartpointManager:
+        if self._startpoints is None:
+            self._startpoints = StartpointManager(self.store, ttl_ms=self.options.startpoint_ttl_ms)
+        return self._startpoints
+
+    # ---- discovery ---------------------------------------------------------------------------------------
+    def discover(self) -> list[SystemStreamPartition]:
+        """Every SSP the query reads now (broadcast ones included)."""
+        opts = self.options
+        if opts.assign is not None:
+            counts = self.admin.list_partition_counts(topics=list(opts.assign))
+            ssps = []
+            for topic, parts in opts.assign.items():
+                for p in parts:
+                    if p >= counts[topic]:
+                        raise ConfigError(
+                            f"option 'assign' names partition {p} of topic '{topic}', which has only "
+                            f"{counts[topic]} partitions (0..{counts[topic] - 1})"
+                        )
+                    ssps.append(SystemStreamPartition(SYSTEM, topic, p))
+        else:
+            if opts.topics is not None:
+                counts = self.admin.list_partition_counts(topics=list(opts.topics))
+            else:
+                counts = self.admin.list_partition_counts(pattern=re.compile(opts.pattern))
+            ssps = [SystemStreamPartition(SYSTEM, t, p) for t, n in counts.items() for p in range(n)]
+        broadcast_streams = {b.stream for b in opts.broadcast}
+        missing = [b for b in opts.broadcast if b not in set(ssps) and b.stream not in counts]
+        if missing or broadcast_streams - set(counts):
+            extra = self.admin.list_partition_counts(topics=sorted(broadcast_streams - set(counts)))
+            for topic, n in extra.items():
+                counts[topic] = n
+        for b in opts.broadcast:
+            if b.partition >= counts.get(b.stream, 0):
+                raise ConfigError(
+                    f"option 'task.broadcast.inputs' names {b.system}.{b.stream}#{b.partition}, but topic "
+                    f"'{b.stream}' has {counts.get(b.stream, 0)} partitions"
+                )
+        return sorted(set(ssps) | set(opts.broadcast))
+
+    def job_model(self, previous: JobModel | None, ssps: list[SystemStreamPartition]) -> JobModel:
+        model = self._grouper.group(previous, ssps, self.options.broadcast)
+        if self.options.copartition:
+            groups = [[_system_stream(s) for s in group] for group in self.options.copartition]
+            check_copartitioning(groups, model)
+        if previous is None or model != previous:
+            diff = model.diff(previous)
+            if previous is not None:
+                log.info("job model changed for %s: %s", self.options.job_name, "; ".join(diff.describe()))
+            self._persist_job_model(model, previous)
+        return model
+
+    def _persist_job_model(self, model: JobModel, previous: JobModel | None) -> None:
+        current = self.store.get(JOB_MODEL_NAMESPACE, "current")
+        if current == model.to_json():
+            return
+        if current is not None:
+            self.store.put(JOB_MODEL_NAMESPACE, "previous", current)
+        self.store.put(JOB_MODEL_NAMESPACE, "current", model.to_json())
+
+    def watermarks(self, ssps) -> dict[SystemStreamPartition, Watermarks]:
+        raw = self.admin.watermarks([(s.stream, s.partition) for s in ssps])
+        marks = {s: Watermarks(*raw[(s.stream, s.partition)]) for s in ssps if (s.stream, s.partition) in raw}
+        self.latest_watermarks = marks
+        return marks
+
+    # ---- Spark entry points ----------------------------------------------------------------------------
+    def initial_offset(self) -> LogOffset:
+        """Where a query with no checkpoint starts: startingOffsets, overridden by any Startpoint."""
+        ssps = self.discover()
+        model = self.job_model(None, ssps)
+        marks = self.watermarks(model.ssps())
+        starts = self._starting_positions(model, marks)
+        positions = {(t, s): starts[s] for t, group in model.tasks.items() for s in group}
+        return LogOffset(model, positions)
+
+    def latest_offset(
+        self,
+        start: LogOffset,
+        *,
+        max_rows: int | None,
+        until: Mapping[SystemStreamPartition, int] | None = None,
+    ) -> LogOffset:
+        self._delete_applied_startpoints(start)
+        ssps = self.discover()
+        model = self.job_model(start.job_model, ssps)
+        marks = self.watermarks(model.ssps())
+        startpoints = self._due_startpoints(model, start, marks)
+        result = plan_next(
+            start,
+            model,
+            marks,
+            startpoints=startpoints,
+            max_rows=max_rows,
+            until=until,
+            ordering=self.options.ordering,
+            fail_on_data_loss=self.options.fail_on_data_loss,
+            sibling_of=self._sibling_of,
+        )
+        self.last_plan = result
+        for (task, ssp), sp in result.applied.items():
+            log.info("startpoint applied: %s in %s starts at offset %d (created %d)",
+                     ssp, task, result.offset.rebases[(task, ssp)].position, sp.creation_timestamp)
+        for ssp in result.new_barriers:
+            b = result.offset.barriers[ssp]
+            log.info("partition expansion: %s waits until %s is drained to offset %d", ssp, b.sibling, b.drain_to)
+        return result.offset
+
+    def commit(self, end: LogOffset) -> None:
+        self._delete_applied_startpoints(end)
+        CheckpointMirror(self.store).write(Checkpoint.from_positions(end.positions))
+        if self.options.commit_offsets_to_kafka:
+            group: dict[tuple[str, int], int] = {}
+            for (_task, ssp), pos in end.positions.items():
+                tp = (ssp.stream, ssp.partition)
+                group[tp] = min(pos, group.get(tp, pos))
+            try:
+                self.admin.commit_group_offsets(self.options.group_id, group)
+            except Exception as err:  # a mirror for tools: never fail the query for it
+                log.warning("could not mirror offsets to consumer group %s: %s", self.options.group_id, err)
+
+    def partitions(self, start: LogOffset, end: LogOffset) -> list[tuple[TaskName, list[KafkaRange]]]:
+        """One entry per task of ``end``'s job model, in task order: the ranges that task reads."""
+        out = []
+        for task, ssps in end.job_model.tasks.items():
+            ranges = []
+            for ssp in sorted(ssps):
+                until = end.positions[(task, ssp)]
+                begin = end.start_of(task, ssp, start)
+                if begin is None:
+                    begin = until
+                if until > begin:
+                    ranges.append(KafkaRange(ssp.stream, ssp.partition, begin, until))
+            out.append((task, ranges))
+        return out
+
+    def available_now_target(self) -> dict[SystemStreamPartition, int]:
+        marks = self.watermarks(self.discover())
+        return {s: m.high for s, m in marks.items()}
+
+    # ---- helpers -------------------------------------------------------------------------------------
+    def _sibling_of(self, ssp: SystemStreamPartition, current: int, previous: int) -> SystemStreamPartition:
+        p = self._algorithm.partition_before_expansion(ssp.partition, current, previous)
+        return SystemStreamPartition(ssp.system, ssp.stream, p)
+
+    def _due_startpoints(
+        self, model: JobModel, start: LogOffset, marks: Mapping[SystemStreamPartition, Watermarks]
+    ) -> dict[TaskSsp, ResolvedStartpoint]:
+        now = self._clock()
+        poll_s = self.options.startpoint_poll_ms / 1000
+        if self._last_startpoint_poll is not None and now - self._last_startpoint_poll < poll_s:
+            return {}
+        self._last_startpoint_poll = now
+        effective = self.startpoints.fan_out(model)
+        resolver = KafkaStartpointResolver(marks, self.admin.offsets_for_times)
+        resolved: dict[TaskSsp, ResolvedStartpoint] = {}
+        for (ssp, task), startpoint in effective.items():
+            key = (task, ssp)
+            if startpoint.creation_timestamp <= start.applied.get(key, -1):
+                # Applied in an earlier batch; its deletion was lost (e.g. the run stopped before commit).
+                self.startpoints.delete_if_unchanged(ssp, task, startpoint.creation_timestamp)
+                continue
+            if ssp not in marks:
+                continue
+            position = startpoint.apply(ssp, resolver)
+            resolved[key] = ResolvedStartpoint(position, startpoint.creation_timestamp)
+        return resolved
+
+    def _delete_applied_startpoints(self, offset: LogOffset) -> None:
+        for key, rebase in offset.rebases.items():
+            if rebase.reason != REBASE_STARTPOINT or rebase.creation_timestamp is None:
+                continue
+            marker = (key, rebase.creation_timestamp)
+            if marker in self._cleaned:
+                continue
+            task, ssp = key
+            deleted = self.startpoints.delete_if_unchanged(ssp, task, rebase.creation_timestamp)
+            log.info("startpoint for %s in %s %s", ssp, task,
+                     "deleted after its batch committed" if deleted else "already gone or replaced by a newer one")
+            self._cleaned.add(marker)
+
+    def _starting_positions(
+        self, model: JobModel, marks: Mapping[SystemStreamPartition, Watermarks]
+    ) -> dict[SystemStreamPartition, int]:
+        starting = self.options.starting
+        out: dict[SystemStreamPartition, int] = {}
+        lookups: dict[tuple[str, int], int] = {}
+        for ssp in sorted(model.ssps()):
+            m = marks[ssp]
+            if starting.kind == EARLIEST:
+                out[ssp] = m.low
+            elif starting.kind == LATEST:
+                out[ssp] = m.high
+            elif starting.kind == SPECIFIC:
+                wanted = starting.per_partition.get(ssp.stream, {}).get(ssp.partition)
+                if wanted is None:
+                    # As Spark: partitions not named start at latest (subscribe) -- here at the default, latest.
+                    out[ssp] = m.high
+                elif wanted == -2:
+                    out[ssp] = m.low
+                elif wanted == -1:
+                    out[ssp] = m.high
+                else:
+                    out[ssp] = min(max(wanted, m.low), m.high)
+            elif starting.kind == BY_TIMESTAMP:
+                ts = starting.timestamp_ms
+                if ts is None:
+                    ts = starting.per_partition.get(ssp.stream, {}).get(ssp.partition)
+                if ts is None:
+                    out[ssp] = m.high
+                else:
+                    lookups[(ssp.stream, ssp.partition)] = ts
+        if lookups:
+            found = self.admin.offsets_for_times(lookups)
+            for (topic, p), ts in lookups.items():
+                ssp = SystemStreamPartition(SYSTEM, topic, p)
+                offset = found.get((topic, p))
+                if offset is None or offset < 0:
+                    if starting.timestamp_strategy == "error":
+                        raise ConfigError(
+                            f"no record at or after timestamp {ts} in {ssp}; the starting timestamp option "
+                            "cannot be honoured. Use an earlier timestamp, or set "
+                            "startingOffsetsByTimestampStrategy=latest to start such partitions at the end"
+                        )
+                    offset = marks[ssp].high
+                out[ssp] = offset
+        return out
+
+
+def _system_stream(text: str) -> SystemStream:
+    system, _, stream = text.partition(".")
+    return SystemStream(system, stream)

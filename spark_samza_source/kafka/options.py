@@ -1,0 +1,254 @@
+"""Options of the ``samza-kafka`` source: Spark's Kafka option names where the semantics match.
+
+Parsed once on the driver when the query starts (``DataSource.streamReader``), so every bad value fails the
+query before anything is read. The result is plain, picklable data: Spark ships the reader to executors.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..core.broadcast import parse_broadcast_inputs
+from ..core.copartition import parse_copartition_groups
+from ..core.errors import ConfigError
+from ..core.model import SystemStreamPartition
+from ..metadata.base import validate_job_name
+from ..spark.options import Options, is_secret_option, shown
+
+log = logging.getLogger(__name__)
+
+SYSTEM = "kafka"
+DEFAULT_METADATA_STORE = "samza-metadata"
+
+# Spark's Kafka source refuses these for the same reasons: the source manages groups and offsets itself.
+_REFUSED_KAFKA = {
+    "group.id": "the source assigns partitions itself and mirrors progress to the group 'samza-<job.name>' "
+    "(see commitOffsetsToKafka); remove 'kafka.group.id'",
+    "enable.auto.commit": "offsets are tracked in Spark's checkpoint; Kafka auto-commit would record progress "
+    "Spark has not made. Remove 'kafka.enable.auto.commit'",
+    "auto.offset.reset": "use 'startingOffsets' for a new query and Startpoints to re-position a running one; "
+    "remove 'kafka.auto.offset.reset'",
+    "key.deserializer": "keys are always returned as binary; cast in Spark instead",
+    "value.deserializer": "values are always returned as binary; cast in Spark instead",
+}
+
+EARLIEST, LATEST, SPECIFIC, BY_TIMESTAMP = "earliest", "latest", "specific", "timestamp"
+
+
+@dataclass(frozen=True)
+class StartingOffsets:
+    """Where a query with no checkpoint starts. Startpoints override it."""
+
+    kind: str = LATEST
+    # SPECIFIC: topic -> partition -> offset (-2 earliest, -1 latest, as Spark). BY_TIMESTAMP: ... -> epoch ms.
+    per_partition: dict[str, dict[int, int]] = field(default_factory=dict)
+    timestamp_ms: int | None = None  # BY_TIMESTAMP for every partition
+    timestamp_strategy: str = "error"  # Spark's startingOffsetsByTimestampStrategy: error | latest
+
+
+@dataclass(frozen=True)
+class KafkaSourceOptions:
+    client_conf: dict[str, str]
+    topics: tuple[str, ...] | None
+    pattern: str | None
+    assign: dict[str, tuple[int, ...]] | None
+    job_name: str
+    metadata_store: str
+    grouper: str
+    expansion_algorithm: str | None
+    ordering: str
+    broadcast: tuple[SystemStreamPartition, ...]
+    copartition: tuple[tuple[str, ...], ...]
+    starting: StartingOffsets
+    max_offsets_per_trigger: int | None
+    min_offsets_per_trigger: int | None
+    max_trigger_delay_ms: int
+    fail_on_data_loss: bool
+    include_headers: bool
+    startpoint_ttl_ms: int
+    startpoint_poll_ms: int
+    commit_offsets_to_kafka: bool
+    max_rows_per_arrow_batch: int
+    poll_timeout_ms: int
+
+    @property
+    def group_id(self) -> str:
+        return f"samza-{self.job_name}"
+
+    def describe(self) -> str:
+        """For logs: what is read, never the client config (it may hold credentials)."""
+        what = (
+            f"subscribe={','.join(self.topics)}" if self.topics else
+            f"subscribePattern={self.pattern}" if self.pattern else f"assign={json.dumps(self.assign)}"
+        )
+        return f"samza-kafka job.name={self.job_name} {what} grouper={self.grouper} store={self.metadata_store}"
+
+    @classmethod
+    def parse(cls, raw: Any) -> KafkaSourceOptions:
+        opts = Options(raw)
+        client_conf = opts.prefixed("kafka.")
+        if not client_conf.get("bootstrap.servers", "").strip():
+            raise ConfigError(
+                "option 'kafka.bootstrap.servers' is required: a comma-separated list of host:port, "
+                "e.g. .option('kafka.bootstrap.servers', 'broker1:9092,broker2:9092')"
+            )
+        for key, why in _REFUSED_KAFKA.items():
+            if key in client_conf:
+                raise ConfigError(f"option 'kafka.{key}' is not supported: {why}")
+        for key, value in client_conf.items():
+            if value.strip() == "":
+                raise ConfigError(f"option 'kafka.{key}' is empty; give a value or remove it ({shown(key, value)})")
+
+        topics, pattern, assign = _parse_subscription(opts)
+        job_name = opts.string("job.name", required=True, hint="it names the job's startpoints, job model and "
+                               "checkpoint mirror in the metadata store, e.g. .option('job.name', 'orders-enricher')")
+        validate_job_name(job_name)
+        store = opts.string("metadata.store")
+        if store is None:
+            store = DEFAULT_METADATA_STORE
+            log.warning(
+                "option 'metadata.store' is not set: using the local directory '%s'. Startpoints and the job "
+                "model then live on this driver's disk only; production jobs should use durable storage "
+                "(e.g. s3://bucket/prefix or dynamodb://table).", store)
+
+        grouper = opts.string("grouper", "GroupByPartitionFixedTasks")
+        algorithm = opts.string("expansion.algorithm")
+        ordering = opts.choice("expansion.ordering", "drain-first", ("drain-first", "none"))
+        broadcast_raw = opts.string("task.broadcast.inputs")
+        broadcast = tuple(sorted(parse_broadcast_inputs(broadcast_raw))) if broadcast_raw else ()
+        for ssp in broadcast:
+            if ssp.system != SYSTEM:
+                raise ConfigError(
+                    f"option 'task.broadcast.inputs': {ssp.system}.{ssp.stream}#{ssp.partition} names system "
+                    f"'{ssp.system}'; this source reads system '{SYSTEM}' (write e.g. kafka.{ssp.stream}#0)"
+                )
+        copartition_raw = opts.string("copartition")
+        copartition = _copartition_groups(copartition_raw) if copartition_raw else ()
+
+        max_offsets = opts.integer("maxOffsetsPerTrigger", None, minimum=1)
+        min_offsets = opts.integer("minOffsetsPerTrigger", None, minimum=1)
+        max_delay = opts.duration_ms("maxTriggerDelay", 15 * 60 * 1000)
+        if max_offsets is not None and min_offsets is not None and min_offsets > max_offsets:
+            raise ConfigError(
+                f"option 'minOffsetsPerTrigger' ({min_offsets}) must not exceed 'maxOffsetsPerTrigger' ({max_offsets})"
+            )
+        return cls(
+            client_conf=client_conf,
+            topics=topics,
+            pattern=pattern,
+            assign=assign,
+            job_name=job_name,
+            metadata_store=store,
+            grouper=grouper,
+            expansion_algorithm=algorithm,
+            ordering=ordering,
+            broadcast=broadcast,
+            copartition=copartition,
+            starting=_parse_starting(opts),
+            max_offsets_per_trigger=max_offsets,
+            min_offsets_per_trigger=min_offsets,
+            max_trigger_delay_ms=max_delay,
+            fail_on_data_loss=opts.boolean("failOnDataLoss", True),
+            include_headers=opts.boolean("includeHeaders", False),
+            startpoint_ttl_ms=opts.duration_ms("startpoint.ttl", 12 * 3_600_000, minimum_ms=1),
+            startpoint_poll_ms=opts.duration_ms("startpoint.pollInterval", 10_000),
+            commit_offsets_to_kafka=opts.boolean("commitOffsetsToKafka", True),
+            max_rows_per_arrow_batch=opts.integer("maxRowsPerArrowBatch", 10_000, minimum=1),
+            poll_timeout_ms=opts.duration_ms("kafkaConsumer.pollTimeoutMs", 120_000, minimum_ms=1),
+        )
+
+
+def _parse_subscription(opts: Options):
+    given = [name for name in ("subscribe", "subscribePattern", "assign") if opts.string(name) is not None]
+    if len(given) != 1:
+        raise ConfigError(
+            "exactly one of the options 'subscribe' (comma-separated topics), 'subscribePattern' (a regex) or "
+            f"'assign' (JSON like {{\"orders\":[0,1]}}) must be set; got {', '.join(given) if given else 'none'}"
+        )
+    name = given[0]
+    value = opts.string(name)
+    if name == "subscribe":
+        topics = tuple(t.strip() for t in value.split(","))
+        if any(not t for t in topics):
+            raise ConfigError(f"option 'subscribe' has an empty topic name in {value!r}; use e.g. 'orders,payments'")
+        return tuple(dict.fromkeys(topics)), None, None
+    if name == "subscribePattern":
+        try:
+            re.compile(value)
+        except re.error as err:
+            raise ConfigError(
+                f"option 'subscribePattern' is not a valid regular expression ({err}): {value!r}"
+            ) from None
+        return None, value, None
+    try:
+        parsed = json.loads(value)
+        if not isinstance(parsed, dict) or not parsed:
+            raise ValueError
+        assign = {}
+        for topic, parts in parsed.items():
+            if not isinstance(parts, list) or not parts or not all(
+                isinstance(p, int) and not isinstance(p, bool) and p >= 0 for p in parts
+            ):
+                raise ValueError
+            assign[str(topic)] = tuple(sorted(set(parts)))
+    except ValueError:
+        raise ConfigError(
+            f"option 'assign' must be a JSON object of topic -> non-empty list of partitions, e.g. "
+            f"{{\"orders\":[0,1]}}; got {value!r}"
+        ) from None
+    return None, None, assign
+
+
+def _copartition_groups(value: str) -> tuple[tuple[str, ...], ...]:
+    groups = parse_copartition_groups(value, default_system=SYSTEM)
+    return tuple(tuple(str(s) for s in group) for group in groups)
+
+
+def _parse_starting(opts: Options) -> StartingOffsets:
+    given = [n for n in ("startingOffsets", "startingTimestamp", "startingOffsetsByTimestamp") if opts.has(n)]
+    strategy = opts.choice("startingOffsetsByTimestampStrategy", "error", ("error", "latest"))
+    if len(given) > 1:
+        raise ConfigError(f"set only one of the options {', '.join(given)}; they all choose where a new query starts")
+    if not given:
+        return StartingOffsets(LATEST)
+    name = given[0]
+    value = opts.string(name) or ""
+    if name == "startingTimestamp":
+        try:
+            ts = int(value)
+            if ts < 0:
+                raise ValueError
+        except ValueError:
+            raise ConfigError(f"option 'startingTimestamp' must be epoch milliseconds (>= 0), got {value!r}") from None
+        return StartingOffsets(BY_TIMESTAMP, timestamp_ms=ts, timestamp_strategy=strategy)
+    if name == "startingOffsets" and value.lower() in (EARLIEST, LATEST):
+        return StartingOffsets(value.lower())
+    example = '{"orders":{"0":23,"1":-2}}' if name == "startingOffsets" else '{"orders":{"0":1700000000000}}'
+    try:
+        parsed = json.loads(value)
+        if not isinstance(parsed, dict):
+            raise ValueError
+        per: dict[str, dict[int, int]] = {}
+        for topic, parts in parsed.items():
+            if not isinstance(parts, dict):
+                raise ValueError
+            per[str(topic)] = {}
+            for part, off in parts.items():
+                if not str(part).isdigit() or not isinstance(off, int) or isinstance(off, bool):
+                    raise ValueError
+                if name == "startingOffsets" and off < -2 or name != "startingOffsets" and off < 0:
+                    raise ValueError
+                per[str(topic)][int(part)] = off
+    except ValueError:
+        allowed = "'earliest', 'latest' or JSON" if name == "startingOffsets" else "JSON"
+        meaning = " (-2 = earliest, -1 = latest)" if name == "startingOffsets" else " (epoch ms)"
+        raise ConfigError(f"option '{name}' must be {allowed} like {example}{meaning}; got {value!r}") from None
+    kind = SPECIFIC if name == "startingOffsets" else BY_TIMESTAMP
+    return StartingOffsets(kind, per_partition=per, timestamp_strategy=strategy)
+
+
+__all__ = ["KafkaSourceOptions", "StartingOffsets", "is_secret_option"]
