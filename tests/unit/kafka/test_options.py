@@ -1,0 +1,126 @@
+"""Every bad samza-kafka option fails with a clear message naming the option, the value and what is allowed."""
+
+import pytest
+
+from spark_samza_source.core.errors import ConfigError
+from spark_samza_source.kafka.options import BY_TIMESTAMP, EARLIEST, LATEST, SPECIFIC, KafkaSourceOptions
+
+BASE = {"kafka.bootstrap.servers": "127.0.0.1:9092", "subscribe": "orders", "job.name": "orders-job"}
+
+
+def parse(**overrides):
+    raw = dict(BASE)
+    for key, value in overrides.items():
+        key = key.replace("__", ".")
+        if value is None:
+            raw.pop(key, None)
+        else:
+            raw[key] = value
+    # Spark lower-cases option names before the source sees them.
+    return KafkaSourceOptions.parse({k.lower(): v for k, v in raw.items()})
+
+
+def error_of(**overrides) -> str:
+    with pytest.raises(ConfigError) as err:
+        parse(**overrides)
+    return str(err.value)
+
+
+def test_defaults():
+    opts = parse()
+    assert opts.topics == ("orders",)
+    assert opts.client_conf == {"bootstrap.servers": "127.0.0.1:9092"}
+    assert opts.grouper == "GroupByPartitionFixedTasks"
+    assert opts.ordering == "drain-first"
+    assert opts.starting.kind == LATEST
+    assert opts.fail_on_data_loss is True and opts.include_headers is False
+    assert opts.startpoint_ttl_ms == 12 * 3600 * 1000 and opts.startpoint_poll_ms == 10_000
+    assert opts.commit_offsets_to_kafka is True
+    assert opts.group_id == "samza-orders-job"
+
+
+def test_option_names_are_case_insensitive_like_spark():
+    opts = KafkaSourceOptions.parse({**{k.lower(): v for k, v in BASE.items()}, "maxoffsetspertrigger": "5"})
+    assert opts.max_offsets_per_trigger == 5
+
+
+def test_bootstrap_servers_required():
+    assert "'kafka.bootstrap.servers' is required" in error_of(kafka__bootstrap__servers=None)
+
+
+@pytest.mark.parametrize("key", ["kafka.group.id", "kafka.enable.auto.commit", "kafka.auto.offset.reset"])
+def test_refused_kafka_options_explain_why(key):
+    message = error_of(**{key.replace(".", "__"): "x"})
+    assert f"'{key}' is not supported" in message
+
+
+def test_exactly_one_subscription():
+    assert "exactly one of the options 'subscribe'" in error_of(subscribe=None)
+    assert "got subscribe, subscribePattern" in error_of(subscribePattern="o.*")
+
+
+def test_bad_subscribe_pattern_and_assign():
+    assert "'subscribePattern' is not a valid regular expression" in error_of(subscribe=None, subscribePattern="(")
+    assert "'assign' must be a JSON object" in error_of(subscribe=None, assign='{"orders": [-1]}')
+    assert parse(subscribe=None, assign='{"orders":[1,0]}').assign == {"orders": (0, 1)}
+
+
+def test_empty_topic_in_subscribe():
+    assert "empty topic name" in error_of(subscribe="orders,,payments")
+
+
+def test_job_name_required_and_namespaced():
+    assert "'job.name' is required" in error_of(job__name=None)
+    assert "job.name '../etc' is not allowed" in error_of(job__name="../etc")
+    assert "is not allowed" in error_of(job__name="a/b")
+
+
+def test_booleans():
+    assert "'failOnDataLoss' must be 'true' or 'false', got 'yes'" in error_of(failOnDataLoss="yes")
+    assert parse(includeHeaders="TRUE").include_headers is True
+
+
+def test_limits():
+    assert "'maxOffsetsPerTrigger' must be at least 1, got 0" in error_of(maxOffsetsPerTrigger="0")
+    assert "'maxOffsetsPerTrigger' must be a whole number, got 'lots'" in error_of(maxOffsetsPerTrigger="lots")
+    assert "must not exceed" in error_of(maxOffsetsPerTrigger="5", minOffsetsPerTrigger="10")
+
+
+def test_durations():
+    assert parse(startpoint__ttl="30m").startpoint_ttl_ms == 30 * 60_000
+    assert parse(startpoint__pollInterval="1500").startpoint_poll_ms == 1500
+    assert "'startpoint.ttl' must be a duration" in error_of(startpoint__ttl="soon")
+
+
+def test_ordering_choice():
+    assert parse(expansion__ordering="NONE").ordering == "none"
+    assert "'expansion.ordering' must be one of drain-first, none" in error_of(expansion__ordering="strict")
+
+
+def test_starting_offsets_forms():
+    assert parse(startingOffsets="earliest").starting.kind == EARLIEST
+    specific = parse(startingOffsets='{"orders":{"0":23,"1":-2}}').starting
+    assert specific.kind == SPECIFIC and specific.per_partition == {"orders": {0: 23, 1: -2}}
+    by_ts = parse(startingTimestamp="1700000000000").starting
+    assert by_ts.kind == BY_TIMESTAMP and by_ts.timestamp_ms == 1700000000000
+    per_ts = parse(startingOffsetsByTimestamp='{"orders":{"0":1700000000000}}').starting
+    assert per_ts.kind == BY_TIMESTAMP and per_ts.per_partition == {"orders": {0: 1700000000000}}
+
+
+def test_bad_starting_offsets():
+    assert "'startingOffsets' must be 'earliest', 'latest' or JSON" in error_of(startingOffsets="beginning")
+    assert "(-2 = earliest, -1 = latest)" in error_of(startingOffsets='{"orders":{"0":-3}}')
+    assert "'startingTimestamp' must be epoch milliseconds" in error_of(startingTimestamp="yesterday")
+    assert "set only one of the options" in error_of(startingOffsets="earliest", startingTimestamp="1")
+
+
+def test_broadcast_must_name_the_kafka_system():
+    assert parse(task__broadcast__inputs="kafka.config#[0-1]").broadcast[1].partition == 1
+    assert "names system 'kinesis'" in error_of(task__broadcast__inputs="kinesis.config#0")
+
+
+def test_secret_values_never_echoed():
+    message = error_of(**{"kafka__sasl__password": "   "})
+    assert "'kafka.sasl.password' is empty" in message
+    opts = parse(**{"kafka__sasl__password": "hunter2"})
+    assert "hunter2" not in opts.describe()
