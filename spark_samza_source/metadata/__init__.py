@@ -1,1 +1,232 @@
-"""metadata package."""
+"""Metadata stores (SEP-11): open one from the ``metadata.store`` URI, and keep credentials out of sight.
+
+``open_store(uri, job_name)`` accepts:
+
+- ``memory:`` / ``memory:NAME``: a process-local dict (unit tests of the pure core);
+- ``file:///abs/path`` or a plain path (relative paths are made absolute): local files, atomic across processes;
+- ``s3://BUCKET/PREFIX``, ``gs://...``, ``abfs://...``, ``hdfs://...``: object stores through
+  ``pyarrow.fs.FileSystem.from_uri`` (conditional operations are best-effort there, see ``filesystem``);
+- ``dynamodb://TABLE?region=R&endpoint=URL``: a DynamoDB table through boto3, with conditional writes.
+
+Store URIs may carry credentials (``s3://KEY:SECRET@bucket``, ``?secret_key=...``). ``redact_uri`` removes
+them; every store's ``uri`` attribute, every error and every log line uses the redacted form only.
+
+Backends are imported lazily (``from spark_samza_source.metadata import DynamoDBMetadataStore`` still works),
+so opening a ``file:`` store never imports boto3 and opening ``memory:`` never imports pyarrow. The backend
+modules import ``redact_uri``/``scrub_secrets`` from here, which is safe because this module imports no
+backend at import time.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import urllib.parse
+from typing import TYPE_CHECKING, Any
+
+from ..core.errors import ConfigError
+from .base import JsonValue, MetadataStore, validate_job_name, validate_namespace
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .dynamodb import DynamoDBMetadataStore
+    from .filesystem import FileSystemMetadataStore
+    from .memory import MemoryMetadataStore
+
+__all__ = [
+    "JsonValue",
+    "MetadataStore",
+    "MemoryMetadataStore",
+    "FileSystemMetadataStore",
+    "DynamoDBMetadataStore",
+    "open_store",
+    "redact_uri",
+    "scrub_secrets",
+    "validate_job_name",
+    "validate_namespace",
+    "OPTION",
+    "SUPPORTED_FORMS",
+]
+
+log = logging.getLogger(__name__)
+
+#: the option users set; named in every configuration error
+OPTION = "metadata.store"
+
+SUPPORTED_FORMS = (
+    "memory:[NAME], file:///ABSOLUTE/PATH or a plain directory path, "
+    "s3://BUCKET/PREFIX, gs://BUCKET/PREFIX, abfs://CONTAINER@ACCOUNT.dfs.core.windows.net/PREFIX, "
+    "hdfs://HOST/PATH (any URI pyarrow.fs.FileSystem.from_uri supports), "
+    "dynamodb://TABLE?region=REGION&endpoint=URL"
+)
+
+#: schemes handed to pyarrow.fs.FileSystem.from_uri
+PYARROW_SCHEMES = frozenset({"s3", "gs", "gcs", "abfs", "abfss", "hdfs", "viewfs", "local", "mock"})
+
+_LAZY = {
+    "MemoryMetadataStore": ".memory",
+    "FileSystemMetadataStore": ".filesystem",
+    "DynamoDBMetadataStore": ".dynamodb",
+}
+
+_SCHEME_RE = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*):")
+# Query parameter names whose values are secrets (matched anywhere in the name, case-insensitively):
+# secret_key, aws_secret_access_key, session_token, sas_token, account_key, password, sig (Azure SAS) ...
+_SECRET_PARAM_RE = re.compile(r"secret|passw|pwd|token|credential|signature|^sig$|key|auth|sas", re.I)
+_PARAM_RE = re.compile(r"([?&;])([^=&;#]*)=([^&;#]*)")
+REDACTED = "***"
+
+
+def __getattr__(name: str) -> Any:
+    """Import a backend class on first use (PEP 562), so unused client libraries are never imported."""
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name], __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _userinfo_span(uri: str) -> tuple[int, int] | None:
+    """Where ``user[:password]`` sits in ``scheme://user:password@host/...``, or None.
+
+    Deliberately forgiving, because secrets are often pasted without percent-encoding and may contain '/'
+    (AWS secret keys do) or '@': the userinfo runs to the LAST '@' before any '?' or '#', unless the
+    authority is empty (``file:///...``) or the text before that '@' looks like a path ('/' but no ':').
+    When in doubt this over-redacts (``hdfs://nn:8020/a@b`` becomes ``hdfs://***@b``): that only costs
+    readability, a leaked secret costs more.
+    """
+    m = _SCHEME_RE.match(uri)
+    if m is None or not uri.startswith("//", m.end()):
+        return None
+    start = m.end() + 2
+    if uri.startswith("/", start):
+        return None
+    end = len(uri)
+    for sep in "?#":
+        i = uri.find(sep, start)
+        if i != -1:
+            end = min(end, i)
+    at = uri.rfind("@", start, end)
+    if at == -1:
+        return None
+    userinfo = uri[start:at]
+    if "/" in userinfo and ":" not in userinfo:
+        return None  # an '@' inside a path, e.g. s3://bucket/user@host/x
+    return start, at
+
+
+def redact_uri(uri: str) -> str:
+    """``uri`` with credentials replaced by ``***``: safe for ``store.uri``, errors and logs.
+
+    Removes ``user:password@`` (the whole userinfo when it holds a password; a bare user name such as an
+    ``abfs://container@account`` container is kept) and the values of query parameters whose names look like
+    secrets (``secret_key``, ``aws_secret_access_key``, ``session_token``, ``access_key``, ``sig`` ...).
+    Anything that is not a string is replaced entirely.
+    """
+    if not isinstance(uri, str):
+        return REDACTED
+    span = _userinfo_span(uri)
+    if span is not None:
+        start, at = span
+        if ":" in uri[start:at]:
+            uri = uri[:start] + REDACTED + uri[at:]
+    q = uri.find("?")
+    if q == -1:
+        return uri
+
+    def repl(m: re.Match[str]) -> str:
+        name = m.group(2)
+        if _SECRET_PARAM_RE.search(urllib.parse.unquote_plus(name)):
+            return f"{m.group(1)}{name}={REDACTED}"
+        return m.group(0)
+
+    return uri[:q] + _PARAM_RE.sub(repl, uri[q:])
+
+
+def _uri_secrets(uri: str) -> list[str]:
+    """The secret substrings of ``uri`` (raw and percent-decoded), longest first."""
+    found: set[str] = set()
+    span = _userinfo_span(uri)
+    if span is not None:
+        userinfo = uri[span[0]:span[1]]
+        if ":" in userinfo:
+            user, _, password = userinfo.partition(":")
+            found.update({user, password, urllib.parse.unquote(user), urllib.parse.unquote(password)})
+    q = uri.find("?")
+    if q != -1:
+        for m in _PARAM_RE.finditer(uri[q:]):
+            if _SECRET_PARAM_RE.search(urllib.parse.unquote_plus(m.group(2))):
+                found.update({m.group(3), urllib.parse.unquote_plus(m.group(3)), urllib.parse.unquote(m.group(3))})
+    return sorted((s for s in found if len(s) >= 3), key=len, reverse=True)
+
+
+def scrub_secrets(text: str, uri: str, limit: int = 500) -> str:
+    """``text`` (typically a client library's error message) with ``uri`` and its secrets redacted.
+
+    Long messages are cut to ``limit`` characters: some libraries print pages of search paths.
+    """
+    text = str(text)
+    if isinstance(uri, str) and uri:
+        text = text.replace(uri, redact_uri(uri))
+        for secret in _uri_secrets(uri):
+            text = text.replace(secret, REDACTED)
+    if len(text) > limit:
+        text = text[:limit] + " ..."
+    return text
+
+
+def _config_error(uri: str, problem: str) -> ConfigError:
+    return ConfigError(f"{OPTION} {redact_uri(uri)!r}: {problem}. Supported forms: {SUPPORTED_FORMS}")
+
+
+def _file_uri_path(uri: str) -> str:
+    parts = urllib.parse.urlsplit(uri)
+    if parts.netloc not in ("", "localhost"):
+        raise _config_error(uri, f"file: URIs name a local path, not host {parts.netloc!r}; use file:///PATH")
+    if parts.query or parts.fragment:
+        raise _config_error(uri, "file: URIs take no '?' or '#' part")
+    path = urllib.parse.unquote(parts.path)
+    if not path:
+        raise _config_error(uri, "the path is empty")
+    return os.path.abspath(os.path.expanduser(path))
+
+
+def open_store(uri: str, job_name: str) -> MetadataStore:
+    """Open the metadata store named by ``uri`` (the ``metadata.store`` option) for job ``job_name``.
+
+    Raises ConfigError (naming the option, the redacted URI and the supported forms) for an unknown scheme or a
+    malformed URI, and for a job name that could escape its namespace. No I/O happens for ``file:`` until
+    the first operation; ``dynamodb:`` checks (or creates) its table on first use.
+    """
+    validate_job_name(job_name)
+    if not isinstance(uri, str) or not uri.strip():
+        raise ConfigError(f"{OPTION} is empty: set it to one of {SUPPORTED_FORMS}")
+    uri = uri.strip()
+    m = _SCHEME_RE.match(uri)
+    if m is None:  # a plain path
+        from .filesystem import FileSystemMetadataStore
+
+        store: MetadataStore = FileSystemMetadataStore.local(os.path.abspath(os.path.expanduser(uri)), job_name)
+    else:
+        scheme = m.group(1).lower()
+        if scheme == "memory":
+            from .memory import MemoryMetadataStore
+
+            name = uri[m.end():]
+            store = MemoryMetadataStore(job_name, name[2:] if name.startswith("//") else name)
+        elif scheme == "file":
+            from .filesystem import FileSystemMetadataStore
+
+            store = FileSystemMetadataStore.local(_file_uri_path(uri), job_name)
+        elif scheme == "dynamodb":
+            from .dynamodb import DynamoDBMetadataStore
+
+            store = DynamoDBMetadataStore.from_uri(uri, job_name)
+        elif scheme in PYARROW_SCHEMES:
+            from .filesystem import FileSystemMetadataStore
+
+            store = FileSystemMetadataStore.from_uri(uri, job_name)
+        else:
+            raise _config_error(uri, f"unknown scheme {scheme!r}")
+    log.debug("opened metadata store %s for job %s", store.uri, job_name)
+    return store

@@ -1,0 +1,145 @@
+"""Launch moto in server mode on loopback, for tests, ``make demo`` and benchmarks.
+
+Why a separate process: the moto server answers real HTTP (so boto3, pyarrow's S3 client and Spark's Python
+workers all talk to it exactly as to AWS), and running it outside the test process keeps it off that process's
+GIL and safe to ``fork`` around. Port 0 lets the kernel pick a free port, so there is no race between choosing a
+port and binding it; the launcher reports the port it actually bound.
+
+Command line (runs until SIGTERM or SIGINT)::
+
+    python -m spark_samza_source.testing.moto_server --port 0
+    listening on http://127.0.0.1:PORT
+
+From Python::
+
+    with MotoServerProcess() as endpoint:   # "http://127.0.0.1:PORT", answering requests
+        ...
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import queue
+import signal
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+
+__all__ = ["MotoServerProcess", "wait_until_answering", "main"]
+
+_LISTENING = "listening on "
+
+
+def wait_until_answering(endpoint: str, timeout: float = 30.0) -> None:
+    """Block until an HTTP request to ``endpoint`` gets any HTTP answer; RuntimeError after ``timeout``."""
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # loopback: never via a proxy
+    deadline = time.monotonic() + timeout
+    last: Exception | None = None
+    while time.monotonic() < deadline:
+        try:
+            with opener.open(endpoint.rstrip("/") + "/moto-api/", timeout=2):
+                return
+        except urllib.error.HTTPError:
+            return  # an HTTP error status is still an answer
+        except OSError as exc:
+            last = exc
+            time.sleep(0.05)
+    raise RuntimeError(f"moto server at {endpoint} did not answer within {timeout:.0f}s (last error: {last})")
+
+
+class MotoServerProcess:
+    """A moto server in a child process (``python -m spark_samza_source.testing.moto_server``).
+
+    ``start()`` returns the endpoint URL once the server answers HTTP; ``stop()`` sends SIGTERM and waits.
+    The child exits by itself if this process dies (it watches its parent), so no orphan survives a killed
+    test run.
+    """
+
+    def __init__(self, host: str = "127.0.0.1", port: int = 0, startup_timeout: float = 60.0) -> None:
+        self.host = host
+        self.port = port
+        self.startup_timeout = startup_timeout
+        self.endpoint: str | None = None
+        self._proc: subprocess.Popen[str] | None = None
+
+    def start(self) -> str:
+        cmd = [sys.executable, "-m", "spark_samza_source.testing.moto_server",
+               "--host", self.host, "--port", str(self.port), "--parent-pid", str(os.getpid())]
+        self._proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, bufsize=1)
+        lines: queue.Queue[str] = queue.Queue()
+
+        def pump() -> None:
+            assert self._proc is not None and self._proc.stdout is not None
+            for line in self._proc.stdout:
+                lines.put(line)
+            lines.put("")  # EOF
+
+        threading.Thread(target=pump, name="moto-server-stdout", daemon=True).start()
+        deadline = time.monotonic() + self.startup_timeout
+        while True:
+            remaining = deadline - time.monotonic()
+            try:
+                line = lines.get(timeout=max(remaining, 0.01))
+            except queue.Empty:
+                self.stop()
+                raise RuntimeError(f"moto server did not start within {self.startup_timeout:.0f}s") from None
+            if line.startswith(_LISTENING):
+                self.endpoint = line[len(_LISTENING):].strip()
+                break
+            if line == "":
+                code = self._proc.wait()
+                raise RuntimeError(f"moto server exited with code {code} before listening (see stderr above)")
+        wait_until_answering(self.endpoint, timeout=max(deadline - time.monotonic(), 1.0))
+        return self.endpoint
+
+    def stop(self) -> None:
+        proc, self._proc = self._proc, None
+        if proc is None or proc.poll() is not None:
+            return
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+    def __enter__(self) -> str:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Run moto (AWS mock) in server mode until SIGTERM.")
+    parser.add_argument("--host", default="127.0.0.1", help="address to bind (default: loopback only)")
+    parser.add_argument("--port", type=int, default=0, help="port to bind; 0 picks a free port (default)")
+    parser.add_argument("--parent-pid", type=int, default=0,
+                        help="exit when this parent process is gone (used by MotoServerProcess)")
+    parser.add_argument("--verbose", action="store_true", help="log every request")
+    args = parser.parse_args(argv)
+
+    logging.getLogger("werkzeug").setLevel(logging.INFO if args.verbose else logging.WARNING)
+    from moto.server import ThreadedMotoServer
+
+    server = ThreadedMotoServer(ip_address=args.host, port=args.port, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    print(f"{_LISTENING}http://{host}:{port}", flush=True)
+    while not stop.wait(1.0):
+        if args.parent_pid and os.getppid() != args.parent_pid:
+            break  # our parent died (we were re-parented): do not outlive it
+    server.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
