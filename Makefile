@@ -1,4 +1,6 @@
 # Two commands matter on a fresh machine: `make demo` and `make test`.
+# The editable install uses compat mode (a .pth adding the repo root to sys.path) so that Spark's static
+# lookup of top-level pyspark_* modules (pkgutil.iter_modules) finds pyspark_samza_kafka without register().
 # Both create the virtualenv at .venv when it is missing or pyproject.toml changed.
 
 PYTHON ?= python3
@@ -14,10 +16,10 @@ export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
 
 setup: $(STAMP)
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml Makefile
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev]'
+	$(PY) -m pip install --quiet --config-settings editable_mode=compat -e '.[dev]'
 	touch $(STAMP)
 
 # pytest exits 5 when it collected no test: that must fail, never pass silently.
