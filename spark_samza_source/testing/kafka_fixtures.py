@@ -1,1 +1,120 @@
-"""pytest fixtures (filled in by their owner)."""
+"""pytest fixtures for Kafka: the development broker, or a real cluster.
+
+- ``kafka_broker`` (session): the Kafka wire-protocol development broker
+  (:class:`spark_samza_source.testing.kafka_broker.KafkaDevBroker`), or, when the environment variable
+  ``SAMZA_TEST_KAFKA_BOOTSTRAP`` is set, a handle on that real cluster whose ``restart()``/``stop()``/
+  ``kill()`` skip the test (fault control needs the dev broker).  Everything the tests do goes through
+  ``.bootstrap_servers`` and a Kafka client.
+- ``kafka_broker_fresh`` (function): a dev broker of its own with its own data dir (about half a second to
+  start), for tests that restart, kill or otherwise disturb the broker; on a real cluster, the shared
+  handle.
+- ``kafka_topic`` (function): a factory ``kafka_topic(partitions=1, config=None, prefix="t") -> name``
+  that creates a uniquely named topic with confluent-kafka's AdminClient on ``kafka_broker``.
+- ``kafka_topic_factory``: the same factory bound to any broker handle:
+  ``kafka_topic_factory(broker)(partitions=...)``.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+
+import pytest
+
+from .kafka_broker import KafkaDevBroker
+
+__all__ = [
+    "RealKafkaCluster",
+    "create_topic",
+    "kafka_broker",
+    "kafka_broker_fresh",
+    "kafka_topic",
+    "kafka_topic_factory",
+]
+
+REAL_CLUSTER_ENV = "SAMZA_TEST_KAFKA_BOOTSTRAP"
+_SKIP_REASON = "needs broker fault control; SAMZA_TEST_KAFKA_BOOTSTRAP is a real cluster"
+
+
+class RealKafkaCluster:
+    """Handle on an externally managed cluster: same surface as the dev broker, no fault control."""
+
+    is_dev_broker = False
+
+    def __init__(self, bootstrap_servers: str):
+        self.bootstrap_servers = bootstrap_servers
+
+    def restart(self) -> None:
+        pytest.skip(_SKIP_REASON)
+
+    def stop(self) -> None:
+        pytest.skip(_SKIP_REASON)
+
+    def kill(self) -> None:
+        pytest.skip(_SKIP_REASON)
+
+    def start(self) -> RealKafkaCluster:
+        return self
+
+
+def create_topic(bootstrap_servers: str, name: str, partitions: int = 1,
+                 config: dict[str, str] | None = None, timeout: float = 30.0) -> str:
+    """Create ``name`` with confluent-kafka's AdminClient; raises on failure. Returns the name."""
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient({"bootstrap.servers": bootstrap_servers})
+    futures = admin.create_topics([NewTopic(name, num_partitions=partitions, replication_factor=1,
+                                            config=dict(config or {}))], operation_timeout=timeout)
+    futures[name].result(timeout)
+    return name
+
+
+def _external() -> str | None:
+    return os.environ.get(REAL_CLUSTER_ENV) or None
+
+
+@pytest.fixture(scope="session")
+def kafka_broker():
+    bootstrap = _external()
+    if bootstrap:
+        yield RealKafkaCluster(bootstrap)
+        return
+    broker = KafkaDevBroker()
+    broker.start()
+    try:
+        yield broker
+    finally:
+        broker.stop()
+
+
+@pytest.fixture
+def kafka_broker_fresh(kafka_broker):
+    if isinstance(kafka_broker, RealKafkaCluster):
+        yield kafka_broker
+        return
+    broker = KafkaDevBroker()
+    broker.start()
+    try:
+        yield broker
+    finally:
+        broker.stop()
+
+
+def _factory(broker):
+    def make(partitions: int = 1, config: dict[str, str] | None = None, prefix: str = "t") -> str:
+        name = f"{prefix}-{uuid.uuid4().hex[:12]}"
+        return create_topic(broker.bootstrap_servers, name, partitions, config)
+
+    return make
+
+
+@pytest.fixture
+def kafka_topic(kafka_broker):
+    """Factory: ``kafka_topic(partitions=1, config=None, prefix="t")`` creates a fresh topic."""
+    return _factory(kafka_broker)
+
+
+@pytest.fixture
+def kafka_topic_factory():
+    """``kafka_topic_factory(broker)`` -> a topic factory for that broker (e.g. ``kafka_broker_fresh``)."""
+    return _factory

@@ -1,0 +1,266 @@
+"""Kafka wire-protocol development broker: TEST AND DEMO INFRASTRUCTURE ONLY, never production.
+
+A single-node Kafka broker (node id 0, leader of every partition, fixed cluster id) that speaks the
+real Kafka protocol on loopback, so the Kafka integration tests and ``make demo`` run against
+confluent-kafka/librdkafka exactly as against a cluster, with no JVM, Docker or download.  Requests
+are decoded and responses encoded by kafka-python 3.0.12's classes generated from Kafka's own JSON
+message schemas (``protocol.py``); record batches are the v2 format, stored as produced.
+
+Usage::
+
+    with KafkaDevBroker() as broker:            # temp data dir, removed on stop()
+        Producer({"bootstrap.servers": broker.bootstrap_servers}) ...
+        broker.restart()                         # same port, same data
+    python -m spark_samza_source.testing.kafka_broker --port 0 --data-dir DIR
+        # prints "listening on 127.0.0.1:PORT", serves until SIGTERM/SIGINT
+
+``KafkaDevBroker`` runs the broker in a child Python process (the CLI above) so that it neither
+competes for the test process's GIL nor dies with it; ``kill()`` simulates a crash (SIGKILL).
+``in_process=True`` runs it on an event loop thread instead (handy under a debugger).
+
+Supported APIs (advertised in ApiVersions; nothing else is):
+    ApiVersions 0-4 (v3+ flexible; an unsupported version gets the v0 UNSUPPORTED_VERSION answer),
+    Metadata 0-13 (auto topic creation off unless ``auto_create_topics``), CreateTopics 2-7,
+    DeleteTopics 1-6, CreatePartitions 0-3 (live topics grow), DescribeConfigs 1-4 (topic and broker
+    resources), DescribeCluster 0-1, Produce 3-13 (acks 0/1/all; record batch v2 only; any codec is
+    stored as produced, gzip/none are decoded where needed; CreateTime or LogAppendTime),
+    InitProducerId 0-5 and idempotent-producer sequence checks (no transactions),
+    Fetch 4-18 (long poll woken by new data, min/max bytes, partition max bytes, OFFSET_OUT_OF_RANGE,
+    high watermark = last stable offset, log start offset; sessionless: session id 0),
+    ListOffsets 1-11 (earliest -2, latest -1, max timestamp -3, by timestamp: first offset whose
+    record timestamp >= target, else offset -1/timestamp -1), OffsetForLeaderEpoch 2-4 (epoch 0),
+    DeleteRecords 0-2 (moves the log start offset), FindCoordinator 0-6 (itself),
+    OffsetCommit 2-10 / OffsetFetch 1-10 for simple (assign()-based) consumers: generation -1 and an
+    empty member id; offsets persisted.
+
+Not supported: consumer-group membership (JoinGroup/SyncGroup/Heartbeat: ``subscribe()`` does not
+work, use ``assign()``), transactions and read_committed filtering of aborted data (there is none),
+fetch sessions (KIP-227; clients fall back to full fetches), retention/compaction (topic configs are
+stored and described but not enforced; DeleteRecords is the only way data goes), replication, ACLs,
+SASL/TLS, quotas, message format v0/v1, leader epochs other than 0, CRC-32C validation of produced
+batches unless the ``crc32c`` package is installed (the pure-Python one is too slow).
+
+Storage and durability: see ``log.py``: one append-only log file plus a batch index per partition;
+acknowledged data is written (not fsynced unless ``fsync=True``) before the response, survives a
+broker restart or crash; a torn tail is detected (index bounds, CRC-32 / CRC-32C) and cut on open.
+Fetch serves whole stored batches straight from the log file, never decoding records.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+__all__ = ["KafkaDevBroker"]
+
+
+class KafkaDevBroker:
+    """One development broker. ``start()``/``stop()``/``restart()``, or use it as a context manager."""
+
+    def __init__(self, data_dir: str | os.PathLike | None = None, port: int = 0, host: str = "127.0.0.1",
+                 *, fsync: bool = False, auto_create_topics: bool = False, default_partitions: int = 1,
+                 in_process: bool = False, log_level: str | None = None, start_timeout: float = 60.0):
+        self._owns_dir = data_dir is None
+        self._data_dir = Path(data_dir) if data_dir is not None else None
+        self.port = port
+        self.host = host
+        self.fsync = fsync
+        self.auto_create_topics = auto_create_topics
+        self.default_partitions = default_partitions
+        self.in_process = in_process
+        self.log_level = log_level or os.environ.get("SAMZA_DEVBROKER_LOG_LEVEL", "WARNING")
+        self.start_timeout = start_timeout
+        self._proc: subprocess.Popen | None = None
+        self._log_file = None
+        self.log_path: Path | None = None
+        self._thread = None
+        self._loop = None
+        self._server = None
+        self._lock = threading.RLock()
+
+    # ------------------------------------------------------------------------------ lifecycle
+    @property
+    def data_dir(self) -> Path:
+        if self._data_dir is None:
+            self._data_dir = Path(tempfile.mkdtemp(prefix="samza-devbroker-"))
+        return self._data_dir
+
+    @property
+    def bootstrap_servers(self) -> str:
+        if not self.port:
+            raise RuntimeError("broker not started")
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"{host}:{self.port}"
+
+    @property
+    def running(self) -> bool:
+        if self.in_process:
+            return self._thread is not None and self._thread.is_alive()
+        return self._proc is not None and self._proc.poll() is None
+
+    def start(self) -> KafkaDevBroker:
+        with self._lock:
+            if self.running:
+                return self
+            self.data_dir.mkdir(parents=True, exist_ok=True)
+            if self.in_process:
+                self._start_thread()
+            else:
+                self._start_process()
+            return self
+
+    def _start_thread(self) -> None:
+        import logging
+
+        from .server import BrokerServer, run_in_thread
+
+        logging.getLogger("spark_samza_source.kafka_broker").setLevel(self.log_level.upper())
+        self._server = BrokerServer(self.data_dir, self.host, self.port, fsync=self.fsync,
+                                    auto_create_topics=self.auto_create_topics,
+                                    default_partitions=self.default_partitions)
+        self._thread, self._loop = run_in_thread(self._server)
+        self.port = self._server.port
+
+    def _start_process(self) -> None:
+        if self.log_path is None:
+            fd, name = tempfile.mkstemp(prefix="samza-devbroker-", suffix=".log")
+            os.close(fd)
+            self.log_path = Path(name)
+        self._log_file = open(self.log_path, "ab")
+        cmd = [sys.executable, "-m", "spark_samza_source.testing.kafka_broker", "--host", self.host,
+               "--port", str(self.port), "--data-dir", str(self.data_dir), "--log-level", self.log_level,
+               "--default-partitions", str(self.default_partitions), "--exit-on-stdin-eof"]
+        if self.fsync:
+            cmd.append("--fsync")
+        if self.auto_create_topics:
+            cmd.append("--auto-create-topics")
+        deadline = time.monotonic() + self.start_timeout
+        while True:
+            proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                    stderr=self._log_file, close_fds=True)
+            line = _readline_with_timeout(proc, max(deadline - time.monotonic(), 1.0))
+            if line.startswith("listening on "):
+                break
+            proc.kill()
+            proc.wait()
+            # A fixed port may still be held by a previous incarnation for a moment: retry.
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"dev broker did not start: {line!r}; see {self.log_path}:\n"
+                                   + self.log_tail())
+            time.sleep(0.2)
+        self._proc = proc
+        self.port = int(line.rsplit(":", 1)[1])
+
+    def log_tail(self, n: int = 40) -> str:
+        if self.log_path is None or not self.log_path.exists():
+            return ""
+        return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-n:])
+
+    def stop(self, *, _keep_data: bool = False) -> None:
+        with self._lock:
+            if self.in_process:
+                if self._loop is not None and self._thread is not None:
+                    self._loop.call_soon_threadsafe(self._loop.stop)
+                    self._thread.join(30)
+                self._thread = self._loop = self._server = None
+            elif self._proc is not None:
+                proc, self._proc = self._proc, None
+                if proc.poll() is None:
+                    proc.send_signal(signal.SIGTERM)
+                    try:
+                        proc.wait(30)
+                    except subprocess.TimeoutExpired:
+                        proc.kill()
+                        proc.wait()
+                for stream in (proc.stdin, proc.stdout):
+                    with contextlib.suppress(OSError):
+                        stream.close()
+            if self._log_file is not None:
+                self._log_file.close()
+                self._log_file = None
+            if not _keep_data and self._owns_dir and self._data_dir is not None:
+                shutil.rmtree(self._data_dir, ignore_errors=True)
+                self._data_dir = None
+                if self.log_path is not None:
+                    with contextlib.suppress(OSError):
+                        self.log_path.unlink()
+                    self.log_path = None
+
+    def kill(self) -> None:
+        """Crash the broker (SIGKILL, nothing flushed beyond what was acknowledged). Data is kept:
+        call ``start()`` to bring it back on the same port."""
+        with self._lock:
+            if self.in_process:
+                raise RuntimeError("kill() needs the broker in a child process")
+            if self._proc is not None:
+                self._proc.kill()
+                self._proc.wait()
+                for stream in (self._proc.stdin, self._proc.stdout):
+                    with contextlib.suppress(OSError):
+                        stream.close()
+                self._proc = None
+
+    def restart(self) -> None:
+        """Stop and start again on the same port with the same data."""
+        with self._lock:
+            self.stop(_keep_data=True)
+            self.start()
+
+    def __enter__(self) -> KafkaDevBroker:
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    def __del__(self):  # best effort: never leave a child broker behind
+        proc = getattr(self, "_proc", None)
+        if proc is not None and proc.poll() is None:
+            with contextlib.suppress(Exception):
+                proc.kill()
+
+    # ------------------------------------------------------------------------------ helpers
+    def _client(self):
+        from .client import WireClient
+
+        return WireClient(self.host, self.port)
+
+    def create_topic(self, name: str, partitions: int = 1, config: dict[str, str] | None = None) -> None:
+        """Create a topic through the protocol (CreateTopics v5); raises on any error."""
+        from kafka.protocol.admin import CreateTopicsRequest
+
+        R = CreateTopicsRequest
+        T = R.CreatableTopic
+        req = R[5](topics=[T(name=name, num_partitions=partitions, replication_factor=1, assignments=[],
+                             configs=[T.CreatableTopicConfig(name=k, value=str(v))
+                                      for k, v in (config or {}).items()])],
+                   timeout_ms=30000, validate_only=False)
+        with self._client() as client:
+            result = client.request(req).topics[0]
+        if result.error_code:
+            raise RuntimeError(f"CreateTopics {name}: error {result.error_code} {result.error_message}")
+
+    def delete_topic(self, name: str) -> None:
+        from kafka.protocol.admin import DeleteTopicsRequest
+
+        with self._client() as client:
+            result = client.request(DeleteTopicsRequest[5](topic_names=[name], timeout_ms=30000)).responses[0]
+        if result.error_code:
+            raise RuntimeError(f"DeleteTopics {name}: error {result.error_code} {result.error_message}")
+
+
+def _readline_with_timeout(proc: subprocess.Popen, timeout: float) -> str:
+    result: list[bytes] = []
+    reader = threading.Thread(target=lambda: result.append(proc.stdout.readline()), daemon=True)
+    reader.start()
+    reader.join(timeout)
+    if not result:
+        return ""
+    return result[0].decode(errors="replace").strip()

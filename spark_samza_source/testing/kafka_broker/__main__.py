@@ -1,0 +1,66 @@
+"""``python -m spark_samza_source.testing.kafka_broker --port 0 --data-dir DIR``
+
+Prints exactly one line, ``listening on HOST:PORT``, once the broker accepts connections, then
+serves until SIGTERM or SIGINT and exits 0. Logs go to stderr. Test and demo infrastructure only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import os
+import signal
+import sys
+import threading
+
+from .server import DEFAULT_MAX_FRAME_BYTES, BrokerServer
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m spark_samza_source.testing.kafka_broker",
+                                     description="Kafka wire-protocol development broker (tests/demo only).")
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=9092, help="0 picks a free port")
+    parser.add_argument("--data-dir", required=True)
+    parser.add_argument("--fsync", action="store_true", help="fsync log and index before acknowledging")
+    parser.add_argument("--auto-create-topics", action="store_true")
+    parser.add_argument("--default-partitions", type=int, default=1)
+    parser.add_argument("--max-frame-bytes", type=int, default=DEFAULT_MAX_FRAME_BYTES)
+    parser.add_argument("--log-level", default=os.environ.get("SAMZA_DEVBROKER_LOG_LEVEL", "WARNING"))
+    parser.add_argument("--exit-on-stdin-eof", action="store_true",
+                        help="also stop when stdin closes (the parent process died)")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr,
+                        format="%(asctime)s devbroker %(levelname)s %(message)s")
+    return asyncio.run(_serve(args))
+
+
+async def _serve(args) -> int:
+    server = BrokerServer(args.data_dir, args.host, args.port, fsync=args.fsync,
+                          auto_create_topics=args.auto_create_topics,
+                          default_partitions=args.default_partitions, max_frame_bytes=args.max_frame_bytes)
+    await server.start()
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    if args.exit_on_stdin_eof:
+        def watch_stdin() -> None:
+            try:
+                while os.read(0, 4096):  # raw fd: no buffered-reader lock at shutdown
+                    pass
+            except (OSError, ValueError):
+                pass
+            loop.call_soon_threadsafe(stop.set)
+
+        threading.Thread(target=watch_stdin, name="stdin-watch", daemon=True).start()
+    host = f"[{args.host}]" if ":" in args.host else args.host
+    print(f"listening on {host}:{server.port}", flush=True)
+    await stop.wait()
+    await server.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,149 @@
+"""Networking: an asyncio TCP server speaking Kafka's size-prefixed request/response framing.
+
+Each connection is served by one task that reads a frame, handles it and writes the response before
+reading the next one, so responses are in request order (Kafka's per-connection ordering) and a
+long-polling Fetch holds back only its own connection.  Any number of connections are served
+concurrently.  A frame that cannot be parsed, an unknown API or an unsupported version closes that
+connection (as Kafka does); an oversized frame (> ``max_frame_bytes``) is refused the same way before
+its body is read.  A bug in a handler is logged and closes the connection; the broker goes on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import socket
+import threading
+from pathlib import Path
+
+from .handlers import HANDLER_NAMES, SUPPORTED_APIS, BrokerState
+from .protocol import MalformedRequest, decode_request, encode_response, parse_request_header
+
+__all__ = ["BrokerServer", "DEFAULT_MAX_FRAME_BYTES", "run_in_thread"]
+
+log = logging.getLogger("spark_samza_source.kafka_broker")
+
+DEFAULT_MAX_FRAME_BYTES = 100 * 1024 * 1024
+
+
+class BrokerServer:
+    def __init__(self, data_dir: str | Path, host: str = "127.0.0.1", port: int = 0, *, fsync: bool = False,
+                 auto_create_topics: bool = False, default_partitions: int = 1,
+                 max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES):
+        self.data_dir = Path(data_dir)
+        self.host = host
+        self.requested_port = port
+        self.port: int | None = None
+        self.fsync = fsync
+        self.auto_create_topics = auto_create_topics
+        self.default_partitions = default_partitions
+        self.max_frame_bytes = max_frame_bytes
+        self.state: BrokerState | None = None
+        self._server: asyncio.base_events.Server | None = None
+        self._connections: set[asyncio.Task] = set()
+
+    async def start(self) -> None:
+        sock = socket.socket(socket.AF_INET6 if ":" in self.host else socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((self.host, self.requested_port))
+        self.port = sock.getsockname()[1]
+        self.state = BrokerState(self.data_dir, self.host, self.port, fsync=self.fsync,
+                                 auto_create_topics=self.auto_create_topics,
+                                 default_partitions=self.default_partitions)
+        self._server = await asyncio.start_server(self._serve, sock=sock, backlog=256,
+                                                  limit=1 << 20)
+
+    async def stop(self) -> None:
+        if self._server is not None:
+            self._server.close()
+        for task in list(self._connections):
+            task.cancel()
+        if self._connections:
+            await asyncio.gather(*self._connections, return_exceptions=True)
+        if self._server is not None:
+            await self._server.wait_closed()
+            self._server = None
+        if self.state is not None:
+            self.state.close()
+            self.state = None
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        self._connections.add(task)
+        sock = writer.get_extra_info("socket")
+        if sock is not None:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        peer = writer.get_extra_info("peername")
+        try:
+            while True:
+                size_bytes = await reader.readexactly(4)
+                size = int.from_bytes(size_bytes, "big", signed=True)
+                if size < 0 or size > self.max_frame_bytes:
+                    log.warning("closing %s: frame of %d bytes (limit %d)", peer, size, self.max_frame_bytes)
+                    return
+                frame = await reader.readexactly(size)
+                response = await self.handle_frame(frame)
+                if response is not None:
+                    writer.write(response)
+                    if writer.transport.get_write_buffer_size() > 1 << 20:
+                        await writer.drain()
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass
+        except MalformedRequest as exc:
+            log.warning("closing %s: %s", peer, exc)
+        except asyncio.CancelledError:
+            pass
+        except Exception:  # a handler bug: never take the broker down, never leave a client hanging
+            log.exception("closing %s after an internal error", peer)
+        finally:
+            self._connections.discard(task)
+            writer.close()
+
+    async def handle_frame(self, frame: bytes) -> bytes | None:
+        view = memoryview(frame)
+        header = parse_request_header(view)
+        key, version = header.api_key, header.api_version
+        state = self.state
+        supported = SUPPORTED_APIS.get(key)
+        if supported is None:
+            raise MalformedRequest(f"unsupported API key {key}")
+        if not supported[0] <= version <= supported[1]:
+            if key == 18:
+                return encode_response(state.api_versions_unsupported(), header.correlation_id)
+            raise MalformedRequest(f"unsupported version {version} of API key {key}")
+        request = decode_request(view, header)
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug("%s v%d from %s", HANDLER_NAMES[key], version, header.client_id)
+        result = getattr(state, HANDLER_NAMES[key])(header, request)
+        if asyncio.iscoroutine(result):
+            result = await result
+        if result is None:
+            return None
+        return encode_response(result, header.correlation_id)
+
+
+def run_in_thread(server: BrokerServer) -> tuple[threading.Thread, asyncio.AbstractEventLoop]:
+    """Start ``server`` on a new event loop in a daemon thread; returns once it is listening."""
+    loop = asyncio.new_event_loop()
+    started = threading.Event()
+    failure: list[BaseException] = []
+
+    def main() -> None:
+        asyncio.set_event_loop(loop)
+        try:
+            loop.run_until_complete(server.start())
+        except BaseException as exc:  # noqa: BLE001 - reported to the starting thread
+            failure.append(exc)
+            started.set()
+            return
+        started.set()
+        loop.run_forever()
+        loop.run_until_complete(server.stop())
+        loop.close()
+
+    thread = threading.Thread(target=main, name="kafka-dev-broker", daemon=True)
+    thread.start()
+    started.wait()
+    if failure:
+        raise failure[0]
+    return thread, loop
