@@ -1,0 +1,100 @@
+"""Parse Samza's ``task.broadcast.inputs``: SSPs that every task reads, each at its own position.
+
+Syntax (Samza's ``TaskConfig``): a comma-separated list of ``system.stream#N`` or ``system.stream#[A-B]``
+(inclusive range), e.g. ``kafka.config#0, kafka.config#[1-3]``. The system is the part before the first dot,
+so a stream name may itself contain dots (``kafka.orders.v2#0``). Whitespace around every token is ignored.
+A blank value means "no broadcast input". Anything else malformed is a :class:`ConfigError` naming the option,
+the bad fragment and the expected form, because a silently dropped broadcast input is data a job never reads.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+from .errors import ConfigError
+from .model import SystemStreamPartition
+
+BROADCAST_OPTION = "task.broadcast.inputs"
+
+#: Guard against ``#[0-999999999]`` building a billion SSPs; far above any real partition count.
+MAX_BROADCAST_SSPS = 100_000
+
+_EXPECTED = "expected 'system.stream#N' or 'system.stream#[A-B]' with 0 <= A <= B, e.g. 'kafka.config#[0-3]'"
+
+_FRAGMENT = re.compile(
+    r"""^\s*
+    (?P<system>[^.\s#,\[\]]+)\.(?P<stream>[^\s#,\[\]]+)
+    \s*\#\s*
+    (?: (?P<single>\d+) | \[\s*(?P<low>\d+)\s*-\s*(?P<high>\d+)\s*\] )
+    \s*$""",
+    re.VERBOSE,
+)
+_NEGATIVE = re.compile(r"#\s*(?:-|\[\s*-)")
+
+
+def parse_broadcast_inputs(value: str | None) -> list[SystemStreamPartition]:
+    """The SSPs named by a ``task.broadcast.inputs`` value, sorted and without duplicates."""
+    if value is None:
+        return []
+    if not isinstance(value, str):
+        raise ConfigError(f"option {BROADCAST_OPTION} must be a string, got {type(value).__name__}; {_EXPECTED}")
+    if not value.strip():
+        return []
+    out: set[SystemStreamPartition] = set()
+    for fragment in value.split(","):
+        match = _FRAGMENT.match(fragment)
+        if not match:
+            raise ConfigError(
+                f"option {BROADCAST_OPTION}: bad entry {fragment.strip()!r} in {value!r:.300}: "
+                + _why_bad(fragment)
+                + _EXPECTED
+            )
+        system, stream = match.group("system"), match.group("stream")
+        if match.group("single") is not None:
+            low = high = int(match.group("single"))
+        else:
+            low, high = int(match.group("low")), int(match.group("high"))
+            if low > high:
+                raise ConfigError(
+                    f"option {BROADCAST_OPTION}: reversed range in {fragment.strip()!r}: {low} > {high}; "
+                    f"write [{high}-{low}]. {_EXPECTED}"
+                )
+        if len(out) + (high - low + 1) > MAX_BROADCAST_SSPS:
+            raise ConfigError(
+                f"option {BROADCAST_OPTION}: {fragment.strip()!r} names too many partitions (more than "
+                f"{MAX_BROADCAST_SSPS} broadcast SSPs in all); {_EXPECTED}"
+            )
+        out.update(SystemStreamPartition(system, stream, p) for p in range(low, high + 1))
+    return sorted(out)
+
+
+def _why_bad(fragment: str) -> str:
+    if not fragment.strip():
+        return "empty entry (stray comma?); "
+    if _NEGATIVE.search(fragment):
+        return "partition numbers must be >= 0; "
+    if "#" not in fragment:
+        return "missing '#partition'; "
+    name = fragment.split("#", 1)[0].strip()
+    if "." not in name or name.startswith(".") or name.endswith("."):
+        return f"{name!r} is not 'system.stream' (system and stream separated by the first dot); "
+    return ""
+
+
+def format_broadcast_inputs(ssps: Iterable[SystemStreamPartition]) -> str:
+    """The canonical ``task.broadcast.inputs`` value for ``ssps`` (consecutive partitions as ranges)."""
+    by_stream: dict[tuple[str, str], list[int]] = {}
+    for ssp in sorted(set(ssps)):
+        by_stream.setdefault((ssp.system, ssp.stream), []).append(ssp.partition)
+    parts: list[str] = []
+    for (system, stream), partitions in by_stream.items():
+        start = prev = partitions[0]
+        for p in [*partitions[1:], None]:
+            if p is not None and p == prev + 1:
+                prev = p
+                continue
+            parts.append(f"{system}.{stream}#{start}" if start == prev else f"{system}.{stream}#[{start}-{prev}]")
+            if p is not None:
+                start = prev = p
+    return ", ".join(parts)
