@@ -1,0 +1,271 @@
+"""Checkpoints: the committed position of every (task, SSP), mirrored to the metadata store for tools.
+
+The Spark offset log stays the source of truth (DESIGN.md section 2); this mirror exists so operators and tools
+(the CLI, dashboards, a Samza-minded on-call) can see where each task stands without parsing Spark's checkpoint
+directory. A position is an opaque JSON value because systems differ: a Kafka offset is an int, a Kinesis
+position a sequence-number string, or a per-shard map when an SSP slot carries several shards.
+
+Layout: namespace ``checkpoint``, one key per task (the task name, verbatim), so a tool reads one task without
+parsing the others and a job with many tasks never hits a store's value-size limit::
+
+    "Partition 0" -> {"batchId": 12, "positions": [{"partition": 0, "position": 42, "stream": "orders",
+                      "system": "kafka"}], "task": "Partition 0", "timestamp": 1700000000000, "version": 1}
+
+Positions are listed with their SSP as an object rather than keyed by ``system.stream.partition``, which is
+ambiguous when stream names contain dots. Every record carries the format version; a newer version raises
+:class:`FormatVersionError` so an old release never misreads a newer layout.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from .errors import FormatVersionError, MetadataStoreError, SamzaSourceError
+from .model import SystemStreamPartition, TaskName
+from .startpoint import JAVA_LONG_MAX, current_time_ms, truncate_json
+
+if TYPE_CHECKING:
+    from ..metadata.base import MetadataStore
+
+__all__ = ["CHECKPOINT_FORMAT_VERSION", "NAMESPACE", "Checkpoint", "CheckpointFormatError", "CheckpointMirror"]
+
+CHECKPOINT_FORMAT_VERSION = 1
+#: The metadata-store namespace of the checkpoint mirror.
+NAMESPACE = "checkpoint"
+
+_MAX_DEPTH = 32
+
+
+class CheckpointFormatError(SamzaSourceError, ValueError):
+    """A checkpoint, or its JSON, is not valid."""
+
+
+def _check_json_value(value: Any, where: str, depth: int = 0) -> None:
+    """Positions must survive a JSON round trip unchanged: JSON types, string keys, finite numbers."""
+    if depth > _MAX_DEPTH:
+        raise CheckpointFormatError(f"{where}: position nests deeper than {_MAX_DEPTH} levels")
+    if value is None or isinstance(value, (str, bool, int)):
+        return
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise CheckpointFormatError(f"{where}: position contains a non-finite number {value!r}")
+        return
+    if isinstance(value, list):
+        for item in value:
+            _check_json_value(item, where, depth + 1)
+        return
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise CheckpointFormatError(f"{where}: position map keys must be strings, got {key!r:.50}")
+            _check_json_value(item, where, depth + 1)
+        return
+    raise CheckpointFormatError(f"{where}: position must be a JSON value, got {type(value).__name__} {value!r:.80}")
+
+
+def _check_int(value: Any, what: str, *, optional: bool = False) -> int | None:
+    if optional and value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= JAVA_LONG_MAX:
+        raise CheckpointFormatError(f"checkpoint {what} must be a non-negative integer, got {truncate_json(value)}")
+    return value
+
+
+def _check_version(value: Any, where: str) -> None:
+    version = value.get("version") if isinstance(value, dict) else None
+    if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+        raise CheckpointFormatError(f"{where}: lacks a positive integer 'version': {truncate_json(value)}")
+    if version > CHECKPOINT_FORMAT_VERSION:
+        raise FormatVersionError(
+            f"{where}: checkpoint format version {version} is newer than this release understands "
+            f"({CHECKPOINT_FORMAT_VERSION}); upgrade spark-samza-source"
+        )
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """task -> SSP -> position, plus the Spark batch it came from (when known) and when it was committed.
+
+    ``batch_id`` is the Spark offset-log version (micro-batch id) of the committed offset, or None when the
+    committer does not know it (PySpark's ``commit(end)`` receives only the offset). ``timestamp_ms`` is epoch
+    milliseconds of the commit. Containers are copied and sorted on construction, so equality and JSON are
+    deterministic and later changes to the caller's dicts do not leak in.
+    """
+
+    positions: Mapping[TaskName, Mapping[SystemStreamPartition, Any]]
+    batch_id: int | None = None
+    timestamp_ms: int = field(default_factory=current_time_ms)
+
+    __hash__ = None  # type: ignore[assignment]  # positions may hold dicts
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.positions, Mapping):
+            raise CheckpointFormatError(f"checkpoint positions must be a mapping, got {self.positions!r:.80}")
+        tasks: dict[TaskName, dict[SystemStreamPartition, Any]] = {}
+        for task, ssps in self.positions.items():
+            try:
+                name = task if isinstance(task, TaskName) else TaskName(task)
+            except SamzaSourceError as err:
+                raise CheckpointFormatError(f"checkpoint task: {err}") from None
+            if not isinstance(ssps, Mapping):
+                raise CheckpointFormatError(f"checkpoint task {name}: positions must be a mapping of SSP -> position")
+            for ssp, position in ssps.items():
+                if not isinstance(ssp, SystemStreamPartition):
+                    raise CheckpointFormatError(f"checkpoint task {name}: {ssp!r:.80} is not a SystemStreamPartition")
+                _check_json_value(position, f"checkpoint task {name}, {ssp}")
+            # a JSON copy detaches nested dicts/lists from the caller's objects
+            tasks[name] = {ssp: json.loads(json.dumps(ssps[ssp])) for ssp in sorted(ssps)}
+        object.__setattr__(self, "positions", dict(sorted(tasks.items())))
+        _check_int(self.batch_id, "batchId", optional=True)
+        _check_int(self.timestamp_ms, "timestamp")
+
+    @classmethod
+    def from_pairs(
+        cls,
+        positions: Mapping[tuple[TaskName, SystemStreamPartition], Any],
+        batch_id: int | None = None,
+        timestamp_ms: int | None = None,
+    ) -> Checkpoint:
+        """Build from a (task, SSP) -> position mapping, the shape of ``LogOffset.positions``."""
+        nested: dict[TaskName, dict[SystemStreamPartition, Any]] = {}
+        for (task, ssp), position in positions.items():
+            nested.setdefault(task, {})[ssp] = position
+        if timestamp_ms is None:
+            return cls(nested, batch_id)
+        return cls(nested, batch_id, timestamp_ms)
+
+    def position(self, task: TaskName | str, ssp: SystemStreamPartition) -> Any:
+        """The position of ``ssp`` in ``task``, or None when the checkpoint has none."""
+        name = task if isinstance(task, TaskName) else TaskName(task)
+        return self.positions.get(name, {}).get(ssp)
+
+    # ---- JSON ----------------------------------------------------------------------------------------
+    def _header(self) -> dict[str, Any]:
+        return {"batchId": self.batch_id, "timestamp": self.timestamp_ms, "version": CHECKPOINT_FORMAT_VERSION}
+
+    def to_json(self) -> dict[str, Any]:
+        """The whole checkpoint as one JSON object (sorted, deterministic)."""
+        return {**self._header(), "tasks": {t.name: _positions_json(p) for t, p in self.positions.items()}}
+
+    def to_json_str(self) -> str:
+        return json.dumps(self.to_json(), sort_keys=True, separators=(",", ":"))
+
+    @classmethod
+    def from_json(cls, value: Any) -> Checkpoint:
+        """Parse :meth:`to_json`; invalid input raises :class:`CheckpointFormatError` or FormatVersionError."""
+        if not isinstance(value, dict):
+            raise CheckpointFormatError(f"a checkpoint must be a JSON object, got {truncate_json(value)}")
+        _check_version(value, "checkpoint")
+        _no_extra(value, {"batchId", "tasks", "timestamp", "version"}, "checkpoint")
+        tasks = value.get("tasks")
+        if not isinstance(tasks, dict):
+            raise CheckpointFormatError(f"checkpoint lacks a 'tasks' object: {truncate_json(value)}")
+        positions = {
+            name: _positions_from_json(items, f"checkpoint task {name!r:.100}") for name, items in tasks.items()
+        }
+        return cls(positions, *_header_from_json(value))
+
+    @classmethod
+    def from_json_str(cls, text: str | bytes) -> Checkpoint:
+        try:
+            value = json.loads(text)
+        except (TypeError, ValueError, RecursionError) as err:
+            raise CheckpointFormatError(f"checkpoint is not valid JSON: {err}") from None
+        return cls.from_json(value)
+
+
+def _no_extra(value: dict, allowed: set[str], where: str) -> None:
+    extra = sorted(set(value) - allowed)
+    if extra:
+        raise CheckpointFormatError(f"{where}: unknown properties {extra!r:.200}: {truncate_json(value)}")
+
+
+def _header_from_json(value: dict) -> tuple[int | None, int]:
+    if "timestamp" not in value:
+        raise CheckpointFormatError(f"checkpoint lacks 'timestamp': {truncate_json(value)}")
+    batch_id = _check_int(value.get("batchId"), "batchId", optional=True)
+    timestamp = _check_int(value["timestamp"], "timestamp")
+    assert timestamp is not None
+    return batch_id, timestamp
+
+
+def _positions_json(positions: Mapping[SystemStreamPartition, Any]) -> list[dict[str, Any]]:
+    return [{**ssp.to_json(), "position": position} for ssp, position in positions.items()]
+
+
+def _positions_from_json(items: Any, where: str) -> dict[SystemStreamPartition, Any]:
+    if not isinstance(items, list):
+        raise CheckpointFormatError(f"{where}: positions must be a list, got {truncate_json(items)}")
+    out: dict[SystemStreamPartition, Any] = {}
+    for item in items:
+        if not isinstance(item, dict) or "position" not in item:
+            raise CheckpointFormatError(
+                f"{where}: expected {{system, stream, partition, position}}, got {truncate_json(item)}"
+            )
+        _no_extra(item, {"system", "stream", "partition", "position"}, where)
+        try:
+            ssp = SystemStreamPartition.from_json({k: v for k, v in item.items() if k != "position"})
+        except (SamzaSourceError, TypeError) as err:
+            raise CheckpointFormatError(f"{where}: {err}") from None
+        if ssp in out:
+            raise CheckpointFormatError(f"{where}: {ssp} appears twice")
+        _check_json_value(item["position"], f"{where}, {ssp}")
+        out[ssp] = item["position"]
+    return out
+
+
+class CheckpointMirror:
+    """Writes and reads the checkpoint mirror through a ``MetadataStore`` (one key per task)."""
+
+    def __init__(self, store: MetadataStore) -> None:
+        self._store = store
+
+    def write(self, checkpoint: Checkpoint) -> None:
+        """Store every task's record, then remove records of tasks the checkpoint no longer has.
+
+        Not atomic across tasks: a crash part-way leaves some tasks at the previous checkpoint, which
+        :meth:`read` reports conservatively (the oldest batch id among the tasks).
+        """
+        header = checkpoint._header()
+        for task, positions in checkpoint.positions.items():
+            record = {**header, "positions": _positions_json(positions), "task": task.name}
+            self._store.put(NAMESPACE, task.name, record)
+        current = {t.name for t in checkpoint.positions}
+        for key, value in self._store.list(NAMESPACE).items():
+            if key not in current:
+                self._store.delete_if_equal(NAMESPACE, key, value)
+
+    def read(self) -> Checkpoint | None:
+        """The mirrored checkpoint, or None when nothing was mirrored yet.
+
+        If tasks disagree (a write interrupted part-way), ``batch_id`` and ``timestamp_ms`` are the oldest among
+        the tasks (None if any task lacks a batch id): every task's position is at least that recent.
+        """
+        records = self._store.list(NAMESPACE)
+        if not records:
+            return None
+        positions: dict[TaskName, dict[SystemStreamPartition, Any]] = {}
+        batch_ids: list[int | None] = []
+        timestamps: list[int] = []
+        for key, value in records.items():
+            where = f"checkpoint mirror in {self._store.uri} (job {self._store.job_name!r}) key {key!r:.200}"
+            try:
+                _check_version(value, where)
+                _no_extra(value, {"batchId", "positions", "task", "timestamp", "version"}, where)
+                if value.get("task") != key:
+                    raise CheckpointFormatError(f"{where}: its 'task' is {truncate_json(value.get('task'))}")
+                batch_id, timestamp = _header_from_json(value)
+                positions[TaskName(key)] = _positions_from_json(value.get("positions"), where)
+            except FormatVersionError:
+                raise
+            except SamzaSourceError as err:
+                message = str(err) if str(err).startswith(where) else f"{where}: {err}"
+                raise MetadataStoreError(f"{message}; rewrite or delete the key") from None
+            batch_ids.append(batch_id)
+            timestamps.append(timestamp)
+        batch = None if any(b is None for b in batch_ids) else min(b for b in batch_ids if b is not None)
+        return Checkpoint(positions, batch, min(timestamps))
