@@ -24,7 +24,7 @@ from ..core.errors import ConfigError
 from ..core.expansion import resolve_expansion_algorithm
 from ..core.grouping import resolve_grouper
 from ..core.jobmodel import JobModel
-from ..core.model import SystemStream, SystemStreamPartition, TaskName
+from ..core.model import SystemStreamPartition, TaskName
 from ..core.offset import REBASE_STARTPOINT, LogOffset, TaskSsp
 from ..core.planner import PlanResult, ResolvedStartpoint, Watermarks, plan_next
 from ..core.startpoint_manager import StartpointManager
@@ -114,8 +114,7 @@ class KafkaCoordinator:
     def job_model(self, previous: JobModel | None, ssps: list[SystemStreamPartition]) -> JobModel:
         model = self._grouper.group(previous, ssps, self.options.broadcast)
         if self.options.copartition:
-            groups = [[_system_stream(s) for s in group] for group in self.options.copartition]
-            check_copartitioning(groups, model)
+            check_copartitioning(self.options.copartition, model, self._algorithm)
         if previous is None or model != previous:
             diff = model.diff(previous)
             if previous is not None:
@@ -181,7 +180,7 @@ class KafkaCoordinator:
 
     def commit(self, end: LogOffset) -> None:
         self._delete_applied_startpoints(end)
-        CheckpointMirror(self.store).write(Checkpoint.from_positions(end.positions))
+        CheckpointMirror(self.store).write(Checkpoint.from_pairs(end.positions))
         if self.options.commit_offsets_to_kafka:
             group: dict[tuple[str, int], int] = {}
             for (_task, ssp), pos in end.positions.items():
@@ -298,8 +297,3 @@ class KafkaCoordinator:
                     offset = marks[ssp].high
                 out[ssp] = offset
         return out
-
-
-def _system_stream(text: str) -> SystemStream:
-    system, _, stream = text.partition(".")
-    return SystemStream(system, stream)

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..core.broadcast import parse_broadcast_inputs
-from ..core.copartition import parse_copartition_groups
+from ..core.copartition import CoPartitionGroup, parse_copartition
 from ..core.errors import ConfigError
 from ..core.model import SystemStreamPartition
 from ..metadata.base import validate_job_name
@@ -62,7 +62,7 @@ class KafkaSourceOptions:
     expansion_algorithm: str | None
     ordering: str
     broadcast: tuple[SystemStreamPartition, ...]
-    copartition: tuple[tuple[str, ...], ...]
+    copartition: tuple[CoPartitionGroup, ...]
     starting: StartingOffsets
     max_offsets_per_trigger: int | None
     min_offsets_per_trigger: int | None
@@ -127,7 +127,7 @@ class KafkaSourceOptions:
                     f"'{ssp.system}'; this source reads system '{SYSTEM}' (write e.g. kafka.{ssp.stream}#0)"
                 )
         copartition_raw = opts.string("copartition")
-        copartition = _copartition_groups(copartition_raw) if copartition_raw else ()
+        copartition = tuple(parse_copartition(copartition_raw, default_system=SYSTEM)) if copartition_raw else ()
 
         max_offsets = opts.integer("maxOffsetsPerTrigger", None, minimum=1)
         min_offsets = opts.integer("minOffsetsPerTrigger", None, minimum=1)
@@ -201,11 +201,6 @@ def _parse_subscription(opts: Options):
             f"{{\"orders\":[0,1]}}; got {value!r}"
         ) from None
     return None, None, assign
-
-
-def _copartition_groups(value: str) -> tuple[tuple[str, ...], ...]:
-    groups = parse_copartition_groups(value, default_system=SYSTEM)
-    return tuple(tuple(str(s) for s in group) for group in groups)
 
 
 def _parse_starting(opts: Options) -> StartingOffsets:
