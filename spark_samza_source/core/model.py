@@ -89,7 +89,10 @@ class SystemStreamPartition:
 
 def _natural_key(name: str) -> tuple:
     """Sort ``Partition 2`` before ``Partition 10``: digits compare as numbers."""
-    return tuple((0, int(part), "") if part.isdigit() else (1, 0, part) for part in re.split(r"(\d+)", name))
+    return tuple(
+        (0, int(part), "") if part.isascii() and part.isdigit() else (1, 0, part)
+        for part in re.split(r"([0-9]+)", name)
+    )
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,7 +20,7 @@ from collections.abc import Mapping
 
 from ..core.checkpoint import Checkpoint, CheckpointMirror
 from ..core.copartition import check_copartitioning
-from ..core.errors import ConfigError
+from ..core.errors import ConfigError, SamzaSourceError
 from ..core.expansion import resolve_expansion_algorithm
 from ..core.grouping import resolve_grouper
 from ..core.jobmodel import JobModel
@@ -54,6 +54,7 @@ class KafkaCoordinator:
         self._algorithm = resolve_expansion_algorithm(options.expansion_algorithm)
         self._last_startpoint_poll: float | None = None
         self._cleaned: set[tuple[TaskSsp, int]] = set()
+        self._unresolvable: set[tuple[TaskSsp, int]] = set()
         self.latest_watermarks: dict[SystemStreamPartition, Watermarks] = {}
         self.last_plan: PlanResult | None = None
 
@@ -234,7 +235,14 @@ class KafkaCoordinator:
                 continue
             if ssp not in marks:
                 continue
-            position = startpoint.apply(ssp, resolver)
+            try:
+                position = startpoint.apply(ssp, resolver)
+            except SamzaSourceError as err:
+                # As Samza: a startpoint that cannot be resolved is reported and the checkpoint is kept.
+                if (key, startpoint.creation_timestamp) not in self._unresolvable:
+                    self._unresolvable.add((key, startpoint.creation_timestamp))
+                    log.error("ignoring startpoint for %s in %s: %s", ssp, task, err)
+                continue
             resolved[key] = ResolvedStartpoint(position, startpoint.creation_timestamp)
         return resolved
 

@@ -34,7 +34,7 @@ class KafkaStartpointResolver(StartpointVisitor[int]):
 
     def visit_specific(self, ssp: SystemStreamPartition, startpoint: StartpointSpecific) -> int:
         text = startpoint.position.strip()
-        if not text.isdigit():
+        if not (text.isascii() and text.isdigit()):
             raise StartpointFormatError(
                 f"StartpointSpecific for {ssp} has specificOffset {startpoint.position!r}; a Kafka offset must be a "
                 "non-negative whole number written as a string, e.g. \"42\""
