@@ -1,1 +1,83 @@
-"""pytest fixtures (filled in by their owner)."""
+"""pytest fixtures for AWS parts (Kinesis, DynamoDB, S3): moto in server mode on loopback.
+
+- ``moto_server`` (session): the endpoint URL (``http://127.0.0.1:PORT``) of a moto server running in a child
+  process (see ``moto_server.py``); while it is active the environment carries dummy credentials
+  (``AWS_ACCESS_KEY_ID=testing`` ...), a default region and ``NO_PROXY`` for loopback, so plain boto3/pyarrow
+  clients given ``endpoint_url`` just work. When ``SAMZA_TEST_KINESIS_ENDPOINT`` is set, that endpoint is
+  yielded instead and the environment (real credentials) is left alone.
+- ``aws_region``: the region to use in tests (``AWS_DEFAULT_REGION`` or ``us-east-1``).
+- ``dynamodb_store_uri`` (function): ``dynamodb://<unique table>?region=..&endpoint=..`` for a fresh table,
+  deleted again after the test (so a real endpoint is left clean).
+
+Note for Spark tests: Python workers inherit the environment of the JVM, which is fixed when the SparkSession
+starts; pass endpoint and credentials to sources as options rather than relying on this environment.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+
+import pytest
+
+__all__ = ["moto_server", "aws_region", "dynamodb_store_uri"]  # fixtures only: the plugin star-imports this
+
+#: environment the moto_server fixture sets for its lifetime (AWS_PROFILE is removed)
+DUMMY_AWS_ENV = {
+    "AWS_ACCESS_KEY_ID": "testing",
+    "AWS_SECRET_ACCESS_KEY": "testing",
+    "AWS_SESSION_TOKEN": "testing",
+    "AWS_SECURITY_TOKEN": "testing",
+    "AWS_DEFAULT_REGION": "us-east-1",
+    "AWS_REGION": "us-east-1",
+}
+_ENDPOINT_ENV = "SAMZA_TEST_KINESIS_ENDPOINT"
+
+
+def unique_aws_name(prefix: str = "samza-test") -> str:
+    """A name unique per call, valid for DynamoDB tables, Kinesis streams and S3 buckets (lowercase, <= 63)."""
+    return f"{prefix}-{uuid.uuid4().hex[:16]}"
+
+
+@pytest.fixture(scope="session")
+def moto_server() -> Iterator[str]:
+    external = os.environ.get(_ENDPOINT_ENV, "").strip()
+    if external:
+        yield external
+        return
+    from .moto_server import MotoServerProcess
+
+    with pytest.MonkeyPatch.context() as mp:
+        for name, value in DUMMY_AWS_ENV.items():
+            mp.setenv(name, value)
+        mp.delenv("AWS_PROFILE", raising=False)
+        no_proxy = ",".join(filter(None, [os.environ.get("NO_PROXY", ""), "127.0.0.1", "localhost"]))
+        mp.setenv("NO_PROXY", no_proxy)
+        mp.setenv("no_proxy", no_proxy)
+        server = MotoServerProcess()
+        endpoint = server.start()
+        try:
+            yield endpoint
+        finally:
+            server.stop()
+
+
+@pytest.fixture
+def aws_region(moto_server: str) -> str:
+    return os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or "us-east-1"
+
+
+@pytest.fixture
+def dynamodb_store_uri(moto_server: str, aws_region: str) -> Iterator[str]:
+    table = unique_aws_name("samza-meta")
+    yield f"dynamodb://{table}?region={aws_region}&endpoint={moto_server}"
+    import boto3
+
+    client = boto3.client("dynamodb", region_name=aws_region, endpoint_url=moto_server)
+    try:
+        client.delete_table(TableName=table)
+    except client.exceptions.ResourceNotFoundException:
+        pass
+    finally:
+        client.close()

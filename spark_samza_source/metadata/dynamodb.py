@@ -1,0 +1,422 @@
+"""``dynamodb://TABLE`` metadata store: one item per key, with DynamoDB's conditional writes.
+
+Why DynamoDB: Kinesis users already run the KCL lease table there, it is shared by every driver of a job, and
+its conditional writes make ``put_if_absent``/``delete_if_equal`` atomic across machines (unlike object stores).
+
+Item layout (table key: ``pk`` string HASH + ``sk`` string RANGE)::
+
+    pk = "<job>/<namespace>"    sk = <key>    key = <key>    value = <JSON text>    format = 1
+
+A key whose UTF-8 form exceeds DynamoDB's 1024-byte sort-key limit, the empty key, and any key starting with
+``#`` get ``sk = "#sha256:<hex>"`` instead (so hashed and plain sort keys cannot collide); the original key is
+always in the ``key`` attribute. Values are limited by DynamoDB's 400 KB item size.
+
+URI: ``dynamodb://TABLE?region=R&endpoint=URL`` (``endpointUrl``/``endpoint_url`` are accepted too), plus
+optional ``profile``, ``aws_access_key_id``/``aws_secret_access_key``/``aws_session_token`` (prefer boto3's
+default chain: environment, profile, instance role), ``create_table=false`` and ``max_attempts=N`` (botocore
+standard retries, default 8). The table is created on first
+use when missing (PAY_PER_REQUEST), unless ``create_table=false``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import re
+import threading
+import urllib.parse
+from collections.abc import Callable
+from typing import Any
+
+from ..core.errors import ConfigError, FormatVersionError, MetadataStoreError
+from . import OPTION, redact_uri, scrub_secrets
+from .base import JsonValue, MetadataStore, validate_job_name, validate_namespace
+
+__all__ = ["DynamoDBMetadataStore", "sort_key", "FORMAT_VERSION", "MAX_SORT_KEY_BYTES"]
+
+log = logging.getLogger(__name__)
+
+FORMAT_VERSION = 1
+MAX_SORT_KEY_BYTES = 1024
+HASH_PREFIX = "#"
+_TABLE_RE = re.compile(r"^[A-Za-z0-9_.-]{3,255}$")
+_PARAMS = {
+    "region": "region", "region_name": "region",
+    "endpoint": "endpoint", "endpointurl": "endpoint", "endpoint_url": "endpoint",
+    "profile": "profile", "profile_name": "profile",
+    "aws_access_key_id": "access_key", "access_key": "access_key",
+    "aws_secret_access_key": "secret_key", "secret_key": "secret_key",
+    "aws_session_token": "session_token", "session_token": "session_token",
+    "create_table": "create_table",
+    "max_attempts": "max_attempts",
+}
+_KEY_SCHEMA = [{"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}]
+_VERIFIED: set[tuple[str, str, str]] = set()  # (endpoint, region, table) known to exist with our key schema
+_VERIFIED_LOCK = threading.Lock()
+_MAX_CAS_ATTEMPTS = 50
+
+
+def sort_key(key: str) -> str:
+    """The ``sk`` attribute for ``key``: the key itself, or ``#sha256:<hex>`` when it cannot be used as is."""
+    try:
+        raw = key.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise MetadataStoreError(
+            f"metadata key {key!r:.200} is not valid Unicode text ({exc.reason}); keys must encode as UTF-8"
+        ) from None
+    if not raw or len(raw) > MAX_SORT_KEY_BYTES or key.startswith(HASH_PREFIX):
+        return f"{HASH_PREFIX}sha256:{hashlib.sha256(raw).hexdigest()}"
+    return key
+
+
+def _parse_uri(uri: str) -> dict[str, Any]:
+    def bad(problem: str) -> ConfigError:
+        return ConfigError(
+            f"{OPTION} {redact_uri(uri)!r}: {problem}. Expected dynamodb://TABLE?region=REGION&endpoint=URL "
+            f"(optional: profile, aws_access_key_id, aws_secret_access_key, aws_session_token, create_table, "
+            "max_attempts)"
+        )
+
+    try:
+        parts = urllib.parse.urlsplit(uri)
+    except ValueError as exc:
+        raise bad(f"not a valid URI ({scrub_secrets(str(exc), uri)})") from None
+    if "@" in parts.netloc:
+        raise bad("credentials do not go before the table name; use the aws_access_key_id and "
+                  "aws_secret_access_key parameters, or better boto3's default chain (environment, profile, role)")
+    table = urllib.parse.unquote(parts.netloc)
+    if not _TABLE_RE.match(table):
+        raise bad(f"table name {table!r:.80} is not a DynamoDB table name (3-255 of A-Z a-z 0-9 _ . -)")
+    if parts.path not in ("", "/") or parts.fragment:
+        raise bad("nothing may follow the table name except ?parameters")
+    cfg: dict[str, Any] = {"table": table, "create_table": True}
+    for name, value in urllib.parse.parse_qsl(parts.query, keep_blank_values=True):
+        canonical = _PARAMS.get(name.lower())
+        if canonical is None:
+            raise bad(f"unknown parameter {name!r:.40}; accepted: {', '.join(sorted(set(_PARAMS)))}")
+        if canonical == "create_table":
+            if value.lower() not in ("true", "false", "1", "0", "yes", "no"):
+                raise bad(f"create_table must be true or false, not {value!r:.20}")
+            cfg[canonical] = value.lower() in ("true", "1", "yes")
+        elif canonical == "max_attempts":
+            if not value.isdigit() or not 1 <= int(value) <= 20:
+                raise bad(f"max_attempts must be an integer from 1 to 20, not {value!r:.20}")
+            cfg[canonical] = int(value)
+        elif value:
+            cfg[canonical] = value
+    endpoint = cfg.get("endpoint")
+    if endpoint is not None and not re.match(r"^https?://[^/?#]+", endpoint):
+        raise bad(f"endpoint {redact_uri(endpoint)!r:.100} must be an http:// or https:// URL")
+    if ("access_key" in cfg) != ("secret_key" in cfg):
+        raise bad("give both aws_access_key_id and aws_secret_access_key, or neither (boto3's default chain)")
+    return cfg
+
+
+class DynamoDBMetadataStore(MetadataStore):
+    """A MetadataStore in one DynamoDB table (shared by many jobs: the partition key starts with the job)."""
+
+    #: put_if_absent/delete_if_equal use DynamoDB conditional writes: atomic across processes and machines
+    atomic_conditionals = True
+
+    def __init__(
+        self,
+        table: str,
+        job_name: str,
+        *,
+        region: str | None = None,
+        endpoint: str | None = None,
+        profile: str | None = None,
+        access_key: str | None = None,
+        secret_key: str | None = None,
+        session_token: str | None = None,
+        create_table: bool = True,
+        max_attempts: int = 8,
+        uri: str | None = None,
+    ) -> None:
+        import boto3
+        from botocore.config import Config
+        from botocore.exceptions import BotoCoreError
+
+        self.job_name = validate_job_name(job_name)
+        self.table = table
+        self.create_table = create_table
+        self._raw_uri = uri or ""
+        if uri:
+            self.uri = redact_uri(uri)
+        else:
+            query = urllib.parse.urlencode({k: v for k, v in (("region", region), ("endpoint", endpoint)) if v})
+            self.uri = redact_uri(f"dynamodb://{table}" + (f"?{query}" if query else ""))
+        try:
+            session = boto3.session.Session(
+                aws_access_key_id=access_key, aws_secret_access_key=secret_key, aws_session_token=session_token,
+                region_name=region, profile_name=profile,
+            )
+            self._client = session.client(
+                "dynamodb", endpoint_url=endpoint,
+                config=Config(retries={"mode": "standard", "max_attempts": max_attempts}, connect_timeout=10,
+                              read_timeout=30),
+            )
+        except BotoCoreError as exc:  # NoRegionError, ProfileNotFound ...
+            hint = " (add ?region=REGION to the URI or set AWS_REGION)" if "region" in str(exc).lower() else ""
+            raise ConfigError(
+                f"{OPTION} {self.uri!r}: cannot create a DynamoDB client: {scrub_secrets(str(exc), self._raw_uri)}"
+                f"{hint}"
+            ) from None
+        self.region = self._client.meta.region_name
+        self._cache_key = (self._client.meta.endpoint_url, self.region, table)
+        self._ready = False
+        self._ready_lock = threading.Lock()
+        #: Query page size (None: DynamoDB's 1 MB pages); tests lower it to exercise pagination
+        self.query_limit: int | None = None
+
+    @classmethod
+    def from_uri(cls, uri: str, job_name: str) -> DynamoDBMetadataStore:
+        validate_job_name(job_name)
+        cfg = _parse_uri(uri)
+        return cls(cfg.pop("table"), job_name, uri=uri, **cfg)
+
+    def close(self) -> None:
+        close = getattr(self._client, "close", None)
+        if close is not None:
+            close()
+
+    # -- helpers ------------------------------------------------------------------------------------------
+    def _where(self, namespace: str, key: str | None) -> str:
+        k = f"key {key!r:.200} in " if key is not None else ""
+        return f"{k}namespace {namespace!r} of job {self.job_name!r} in DynamoDB table {self.table!r} ({self.uri})"
+
+    def _fail(self, op: str, namespace: str, key: str | None, exc: BaseException) -> MetadataStoreError:
+        from botocore.exceptions import ClientError, NoCredentialsError
+
+        detail = scrub_secrets(str(exc), self._raw_uri)
+        hint = ""
+        if isinstance(exc, NoCredentialsError):
+            hint = (" Configure AWS credentials (environment, profile, instance role) or add "
+                    "aws_access_key_id/aws_secret_access_key to " + OPTION + ".")
+        elif isinstance(exc, ClientError):
+            code = exc.response.get("Error", {}).get("Code", "")
+            if code == "ValidationException" and "size" in detail.lower():
+                hint = " DynamoDB items are limited to 400 KB: store a smaller value."
+            elif code in ("AccessDeniedException", "UnrecognizedClientException"):
+                hint = f" Check the credentials and their IAM permissions on table {self.table!r}."
+        else:
+            hint = f" Check the endpoint and region ({self._client.meta.endpoint_url})."
+        return MetadataStoreError(f"{op} failed for {self._where(namespace, key)}: {detail}.{hint}")
+
+    def _call(self, op: str, namespace: str, key: str | None, fn: Callable[..., Any], **kwargs: Any) -> Any:
+        """Run a client call; ConditionalCheckFailedException propagates, every other failure is wrapped."""
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        self._ensure_table(namespace, key)
+        for attempt in (1, 2):
+            try:
+                return fn(**kwargs)
+            except ClientError as exc:
+                code = exc.response.get("Error", {}).get("Code", "")
+                if code == "ConditionalCheckFailedException":
+                    raise
+                if code == "ResourceNotFoundException" and attempt == 1 and self.create_table:
+                    self._forget_table()  # deleted behind our back: create it again and retry once
+                    self._ensure_table(namespace, key)
+                    continue
+                raise self._fail(op, namespace, key, exc) from None
+            except BotoCoreError as exc:
+                raise self._fail(op, namespace, key, exc) from None
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _forget_table(self) -> None:
+        with _VERIFIED_LOCK:
+            _VERIFIED.discard(self._cache_key)
+        self._ready = False
+
+    def _ensure_table(self, namespace: str, key: str | None) -> None:
+        """Check once per process that the table exists with our key schema; create it if allowed."""
+        if self._ready:
+            return
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        with self._ready_lock:
+            with _VERIFIED_LOCK:
+                if self._cache_key in _VERIFIED:
+                    self._ready = True
+                    return
+            try:
+                try:
+                    table = self._client.describe_table(TableName=self.table)["Table"]
+                except ClientError as exc:
+                    if exc.response.get("Error", {}).get("Code") != "ResourceNotFoundException":
+                        raise
+                    table = self._create_table(namespace, key)
+                if table.get("TableStatus") != "ACTIVE":
+                    self._client.get_waiter("table_exists").wait(
+                        TableName=self.table, WaiterConfig={"Delay": 1, "MaxAttempts": 300})
+            except (ClientError, BotoCoreError) as exc:
+                raise self._fail("opening the table", namespace, key, exc) from None
+            schema = sorted(table.get("KeySchema", []), key=lambda e: e["KeyType"])
+            if schema != _KEY_SCHEMA:
+                raise MetadataStoreError(
+                    f"DynamoDB table {self.table!r} ({self.uri}) has key schema {schema}, but the metadata store "
+                    "needs pk (string, HASH) and sk (string, RANGE): name another table in " + OPTION
+                )
+            with _VERIFIED_LOCK:
+                _VERIFIED.add(self._cache_key)
+            self._ready = True
+
+    def _create_table(self, namespace: str, key: str | None) -> dict[str, Any]:
+        from botocore.exceptions import ClientError
+
+        if not self.create_table:
+            raise MetadataStoreError(
+                f"DynamoDB table {self.table!r} does not exist ({self.uri}) and create_table=false: create it "
+                "with partition key pk (S) and sort key sk (S), or drop create_table=false from " + OPTION
+            )
+        log.info("creating DynamoDB table %s (PAY_PER_REQUEST) for metadata store %s", self.table, self.uri)
+        try:
+            return self._client.create_table(
+                TableName=self.table,
+                KeySchema=_KEY_SCHEMA,
+                AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"},
+                                      {"AttributeName": "sk", "AttributeType": "S"}],
+                BillingMode="PAY_PER_REQUEST",
+            )["TableDescription"]
+        except ClientError as exc:
+            code = exc.response.get("Error", {}).get("Code", "")
+            if code == "ResourceInUseException":  # another process is creating it right now
+                return self._client.describe_table(TableName=self.table)["Table"]
+            if code in ("AccessDeniedException", "UnrecognizedClientException"):
+                raise MetadataStoreError(
+                    f"DynamoDB table {self.table!r} does not exist ({self.uri}) and these credentials may not "
+                    f"create it ({code}): create it with partition key pk (S) and sort key sk (S), or grant "
+                    "dynamodb:CreateTable and dynamodb:DescribeTable"
+                ) from None
+            raise
+
+    def _pk(self, namespace: str) -> dict[str, str]:
+        return {"S": f"{self.job_name}/{validate_namespace(namespace)}"}
+
+    def _item_key(self, namespace: str, key: str) -> dict[str, dict[str, str]]:
+        return {"pk": self._pk(namespace), "sk": {"S": sort_key(key)}}
+
+    def _dump(self, namespace: str, key: str, value: JsonValue) -> str:
+        try:
+            return json.dumps(value, sort_keys=True, allow_nan=False, separators=(",", ":"))
+        except (TypeError, ValueError) as exc:
+            raise MetadataStoreError(
+                f"cannot store {self._where(namespace, key)}: the value is not JSON ({exc}); store dicts with "
+                "string keys, lists, strings, finite numbers, booleans or None"
+            ) from None
+
+    def _load(self, namespace: str, key: str | None, item: dict[str, Any]) -> tuple[str, str, JsonValue]:
+        """(key, raw JSON text, value) of an item; MetadataStoreError when it is not one of ours."""
+        stored_key = item.get("key", {}).get("S")
+        raw = item.get("value", {}).get("S")
+        fmt_text = item.get("format", {}).get("N", "1")
+        where = self._where(namespace, key if key is not None else stored_key)
+        if stored_key is None or raw is None or not fmt_text.isdigit():
+            raise MetadataStoreError(
+                f"corrupt item for {where}: expected string attributes key and value and a number format. "
+                "Delete the item (sk " + repr(item.get("sk", {}).get("S", "?"))[:200] + ")"
+            )
+        if int(fmt_text) > FORMAT_VERSION:
+            raise FormatVersionError(
+                f"{where} was written in format {fmt_text} by a newer spark-samza-source (this one reads format "
+                f"{FORMAT_VERSION}); upgrade spark-samza-source"
+            )
+        if key is not None and stored_key != key:
+            raise MetadataStoreError(f"corrupt item for {where}: it holds key {stored_key!r:.200}. Delete it")
+        try:
+            value = json.loads(raw)
+        except ValueError as exc:
+            raise MetadataStoreError(
+                f"corrupt value for {where}: attribute value is not valid JSON ({exc}). Delete or rewrite it"
+            ) from None
+        return stored_key, raw, value
+
+    def _get_item(self, op: str, namespace: str, key: str) -> dict[str, Any] | None:
+        resp = self._call(op, namespace, key, self._client.get_item, TableName=self.table,
+                          Key=self._item_key(namespace, key), ConsistentRead=True)
+        return resp.get("Item")
+
+    def _put_item(self, op: str, namespace: str, key: str, value: JsonValue, **extra: Any) -> None:
+        item = {**self._item_key(namespace, key), "key": {"S": key},
+                "value": {"S": self._dump(namespace, key, value)}, "format": {"N": str(FORMAT_VERSION)}}
+        self._call(op, namespace, key, self._client.put_item, TableName=self.table, Item=item, **extra)
+
+    @staticmethod
+    def _conditional_failed(exc: BaseException) -> bool:
+        from botocore.exceptions import ClientError
+
+        return isinstance(exc, ClientError) and \
+            exc.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException"
+
+    # -- MetadataStore ------------------------------------------------------------------------------------
+    def get(self, namespace: str, key: str) -> JsonValue | None:
+        key = str(key)
+        item = self._get_item("get", namespace, key)
+        return None if item is None else self._load(namespace, key, item)[2]
+
+    def put(self, namespace: str, key: str, value: JsonValue) -> None:
+        self._put_item("put", namespace, str(key), value)
+
+    def put_if_absent(self, namespace: str, key: str, value: JsonValue) -> bool:
+        try:
+            self._put_item("put_if_absent", namespace, str(key), value,
+                           ConditionExpression="attribute_not_exists(sk)")
+        except Exception as exc:
+            if self._conditional_failed(exc):
+                return False
+            raise
+        return True
+
+    def delete(self, namespace: str, key: str) -> None:
+        self._call("delete", namespace, str(key), self._client.delete_item, TableName=self.table,
+                   Key=self._item_key(namespace, str(key)))
+
+    def delete_if_equal(self, namespace: str, key: str, expected: JsonValue) -> bool:
+        """Compare decoded JSON (like every store), then delete only if the stored text is still unchanged."""
+        key = str(key)
+        for _ in range(_MAX_CAS_ATTEMPTS):
+            item = self._get_item("delete_if_equal", namespace, key)
+            if item is None:
+                return False
+            _, raw, value = self._load(namespace, key, item)
+            if value != expected:
+                return False
+            try:
+                self._call("delete_if_equal", namespace, key, self._client.delete_item, TableName=self.table,
+                           Key=self._item_key(namespace, key), ConditionExpression="#v = :raw",
+                           ExpressionAttributeNames={"#v": "value"}, ExpressionAttributeValues={":raw": {"S": raw}})
+                return True
+            except Exception as exc:
+                if not self._conditional_failed(exc):
+                    raise
+                # changed between our read and the delete: look again
+        raise MetadataStoreError(
+            f"delete_if_equal gave up on {self._where(namespace, key)} after {_MAX_CAS_ATTEMPTS} attempts: the "
+            "value keeps changing under concurrent writers"
+        )
+
+    def list(self, namespace: str) -> dict[str, JsonValue]:
+        out: dict[str, JsonValue] = {}
+        kwargs: dict[str, Any] = {
+            "TableName": self.table, "KeyConditionExpression": "pk = :pk",
+            "ExpressionAttributeValues": {":pk": self._pk(namespace)}, "ConsistentRead": True,
+        }
+        if self.query_limit:
+            kwargs["Limit"] = self.query_limit
+        while True:
+            resp = self._call("list", namespace, None, self._client.query, **kwargs)
+            for item in resp.get("Items", []):
+                stored_key, _, value = self._load(namespace, None, item)
+                if sort_key(stored_key) != item["sk"]["S"]:
+                    raise MetadataStoreError(
+                        f"corrupt item for {self._where(namespace, stored_key)}: its sort key "
+                        f"{item['sk']['S']!r:.200} does not belong to that key. Delete the item"
+                    )
+                out[stored_key] = value
+            last = resp.get("LastEvaluatedKey")
+            if not last:
+                break
+            kwargs["ExclusiveStartKey"] = last
+        return dict(sorted(out.items()))

@@ -1,0 +1,218 @@
+"""One MetadataStore contract, checked against every backend: memory, file, DynamoDB (moto) and S3 (moto).
+
+``MemoryMetadataStore`` is the reference semantics; every other store must be indistinguishable from it
+through the MetadataStore API.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Iterator
+
+import boto3
+import pytest
+
+from spark_samza_source.core.errors import ConfigError
+from spark_samza_source.metadata import MetadataStore, open_store
+
+BACKENDS = ["memory", "file", "dynamodb", "s3"]
+
+NS = "startpoints"
+
+
+@pytest.fixture
+def s3_store_uri(moto_server: str, aws_region: str) -> Iterator[str]:
+    bucket = f"samza-meta-{uuid.uuid4().hex[:16]}"
+    s3 = boto3.client("s3", region_name=aws_region, endpoint_url=moto_server)
+    s3.create_bucket(Bucket=bucket)
+    scheme, _, hostport = moto_server.partition("://")
+    yield f"s3://{bucket}/meta?endpoint_override={hostport}&scheme={scheme}&region={aws_region}"
+    for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket):
+        for obj in page.get("Contents", []):
+            s3.delete_object(Bucket=bucket, Key=obj["Key"])
+    s3.delete_bucket(Bucket=bucket)
+    s3.close()
+
+
+@pytest.fixture(params=BACKENDS)
+def store_uri(request: pytest.FixtureRequest, tmp_path) -> str:
+    kind = request.param
+    if kind == "memory":
+        return f"memory:conformance-{uuid.uuid4().hex}"
+    if kind == "file":
+        return (tmp_path / "metadata store").as_uri()  # a space in the root, percent-encoded in the URI
+    if kind == "dynamodb":
+        return request.getfixturevalue("dynamodb_store_uri")
+    return request.getfixturevalue("s3_store_uri")
+
+
+@pytest.fixture
+def opener(store_uri: str) -> Iterator[Callable[[str], MetadataStore]]:
+    """open(job_name) -> a store on the SAME underlying location; every store opened is closed afterwards."""
+    opened: list[MetadataStore] = []
+
+    def open_(job_name: str = "orders-enricher") -> MetadataStore:
+        store = open_store(store_uri, job_name)
+        opened.append(store)
+        return store
+
+    yield open_
+    for store in opened:
+        store.close()
+
+
+@pytest.fixture
+def store(opener) -> MetadataStore:
+    return opener("orders-enricher")
+
+
+def test_get_absent_put_get_overwrite(store: MetadataStore) -> None:
+    assert store.get(NS, "Partition 0") is None
+    store.put(NS, "Partition 0", {"offset": "42"})
+    assert store.get(NS, "Partition 0") == {"offset": "42"}
+    store.put(NS, "Partition 0", {"offset": "43", "extra": [1]})
+    assert store.get(NS, "Partition 0") == {"offset": "43", "extra": [1]}
+    assert store.list(NS) == {"Partition 0": {"offset": "43", "extra": [1]}}
+
+
+def test_a_second_client_sees_the_same_data(opener) -> None:
+    a, b = opener("orders-enricher"), opener("orders-enricher")
+    a.put(NS, "k", [1, 2])
+    assert b.get(NS, "k") == [1, 2]
+    b.delete(NS, "k")
+    assert a.get(NS, "k") is None
+
+
+JSON_VALUES = [
+    0, -1, 2**70, -(2**63), 1.5, -0.25, 1e300, 5e-324,
+    "", "text with ü, 🎉, \u0000, \n and \"quotes\"",
+    True, False, None,
+    [], {}, [None, True, 1, "x", 2.5, [], {}],
+    {"a": [1, {"b": [None, True, "x"]}], "c": {"d": {}}, "ü": "🎉", "": 0},
+]
+
+
+def test_values_of_every_json_type_round_trip(store: MetadataStore) -> None:
+    expected = {f"v{i:02d}": value for i, value in enumerate(JSON_VALUES)}
+    for key, value in expected.items():
+        store.put(NS, key, value)
+    for key, value in expected.items():
+        got = store.get(NS, key)
+        assert got == value and type(got) is type(value), key
+    assert store.list(NS) == expected  # None is a stored value, visible in list
+
+
+def test_stored_values_are_copies(store: MetadataStore) -> None:
+    value = {"a": [1, 2]}
+    store.put(NS, "k", value)
+    value["a"].append(3)
+    got = store.get(NS, "k")
+    assert got == {"a": [1, 2]}
+    got["a"].append(4)
+    assert store.get(NS, "k") == {"a": [1, 2]}
+
+
+def test_put_if_absent(store: MetadataStore) -> None:
+    assert store.put_if_absent(NS, "k", {"first": True}) is True
+    assert store.put_if_absent(NS, "k", {"second": True}) is False
+    assert store.get(NS, "k") == {"first": True}
+    assert store.put_if_absent(NS, "null", None) is True  # a stored null is present, not absent
+    assert store.put_if_absent(NS, "null", 1) is False
+    assert store.get(NS, "null") is None and store.list(NS) == {"k": {"first": True}, "null": None}
+
+
+def test_delete_is_idempotent(store: MetadataStore) -> None:
+    store.delete(NS, "never-written")
+    store.delete("other-namespace", "never-written")
+    store.put(NS, "k", 1)
+    store.delete(NS, "k")
+    assert store.get(NS, "k") is None
+    store.delete(NS, "k")
+    assert store.list(NS) == {}
+    assert store.put_if_absent(NS, "k", 2) is True  # deleted means absent again
+
+
+def test_delete_if_equal(store: MetadataStore) -> None:
+    assert store.delete_if_equal(NS, "absent", {"a": 1}) is False
+    store.put(NS, "k", {"a": 1, "b": [1, 2]})
+    assert store.delete_if_equal(NS, "k", {"a": 1, "b": [2, 1]}) is False
+    assert store.delete_if_equal(NS, "k", {"a": 1}) is False
+    assert store.get(NS, "k") == {"a": 1, "b": [1, 2]}
+    assert store.delete_if_equal(NS, "k", {"b": [1, 2], "a": 1}) is True  # JSON equality, not text equality
+    assert store.get(NS, "k") is None
+    assert store.delete_if_equal(NS, "k", {"a": 1, "b": [1, 2]}) is False
+    store.put(NS, "n", None)
+    assert store.delete_if_equal(NS, "n", None) is True
+    assert store.list(NS) == {}
+
+
+def test_list_isolates_namespaces_and_jobs(opener) -> None:
+    orders, orders_v2 = opener("orders"), opener("orders-v2")  # one job name is a prefix of the other
+    orders.put("startpoints", "k", "orders/startpoints")
+    orders.put("startpoints-2", "k", "orders/startpoints-2")
+    orders.put("jobmodel", "k", "orders/jobmodel")
+    orders_v2.put("startpoints", "k", "orders-v2/startpoints")
+    orders_v2.put("startpoints", "only-v2", 1)
+    assert orders.list("startpoints") == {"k": "orders/startpoints"}
+    assert orders.list("startpoints-2") == {"k": "orders/startpoints-2"}
+    assert orders.list("jobmodel") == {"k": "orders/jobmodel"}
+    assert orders_v2.list("startpoints") == {"k": "orders-v2/startpoints", "only-v2": 1}
+    assert orders_v2.list("jobmodel") == {} and orders.list("checkpoints") == {}
+    assert orders.get("startpoints", "only-v2") is None
+    orders.delete("startpoints", "k")
+    assert orders_v2.get("startpoints", "k") == "orders-v2/startpoints"
+    assert orders.delete_if_equal("startpoints", "only-v2", 1) is False
+    assert orders_v2.list("startpoints") == {"k": "orders-v2/startpoints", "only-v2": 1}
+    assert orders.put_if_absent("startpoints", "only-v2", 2) is True  # absent for this job
+    assert orders_v2.get("startpoints", "only-v2") == 1
+
+
+AWKWARD_KEYS = [
+    "Partition 3", "SystemStreamPartition [kafka, orders, 3]", "a b  c ", " leading space",
+    ".", "..", "...", ".hidden", "a.json", "a.json.tmp", ".lock", ".tmp-0123",
+    "a/b", "/", "//", "../../etc/passwd", "a\\b", "C:\\x",
+    "ключ", "键", "🎉", "é", "e\u0301", "A", "a",
+    "%", "%2F", "100%", "a%2Fb", "a_b", "!", "!abc", "#", "#sha256:00", "~", "=,@",
+    "", "\u0000", "tab\tnew\nline\r", "\u202eright-to-left", "?query&x=1#frag", "*glob?[x]",
+    "x" * 120, "x" * 121, "x" * 300, "y" * 2000, "ü" * 600, "🎉" * 300,
+]
+
+
+def test_awkward_keys_are_distinct_and_round_trip(store: MetadataStore) -> None:
+    expected = {key: {"i": i, "key": key} for i, key in enumerate(AWKWARD_KEYS)}
+    assert len(expected) == len(AWKWARD_KEYS)
+    for key, value in expected.items():
+        store.put(NS, key, value)
+    for key, value in expected.items():
+        assert store.get(NS, key) == value, repr(key)
+    listed = store.list(NS)
+    assert listed == expected
+    assert list(listed) == sorted(expected)  # list is ordered by key
+    for key in AWKWARD_KEYS[::2]:
+        assert store.delete_if_equal(NS, key, expected[key]) is True, repr(key)
+    assert store.list(NS) == {k: v for k, v in expected.items() if k not in AWKWARD_KEYS[::2]}
+    for key in AWKWARD_KEYS[::2]:
+        assert store.put_if_absent(NS, key, "again") is True, repr(key)
+        assert store.put_if_absent(NS, key, "again") is False, repr(key)
+
+
+def test_non_string_keys_are_stringified(store: MetadataStore) -> None:
+    store.put(NS, 3, "three")  # type: ignore[arg-type]
+    assert store.get(NS, "3") == "three"
+    assert store.list(NS) == {"3": "three"}
+
+
+@pytest.mark.parametrize("job_name", ["", "..", "a/b", "../x", "a/../b", "a\nb", "a\x00b", "\x7f", ".hidden",
+                                      "a..b", "/abs", "x" * 201, None, 42])
+def test_escaping_job_names_are_refused(store_uri: str, job_name) -> None:
+    with pytest.raises(ConfigError, match="job.name"):
+        open_store(store_uri, job_name)
+
+
+@pytest.mark.parametrize("namespace", ["", "..", "a/b", "Upper", "-x", "x" * 65, "a b", "a\x00"])
+def test_bad_namespaces_are_refused(store: MetadataStore, namespace: str) -> None:
+    for call in (lambda: store.get(namespace, "k"), lambda: store.put(namespace, "k", 1),
+                 lambda: store.put_if_absent(namespace, "k", 1), lambda: store.delete(namespace, "k"),
+                 lambda: store.delete_if_equal(namespace, "k", 1), lambda: store.list(namespace)):
+        with pytest.raises(ConfigError, match="namespace"):
+            call()
