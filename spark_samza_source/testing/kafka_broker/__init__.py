@@ -59,6 +59,8 @@ import threading
 import time
 from pathlib import Path
 
+from . import protocol as _protocol  # noqa: F401 - loads kafka-python's schemas with warnings silenced
+
 __all__ = ["KafkaDevBroker"]
 
 

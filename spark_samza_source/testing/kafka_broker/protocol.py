@@ -10,13 +10,17 @@ right response-header version.  No request or response body is encoded by hand h
 from __future__ import annotations
 
 import struct
+import warnings
 from dataclasses import dataclass
 
-import kafka.protocol.admin as _admin
-import kafka.protocol.consumer as _consumer
-import kafka.protocol.metadata as _metadata
-import kafka.protocol.producer as _producer
-from kafka.protocol.api_message import ApiMessage
+with warnings.catch_warnings():
+    # kafka-python 3.0.12 loads its JSON schemas with the deprecated importlib.resources.read_text.
+    warnings.simplefilter("ignore", DeprecationWarning)
+    import kafka.protocol.admin as _admin
+    import kafka.protocol.consumer as _consumer
+    import kafka.protocol.metadata as _metadata
+    import kafka.protocol.producer as _producer
+    from kafka.protocol.api_message import ApiMessage
 
 __all__ = [
     "ApiError",
