@@ -196,6 +196,8 @@ class FixedTasksGrouper(SspGrouper):
             if current != previous_count:
                 _check_growth(stream, previous_count, current, initial_count)
                 algorithm.validate(stream, current, initial_count)
+                for partition in range(min(initial_count, current)):  # SEP-5: old partitions map to themselves
+                    checked_partition_before_expansion(algorithm, stream, partition, current, initial_count)
             kept = 0
             for ssp in by_stream[stream]:
                 task = previous_tasks.get(ssp.partition)
