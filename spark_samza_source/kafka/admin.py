@@ -1,0 +1,352 @@
+"""Driver-side Kafka metadata: partition counts, watermarks, offsets for timestamps, consumer-group mirror.
+
+Everything goes through confluent-kafka (librdkafka).  Three rules shape this module:
+
+* **Bulk, not per partition.** Spark calls ``latestOffset`` at every trigger; with 1,000 partitions a
+  per-partition ``get_watermark_offsets`` loop costs seconds.  ``AdminClient.list_offsets`` takes every
+  partition in one request per leader, so ``watermarks`` issues the *earliest* and *latest* lookups together and
+  waits for both.
+* **Bounded.** Every call has a deadline (``api_timeout_ms``, default 30 s; librdkafka's own retries happen
+  inside it), and a timeout or failure becomes a :class:`KafkaSourceError` naming the operation, the topics and
+  the bootstrap servers -- never another configuration value (SASL passwords live in the client config).
+* **Same isolation level as the executors.** The "latest" offset is the high watermark under
+  ``read_uncommitted`` (Spark's default, and ours) but the last stable offset under ``read_committed``; the
+  readers stop at the offsets planned here, so both sides must use the same ``isolation.level``.
+
+Clients are created lazily: building a ``KafkaAdmin`` does no I/O, so it is cheap in ``__init__`` of a reader.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, TypeVar
+
+from confluent_kafka import Consumer, IsolationLevel, KafkaError, KafkaException, TopicPartition
+from confluent_kafka.admin import AdminClient, OffsetSpec
+
+from .errors import KafkaSourceError
+
+__all__ = ["KafkaAdmin", "DEFAULT_API_TIMEOUT_MS", "isolation_level_of"]
+
+log = logging.getLogger(__name__)
+
+DEFAULT_API_TIMEOUT_MS = 30_000
+_RETRY_BACKOFF_S = 0.2
+# Errors meaning "this topic or partition does not exist (any more)".
+_MISSING = {KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_PARTITION, KafkaError._UNKNOWN_TOPIC}
+_OFFSET_INVALID = -1001
+
+TP = tuple[str, int]
+T = TypeVar("T")
+
+
+def isolation_level_of(client_conf: Mapping[str, str]) -> str:
+    """The ``isolation.level`` both admin and readers use: the user's, else ``read_uncommitted`` (Spark's)."""
+    level = client_conf.get("isolation.level", "read_uncommitted").strip().lower()
+    if level not in ("read_uncommitted", "read_committed"):
+        raise KafkaSourceError(
+            f"option 'kafka.isolation.level' must be read_uncommitted or read_committed, got {level!r}"
+        )
+    return level
+
+
+class KafkaAdmin:
+    """Metadata and offset operations against one Kafka cluster (lazy clients, bounded calls).
+
+    ``client_conf`` is librdkafka configuration without the ``kafka.`` prefix (``bootstrap.servers``, SASL, SSL
+    ...).  It is never logged nor put into error messages, except ``bootstrap.servers``.
+    """
+
+    def __init__(self, client_conf: Mapping[str, str], *, api_timeout_ms: int = DEFAULT_API_TIMEOUT_MS) -> None:
+        self._conf = {str(k): str(v) for k, v in client_conf.items()}
+        self._timeout_s = max(0.001, api_timeout_ms / 1000.0)
+        self._isolation = isolation_level_of(self._conf)
+        self._admin: AdminClient | None = None
+        self._group_consumers: dict[str, Consumer] = {}
+        # group id -> results delivered by the consumer's on_commit callback (served inside poll()).
+        self._commit_results: dict[str, list[tuple[KafkaError | None, list[TopicPartition]]]] = {}
+        self._lock = threading.Lock()
+
+    # ---- plumbing -----------------------------------------------------------------------------------------
+    @property
+    def bootstrap_servers(self) -> str:
+        return self._conf.get("bootstrap.servers", "?")
+
+    def _where(self) -> str:
+        return f"(bootstrap servers {self.bootstrap_servers})"
+
+    def _client_conf(self) -> dict[str, Any]:
+        conf: dict[str, Any] = dict(self._conf)
+        conf["logger"] = log  # librdkafka logs go to Python logging, not stderr
+        return conf
+
+    @property
+    def admin(self) -> AdminClient:
+        with self._lock:
+            if self._admin is None:
+                conf = self._client_conf()
+                # Consumer-only properties would only produce librdkafka warnings on an admin (producer) handle.
+                for key in ("isolation.level", "group.id", "auto.offset.reset", "enable.auto.commit"):
+                    conf.pop(key, None)
+                try:
+                    self._admin = AdminClient(conf)
+                except KafkaException as err:
+                    raise KafkaSourceError(f"cannot create a Kafka admin client {self._where()}: {_msg(err)}") from None
+            return self._admin
+
+    def _group_consumer(self, group_id: str) -> Consumer:
+        with self._lock:
+            consumer = self._group_consumers.get(group_id)
+            if consumer is None:
+                conf = self._client_conf()
+                conf.update({"group.id": group_id, "enable.auto.commit": "false", "enable.auto.offset.store": "false"})
+                results = self._commit_results.setdefault(group_id, [])
+                conf["on_commit"] = lambda err, partitions: results.append((err, partitions))
+                try:
+                    consumer = Consumer(conf)
+                except KafkaException as err:
+                    raise KafkaSourceError(
+                        f"cannot create a Kafka consumer for group '{group_id}' {self._where()}: {_msg(err)}"
+                    ) from None
+                self._group_consumers[group_id] = consumer
+            return consumer
+
+    def _deadline(self) -> float:
+        return time.monotonic() + self._timeout_s
+
+    def _retrying(self, what: str, fn: Callable[[float], T]) -> T:
+        """Run ``fn(seconds_left)``, retrying retriable Kafka errors until the API timeout; raise a clear error."""
+        deadline = self._deadline()
+        last: BaseException | None = None
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                break
+            try:
+                return fn(left)
+            except KafkaSourceError:
+                raise
+            except KafkaException as err:
+                last = err
+                kerr = err.args[0] if err.args and isinstance(err.args[0], KafkaError) else None
+                if kerr is not None and not (kerr.retriable() or kerr.code() in (KafkaError._TIMED_OUT,
+                                                                                  KafkaError._TRANSPORT)):
+                    raise KafkaSourceError(f"Kafka operation '{what}' failed {self._where()}: {_msg(err)}") from None
+            except TimeoutError as err:  # concurrent.futures.TimeoutError is TimeoutError on 3.11
+                last = err
+            time.sleep(min(_RETRY_BACKOFF_S, max(0.0, deadline - time.monotonic())))
+        raise KafkaSourceError(
+            f"Kafka operation '{what}' did not complete within {self._timeout_s:g} s {self._where()}"
+            + (f": {_msg(last)}" if last is not None and str(last) else "")
+            + ". Is the cluster reachable from the driver?"
+        )
+
+    # ---- topics -------------------------------------------------------------------------------------------
+    def _topic_partitions(self, left: float) -> dict[str, int | KafkaError]:
+        """Existing topics -> partition count, or the topic's metadata error when it is temporarily incomplete."""
+        md = self.admin.list_topics(timeout=left)
+        out: dict[str, int | KafkaError] = {}
+        for name, tm in md.topics.items():
+            if tm.error is None:
+                out[name] = len(tm.partitions)
+            elif tm.error.code() not in _MISSING:
+                out[name] = tm.error
+        return out
+
+    def list_partition_counts(
+        self, topics: Iterable[str] | None = None, pattern: str | re.Pattern[str] | None = None
+    ) -> dict[str, int]:
+        """Partition count per topic, sorted by topic name.
+
+        ``topics``: exactly these topics; a missing one raises :class:`KafkaSourceError` naming it.
+        ``pattern``: every non-internal topic (not starting with ``__``) whose whole name matches the regex.
+        One Metadata request for the whole cluster (asking for named topics could auto-create them on brokers
+        with ``auto.create.topics.enable``).  Topics whose metadata is temporarily incomplete (no leader yet,
+        just created) are retried until the API timeout.
+        """
+        if (topics is None) == (pattern is None):
+            raise ValueError("give exactly one of topics or pattern")
+        wanted = sorted(set(topics)) if topics is not None else None
+        regex = re.compile(pattern) if isinstance(pattern, str) else pattern
+        if wanted is not None:
+            what = f"list partitions of {', '.join(wanted)}"
+        else:
+            what = f"list topics matching {regex.pattern!r}"
+
+        def attempt(left: float) -> dict[str, int]:
+            found = self._topic_partitions(left)
+            if wanted is not None:
+                missing = [t for t in wanted if t not in found]
+                if missing:
+                    raise KafkaSourceError(
+                        f"Kafka topic(s) {', '.join(repr(t) for t in missing)} not found {self._where()}; "
+                        "check the topic names in 'subscribe' / 'assign' and that the topics exist"
+                    )
+                names = wanted
+            else:
+                names = sorted(t for t in found if not t.startswith("__") and regex.fullmatch(t))
+            for t in names:  # incomplete metadata (e.g. just created): retried until the API timeout
+                count = found[t]
+                if isinstance(count, KafkaError):
+                    raise KafkaException(count)
+                if count == 0:
+                    raise KafkaException(KafkaError(KafkaError.LEADER_NOT_AVAILABLE, f"topic {t!r} has no partitions"))
+            return {t: int(found[t]) for t in names}  # type: ignore[arg-type]
+
+        return self._retrying(what, attempt)
+
+    # ---- offsets ------------------------------------------------------------------------------------------
+    def _list_offsets(self, specs: dict[str, Callable[[TP], OffsetSpec]], tps: list[TP], left: float,
+                      ) -> dict[str, dict[TP, Any]]:
+        """One ``list_offsets`` call per spec kind, all issued before waiting. Missing partitions are omitted."""
+        committed = self._isolation == "read_committed"
+        level = IsolationLevel.READ_COMMITTED if committed else IsolationLevel.READ_UNCOMMITTED
+        futures = {
+            kind: self.admin.list_offsets(
+                {TopicPartition(tp[0], tp[1]): spec(tp) for tp in tps},
+                isolation_level=level,
+                request_timeout=left,
+            )
+            for kind, spec in specs.items()
+        }
+        deadline = time.monotonic() + left
+        out: dict[str, dict[TP, Any]] = {}
+        for kind, fs in futures.items():
+            res: dict[TP, Any] = {}
+            for tp, fut in fs.items():
+                try:
+                    res[(tp.topic, tp.partition)] = fut.result(timeout=max(0.001, deadline - time.monotonic()))
+                except KafkaException as err:
+                    if err.args and isinstance(err.args[0], KafkaError) and err.args[0].code() in _MISSING:
+                        continue
+                    raise
+            out[kind] = res
+        return out
+
+    def watermarks(self, tps: Iterable[TP]) -> dict[TP, tuple[int, int]]:
+        """``(low, high)`` per existing partition: log start offset and high watermark (LSO if read_committed).
+
+        Partitions that do not exist are left out (the planner reports them as lost).  Two bulk requests.
+        """
+        tps = sorted(set(tps))
+        if not tps:
+            return {}
+
+        def attempt(left: float) -> dict[TP, tuple[int, int]]:
+            res = self._list_offsets({"low": lambda _: OffsetSpec.earliest(), "high": lambda _: OffsetSpec.latest()},
+                                     tps, left)
+            return {tp: (res["low"][tp].offset, res["high"][tp].offset)
+                    for tp in tps if tp in res["low"] and tp in res["high"]}
+
+        return self._retrying(f"watermarks of {_describe_tps(tps)}", attempt)
+
+    def offsets_for_times(self, requests: Mapping[TP, int]) -> dict[TP, int | None]:
+        """Earliest offset whose timestamp is >= the given epoch-ms timestamp, per partition.
+
+        ``None`` when the partition has no record at or after that time (Kafka answers offset -1).  Missing
+        partitions are left out.
+        """
+        tps = sorted(requests)
+        if not tps:
+            return {}
+
+        def attempt(left: float) -> dict[TP, int | None]:
+            res = self._list_offsets({"ts": lambda tp: OffsetSpec.for_timestamp(int(requests[tp]))}, tps, left)["ts"]
+            return {tp: (info.offset if info.offset >= 0 else None) for tp, info in res.items()}
+
+        return self._retrying(f"offsets for timestamps of {_describe_tps(tps)}", attempt)
+
+    # ---- consumer group mirror ----------------------------------------------------------------------------
+    def commit_group_offsets(self, group_id: str, offsets: Mapping[TP, int]) -> None:
+        """Commit ``offsets`` (next offset to read, Kafka convention) to consumer group ``group_id``.
+
+        A mirror for standard lag tools (``kafka-consumer-groups``, Burrow, ...): a consumer with that
+        ``group.id`` commits without joining the group (no ``subscribe``), which Kafka accepts while the group has
+        no active members.  Asynchronous commit + poll, so the call is bounded by the API timeout.
+        """
+        if not offsets:
+            return
+        tps = sorted(offsets)
+        consumer = self._group_consumer(group_id)
+        what = f"commit offsets of group '{group_id}' for {_describe_tps(tps)}"
+        done = self._commit_results[group_id]
+
+        def attempt(left: float) -> None:
+            done.clear()
+            deadline = time.monotonic() + left
+            # A synchronous commit has no timeout in confluent-kafka: commit asynchronously, poll for on_commit.
+            consumer.commit(offsets=[TopicPartition(t, p, int(offsets[(t, p)])) for t, p in tps], asynchronous=True)
+            while not done and time.monotonic() < deadline:
+                consumer.poll(min(0.1, max(0.0, deadline - time.monotonic())))
+            if not done:
+                raise TimeoutError(what)
+            err, parts = done[0]
+            if err is not None:
+                raise KafkaException(err)
+            bad = [tp for tp in parts or [] if tp.error is not None]
+            if bad:
+                raise KafkaException(bad[0].error)
+
+        self._retrying(what, attempt)
+
+    def group_offsets(self, group_id: str, tps: Iterable[TP]) -> dict[TP, int | None]:
+        """Offsets committed by consumer group ``group_id`` (``None`` where the group has none)."""
+        tps = sorted(set(tps))
+        if not tps:
+            return {}
+        consumer = self._group_consumer(group_id)
+
+        def attempt(left: float) -> dict[TP, int | None]:
+            got = consumer.committed([TopicPartition(t, p) for t, p in tps], timeout=left)
+            out: dict[TP, int | None] = {}
+            for tp in got:
+                if tp.error is not None and tp.error.code() not in _MISSING:
+                    raise KafkaException(tp.error)
+                out[(tp.topic, tp.partition)] = tp.offset if tp.offset >= 0 else None
+            return out
+
+        return self._retrying(f"committed offsets of group '{group_id}' for {_describe_tps(tps)}", attempt)
+
+    # ---- lifecycle ----------------------------------------------------------------------------------------
+    def close(self) -> None:
+        """Close the group consumers and drop the admin client (AdminClient has no close)."""
+        with self._lock:
+            consumers, self._group_consumers = list(self._group_consumers.values()), {}
+            self._admin = None
+        for consumer in consumers:
+            try:
+                consumer.close()
+            except Exception as err:  # closing is best effort
+                log.debug("closing a group consumer failed: %s", err)
+
+    def __enter__(self) -> KafkaAdmin:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _msg(err: BaseException | None) -> str:
+    if err is None:
+        return ""
+    if isinstance(err, KafkaException) and err.args and isinstance(err.args[0], KafkaError):
+        return err.args[0].str()
+    return str(err)
+
+
+def _describe_tps(tps: list[TP], limit: int = 6) -> str:
+    """``orders[0,1,2], clicks[3]``, shortened for thousands of partitions."""
+    by_topic: dict[str, list[int]] = {}
+    for t, p in tps:
+        by_topic.setdefault(t, []).append(p)
+    parts = []
+    for t, ps in sorted(by_topic.items()):
+        shown = ",".join(str(p) for p in sorted(ps)[:limit])
+        if len(ps) > limit:
+            shown += f",... ({len(ps)} partitions)"
+        parts.append(f"{t}[{shown}]")
+    return ", ".join(parts)

@@ -1,0 +1,206 @@
+"""A small per-process pool of idle Kafka consumers for the executors.
+
+Why: Spark reuses Python workers across tasks and micro-batches (``spark.python.worker.reuse``, default true),
+and creating a librdkafka consumer costs a bootstrap connection, an ApiVersions/Metadata round trip and -- with
+SASL/SSL -- a handshake.  Keeping a few idle consumers per worker process makes the next micro-batch start
+fetching at once.
+
+Rules:
+
+* Keyed by a hash of the *effective* client configuration (the key is a SHA-256 digest: the configuration, which
+  may hold credentials, is never kept as a dictionary key or logged).
+* A consumer is *borrowed* exclusively (never shared between two readers) and given back unassigned and
+  un-paused.  A consumer whose user raised is closed, never reused: its state (assignment, queued fetches,
+  error state) is unknown.
+* Bounded: at most ``capacity`` idle consumers in total; the least recently returned one is closed first.
+* Thread-safe: one lock around the bookkeeping; Kafka calls (create, unassign, close) happen outside it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from typing import Any
+
+from confluent_kafka import Consumer, KafkaException
+
+from .admin import isolation_level_of
+from .errors import KafkaSourceError
+
+__all__ = [
+    "ConsumerCache",
+    "DEFAULT_CAPACITY",
+    "READER_GROUP_ID",
+    "consumer_config",
+    "default_cache",
+]
+
+log = logging.getLogger(__name__)
+
+DEFAULT_CAPACITY = 8
+# librdkafka wants a group.id even for assign(); nothing is ever committed with it.
+READER_GROUP_ID = "samza-source-reader"
+
+# Always set by us, whatever the user passed: the reader decides positions, never the consumer.
+_FORCED = {
+    "enable.auto.commit": "false",
+    "enable.auto.offset.store": "false",
+    "auto.offset.reset": "error",  # an out-of-range position is data loss, reported by the reader
+    "enable.partition.eof": "false",
+}
+# Throughput defaults (measured with benchmarks/kafka_reader_raw.py); the user's kafka.* options win.
+_TUNING = {
+    "fetch.min.bytes": "1",
+    "fetch.wait.max.ms": "100",
+    "queued.min.messages": "20000",
+    "queued.max.messages.kbytes": "65536",
+    "max.partition.fetch.bytes": "4194304",
+}
+
+
+def consumer_config(client_conf: Mapping[str, str]) -> dict[str, str]:
+    """The effective librdkafka configuration of an executor consumer for ``client_conf``."""
+    conf = {str(k): str(v) for k, v in client_conf.items()}
+    conf.setdefault("group.id", READER_GROUP_ID)
+    conf["isolation.level"] = isolation_level_of(conf)
+    for key, value in _TUNING.items():
+        conf.setdefault(key, value)
+    conf.update(_FORCED)
+    return conf
+
+
+def _config_key(conf: Mapping[str, str]) -> str:
+    return hashlib.sha256(json.dumps(sorted(conf.items())).encode()).hexdigest()
+
+
+def _new_consumer(conf: dict[str, str]) -> Consumer:
+    full: dict[str, Any] = dict(conf)
+    full["logger"] = log  # librdkafka logs through Python logging (served during consume/poll)
+    try:
+        return Consumer(full)
+    except KafkaException as err:
+        raise KafkaSourceError(
+            f"cannot create a Kafka consumer (bootstrap servers {conf.get('bootstrap.servers', '?')}): "
+            f"{err.args[0].str() if err.args and hasattr(err.args[0], 'str') else err}"
+        ) from None
+
+
+def _close_quietly(consumer: Consumer) -> None:
+    try:
+        consumer.close()
+    except Exception as err:  # closing is best effort (e.g. already closed)
+        log.debug("closing a cached consumer failed: %s", err)
+
+
+class ConsumerCache:
+    """LRU pool of idle consumers keyed by configuration hash. See the module docstring for the rules."""
+
+    def __init__(self, capacity: int = DEFAULT_CAPACITY,
+                 factory: Callable[[dict[str, str]], Consumer] = _new_consumer) -> None:
+        if capacity < 0:
+            raise ValueError("capacity must be >= 0")
+        self._capacity = capacity
+        self._factory = factory
+        self._idle: OrderedDict[int, tuple[str, Consumer]] = OrderedDict()  # id(consumer) -> (key, consumer)
+        self._lock = threading.Lock()
+        self.created = 0  # consumers created by this cache (for tests and metrics)
+
+    @property
+    def capacity(self) -> int:
+        return self._capacity
+
+    def set_capacity(self, capacity: int) -> None:
+        if capacity < 0:
+            raise ValueError("capacity must be >= 0")
+        with self._lock:
+            self._capacity = capacity
+            evicted = self._trim()
+        for consumer in evicted:
+            _close_quietly(consumer)
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._idle)
+
+    def _trim(self) -> list[Consumer]:
+        evicted = []
+        while len(self._idle) > self._capacity:
+            _, (_, consumer) = self._idle.popitem(last=False)
+            evicted.append(consumer)
+        return evicted
+
+    def acquire(self, client_conf: Mapping[str, str]) -> tuple[str, Consumer]:
+        """Borrow a consumer for ``client_conf`` (reused if an idle one exists). Returns ``(key, consumer)``."""
+        conf = consumer_config(client_conf)
+        key = _config_key(conf)
+        with self._lock:
+            for ident, (k, consumer) in reversed(self._idle.items()):  # most recently returned first
+                if k == key:
+                    del self._idle[ident]
+                    return key, consumer
+        consumer = self._factory(conf)
+        with self._lock:
+            self.created += 1
+        return key, consumer
+
+    def release(self, key: str, consumer: Consumer, *, healthy: bool) -> None:
+        """Give a borrowed consumer back: unassigned and kept if ``healthy``, else closed."""
+        if healthy:
+            try:
+                assigned = consumer.assignment()
+                if assigned:
+                    consumer.resume(assigned)  # librdkafka keeps the pause flag across (re)assignment
+                consumer.unassign()
+            except Exception as err:
+                log.debug("resetting a consumer for reuse failed, closing it: %s", err)
+                healthy = False
+        if not healthy:
+            _close_quietly(consumer)
+            return
+        with self._lock:
+            self._idle[id(consumer)] = (key, consumer)
+            evicted = self._trim()
+        for old in evicted:
+            _close_quietly(old)
+
+    @contextmanager
+    def borrow(self, client_conf: Mapping[str, str]) -> Iterator[Consumer]:
+        """``with cache.borrow(conf) as consumer:`` -- returned on normal exit (or generator close), closed on error."""
+        key, consumer = self.acquire(client_conf)
+        healthy = False
+        try:
+            yield consumer
+            healthy = True
+        except GeneratorExit:
+            healthy = True  # the reading generator was closed early: the consumer itself is fine
+            raise
+        finally:
+            self.release(key, consumer, healthy=healthy)
+
+    def close_all(self) -> None:
+        with self._lock:
+            idle = [c for _, c in self._idle.values()]
+            self._idle.clear()
+        for consumer in idle:
+            _close_quietly(consumer)
+
+
+_DEFAULT: ConsumerCache | None = None
+_DEFAULT_LOCK = threading.Lock()
+
+
+def default_cache(capacity: int | None = None) -> ConsumerCache:
+    """The process-wide cache used by :func:`~spark_samza_source.kafka.reader.read_ranges` (resized if asked)."""
+    global _DEFAULT
+    with _DEFAULT_LOCK:
+        if _DEFAULT is None:
+            _DEFAULT = ConsumerCache(DEFAULT_CAPACITY if capacity is None else capacity)
+            return _DEFAULT
+    if capacity is not None and capacity != _DEFAULT.capacity:
+        _DEFAULT.set_capacity(capacity)
+    return _DEFAULT

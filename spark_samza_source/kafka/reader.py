@@ -1,0 +1,376 @@
+"""Executor side of ``samza-kafka``: read a task's offset ranges and stream them out as Arrow RecordBatches.
+
+``read_ranges`` is what ``DataSourceStreamReader.read(partition)`` returns for one Spark input partition (= one
+Samza task).  Design choices and why:
+
+* **One consumer, every range assigned at once** (``assign``, never ``subscribe``), borrowed from the per-process
+  :mod:`consumer_cache`.  librdkafka then fetches all partitions concurrently, so a task with many small ranges
+  costs about one fetch round trip, not one per partition.
+* **Deterministic output.** Rows come out partition by partition, in the order of ``ranges``, each partition in
+  offset order, cut into batches by a rule that depends only on the records (``max_rows_per_batch`` rows, or fewer
+  when the key+value bytes reach ``max_bytes_per_batch``).  A replayed batch therefore yields the same rows in
+  the same order and the same batch boundaries, whatever the fetch timing.  Records of partitions whose turn has
+  not come yet are buffered up to a small bound, then their fetching is paused (librdkafka drops the prefetched
+  data on pause and refetches it on resume; offsets already buffered are skipped).
+* **Never more than the range.** A record with offset >= ``end`` is never yielded, offsets below the next
+  expected one (refetches) are dropped, so no duplicates.  A partition is finished when the record at ``end - 1``
+  has been read, when a record >= ``end`` arrives, or when ``consumer.position()`` reaches ``end`` (the range ends
+  in a gap: compaction, transaction markers).
+* **Data loss is detected, not guessed.** The consumer runs with ``auto.offset.reset=error``; an out-of-range
+  fetch, a first record above the range start while the log start offset is above it too, or a partition that no
+  longer exists, is data loss: with ``failOnDataLoss`` a :class:`KafkaDataLossError` names the topic, partition and
+  lost offsets; otherwise a warning is logged and reading continues from the earliest available offset.  Gaps
+  above the log start offset (compaction, aborted transactions) are not data loss.
+* **Bounded.** No progress for ``poll_timeout_ms`` (Spark's ``kafkaConsumer.pollTimeoutMs``, default 120 s) fails
+  the task with the partitions and offsets still pending, instead of hanging on a dead broker.
+* **Columnar.** Batches are built column by column (list comprehensions over the messages, ``pa.array`` with
+  explicit types, vectorised timestamp conversion), with exactly :func:`kafka_arrow_schema`, never per-row tuples.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from confluent_kafka import Consumer, KafkaError, TopicPartition
+
+from .consumer_cache import ConsumerCache, default_cache
+from .errors import KafkaDataLossError, KafkaSourceError
+from .schema import kafka_arrow_schema
+
+__all__ = ["KafkaRange", "read_ranges", "DEFAULT_MAX_ROWS_PER_BATCH", "DEFAULT_MAX_BYTES_PER_BATCH",
+           "DEFAULT_POLL_TIMEOUT_MS"]
+
+log = logging.getLogger(__name__)
+
+DEFAULT_MAX_ROWS_PER_BATCH = 10_000
+DEFAULT_MAX_BYTES_PER_BATCH = 32 * 1024 * 1024
+DEFAULT_POLL_TIMEOUT_MS = 120_000
+
+_CONSUME_MAX = 10_000  # messages per consume() call
+_CONSUME_WAIT_S = 0.5  # longest single consume() wait; also how often the stall timeout is checked
+_OUT_OF_RANGE = {KafkaError._AUTO_OFFSET_RESET, KafkaError.OFFSET_OUT_OF_RANGE}
+_GONE = {KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_PARTITION, KafkaError._UNKNOWN_TOPIC}
+_MAX_REPOSITION = 5  # out-of-range errors at an offset the broker says exists (leader moving): retries
+
+
+@dataclass(frozen=True)
+class KafkaRange:
+    """Offsets ``[start, end)`` of one topic partition (``end`` exclusive, as Kafka's "next offset")."""
+
+    topic: str
+    partition: int
+    start: int
+    end: int
+
+    def __post_init__(self) -> None:
+        if self.partition < 0 or self.start < 0 or self.end < self.start:
+            raise ValueError(f"invalid Kafka range {self}")
+
+    @property
+    def size(self) -> int:
+        return self.end - self.start
+
+
+class _Partition:
+    """Read state of one range: next expected offset, buffered messages, fetch state."""
+
+    __slots__ = ("rng", "tp", "next", "buf", "vbytes", "done", "paused", "seen", "repositions")
+
+    def __init__(self, rng: KafkaRange) -> None:
+        self.rng = rng
+        self.tp = TopicPartition(rng.topic, rng.partition)
+        self.next = rng.start
+        self.buf: list = []  # confluent_kafka.Message, offsets next-len(buf) .. next-1 (with gaps)
+        self.vbytes = 0  # value bytes in buf (pause heuristic only; batch cuts use key+value bytes)
+        self.done = False  # nothing more to fetch (buf may still hold rows)
+        self.paused = False
+        self.seen = False  # a record of this range has been received
+        self.repositions = 0
+
+    def __str__(self) -> str:
+        return f"{self.rng.topic}[{self.rng.partition}]"
+
+
+def read_ranges(
+    client_conf: Mapping[str, str],
+    task: str,
+    ranges: Sequence[KafkaRange],
+    *,
+    include_headers: bool,
+    fail_on_data_loss: bool,
+    max_rows_per_batch: int = DEFAULT_MAX_ROWS_PER_BATCH,
+    max_bytes_per_batch: int = DEFAULT_MAX_BYTES_PER_BATCH,
+    poll_timeout_ms: int = DEFAULT_POLL_TIMEOUT_MS,
+    cache: ConsumerCache | None = None,
+) -> Iterator[pa.RecordBatch]:
+    """Yield the records of ``ranges`` as RecordBatches with schema ``kafka_arrow_schema(include_headers)``.
+
+    ``task`` fills the ``task`` column.  Empty ranges are skipped (no consumer is borrowed when all are empty).
+    A generator: nothing happens before the first ``next()``; closing it early returns the consumer to the cache.
+    """
+    if max_rows_per_batch < 1 or max_bytes_per_batch < 1 or poll_timeout_ms < 1:
+        raise ValueError("max_rows_per_batch, max_bytes_per_batch and poll_timeout_ms must be >= 1")
+    seen_tps: set[tuple[str, int]] = set()
+    for r in ranges:
+        if (r.topic, r.partition) in seen_tps:
+            raise ValueError(f"partition {r.topic}[{r.partition}] appears twice in the ranges of task {task!r}")
+        seen_tps.add((r.topic, r.partition))
+    work = [r for r in ranges if r.size > 0]
+    if not work:
+        return
+    pool = cache if cache is not None else default_cache()
+    with pool.borrow(client_conf) as consumer:
+        reader = _RangeReader(consumer, task, work, include_headers, fail_on_data_loss, max_rows_per_batch,
+                              max_bytes_per_batch, poll_timeout_ms)
+        yield from reader.run()
+
+
+class _RangeReader:
+    def __init__(self, consumer: Consumer, task: str, ranges: list[KafkaRange], include_headers: bool,
+                 fail_on_data_loss: bool, max_rows: int, max_bytes: int, poll_timeout_ms: int) -> None:
+        self.consumer = consumer
+        self.task = task
+        self.include_headers = include_headers
+        self.fail_on_data_loss = fail_on_data_loss
+        self.max_rows = max_rows
+        self.max_bytes = max_bytes
+        self.poll_timeout_s = poll_timeout_ms / 1000.0
+        self.schema = kafka_arrow_schema(include_headers)
+        self.order = [_Partition(r) for r in ranges]
+        self.by_tp = {(p.rng.topic, p.rng.partition): p for p in self.order}
+        # Buffer bound for partitions waiting for their turn, before their fetching is paused.
+        self.wait_rows = max_rows
+        self.wait_bytes = max(1 << 20, max_bytes // max(1, len(self.order)))
+        self.last_progress = time.monotonic()
+        self.last_error: str | None = None
+
+    # ---- main loop ----------------------------------------------------------------------------------------
+    def run(self) -> Iterator[pa.RecordBatch]:
+        self.consumer.assign([TopicPartition(p.rng.topic, p.rng.partition, p.rng.start) for p in self.order])
+        self.consumer.resume([p.tp for p in self.order])  # a reused consumer may carry a stale pause flag
+        for cur in self.order:
+            if cur.paused:
+                self._resume(cur)
+            while True:
+                while self._chunk_ready(cur):
+                    yield self._emit(cur)
+                if cur.done:
+                    if cur.buf:
+                        yield self._emit(cur)
+                        continue
+                    break
+                self._fetch(cur)
+
+    def _chunk_ready(self, p: _Partition) -> bool:
+        return bool(p.buf) and (len(p.buf) >= self.max_rows or p.vbytes >= self.max_bytes)
+
+    def _fetch(self, cur: _Partition) -> None:
+        """One ``consume()`` call: route messages, finish / pause partitions, check for stalls."""
+        fetching = [p for p in self.order if not p.done and not p.paused]
+        want = min(_CONSUME_MAX, max(1, sum(p.rng.end - p.next for p in fetching)))
+        msgs = self.consumer.consume(want, _CONSUME_WAIT_S)
+        if msgs:
+            self._route(msgs)
+        for p in self.order:
+            if p is not cur and not p.done and not p.paused and (
+                len(p.buf) >= self.wait_rows or p.vbytes >= self.wait_bytes
+            ):
+                self._pause(p)
+        if len(msgs) < want:
+            self._check_positions()
+        if time.monotonic() - self.last_progress > self.poll_timeout_s:
+            self._stalled()
+
+    def _route(self, msgs: list) -> None:
+        by_tp = self.by_tp
+        progressed = False
+        for m in msgs:
+            if m.error() is not None:
+                self._on_error(m)
+                continue
+            p = by_tp.get((m.topic(), m.partition()))
+            if p is None or p.done:
+                continue
+            off = m.offset()
+            if off < p.next:  # refetched after pause / reposition
+                continue
+            if off > p.next and not p.seen:
+                self._check_start_gap(p, off)
+            p.seen = True
+            if off >= p.rng.end:
+                self._finish(p)
+                progressed = True
+                continue
+            p.buf.append(m)
+            p.vbytes += len(m)
+            p.next = off + 1
+            progressed = True
+            if p.next >= p.rng.end:
+                self._finish(p)
+        if progressed:
+            self.last_progress = time.monotonic()
+
+    # ---- partition state ----------------------------------------------------------------------------------
+    def _finish(self, p: _Partition) -> None:
+        p.done = True
+        if not p.paused:
+            self._pause(p)
+
+    def _pause(self, p: _Partition) -> None:
+        self.consumer.pause([p.tp])
+        p.paused = True
+
+    def _resume(self, p: _Partition) -> None:
+        self.consumer.resume([p.tp])
+        p.paused = False
+        self.last_progress = time.monotonic()
+
+    def _check_positions(self) -> None:
+        """Finish partitions whose consumer position passed ``end`` without a record (the range ends in a gap)."""
+        open_ = [p for p in self.order if not p.done and not p.paused]
+        if not open_:
+            return
+        for p, tp in zip(open_, self.consumer.position([p.tp for p in open_]), strict=True):
+            if tp.offset >= p.rng.end:
+                self._finish(p)
+                self.last_progress = time.monotonic()
+
+    def _reposition(self, p: _Partition, offset: int) -> None:
+        """Restart fetching ``p`` at ``offset`` (``seek`` is refused once librdkafka reported out-of-range)."""
+        self.consumer.incremental_unassign([p.tp])
+        self.consumer.incremental_assign([TopicPartition(p.rng.topic, p.rng.partition, offset)])
+        if p.paused:
+            self.consumer.pause([p.tp])
+
+    # ---- errors and data loss -----------------------------------------------------------------------------
+    def _on_error(self, m) -> None:
+        err: KafkaError = m.error()
+        code = err.code()
+        p = self.by_tp.get((m.topic(), m.partition())) if m.topic() is not None else None
+        if err.fatal():
+            raise KafkaSourceError(f"Kafka consumer failed in task {self.task!r}: {err.str()}")
+        if p is not None and not p.done and code in _OUT_OF_RANGE:
+            self._out_of_range(p)
+        elif p is not None and not p.done and code in _GONE:
+            self._maybe_gone(p, err)
+        elif code != KafkaError._PARTITION_EOF:
+            self.last_error = err.str()
+            log.debug("Kafka consumer error in task %r (librdkafka retries): %s", self.task, err.str())
+
+    def _watermarks(self, p: _Partition) -> tuple[int, int]:
+        try:
+            return self.consumer.get_watermark_offsets(p.tp, timeout=min(30.0, self.poll_timeout_s), cached=False)
+        except Exception as err:
+            raise KafkaSourceError(
+                f"task {self.task!r}: cannot read the log start/end offsets of {p} to check for data loss: {err}"
+            ) from None
+
+    def _out_of_range(self, p: _Partition) -> None:
+        low, high = self._watermarks(p)
+        if p.next < low:
+            self._data_loss(p, p.next, min(low, p.rng.end), f"the log now starts at offset {low}")
+            if low >= p.rng.end:
+                self._finish(p)
+            else:
+                p.next = low
+                self._reposition(p, low)
+        elif p.next >= high:
+            self._data_loss(p, p.next, p.rng.end, f"the log now ends at offset {high} (topic re-created or truncated?)")
+            self._finish(p)
+        else:
+            p.repositions += 1
+            if p.repositions > _MAX_REPOSITION:
+                raise KafkaSourceError(
+                    f"task {self.task!r}: the broker keeps answering 'offset out of range' for {p} at offset "
+                    f"{p.next} although the log holds offsets {low}..{high - 1}"
+                )
+            self._reposition(p, p.next)
+        self.last_progress = time.monotonic()
+
+    def _check_start_gap(self, p: _Partition, first: int) -> None:
+        """First record above the range start: data loss only if the log start moved past ``next`` meanwhile."""
+        low, _ = self._watermarks(p)
+        if low > p.next:
+            self._data_loss(p, p.next, min(low, first, p.rng.end), f"the log now starts at offset {low}")
+
+    def _maybe_gone(self, p: _Partition, err: KafkaError) -> None:
+        try:
+            md = self.consumer.list_topics(p.rng.topic, timeout=min(30.0, self.poll_timeout_s))
+            tm = md.topics.get(p.rng.topic)
+            exists = tm is not None and tm.error is None and p.rng.partition in tm.partitions
+        except Exception:  # cannot tell: let librdkafka retry, the stall timeout bounds it
+            exists = True
+        if exists:
+            self.last_error = err.str()
+            return
+        self._data_loss(p, p.next, p.rng.end, "the partition no longer exists (topic deleted?)")
+        self._finish(p)
+        self.last_progress = time.monotonic()
+
+    def _data_loss(self, p: _Partition, lost_from: int, lost_to: int, why: str) -> None:
+        if lost_to <= lost_from:
+            return
+        what = (
+            f"data loss in task {self.task!r}: {p} offsets {lost_from}..{lost_to - 1} ({lost_to - lost_from} "
+            f"records) of the planned range [{p.rng.start}, {p.rng.end}) are no longer available: {why}. "
+            "They were deleted (retention, delete-records) or the topic was re-created after the batch was planned"
+        )
+        if self.fail_on_data_loss:
+            raise KafkaDataLossError(what + ". Set the option 'failOnDataLoss' to 'false' to skip lost records "
+                                            "with a warning instead.")
+        log.warning("%s; skipping them (failOnDataLoss=false).", what)
+
+    def _stalled(self) -> None:
+        pending = ", ".join(f"{p} at offset {p.next} of [{p.rng.start}, {p.rng.end})" for p in self.order if not p.done)
+        raise KafkaSourceError(
+            f"task {self.task!r}: no Kafka record received for {self.poll_timeout_s:g} s "
+            f"(option 'kafkaConsumer.pollTimeoutMs'); still to read: {pending}"
+            + (f"; last consumer error: {self.last_error}" if self.last_error else "")
+            + ". Is the broker reachable from the executors?"
+        )
+
+    # ---- batches ------------------------------------------------------------------------------------------
+    def _emit(self, p: _Partition) -> pa.RecordBatch:
+        """Build the next batch of ``p``: up to max_rows rows, cut where key+value bytes reach max_bytes."""
+        msgs = p.buf[: self.max_rows]
+        keys = pa.array([m.key() for m in msgs], pa.binary())
+        values = pa.array([m.value() for m in msgs], pa.binary())
+        n = len(msgs)
+        if len(msgs) > 1:
+            sizes = pc.add(pc.fill_null(pc.binary_length(keys), 0), pc.fill_null(pc.binary_length(values), 0))
+            if pc.sum(sizes).as_py() >= self.max_bytes:
+                reached = pc.greater_equal(pc.cumulative_sum(sizes), self.max_bytes)
+                n = max(1, pc.index(reached, True).as_py() + 1)
+                if n < len(msgs):
+                    msgs = msgs[:n]
+                    keys, values = keys.slice(0, n), values.slice(0, n)
+        del p.buf[:n]
+        p.vbytes = max(0, p.vbytes - (pc.sum(pc.binary_length(values)).as_py() or 0)) if p.buf else 0
+        self.last_progress = time.monotonic()
+        return self._batch(p.rng, msgs, keys, values)
+
+    def _batch(self, rng: KafkaRange, msgs: list, keys: pa.Array, values: pa.Array) -> pa.RecordBatch:
+        n = len(msgs)
+        stamps = [m.timestamp() for m in msgs]
+        ts_types, ts_ms = zip(*stamps, strict=True)
+        timestamps = pc.multiply(pa.array(ts_ms, pa.int64()), 1000).cast(self.schema.field("timestamp").type)
+        # confluent-kafka: 0 = not available, 1 = CreateTime, 2 = LogAppendTime; Spark (Java ids): -1, 0, 1.
+        types = pc.subtract(pa.array(ts_types, pa.int32()), pa.scalar(1, pa.int32()))
+        columns = [
+            keys,
+            values,
+            pa.array([rng.topic] * n, pa.string()),
+            pa.array([rng.partition] * n, pa.int32()),
+            pa.array([m.offset() for m in msgs], pa.int64()),
+            timestamps,
+            types,
+        ]
+        if self.include_headers:
+            columns.append(pa.array([m.headers() for m in msgs], self.schema.field("headers").type))
+        columns.append(pa.array([self.task] * n, pa.string()))
+        return pa.RecordBatch.from_arrays(columns, schema=self.schema)
