@@ -109,7 +109,11 @@ class GroupByPartition(SspGrouper):
         tasks: dict[int, list[SystemStreamPartition]] = {}
         for ssps in by_stream.values():
             for ssp in ssps:
-                tasks.setdefault(ssp.partition, []).append(ssp)
+                bucket = tasks.get(ssp.partition)
+                if bucket is None:
+                    tasks[ssp.partition] = [ssp]
+                else:
+                    bucket.append(ssp)
         return {partition_task_name(p): tasks[p] for p in sorted(tasks)}
 
 
