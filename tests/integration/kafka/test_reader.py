@@ -1,0 +1,181 @@
+"""read_ranges and the consumer cache against the Kafka dev broker (or SAMZA_TEST_KAFKA_BOOTSTRAP)."""
+
+from __future__ import annotations
+
+import logging
+import time
+
+import pyarrow as pa
+import pytest
+from confluent_kafka import TopicPartition
+from confluent_kafka.admin import AdminClient
+
+from spark_samza_source.kafka.consumer_cache import ConsumerCache
+from spark_samza_source.kafka.errors import KafkaDataLossError, KafkaSourceError
+from spark_samza_source.kafka.reader import KafkaRange, read_ranges
+from spark_samza_source.kafka.schema import kafka_arrow_schema
+from spark_samza_source.testing.kafka_helpers import produce
+
+TASK = "Partition 7"
+MIB = 1024 * 1024
+
+
+def delete_records_before(bootstrap: str, topic: str, partition: int, offset: int) -> None:
+    client = AdminClient({"bootstrap.servers": bootstrap})  # must outlive its futures
+    for future in client.delete_records([TopicPartition(topic, partition, offset)], request_timeout=30).values():
+        future.result(30)
+
+
+def read(bootstrap, ranges, *, cache=None, headers=True, fail=True, **kw) -> list[pa.RecordBatch]:
+    return list(read_ranges({"bootstrap.servers": bootstrap}, TASK, ranges, include_headers=headers,
+                            fail_on_data_loss=fail, cache=cache if cache is not None else ConsumerCache(2), **kw))
+
+
+def rows(batches) -> list[dict]:
+    return pa.Table.from_batches(batches, schema=batches[0].schema).to_pylist() if batches else []
+
+
+@pytest.fixture
+def three(kafka_broker, kafka_topic):
+    """A 3-partition topic with headers, null keys/values and a few 1 MiB values; returns (topic, produced)."""
+    topic = kafka_topic(3)
+    records = []
+    for i in range(60):
+        key = None if i % 7 == 0 else f"k{i}".encode()
+        value = None if i % 11 == 0 else (b"x" * MIB if i in (5, 32) else f"v{i}".encode())
+        headers = [("h1", b"a"), ("h2", None)] if i % 4 == 0 else None
+        records.append((key, value, headers, i % 3))
+    produced = produce(kafka_broker.bootstrap_servers, topic, records)
+    # Delivery reports carry no headers: take them from what was sent.
+    return topic, [(rec, sent[2]) for rec, sent in zip(produced, records, strict=True)]
+
+
+def test_exact_rows_across_three_partitions(kafka_broker, three):
+    topic, produced = three
+    by_part = {p: [r for r in produced if r[0].partition == p] for p in range(3)}
+    assert [len(v) for v in by_part.values()] == [20, 20, 20]
+    ranges = [KafkaRange(topic, 2, 0, 17), KafkaRange(topic, 0, 3, 20), KafkaRange(topic, 1, 5, 6)]
+    batches = read(kafka_broker.bootstrap_servers, ranges)
+    assert all(b.schema.equals(kafka_arrow_schema(True)) for b in batches)
+    expected = []
+    for r in ranges:  # partitions in range order, offsets ascending, nothing outside [start, end)
+        for rec, headers in by_part[r.partition][r.start:r.end]:
+            assert rec.offset in range(r.start, r.end)
+            expected.append({
+                "key": rec.key, "value": rec.value, "topic": topic, "partition": rec.partition,
+                "offset": rec.offset, "timestamp_ms": rec.timestamp_ms, "timestampType": 0,
+                "headers": [{"key": k, "value": v} for k, v in headers] if headers else None, "task": TASK,
+            })
+    got = rows(batches)
+    for row in got:
+        row["timestamp_ms"] = round(row.pop("timestamp").timestamp() * 1000)
+    assert got == expected
+    assert any(r["key"] is None for r in got) and any(r["value"] is None for r in got)
+    assert any(r["value"] is not None and len(r["value"]) == MIB for r in got)
+
+
+def test_without_headers_column(kafka_broker, three):
+    topic, _ = three
+    batches = read(kafka_broker.bootstrap_servers, [KafkaRange(topic, 0, 0, 20)], headers=False)
+    assert all(b.schema.equals(kafka_arrow_schema(False)) for b in batches)
+    assert sum(b.num_rows for b in batches) == 20 and "headers" not in batches[0].schema.names
+
+
+def test_empty_ranges_yield_nothing_and_borrow_no_consumer(kafka_broker, three):
+    topic, _ = three
+    cache = ConsumerCache(2)
+    assert read(kafka_broker.bootstrap_servers, [], cache=cache) == []
+    assert read(kafka_broker.bootstrap_servers, [KafkaRange(topic, 0, 4, 4), KafkaRange(topic, 1, 20, 20)],
+                cache=cache) == []
+    assert cache.created == 0
+
+
+def test_batches_bounded_by_rows_and_bytes_and_deterministic(kafka_broker, three):
+    topic, _ = three
+    ranges = [KafkaRange(topic, 1, 0, 20), KafkaRange(topic, 2, 0, 20)]
+    by_rows = read(kafka_broker.bootstrap_servers, ranges, max_rows_per_batch=6)
+    assert [b.num_rows for b in by_rows] == [6, 6, 6, 2, 6, 6, 6, 2]
+    # Partition 2 holds a 1 MiB value at offset 1 (record 5) and 10 (record 32): a batch ends where bytes reach 1 MiB.
+    by_bytes = read(kafka_broker.bootstrap_servers, [KafkaRange(topic, 2, 0, 20)], max_bytes_per_batch=MIB)
+    assert [b.column("offset").to_pylist()[-1] for b in by_bytes] == [1, 10, 19]
+    assert all(b.nbytes < 3 * MIB for b in by_bytes)
+    again = read(kafka_broker.bootstrap_servers, ranges, max_rows_per_batch=6)
+    assert [b.to_pylist() for b in again] == [b.to_pylist() for b in by_rows]
+
+
+def test_range_ending_mid_log_stops_at_end(kafka_broker, kafka_topic):
+    topic = kafka_topic(1)
+    produce(kafka_broker.bootstrap_servers, topic, [(None, b"%d" % i) for i in range(500)])
+    got = rows(read(kafka_broker.bootstrap_servers, [KafkaRange(topic, 0, 100, 250)], max_rows_per_batch=64))
+    assert [r["offset"] for r in got] == list(range(100, 250))
+
+
+def test_data_loss_fails_with_topic_partition_range_and_option(kafka_broker, kafka_topic):
+    bs = kafka_broker.bootstrap_servers
+    topic = kafka_topic(2)
+    produce(bs, topic, [(None, b"v", None, p) for p in (0, 1) for _ in range(30)])
+    delete_records_before(bs, topic, 1, 12)
+    cache = ConsumerCache(2)
+    with pytest.raises(KafkaDataLossError) as info:
+        read(bs, [KafkaRange(topic, 0, 0, 30), KafkaRange(topic, 1, 5, 30)], cache=cache)
+    msg = str(info.value)
+    assert f"{topic}[1]" in msg and "offsets 5..11 (7 records)" in msg and "failOnDataLoss" in msg
+    assert len(cache) == 0  # the consumer that raised is closed, not pooled
+
+
+def test_data_loss_skipped_with_a_warning(kafka_broker, kafka_topic, caplog):
+    bs = kafka_broker.bootstrap_servers
+    topic = kafka_topic(2)
+    produce(bs, topic, [(None, b"v", None, p) for p in (0, 1) for _ in range(30)])
+    delete_records_before(bs, topic, 1, 12)
+    delete_records_before(bs, topic, 0, 25)
+    with caplog.at_level(logging.WARNING, logger="spark_samza_source.kafka.reader"):
+        got = rows(read(bs, [KafkaRange(topic, 0, 0, 20), KafkaRange(topic, 1, 5, 30)], fail=False))
+    # partition 0: the whole range [0, 20) is gone; partition 1 continues from the new log start 12.
+    assert [(r["partition"], r["offset"]) for r in got] == [(1, o) for o in range(12, 30)]
+    assert f"{topic}[1] offsets 5..11" in caplog.text and f"{topic}[0] offsets 0..19" in caplog.text
+
+
+def test_consumer_is_reused_and_evicted(kafka_broker, three):
+    topic, _ = three
+    bs = kafka_broker.bootstrap_servers
+    cache = ConsumerCache(1)
+    read(bs, [KafkaRange(topic, 0, 0, 10)], cache=cache)
+    key, first = cache.acquire({"bootstrap.servers": bs})
+    assert cache.created == 1 and first.assignment() == []  # handed back unassigned
+    cache.release(key, first, healthy=True)
+    assert rows(read(bs, [KafkaRange(topic, 0, 10, 20)], cache=cache))[-1]["offset"] == 19
+    key, again = cache.acquire({"bootstrap.servers": bs})
+    assert again is first and cache.created == 1
+    cache.release(key, again, healthy=True)
+    # A different client configuration gets its own consumer; capacity 1 evicts (closes) the older one.
+    read_ranges({"bootstrap.servers": bs, "client.id": "other"}, TASK, [KafkaRange(topic, 1, 0, 5)],
+                include_headers=False, fail_on_data_loss=True, cache=cache).__next__()
+    assert cache.created == 2 and len(cache) == 1
+    with pytest.raises(RuntimeError):
+        first.assignment()  # closed
+
+
+def test_generator_closed_early_returns_the_consumer(kafka_broker, three):
+    topic, _ = three
+    cache = ConsumerCache(2)
+    gen = read_ranges({"bootstrap.servers": kafka_broker.bootstrap_servers}, TASK, [KafkaRange(topic, 0, 0, 20)],
+                      include_headers=True, fail_on_data_loss=True, max_rows_per_batch=5, cache=cache)
+    assert next(gen).num_rows == 5
+    gen.close()
+    assert len(cache) == 1
+    assert sum(b.num_rows for b in read(kafka_broker.bootstrap_servers, [KafkaRange(topic, 0, 0, 20)],
+                                        cache=cache)) == 20
+    assert cache.created == 1
+
+
+def test_dead_broker_fails_the_read_clearly(kafka_broker_fresh, kafka_topic_factory):
+    topic = kafka_topic_factory(kafka_broker_fresh)(1)
+    bs = kafka_broker_fresh.bootstrap_servers
+    produce(bs, topic, [(None, b"v")] * 10)
+    kafka_broker_fresh.stop()
+    started = time.monotonic()
+    with pytest.raises(KafkaSourceError) as info:
+        read(bs, [KafkaRange(topic, 0, 0, 10)], poll_timeout_ms=2000)
+    assert time.monotonic() - started < 15
+    assert "kafkaConsumer.pollTimeoutMs" in str(info.value) and f"{topic}[0] at offset 0 of [0, 10)" in str(info.value)
