@@ -139,6 +139,11 @@ class DynamoDBMetadataStore(MetadataStore):
         from botocore.exceptions import BotoCoreError
 
         self.job_name = validate_job_name(job_name)
+        self._init_args = dict(
+            table=table, job_name=job_name, region=region, endpoint=endpoint, profile=profile,
+            access_key=access_key, secret_key=secret_key, session_token=session_token,
+            create_table=create_table, max_attempts=max_attempts, uri=uri,
+        )
         self.table = table
         self.create_table = create_table
         self._raw_uri = uri or ""
@@ -175,6 +180,10 @@ class DynamoDBMetadataStore(MetadataStore):
         validate_job_name(job_name)
         cfg = _parse_uri(uri)
         return cls(cfg.pop("table"), job_name, uri=uri, **cfg)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickle as constructor arguments (boto3 clients do not pickle), e.g. to ship a store to executors."""
+        return (_restore, (self._init_args,))
 
     def close(self) -> None:
         close = getattr(self._client, "close", None)
@@ -420,3 +429,8 @@ class DynamoDBMetadataStore(MetadataStore):
                 break
             kwargs["ExclusiveStartKey"] = last
         return dict(sorted(out.items()))
+
+
+def _restore(args: dict[str, Any]) -> DynamoDBMetadataStore:
+    args = dict(args)
+    return DynamoDBMetadataStore(args.pop("table"), args.pop("job_name"), **args)

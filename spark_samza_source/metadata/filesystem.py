@@ -15,7 +15,8 @@ case-insensitive filesystems (default macOS/Windows volumes); use a case-sensiti
 Local files (``file:``) are safe across processes and crashes:
 
 - every write goes to a temporary file in the same directory (``.tmp-<random>``, fsynced), then ``os.replace``
-  (an atomic rename on POSIX), so a reader or a crash never sees a torn value; readers ignore dot files;
+  (an atomic rename on POSIX), so a reader or a crash never sees a torn value; readers ignore dot files, and
+  ``list`` sweeps temporary files a killed writer left behind more than an hour ago;
 - ``put_if_absent`` publishes the temporary file with ``os.link``, which fails if the name exists: an atomic
   create-exclusive that needs no lock;
 - ``put``, ``delete`` and ``delete_if_equal`` hold an exclusive ``fcntl.flock`` on ``<namespace>/.lock`` while
@@ -37,6 +38,7 @@ import hashlib
 import json
 import logging
 import os
+import time
 import urllib.parse
 import uuid
 from collections.abc import Callable, Iterator
@@ -60,6 +62,8 @@ SUFFIX = ".json"
 HASH_PREFIX = "!"
 LOCK_NAME = ".lock"
 TEMP_PREFIX = ".tmp-"
+#: ``list`` removes temporary files older than this (left by a writer killed between write and rename)
+STALE_TEMP_SECONDS = 3600
 #: longest encoded key kept readable; NAME_MAX is 255 bytes on most filesystems (143 on eCryptfs), and the
 #: suffix and temporary names need room too
 MAX_ENCODED_NAME = 120
@@ -127,11 +131,19 @@ class _LocalBackend:
             return None
 
     def names(self, directory: str) -> list[str]:
+        """File names in ``directory``; sweeps temporary files that a killed writer left over an hour ago."""
         try:
             with os.scandir(directory) as it:
-                return [e.name for e in it if e.is_file(follow_symlinks=False)]
+                entries = [e for e in it if e.is_file()]
         except FileNotFoundError:
             return []
+        cutoff = time.time() - STALE_TEMP_SECONDS
+        for e in entries:
+            if e.name.startswith(TEMP_PREFIX):
+                with contextlib.suppress(OSError):
+                    if e.stat().st_mtime < cutoff:
+                        os.unlink(e.path)
+        return [e.name for e in entries]
 
     def _stage(self, directory: str, data: bytes) -> str:
         """Write ``data`` to a fresh fsynced temporary file in ``directory`` (created if missing)."""
@@ -278,7 +290,15 @@ class _ArrowBackend:
         with self.fs.open_output_stream(tmp) as f:
             f.write(data)
         try:
-            self.fs.move(tmp, path)
+            try:
+                self.fs.move(tmp, path)
+            except OSError:
+                # HDFS (and some others) refuse to rename onto an existing file: replace it in two steps,
+                # which leaves the key briefly absent (best-effort, as documented above)
+                if self.fs.get_file_info(path).type == self._pafs.FileType.NotFound:
+                    raise
+                self.fs.delete_file(path)
+                self.fs.move(tmp, path)
         except BaseException:
             with contextlib.suppress(Exception):
                 self.fs.delete_file(tmp)

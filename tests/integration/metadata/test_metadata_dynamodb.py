@@ -198,3 +198,12 @@ def test_dynamodb_store_uri_is_unique_per_test(dynamodb_store_uri: str, moto_ser
     assert dynamodb_store_uri.startswith("dynamodb://samza-meta-") and f"endpoint={moto_server}" in dynamodb_store_uri
     with pytest.raises(ConfigError):
         open_store(dynamodb_store_uri + "&bogus=1", "job")
+
+
+def test_store_pickles_as_its_configuration(dynamodb_store_uri: str) -> None:
+    import pickle
+
+    store = open_store(dynamodb_store_uri, "job")
+    store.put("ns", "k", {"v": 1})
+    clone = pickle.loads(pickle.dumps(store))
+    assert clone is not store and clone.uri == store.uri and clone.get("ns", "k") == {"v": 1}

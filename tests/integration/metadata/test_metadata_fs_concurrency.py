@@ -336,3 +336,45 @@ def test_threads_in_one_process_are_atomic_too(tmp_path, threads: int) -> None:
     for w in workers:
         w.join(60)
     assert store.get(NS, "counter") == {"n": sum(increments)} and sum(increments) == 20 * threads
+
+
+def _racer(uri: str, naive: bool | str, writer: int, rounds: int, barrier, out) -> None:
+    wins, errors = [], []
+    try:
+        store = _open(uri, naive)
+        for r in range(rounds):
+            barrier.wait(30)  # everybody fires at the same instant, every round
+            if store.put_if_absent(NS, f"race-{r}", {"w": writer}):
+                wins.append(r)
+            barrier.wait(30)
+            if store.delete_if_equal(NS, f"race-{r}", {"w": writer}):  # only the winner's value matches
+                wins.append(-1 - r)
+    except BaseException:
+        errors.append(traceback.format_exc(limit=4))
+    out.put((writer, wins, errors))
+
+
+def race_claims(uri: str, *, naive: bool | str, racers: int = 8, rounds: int = 60) -> list[str]:
+    barrier, results = CTX.Barrier(racers), CTX.Queue()
+    procs = [CTX.Process(target=_racer, args=(uri, naive, w, rounds, barrier, results)) for w in range(racers)]
+    for p in procs:
+        p.start()
+    reports = [results.get(timeout=300) for _ in procs]
+    for p in procs:
+        p.join(30)
+    problems = [e for _, _, errors in reports for e in errors]
+    for r in range(rounds):
+        winners = [w for w, wins, _ in reports if r in wins]
+        deleters = [w for w, wins, _ in reports if -1 - r in wins]
+        if len(winners) != 1 or deleters != winners:
+            problems.append(f"race-{r}: put_if_absent winners {winners}, delete_if_equal winners {deleters}")
+    return problems
+
+
+def test_synchronized_put_if_absent_races_have_exactly_one_winner(tmp_path) -> None:
+    assert race_claims(f"file://{tmp_path}/store", naive=False) == []
+    assert open_store(f"file://{tmp_path}/store", JOB).list(NS) == {}
+
+
+def test_the_race_check_catches_check_then_act(tmp_path) -> None:
+    assert race_claims(str(tmp_path / "racy"), naive="racy", rounds=20) != []

@@ -7,6 +7,7 @@ import logging
 import os
 import shutil
 import string
+import time
 
 import pytest
 from hypothesis import given
@@ -208,3 +209,39 @@ def test_direct_construction_has_a_credential_free_uri(tmp_path) -> None:
 
     store = FileSystemMetadataStore(pafs.LocalFileSystem(), str(tmp_path / "x y"), "job")
     assert store.uri == f"file://{tmp_path}/x%20y"
+
+
+def test_list_sweeps_stale_temporary_files_only(store, root) -> None:
+    store.put("ns", "k", 1)
+    directory = root / "orders-enricher" / "ns"
+    stale, fresh = directory / ".tmp-stale", directory / ".tmp-fresh"
+    stale.write_text("half a value")
+    fresh.write_text("a write in progress")
+    os.utime(stale, (time.time() - 7200, time.time() - 7200))
+    assert store.list("ns") == {"k": 1}
+    assert not stale.exists() and fresh.exists()
+
+
+def test_object_store_path_round_trips_on_one_instance() -> None:
+    """The pyarrow (non-local) code path: temp file + move, overwrite, hashed names, delete."""
+    store = open_store("mock:///bucket/meta", "orders-enricher")
+    long_key = "k" * 500
+    store.put("ns", "a/b", 1)
+    store.put("ns", "a/b", 2)  # move onto an existing object
+    store.put("ns", long_key, {"long": True})
+    store.put("other", "a/b", "other namespace")
+    assert store.get("ns", "a/b") == 2 and store.get("ns", long_key) == {"long": True}
+    assert store.list("ns") == {"a/b": 2, long_key: {"long": True}}
+    store.delete("ns", "a/b")
+    store.delete("ns", "a/b")
+    assert store.delete_if_equal("ns", long_key, {"long": False}) is False
+    assert store.delete_if_equal("ns", long_key, {"long": True}) is True
+    assert store.list("ns") == {} and store.list("other") == {"a/b": "other namespace"}
+
+
+def test_file_store_pickles(store) -> None:
+    import pickle
+
+    store.put("ns", "k", [1])
+    clone = pickle.loads(pickle.dumps(store))
+    assert clone.uri == store.uri and clone.get("ns", "k") == [1]
