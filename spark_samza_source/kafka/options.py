@@ -85,7 +85,10 @@ class KafkaSourceOptions:
             f"subscribe={','.join(self.topics)}" if self.topics else
             f"subscribePattern={self.pattern}" if self.pattern else f"assign={json.dumps(self.assign)}"
         )
-        return f"samza-kafka job.name={self.job_name} {what} grouper={self.grouper} store={self.metadata_store}"
+        from ..metadata import redact_uri
+
+        store = redact_uri(self.metadata_store)
+        return f"samza-kafka job.name={self.job_name} {what} grouper={self.grouper} store={store}"
 
     @classmethod
     def parse(cls, raw: Any) -> KafkaSourceOptions:

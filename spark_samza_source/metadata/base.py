@@ -45,6 +45,9 @@ class MetadataStore(ABC):
     #: the store's URI with any credentials removed; safe to put in logs and errors
     uri: str
     job_name: str
+    #: True when put_if_absent / delete_if_equal are atomic against concurrent writers (local files, DynamoDB);
+    #: False for object stores without conditional writes (check-then-act, best effort)
+    atomic_conditionals: bool = True
 
     @abstractmethod
     def get(self, namespace: str, key: str) -> JsonValue | None:

@@ -34,12 +34,12 @@ class MemoryMetadataStore(MetadataStore):
         return None if raw is None else json.loads(raw)
 
     def put(self, namespace: str, key: str, value: JsonValue) -> None:
-        raw = json.dumps(value, sort_keys=True)
+        raw = json.dumps(value, sort_keys=True, allow_nan=False)
         with self._lock:
             self._data[self._k(namespace, key)] = raw
 
     def put_if_absent(self, namespace: str, key: str, value: JsonValue) -> bool:
-        raw = json.dumps(value, sort_keys=True)
+        raw = json.dumps(value, sort_keys=True, allow_nan=False)
         with self._lock:
             k = self._k(namespace, key)
             if k in self._data:

@@ -34,7 +34,8 @@ def unique_topic(prefix: str = "t") -> str:
 
 
 def create_topic(bootstrap: str, name: str, partitions: int, config: dict[str, str] | None = None) -> str:
-    futures = admin(bootstrap).create_topics(
+    client = admin(bootstrap)  # keep a reference: a collected AdminClient fails its pending futures
+    futures = client.create_topics(
         [NewTopic(name, num_partitions=partitions, replication_factor=1, config=config or {})],
         operation_timeout=TIMEOUT_S,
     )
@@ -43,7 +44,8 @@ def create_topic(bootstrap: str, name: str, partitions: int, config: dict[str, s
 
 
 def add_partitions(bootstrap: str, name: str, total: int) -> None:
-    futures = admin(bootstrap).create_partitions([NewPartitions(name, total)], operation_timeout=TIMEOUT_S)
+    client = admin(bootstrap)
+    futures = client.create_partitions([NewPartitions(name, total)], operation_timeout=TIMEOUT_S)
     futures[name].result(TIMEOUT_S)
 
 
@@ -53,7 +55,8 @@ def partition_count(bootstrap: str, name: str) -> int:
 
 
 def delete_records_before(bootstrap: str, name: str, partition: int, offset: int) -> None:
-    futures = admin(bootstrap).delete_records([TopicPartition(name, partition, offset)], request_timeout=TIMEOUT_S)
+    client = admin(bootstrap)
+    futures = client.delete_records([TopicPartition(name, partition, offset)], request_timeout=TIMEOUT_S)
     for future in futures.values():
         future.result(TIMEOUT_S)
 
@@ -77,14 +80,15 @@ def produce(
     acked: dict[int, Produced] = {}
     errors: list[str] = []
 
-    def on_delivery(index: int):
+    def on_delivery(index: int, headers):
         def callback(err, msg):
             if err is not None:
                 errors.append(str(err))
                 return
             ts_type, ts = msg.timestamp()
+            # Delivery reports do not carry headers back: keep the ones that were sent.
             acked[index] = Produced(msg.key(), msg.value(), msg.partition(), msg.offset(), ts,
-                                    tuple(msg.headers() or ()))
+                                    tuple(tuple(h) for h in headers or ()))
         return callback
 
     count = 0
@@ -99,7 +103,7 @@ def produce(
         while True:
             try:
                 producer.produce(topic, value=value, key=key, headers=list(headers) if headers else None,
-                                 on_delivery=on_delivery(index), **kwargs)
+                                 on_delivery=on_delivery(index, headers), **kwargs)
                 break
             except BufferError:
                 producer.poll(0.1)

@@ -21,6 +21,7 @@ def make_local_spark(app_name: str = "spark-samza-source-tests", extra_conf: dic
     """
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # everything here is on loopback
     from pyspark.sql import SparkSession
 
     builder = (
