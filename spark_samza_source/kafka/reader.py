@@ -6,12 +6,13 @@ Samza task).  Design choices and why:
 * **One consumer, every range assigned at once** (``assign``, never ``subscribe``), borrowed from the per-process
   :mod:`consumer_cache`.  librdkafka then fetches all partitions concurrently, so a task with many small ranges
   costs about one fetch round trip, not one per partition.
-* **Deterministic output.** Rows come out partition by partition, in the order of ``ranges``, each partition in
-  offset order, cut into batches by a rule that depends only on the records (``max_rows_per_batch`` rows, or fewer
-  when the key+value bytes reach ``max_bytes_per_batch``).  A replayed batch therefore yields the same rows in
-  the same order and the same batch boundaries, whatever the fetch timing.  Records of partitions whose turn has
-  not come yet are buffered up to a small bound, then their fetching is paused (librdkafka drops the prefetched
-  data on pause and refetches it on resume; offsets already buffered are skipped).
+* **Deterministic output.** Batches come out round robin over the partitions in the order of ``ranges`` (one
+  batch per partition per turn), each partition in offset order, cut by a rule that depends only on the records
+  (``max_rows_per_batch`` rows, or fewer once the key+value bytes reach ``max_bytes_per_batch``).  A replayed
+  range set therefore yields the same rows, in the same order, in the same batches, whatever the fetch timing.
+  Balanced partitions keep about one batch buffered each; a partition that runs ahead is paused once it holds
+  three batches (or its share of 64 MiB) -- librdkafka drops its prefetched data on pause and refetches on
+  resume, and offsets already buffered are skipped.
 * **Never more than the range.** A record with offset >= ``end`` is never yielded, offsets below the next
   expected one (refetches) are dropped, so no duplicates.  A partition is finished when the record at ``end - 1``
   has been read, when a record >= ``end`` arrives, or when ``consumer.position()`` reaches ``end`` (the range ends
@@ -31,6 +32,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections import deque
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -55,6 +57,8 @@ _CONSUME_MAX = 10_000  # messages per consume() call
 _CONSUME_WAIT_S = 0.5  # longest single consume() wait; also how often the stall timeout is checked
 _OUT_OF_RANGE = {KafkaError._AUTO_OFFSET_RESET, KafkaError.OFFSET_OUT_OF_RANGE}
 _GONE = {KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_PARTITION, KafkaError._UNKNOWN_TOPIC}
+_WAIT_BYTES_TOTAL = 64 * 1024 * 1024  # buffered value bytes of waiting partitions, shared among them
+_WAIT_BYTES_MIN = 8 * 1024 * 1024
 _MAX_REPOSITION = 5  # out-of-range errors at an offset the broker says exists (leader moving): retries
 
 
@@ -143,28 +147,31 @@ class _RangeReader:
         self.schema = kafka_arrow_schema(include_headers)
         self.order = [_Partition(r) for r in ranges]
         self.by_tp = {(p.rng.topic, p.rng.partition): p for p in self.order}
-        # Buffer bound for partitions waiting for their turn, before their fetching is paused.
-        self.wait_rows = max_rows
-        self.wait_bytes = max(1 << 20, max_bytes // max(1, len(self.order)))
+        self.single_topic = len({p.rng.topic for p in self.order}) == 1
+        # Buffer bound of a partition waiting for its turn, beyond which its fetching is paused.  Balanced
+        # partitions stay well below it (each turn takes one batch from each); pausing drops librdkafka's
+        # prefetched data, so it is kept for real imbalance.
+        self.wait_rows = 3 * max_rows
+        self.wait_bytes = max(_WAIT_BYTES_MIN, _WAIT_BYTES_TOTAL // len(self.order))
         self.last_progress = time.monotonic()
         self.last_error: str | None = None
 
     # ---- main loop ----------------------------------------------------------------------------------------
     def run(self) -> Iterator[pa.RecordBatch]:
+        """Round robin over the partitions in range order, one batch per turn (deterministic, see module doc)."""
         self.consumer.assign([TopicPartition(p.rng.topic, p.rng.partition, p.rng.start) for p in self.order])
         self.consumer.resume([p.tp for p in self.order])  # a reused consumer may carry a stale pause flag
-        for cur in self.order:
-            if cur.paused:
-                self._resume(cur)
-            while True:
-                while self._chunk_ready(cur):
-                    yield self._emit(cur)
-                if cur.done:
-                    if cur.buf:
-                        yield self._emit(cur)
-                        continue
-                    break
+        turns = deque(self.order)
+        while turns:
+            cur = turns.popleft()
+            while not (cur.done or self._chunk_ready(cur)):
+                if cur.paused:
+                    self._resume(cur)
                 self._fetch(cur)
+            if cur.buf:
+                yield self._emit(cur)
+            if not cur.done or cur.buf:
+                turns.append(cur)
 
     def _chunk_ready(self, p: _Partition) -> bool:
         return bool(p.buf) and (len(p.buf) >= self.max_rows or p.vbytes >= self.max_bytes)
@@ -187,33 +194,53 @@ class _RangeReader:
             self._stalled()
 
     def _route(self, msgs: list) -> None:
+        """Hand consumed messages to their partitions, a run of consecutive same-partition messages at a time
+        (librdkafka delivers a fetch response's records together), so the usual case costs a slice copy."""
         by_tp = self.by_tp
+        single_topic = self.single_topic
         progressed = False
-        for m in msgs:
+        i, n = 0, len(msgs)
+        while i < n:
+            m = msgs[i]
             if m.error() is not None:
                 self._on_error(m)
+                i += 1
                 continue
-            p = by_tp.get((m.topic(), m.partition()))
-            if p is None or p.done:
-                continue
-            off = m.offset()
-            if off < p.next:  # refetched after pause / reposition
-                continue
-            if off > p.next and not p.seen:
-                self._check_start_gap(p, off)
-            p.seen = True
-            if off >= p.rng.end:
-                self._finish(p)
+            topic, part = m.topic(), m.partition()
+            j = i + 1
+            while j < n:
+                mj = msgs[j]
+                if mj.partition() != part or mj.error() is not None or (not single_topic and mj.topic() != topic):
+                    break
+                j += 1
+            p = by_tp.get((topic, part))
+            if p is not None and not p.done:
+                self._take(p, msgs, i, j)
                 progressed = True
-                continue
-            p.buf.append(m)
-            p.vbytes += len(m)
-            p.next = off + 1
-            progressed = True
-            if p.next >= p.rng.end:
-                self._finish(p)
+            i = j
         if progressed:
             self.last_progress = time.monotonic()
+
+    def _take(self, p: _Partition, msgs: list, i: int, j: int) -> None:
+        """Append ``msgs[i:j]`` (records of ``p``, offsets ascending) within ``[next, end)``; finish ``p`` at end."""
+        first, last = msgs[i].offset(), msgs[j - 1].offset()
+        if last < p.next:  # all refetched after a pause / reposition
+            return
+        if first > p.next and not p.seen:
+            self._check_start_gap(p, first)
+        p.seen = True
+        end = p.rng.end
+        if first >= p.next and last < end:  # the usual case: the whole run is new and inside the range
+            run = msgs[i:j]
+        else:
+            run = [m for m in msgs[i:j] if p.next <= m.offset() < end]
+        if run:
+            p.buf.extend(run)
+            p.vbytes += sum(map(len, run))
+            p.next = run[-1].offset() + 1
+        if last >= end - 1:
+            p.next = max(p.next, min(last + 1, end))
+            self._finish(p)
 
     # ---- partition state ----------------------------------------------------------------------------------
     def _finish(self, p: _Partition) -> None:
@@ -351,6 +378,8 @@ class _RangeReader:
                     keys, values = keys.slice(0, n), values.slice(0, n)
         del p.buf[:n]
         p.vbytes = max(0, p.vbytes - (pc.sum(pc.binary_length(values)).as_py() or 0)) if p.buf else 0
+        if p.paused and not p.done and len(p.buf) < self.max_rows and p.vbytes < self.wait_bytes // 2:
+            self._resume(p)  # prefetch its next batch while the other partitions take their turn
         self.last_progress = time.monotonic()
         return self._batch(p.rng, msgs, keys, values)
 

@@ -7,7 +7,7 @@ import time
 
 import pyarrow as pa
 import pytest
-from confluent_kafka import TopicPartition
+from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from spark_samza_source.kafka.consumer_cache import ConsumerCache
@@ -26,9 +26,23 @@ def delete_records_before(bootstrap: str, topic: str, partition: int, offset: in
         future.result(30)
 
 
-def read(bootstrap, ranges, *, cache=None, headers=True, fail=True, **kw) -> list[pa.RecordBatch]:
-    return list(read_ranges({"bootstrap.servers": bootstrap}, TASK, ranges, include_headers=headers,
-                            fail_on_data_loss=fail, cache=cache if cache is not None else ConsumerCache(2), **kw))
+def read(bootstrap, ranges, *, cache=None, headers=True, fail=True, conf=None, **kw) -> list[pa.RecordBatch]:
+    own = cache is None
+    cache = ConsumerCache(2) if own else cache
+    try:
+        return list(read_ranges({"bootstrap.servers": bootstrap, **(conf or {})}, TASK, ranges,
+                                include_headers=headers, fail_on_data_loss=fail, cache=cache, **kw))
+    finally:
+        if own:
+            cache.close_all()
+
+
+@pytest.fixture
+def cache():
+    """A private consumer cache, closed after the test (idle consumers would outlive the broker)."""
+    c = ConsumerCache(2)
+    yield c
+    c.close_all()
 
 
 def rows(batches) -> list[dict]:
@@ -81,9 +95,8 @@ def test_without_headers_column(kafka_broker, three):
     assert sum(b.num_rows for b in batches) == 20 and "headers" not in batches[0].schema.names
 
 
-def test_empty_ranges_yield_nothing_and_borrow_no_consumer(kafka_broker, three):
+def test_empty_ranges_yield_nothing_and_borrow_no_consumer(kafka_broker, three, cache):
     topic, _ = three
-    cache = ConsumerCache(2)
     assert read(kafka_broker.bootstrap_servers, [], cache=cache) == []
     assert read(kafka_broker.bootstrap_servers, [KafkaRange(topic, 0, 4, 4), KafkaRange(topic, 1, 20, 20)],
                 cache=cache) == []
@@ -94,7 +107,9 @@ def test_batches_bounded_by_rows_and_bytes_and_deterministic(kafka_broker, three
     topic, _ = three
     ranges = [KafkaRange(topic, 1, 0, 20), KafkaRange(topic, 2, 0, 20)]
     by_rows = read(kafka_broker.bootstrap_servers, ranges, max_rows_per_batch=6)
-    assert [b.num_rows for b in by_rows] == [6, 6, 6, 2, 6, 6, 6, 2]
+    # One batch per partition per turn, in range order: a fixed interleaving, whatever the fetch timing.
+    assert [(b.column("partition")[0].as_py(), b.num_rows) for b in by_rows] == [(1, 6), (2, 6)] * 3 + [(1, 2), (2, 2)]
+    assert [b.column("offset")[0].as_py() for b in by_rows] == [0, 0, 6, 6, 12, 12, 18, 18]
     # Partition 2 holds a 1 MiB value at offset 1 (record 5) and 10 (record 32): a batch ends where bytes reach 1 MiB.
     by_bytes = read(kafka_broker.bootstrap_servers, [KafkaRange(topic, 2, 0, 20)], max_bytes_per_batch=MIB)
     assert [b.column("offset").to_pylist()[-1] for b in by_bytes] == [1, 10, 19]
@@ -110,12 +125,11 @@ def test_range_ending_mid_log_stops_at_end(kafka_broker, kafka_topic):
     assert [r["offset"] for r in got] == list(range(100, 250))
 
 
-def test_data_loss_fails_with_topic_partition_range_and_option(kafka_broker, kafka_topic):
+def test_data_loss_fails_with_topic_partition_range_and_option(kafka_broker, kafka_topic, cache):
     bs = kafka_broker.bootstrap_servers
     topic = kafka_topic(2)
     produce(bs, topic, [(None, b"v", None, p) for p in (0, 1) for _ in range(30)])
     delete_records_before(bs, topic, 1, 12)
-    cache = ConsumerCache(2)
     with pytest.raises(KafkaDataLossError) as info:
         read(bs, [KafkaRange(topic, 0, 0, 30), KafkaRange(topic, 1, 5, 30)], cache=cache)
     msg = str(info.value)
@@ -136,10 +150,10 @@ def test_data_loss_skipped_with_a_warning(kafka_broker, kafka_topic, caplog):
     assert f"{topic}[1] offsets 5..11" in caplog.text and f"{topic}[0] offsets 0..19" in caplog.text
 
 
-def test_consumer_is_reused_and_evicted(kafka_broker, three):
+def test_consumer_is_reused_and_evicted(kafka_broker, three, cache):
     topic, _ = three
     bs = kafka_broker.bootstrap_servers
-    cache = ConsumerCache(1)
+    cache.set_capacity(1)
     read(bs, [KafkaRange(topic, 0, 0, 10)], cache=cache)
     key, first = cache.acquire({"bootstrap.servers": bs})
     assert cache.created == 1 and first.assignment() == []  # handed back unassigned
@@ -156,9 +170,8 @@ def test_consumer_is_reused_and_evicted(kafka_broker, three):
         first.assignment()  # closed
 
 
-def test_generator_closed_early_returns_the_consumer(kafka_broker, three):
+def test_generator_closed_early_returns_the_consumer(kafka_broker, three, cache):
     topic, _ = three
-    cache = ConsumerCache(2)
     gen = read_ranges({"bootstrap.servers": kafka_broker.bootstrap_servers}, TASK, [KafkaRange(topic, 0, 0, 20)],
                       include_headers=True, fail_on_data_loss=True, max_rows_per_batch=5, cache=cache)
     assert next(gen).num_rows == 5
@@ -179,3 +192,33 @@ def test_dead_broker_fails_the_read_clearly(kafka_broker_fresh, kafka_topic_fact
         read(bs, [KafkaRange(topic, 0, 0, 10)], poll_timeout_ms=2000)
     assert time.monotonic() - started < 15
     assert "kafkaConsumer.pollTimeoutMs" in str(info.value) and f"{topic}[0] at offset 0 of [0, 10)" in str(info.value)
+
+
+class CountingConsumer(Consumer):
+    """A real consumer that counts pause() calls, to prove the pause/refetch path ran."""
+
+    pauses = 0
+
+    def pause(self, partitions):
+        CountingConsumer.pauses += 1
+        return super().pause(partitions)
+
+
+def test_pausing_partitions_that_run_ahead_keeps_rows_exact(kafka_broker, kafka_topic):
+    bs = kafka_broker.bootstrap_servers
+    topic = kafka_topic(3)
+    produce(bs, topic, [(None, b"%d" % i, None, i % 3) for i in range(45_000)])
+    CountingConsumer.pauses = 0
+    cache = ConsumerCache(1, factory=lambda conf: CountingConsumer({**conf, "logger": logging.getLogger("t")}))
+    ranges = [KafkaRange(topic, p, 0, 15_000) for p in range(3)]
+    # More than one consume() call's worth: partitions 1 and 2 run ahead of their turn and get paused.
+    try:
+        batches = read(bs, ranges, cache=cache, headers=False, max_rows_per_batch=500,
+                       conf={"max.partition.fetch.bytes": "8192"})
+    finally:
+        cache.close_all()
+    assert CountingConsumer.pauses > 3  # more than the three "partition finished" pauses
+    assert [b.column("partition")[0].as_py() for b in batches] == [0, 1, 2] * 30
+    got = rows(batches)
+    for p in range(3):
+        assert [r["offset"] for r in got if r["partition"] == p] == list(range(15_000))

@@ -1,0 +1,127 @@
+"""Raw throughput of ``read_ranges`` (one process, no Spark): how fast one Samza task turns Kafka into Arrow.
+
+    .venv/bin/python benchmarks/kafka_reader_raw.py [--bootstrap HOST:PORT] [--records 1000000] [--size 100]
+
+Without ``--bootstrap`` a development broker is started in a subprocess (so it does not share this process's
+GIL).  Reports, for the same ranges:
+
+* ``consume only``: librdkafka -> Python ``Message`` objects, nothing else (the ceiling for any Python reader);
+* ``read_ranges``: the real reader (routing, range checks, columnar Arrow batches with the exact schema), one
+  task with every partition, then the same with headers.
+
+Figures are records/s and value MB/s of wall time (the broker, a Python process, shares the machine and is
+usually the limit), and records per CPU-second of this process (the reader's own cost, librdkafka included).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import sys
+import time
+
+from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from spark_samza_source.kafka.consumer_cache import ConsumerCache, consumer_config
+from spark_samza_source.kafka.reader import KafkaRange, read_ranges
+
+
+def produce(bootstrap: str, topic: str, partitions: int, records: int, size: int) -> None:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(topic, partitions, 1)])[topic].result(60)
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 50, "batch.size": 1_000_000,
+                         "batch.num.messages": 10_000, "acks": 1, "enable.idempotence": False,
+                         "queue.buffering.max.messages": 500_000})
+    value = b"x" * size
+    started = time.monotonic()
+    for i in range(records):
+        while True:
+            try:
+                producer.produce(topic, value=value, key=b"%08d" % i, partition=i % partitions)
+                break
+            except BufferError:
+                producer.poll(0.05)
+    if producer.flush(300):
+        raise RuntimeError("produce did not complete")
+    print(f"produced {records:,} x {size} B in {time.monotonic() - started:.1f}s", flush=True)
+
+
+def cpu_seconds() -> float:
+    """CPU time of this process (all threads, librdkafka's included): the reader's own cost, unlike wall time."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def consume_only(bootstrap: str, ranges: list[KafkaRange]) -> tuple[float, float]:
+    consumer = Consumer(consumer_config({"bootstrap.servers": bootstrap}))
+    consumer.assign([TopicPartition(r.topic, r.partition, r.start) for r in ranges])
+    want = sum(r.size for r in ranges)
+    got = 0
+    started, cpu = time.monotonic(), cpu_seconds()
+    while got < want:
+        for m in consumer.consume(10_000, 1.0):
+            if m.error() is None:
+                got += 1
+    elapsed, cpu = time.monotonic() - started, cpu_seconds() - cpu
+    consumer.close()
+    return elapsed, cpu
+
+
+def run_reader(bootstrap: str, ranges: list[KafkaRange], headers: bool,
+               cache: ConsumerCache) -> tuple[float, float, int]:
+    started, cpu = time.monotonic(), cpu_seconds()
+    rows = batches = 0
+    for batch in read_ranges({"bootstrap.servers": bootstrap}, "Partition 0", ranges, include_headers=headers,
+                             fail_on_data_loss=True, cache=cache):
+        rows += batch.num_rows
+        batches += 1
+    elapsed, cpu = time.monotonic() - started, cpu_seconds() - cpu
+    assert rows == sum(r.size for r in ranges), rows
+    return elapsed, cpu, batches
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--bootstrap")
+    parser.add_argument("--records", type=int, default=1_000_000)
+    parser.add_argument("--size", type=int, default=100)
+    parser.add_argument("--partitions", type=int, default=4)
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+
+    broker = None
+    bootstrap = args.bootstrap
+    if bootstrap is None:
+        from spark_samza_source.testing.kafka_broker import KafkaDevBroker
+
+        broker = KafkaDevBroker().start()
+        bootstrap = broker.bootstrap_servers
+    try:
+        topic = f"bench-{os.getpid()}-{int(time.time())}"
+        produce(bootstrap, topic, args.partitions, args.records, args.size)
+        per = args.records // args.partitions
+        ranges = [KafkaRange(topic, p, 0, per + (1 if p < args.records % args.partitions else 0))
+                  for p in range(args.partitions)]
+        mb = args.records * args.size / 1e6
+        cache = ConsumerCache(2)
+        run_reader(bootstrap, ranges[:1], False, cache)  # warm-up: connection, metadata
+        n = args.records
+        for i in range(args.repeat):
+            t, c = consume_only(bootstrap, ranges)
+            print(f"[{i}] consume only       : {n / t:>10,.0f} rec/s  {mb / t:6.1f} MB/s  ({t:.2f}s wall, "
+                  f"{n / c:,.0f} rec per CPU-s)")
+            for headers in (False, True):
+                t, c, b = run_reader(bootstrap, ranges, headers, cache)
+                label = "read_ranges+headers" if headers else "read_ranges        "
+                print(f"[{i}] {label}: {n / t:>10,.0f} rec/s  {mb / t:6.1f} MB/s  ({t:.2f}s wall, "
+                      f"{n / c:,.0f} rec per CPU-s, {b} batches)", flush=True)
+    finally:
+        if broker is not None:
+            broker.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
