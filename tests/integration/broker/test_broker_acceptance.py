@@ -107,6 +107,7 @@ def _consumer(bootstrap: str, **extra) -> Consumer:
         "enable.partition.eof": False,
         "auto.offset.reset": "error",  # never silently skip: reading out of range must be visible
         "fetch.wait.max.ms": 100,
+        "check.crcs": True,  # every batch served (offsets, epochs, LogAppendTime rewritten) must still verify
     }
     conf.update(extra)
     return Consumer(conf)
