@@ -64,7 +64,7 @@ class KafkaQueryHarness:
 
     def sink_rows(self, name: str) -> list:
         path = Path(self.sink_path(name))
-        if not path.exists():
+        if not path.exists() or not any(path.glob("*.parquet")):
             return []
         return self.spark.read.parquet(str(path)).collect()
 
