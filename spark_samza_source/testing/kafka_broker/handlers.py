@@ -106,6 +106,44 @@ TOPIC_CONFIG_DEFAULTS: dict[str, str] = {
     "segment.ms": "604800000",
     "unclean.leader.election.enable": "false",
 }
+_ENUM_CONFIGS = {
+    "message.timestamp.type": ("CreateTime", "LogAppendTime"),
+    "compression.type": ("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"),
+}
+_BOOL_CONFIGS = {"message.downconversion.enable", "preallocate", "remote.storage.enable",
+                 "unclean.leader.election.enable"}
+_STRING_CONFIGS = {"follower.replication.throttled.replicas", "leader.replication.throttled.replicas",
+                   "message.format.version"}
+
+
+def _config_value_problem(key: str, value: str) -> str | None:
+    """Kafka's ConfigDef type checks, for the configs this broker knows."""
+    if key in _ENUM_CONFIGS:
+        allowed = _ENUM_CONFIGS[key]
+        return None if value in allowed else "String must be one of: " + ", ".join(allowed)
+    if key == "cleanup.policy":
+        parts = [p.strip() for p in value.split(",")]
+        return None if parts and all(p in ("delete", "compact") for p in parts) else \
+            "[" + value + "] must be a subset of [compact, delete]"
+    if key in _BOOL_CONFIGS:
+        return None if value.lower() in ("true", "false") else "Expected value to be either true or false"
+    if key in _STRING_CONFIGS:
+        return None
+    if key == "min.cleanable.dirty.ratio":
+        try:
+            return None if 0.0 <= float(value) <= 1.0 else "Value must be between 0 and 1"
+        except ValueError:
+            return "Not a number of type DOUBLE"
+    try:
+        number = int(value.strip())
+    except ValueError:
+        return "Not a number of type LONG"
+    if number < -2 or (number < 0 and key in ("max.message.bytes", "segment.bytes", "index.interval.bytes",
+                                               "min.insync.replicas", "segment.index.bytes")):
+        return "Value must be at least 0"
+    return None
+
+
 # DescribeConfigs config sources
 _SOURCE_TOPIC = 1
 _SOURCE_DEFAULT = 5
@@ -154,6 +192,13 @@ class BrokerState:
 
             self.next_producer_id = int(json.loads(self._pid_path.read_text())["next"])
         self.producers: dict[tuple[str, int, int], _ProducerState] = {}
+        for topic in self.topics.values():  # idempotence survives restarts, as Kafka's snapshots do
+            for i, plog in enumerate(topic.partitions):
+                for pid, epoch, first, last, base in plog.recent_producer_batches(64):
+                    st = self.producers.get((topic.name, i, pid))
+                    if st is None or st.epoch != epoch:
+                        st = self.producers[(topic.name, i, pid)] = _ProducerState(epoch=epoch)
+                    st.batches.append((first, last, base))
 
     def _register(self, topic: TopicState) -> None:
         self.topics[topic.name] = topic
@@ -170,6 +215,11 @@ class BrokerState:
             return ApiError.INVALID_TOPIC_EXCEPTION, f"Topic name '{name}' is illegal", {}
         if name in self.topics:
             return ApiError.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.", {}
+        collision = name.replace(".", "_")
+        for existing in self.topics:
+            if existing.replace(".", "_") == collision:
+                return (ApiError.INVALID_TOPIC_EXCEPTION,
+                        f"Topic '{name}' collides with existing topic: {existing}", {})
         if partitions == 0 or partitions < -1:
             return ApiError.INVALID_PARTITIONS, "Number of partitions must be larger than 0.", {}
         if replication == 0 or replication < -1:
@@ -185,10 +235,9 @@ class BrokerState:
                 return ApiError.INVALID_CONFIG, f"Unknown topic config name: {key}", {}
             if value is None:
                 continue
-            if key == "message.timestamp.type" and value not in ("CreateTime", "LogAppendTime"):
-                return (ApiError.INVALID_CONFIG,
-                        f"Invalid value {value} for configuration message.timestamp.type: "
-                        "String must be one of: CreateTime, LogAppendTime", {})
+            problem = _config_value_problem(key, value)
+            if problem:
+                return ApiError.INVALID_CONFIG, f"Invalid value {value} for configuration {key}: {problem}", {}
             clean[key] = value
         return ApiError.NONE, None, clean
 
@@ -511,6 +560,10 @@ class BrokerState:
                 records = pd.records or b""
                 try:
                     batches = parse_batches(records, verify_crc=crc32c_is_fast)
+                    max_size = topic.max_message_bytes
+                    if any(size > max_size for _s, size, _d, _t in batches):
+                        raise BatchError(ApiError.MESSAGE_TOO_LARGE,
+                                         f"record batch larger than max.message.bytes ({max_size})")
                 except BatchError as exc:
                     parts.append(P(index=idx, error_code=exc.code, base_offset=-1, log_append_time_ms=-1,
                                    log_start_offset=plog.log_start_offset, record_errors=[],

@@ -352,6 +352,17 @@ class PartitionLog:
                         return off, ts
         return self.next_offset - 1, best
 
+    def recent_producer_batches(self, count: int) -> list[tuple[int, int, int, int, int]]:
+        """(producer id, epoch, first sequence, last sequence, base offset) of the last ``count``
+        batches written by idempotent producers, oldest first: rebuilds producer state on open."""
+        out = []
+        for i in range(max(0, len(self.base_offsets) - count), len(self.base_offsets)):
+            header = os.pread(self._rfd, BATCH_HEADER.size, self.positions[i])
+            (base, _l, _e, _m, _c, _a, delta, _f, _t, pid, epoch, seq, _n) = BATCH_HEADER.unpack(header)
+            if pid >= 0 and seq >= 0:
+                out.append((pid, epoch, seq, (seq + delta) % 2**31, base))
+        return out
+
     def close(self) -> None:
         for fd in (self._wfd, self._ifd, self._rfd):
             try:
@@ -380,6 +391,10 @@ class TopicState:
     @property
     def log_append_time(self) -> bool:
         return self.configs.get("message.timestamp.type") == "LogAppendTime"
+
+    @property
+    def max_message_bytes(self) -> int:
+        return int(self.configs.get("max.message.bytes", "1048588"))
 
     def set_partition_count(self, count: int) -> None:
         while len(self.partitions) < count:

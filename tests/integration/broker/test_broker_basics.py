@@ -452,3 +452,54 @@ def test_in_process_mode_and_context_manager(tmp_path):
         md = _admin(broker.bootstrap_servers).list_topics("inproc", timeout=TIMEOUT)
         assert len(md.topics["inproc"].partitions) == 2
     assert (tmp_path / "d" / "topics" / "inproc" / "topic.json").exists()  # caller's dir is kept
+
+
+def test_topic_configs_validated_described_and_enforced(kafka_broker, kafka_topic):
+    from confluent_kafka.admin import ConfigResource, NewTopic
+
+    admin = _admin(kafka_broker.bootstrap_servers)
+    suffix = uuid.uuid4().hex[:6]
+    bad = {
+        f"bad-ts-{suffix}": {"message.timestamp.type": "WallClock"},
+        f"bad-name-{suffix}": {"no.such.config": "1"},
+        f"bad-long-{suffix}": {"retention.ms": "soon"},
+    }
+    futures = admin.create_topics([NewTopic(n, 1, 1, config=c) for n, c in bad.items()])
+    for name, fut in futures.items():
+        with pytest.raises(Exception) as info:
+            fut.result(TIMEOUT)
+        assert info.value.args[0].code() == KafkaError.INVALID_CONFIG, name
+
+    topic = kafka_topic(partitions=1, config={"max.message.bytes": "2000", "retention.ms": "1234"})
+    (desc,) = admin.describe_configs([ConfigResource(ConfigResource.Type.TOPIC, topic)]).values()
+    configs = desc.result(TIMEOUT)
+    assert configs["retention.ms"].value == "1234" and not configs["retention.ms"].is_default
+    assert configs["max.message.bytes"].value == "2000"
+    assert configs["cleanup.policy"].value == "delete" and configs["cleanup.policy"].is_default
+
+    # A batch bigger than max.message.bytes is refused with MESSAGE_TOO_LARGE; smaller ones pass.
+    producer = _producer(kafka_broker.bootstrap_servers, **{"linger.ms": 0, "retries": 0})
+    reports = []
+    producer.produce(topic, b"x" * 3000, on_delivery=lambda err, m: reports.append(err))
+    assert producer.flush(TIMEOUT) == 0  # separate batches: Kafka refuses a batch as a whole
+    producer.produce(topic, b"y" * 100, on_delivery=lambda err, m: reports.append(err))
+    assert producer.flush(TIMEOUT) == 0
+    assert reports[0] is not None and reports[0].code() == KafkaError.MSG_SIZE_TOO_LARGE
+    assert reports[1] is None
+    c = _consumer(kafka_broker.bootstrap_servers)
+    assert c.get_watermark_offsets(TopicPartition(topic, 0), TIMEOUT) == (0, 1)
+    c.close()
+
+
+def test_delete_topic_then_recreate_empty(kafka_broker, kafka_topic):
+    topic = kafka_topic(partitions=2)
+    _produce_all(_producer(kafka_broker.bootstrap_servers), [{"topic": topic, "value": b"old"}])
+    admin = _admin(kafka_broker.bootstrap_servers)
+    admin.delete_topics([topic])[topic].result(TIMEOUT)
+    assert topic not in admin.list_topics(timeout=TIMEOUT).topics
+    from spark_samza_source.testing.kafka_fixtures import create_topic
+
+    create_topic(kafka_broker.bootstrap_servers, topic, partitions=1)
+    c = _consumer(kafka_broker.bootstrap_servers)
+    assert c.get_watermark_offsets(TopicPartition(topic, 0), TIMEOUT) == (0, 0)
+    c.close()
