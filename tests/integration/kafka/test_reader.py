@@ -52,7 +52,7 @@ def rows(batches) -> list[dict]:
 @pytest.fixture
 def three(kafka_broker, kafka_topic):
     """A 3-partition topic with headers, null keys/values and a few 1 MiB values; returns (topic, produced)."""
-    topic = kafka_topic(3)
+    topic = kafka_topic(3, config={"max.message.bytes": str(4 * MIB)})  # Kafka's default (1 MiB + 12) is too small
     records = []
     for i in range(60):
         key = None if i % 7 == 0 else f"k{i}".encode()
