@@ -29,10 +29,12 @@ Cost is linear in the number of SSPs plus sorting the tasks (and streams); see `
 
 from __future__ import annotations
 
+import gc
 import importlib
 import inspect
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any, ClassVar
 
 from .errors import ConfigError, PartitionExpansionError
@@ -63,12 +65,13 @@ class SspGrouper(ABC):
         broadcast: Iterable[SystemStreamPartition] = (),
     ) -> JobModel:
         """The next job model for ``ssps`` (broadcast ones may be included or not: they are never grouped)."""
-        broadcast_set = frozenset(broadcast)
-        by_stream = _by_stream(set(ssps) - broadcast_set)
-        counts = {stream: len(parts) for stream, parts in by_stream.items()}
-        initial = self._initial_counts(previous, counts)
-        tasks = self._group_regular(previous, by_stream, counts, initial)
-        return _build_model(tasks, initial, broadcast_set)
+        with _cyclic_gc_paused():
+            broadcast_set = frozenset(broadcast)
+            by_stream = _by_stream(set(ssps) - broadcast_set)
+            counts = {stream: len(parts) for stream, parts in by_stream.items()}
+            initial = self._initial_counts(previous, counts)
+            tasks = self._group_regular(previous, by_stream, counts, initial)
+            return _build_model(tasks, initial, broadcast_set)
 
     @abstractmethod
     def _group_regular(
@@ -377,6 +380,23 @@ def _import_grouper(path: str) -> Any:
 
 
 # ---- helpers ----------------------------------------------------------------------------------------------
+
+@contextmanager
+def _cyclic_gc_paused() -> Iterator[None]:
+    """Pause Python's cyclic garbage collector while a model is built.
+
+    Grouping allocates a few objects per SSP and none of them form cycles (frozen dataclasses, sets, dicts),
+    yet with 100,000 SSPs the allocations trigger repeated full collections that cost about a third of the
+    time. Reference counting still frees everything; the collector is re-enabled (if it was on) on exit.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
 
 def _by_stream(ssps: Iterable[SystemStreamPartition]) -> dict[SystemStream, list[SystemStreamPartition]]:
     # Keyed by a plain tuple while looping: cheaper than building a SystemStream per SSP.
