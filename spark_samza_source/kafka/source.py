@@ -116,4 +116,5 @@ class SamzaKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
             include_headers=self.options.include_headers,
             fail_on_data_loss=self.options.fail_on_data_loss,
             max_rows_per_batch=self.options.max_rows_per_arrow_batch,
+            poll_timeout_ms=self.options.poll_timeout_ms,
         )
