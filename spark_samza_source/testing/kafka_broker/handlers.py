@@ -144,6 +144,24 @@ def _config_value_problem(key: str, value: str) -> str | None:
     return None
 
 
+_INT_CONFIGS = {"max.message.bytes", "index.interval.bytes", "min.insync.replicas", "segment.bytes",
+                "segment.index.bytes"}
+
+
+def _config_type(key: str) -> int:
+    """DescribeConfigs v3+ ConfigType: BOOLEAN 1, STRING 2, INT 3, LONG 5, DOUBLE 6, LIST 7."""
+    if key in _BOOL_CONFIGS:
+        return 1
+    if key in ("cleanup.policy", "follower.replication.throttled.replicas",
+               "leader.replication.throttled.replicas"):
+        return 7
+    if key in _ENUM_CONFIGS or key in _STRING_CONFIGS:
+        return 2
+    if key == "min.cleanable.dirty.ratio":
+        return 6
+    return 3 if key in _INT_CONFIGS else 5
+
+
 # DescribeConfigs config sources
 _SOURCE_TOPIC = 1
 _SOURCE_DEFAULT = 5
@@ -184,7 +202,7 @@ class BrokerState:
                                 p.recovered_bytes_cut)
         for leftover in self.topics_dir.glob("*.deleted-*"):
             shutil.rmtree(leftover, ignore_errors=True)
-        self.groups = GroupStore(self.data_dir / "groups")
+        self.groups = GroupStore(self.data_dir / "groups", fsync=fsync)
         self._pid_path = self.data_dir / "producer-ids.json"
         self.next_producer_id = 1000
         if self._pid_path.exists():
@@ -475,7 +493,8 @@ class BrokerState:
                                  is_default=k not in explicit, is_sensitive=False,
                                  synonyms=[C.DescribeConfigsSynonym(name=k, value=values[k], source=source)]
                                  if request.include_synonyms else [],
-                                 config_type=0, documentation=None))
+                                 config_type=_config_type(k) if res.resource_type == _RESOURCE_TOPIC else 0,
+                                 documentation=None))
             results.append(Res(error_code=0, error_message=None, resource_type=res.resource_type,
                                resource_name=res.resource_name, configs=configs))
         return R(version=version, throttle_time_ms=0, results=results)

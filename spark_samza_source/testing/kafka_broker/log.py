@@ -115,12 +115,14 @@ def _crc32c(data) -> int:
     return calc_crc32c(bytes(data))
 
 
-def atomic_write_json(path: Path, obj) -> None:
+def atomic_write_json(path: Path, obj, fsync: bool = True) -> None:
+    """Replace ``path`` atomically (write a temp file, rename): readers see the old or the new file."""
     tmp = path.with_name(path.name + ".tmp")
     with open(tmp, "w") as fh:
         json.dump(obj, fh, sort_keys=True)
         fh.flush()
-        os.fsync(fh.fileno())
+        if fsync:
+            os.fsync(fh.fileno())
     os.replace(tmp, path)
 
 
@@ -427,8 +429,9 @@ class TopicState:
 class GroupStore:
     """Committed offsets per consumer group, one JSON file per group (rewritten atomically)."""
 
-    def __init__(self, directory: Path):
+    def __init__(self, directory: Path, fsync: bool = False):
         self.dir = directory
+        self.fsync = fsync
         directory.mkdir(parents=True, exist_ok=True)
         self.groups: dict[str, dict[tuple[str, int], tuple[int, int, str | None]]] = {}
         for path in directory.glob("*.json"):
@@ -449,7 +452,7 @@ class GroupStore:
         atomic_write_json(self._path(group), {
             "group": group,
             "offsets": [[t, p, o, e, m] for (t, p), (o, e, m) in sorted(stored.items())],
-        })
+        }, fsync=self.fsync)
 
     def fetch(self, group: str) -> dict[tuple[str, int], tuple[int, int, str | None]]:
         return self.groups.get(group, {})
