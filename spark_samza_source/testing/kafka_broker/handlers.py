@@ -782,14 +782,20 @@ class BrokerState:
 
     # ------------------------------------------------------------------------------- groups
     def find_coordinator(self, header, request):
+        """Consumer groups (key type 0) are coordinated by this broker; transactions (1) are not
+        supported, so their coordinator is not available."""
         version = header.api_version
         R = FindCoordinatorResponse
+        key_type = request.key_type if version >= 1 else 0
+        error = ApiError.NONE if key_type == 0 else ApiError.COORDINATOR_NOT_AVAILABLE
+        message = None if key_type == 0 else "The dev broker has no transaction or share coordinator."
+        node, host, port = (NODE_ID, self.host, self.port) if key_type == 0 else (-1, "", -1)
         if version >= 4:
-            coords = [R.Coordinator(key=k, node_id=NODE_ID, host=self.host, port=self.port, error_code=0,
-                                    error_message=None) for k in request.coordinator_keys]
+            coords = [R.Coordinator(key=k, node_id=node, host=host, port=port, error_code=error,
+                                    error_message=message) for k in request.coordinator_keys]
             return R(version=version, throttle_time_ms=0, coordinators=coords)
-        return R(version=version, throttle_time_ms=0, error_code=0, error_message=None, node_id=NODE_ID,
-                 host=self.host, port=self.port)
+        return R(version=version, throttle_time_ms=0, error_code=error, error_message=message, node_id=node,
+                 host=host, port=port)
 
     def offset_commit(self, header, request):
         version = header.api_version

@@ -503,3 +503,18 @@ def test_delete_topic_then_recreate_empty(kafka_broker, kafka_topic):
     c = _consumer(kafka_broker.bootstrap_servers)
     assert c.get_watermark_offsets(TopicPartition(topic, 0), TIMEOUT) == (0, 0)
     c.close()
+
+
+@pytest.mark.parametrize("acks", ["0", "1", "all"])
+def test_produce_with_each_acks_setting(kafka_broker, kafka_topic, acks):
+    topic = kafka_topic(partitions=1)
+    producer = _producer(kafka_broker.bootstrap_servers, acks=acks)
+    _produce_all(producer, [{"topic": topic, "value": b"%d" % i} for i in range(200)])
+    consumer = _consumer(kafka_broker.bootstrap_servers)
+    deadline = time.monotonic() + TIMEOUT  # acks=0: the delivery report does not wait for the broker
+    while consumer.get_watermark_offsets(TopicPartition(topic, 0), TIMEOUT) != (0, 200):
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
+    consumer.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
+    assert [m.value() for m in _consume(consumer, 200)] == [b"%d" % i for i in range(200)]
+    consumer.close()
