@@ -200,8 +200,9 @@ class BrokerState:
                 if p.recovered_bytes_cut:
                     log.warning("%s-%d: cut %d torn bytes from the log tail", topic.name, i,
                                 p.recovered_bytes_cut)
-        for leftover in self.topics_dir.glob("*.deleted-*"):
-            shutil.rmtree(leftover, ignore_errors=True)
+        self.trash_dir = self.data_dir / "trash"  # deleted topics go here first (atomic rename)
+        shutil.rmtree(self.trash_dir, ignore_errors=True)
+        self.trash_dir.mkdir(parents=True, exist_ok=True)
         self.groups = GroupStore(self.data_dir / "groups", fsync=fsync)
         self._pid_path = self.data_dir / "producer-ids.json"
         self.next_producer_id = 1000
@@ -277,7 +278,7 @@ class BrokerState:
             for key in [k for k in self.producers if k[0] == topic.name and k[1] == i]:
                 del self.producers[key]
         topic.close()
-        graveyard = topic.dir.with_name(f"{topic.name}.deleted-{uuid.uuid4().hex}")
+        graveyard = self.trash_dir / uuid.uuid4().hex
         topic.dir.rename(graveyard)
         shutil.rmtree(graveyard, ignore_errors=True)
         self.groups.forget_topic(topic.name)

@@ -27,6 +27,7 @@ from __future__ import annotations
 import bisect
 import json
 import os
+import shutil
 import struct
 import time
 import uuid
@@ -412,6 +413,8 @@ class TopicState:
     @classmethod
     def create(cls, root: Path, name: str, partitions: int, configs: dict[str, str], fsync: bool):
         directory = root / name
+        if directory.exists():  # a creation interrupted before topic.json was written: garbage
+            shutil.rmtree(directory)
         directory.mkdir(parents=True)
         return cls(directory, name, uuid.uuid4(), configs, partitions, fsync)
 
