@@ -1,49 +1,81 @@
 """Kafka wire-protocol development broker: TEST AND DEMO INFRASTRUCTURE ONLY, never production.
 
-A single-node Kafka broker (node id 0, leader of every partition, fixed cluster id) that speaks the
-real Kafka protocol on loopback, so the Kafka integration tests and ``make demo`` run against
-confluent-kafka/librdkafka exactly as against a cluster, with no JVM, Docker or download.  Requests
-are decoded and responses encoded by kafka-python 3.0.12's classes generated from Kafka's own JSON
-message schemas (``protocol.py``); record batches are the v2 format, stored as produced.
+A single-node Kafka broker (node id 0, leader of every partition at leader epoch 0, fixed cluster id)
+that speaks the real Kafka protocol on loopback, so the Kafka integration tests and ``make demo`` run
+against confluent-kafka/librdkafka exactly as against a cluster, with no JVM, Docker or download.
+Requests are decoded and responses encoded by kafka-python 3.0.12's classes generated from Kafka's own
+JSON message schemas (``protocol.py``); record batches are the v2 format, stored as produced.
 
 Usage::
 
     with KafkaDevBroker() as broker:            # temp data dir, removed on stop()
         Producer({"bootstrap.servers": broker.bootstrap_servers}) ...
         broker.restart()                         # same port, same data
+        broker.kill(); broker.start()            # crash (SIGKILL) and recover
     python -m spark_samza_source.testing.kafka_broker --port 0 --data-dir DIR
-        # prints "listening on 127.0.0.1:PORT", serves until SIGTERM/SIGINT
+        # prints "listening on 127.0.0.1:PORT", serves until SIGTERM/SIGINT, exits 0
 
-``KafkaDevBroker`` runs the broker in a child Python process (the CLI above) so that it neither
-competes for the test process's GIL nor dies with it; ``kill()`` simulates a crash (SIGKILL).
-``in_process=True`` runs it on an event loop thread instead (handy under a debugger).
+``KafkaDevBroker`` runs the broker in a child Python process (the CLI above) so that it neither competes
+for the test process's GIL nor dies with it (the child also exits when its parent dies: it watches its
+stdin).  ``in_process=True`` runs it on an event-loop thread instead (handy under a debugger).
+Modules: ``server.py`` (asyncio networking, framing), ``protocol.py`` (glue to kafka-python's schemas),
+``handlers.py`` (one handler per API), ``log.py`` (partition log, index, recovery, group offsets),
+``client.py`` (a minimal blocking client for the helpers).
 
-Supported APIs (advertised in ApiVersions; nothing else is):
-    ApiVersions 0-4 (v3+ flexible; an unsupported version gets the v0 UNSUPPORTED_VERSION answer),
-    Metadata 0-13 (auto topic creation off unless ``auto_create_topics``), CreateTopics 2-7,
-    DeleteTopics 1-6, CreatePartitions 0-3 (live topics grow), DescribeConfigs 1-4 (topic and broker
-    resources), DescribeCluster 0-1, Produce 3-13 (acks 0/1/all; record batch v2 only; any codec is
-    stored as produced, gzip/none are decoded where needed; CreateTime or LogAppendTime),
-    InitProducerId 0-5 and idempotent-producer sequence checks (no transactions),
-    Fetch 4-18 (long poll woken by new data, min/max bytes, partition max bytes, OFFSET_OUT_OF_RANGE,
-    high watermark = last stable offset, log start offset; sessionless: session id 0),
-    ListOffsets 1-11 (earliest -2, latest -1, max timestamp -3, by timestamp: first offset whose
-    record timestamp >= target, else offset -1/timestamp -1), OffsetForLeaderEpoch 2-4 (epoch 0),
-    DeleteRecords 0-2 (moves the log start offset), FindCoordinator 0-6 (itself),
-    OffsetCommit 2-10 / OffsetFetch 1-10 for simple (assign()-based) consumers: generation -1 and an
-    empty member id; offsets persisted.
+Supported APIs, advertised in ApiVersions (nothing else is advertised or served):
 
-Not supported: consumer-group membership (JoinGroup/SyncGroup/Heartbeat: ``subscribe()`` does not
-work, use ``assign()``), transactions and read_committed filtering of aborted data (there is none),
-fetch sessions (KIP-227; clients fall back to full fetches), retention/compaction (topic configs are
-stored and described but not enforced; DeleteRecords is the only way data goes), replication, ACLs,
-SASL/TLS, quotas, message format v0/v1, leader epochs other than 0, CRC-32C validation of produced
-batches unless the ``crc32c`` package is installed (the pure-Python one is too slow).
+    ApiVersions 0-4      v3+ flexible; a version above 4 gets Kafka's v0 UNSUPPORTED_VERSION answer
+                         listing the ApiVersions range, so clients retry lower
+    Metadata 0-13        by name or topic id; unknown topic -> UNKNOWN_TOPIC_OR_PARTITION; auto topic
+                         creation off unless ``auto_create_topics=True``
+    CreateTopics 2-7     configs validated (unknown name / bad value -> INVALID_CONFIG), replication
+                         factor 1 only, name rules and '.'/'_' collisions as Kafka, validate_only
+    DeleteTopics 1-6     by name or id; group offsets of the topic are dropped
+    CreatePartitions 0-3 on live topics; clients see new partitions on their next metadata refresh
+    DescribeConfigs 1-4  topic (all Kafka topic configs with defaults) and broker resources
+    DescribeCluster 0-1
+    Produce 3-13         acks 0/1/all; record batch v2 only (else UNSUPPORTED_FOR_MESSAGE_FORMAT);
+                         batches stored byte for byte with base offset and leader epoch rewritten; any
+                         codec is accepted and stored compressed; LogAppendTime topics get the batch
+                         timestamp type and max timestamp rewritten (CRC recomputed);
+                         max.message.bytes -> MESSAGE_TOO_LARGE
+    InitProducerId 0-5   idempotent producers: per-partition sequence/epoch checks, duplicates of the
+                         last 5 batches answered with their original offset; survives restarts.
+                         Transactional ids are refused (no transactions)
+    Fetch 4-18           long poll woken by new data, min/max bytes, partition max bytes (the first
+                         batch is always returned whole, KIP-74), OFFSET_OUT_OF_RANGE below the log
+                         start or above the high watermark, last stable offset = high watermark,
+                         log start offset; by topic id from v13; sessionless (session id 0)
+    ListOffsets 1-11     earliest -2 (log start), latest -1, max timestamp -3 (KIP-734), earliest
+                         local -4; by timestamp: the first offset >= log start whose record timestamp
+                         is >= the target, else offset -1 and timestamp -1 (as Kafka)
+    OffsetForLeaderEpoch 2-4  epoch 0 ends at the high watermark
+    DeleteRecords 0-2    moves the log start offset (-1: the high watermark); returns the low watermark
+    FindCoordinator 0-6  consumer groups: this broker; transactions: COORDINATOR_NOT_AVAILABLE
+    OffsetCommit 2-10, OffsetFetch 1-10   for simple (assign()-based) consumers: generation -1 and
+                         an empty member id; persisted
 
-Storage and durability: see ``log.py``: one append-only log file plus a batch index per partition;
-acknowledged data is written (not fsynced unless ``fsync=True``) before the response, survives a
-broker restart or crash; a torn tail is detected (index bounds, CRC-32 / CRC-32C) and cut on open.
-Fetch serves whole stored batches straight from the log file, never decoding records.
+An unknown API key, a version outside these ranges, a frame that does not parse or a frame larger
+than ``--max-frame-bytes`` (100 MiB) closes that connection (as Kafka does) and is logged; malformed
+record batches get a CORRUPT_MESSAGE error.  The broker keeps serving every other connection.
+
+Not supported: consumer-group membership (JoinGroup/SyncGroup/Heartbeat/LeaveGroup, KIP-848: use
+``assign()``, not ``subscribe()``), ListGroups/DescribeGroups/DeleteGroups, transactions and
+read_committed filtering (there is nothing to filter), fetch sessions (KIP-227; clients fall back to
+full fetches), retention, compaction and segment rolling (topic configs are stored and described but
+only message.timestamp.type and max.message.bytes are enforced; DeleteRecords is the only way data
+goes), AlterConfigs, replication and leader changes, ACLs, SASL/TLS, quotas, message format v0/v1,
+CRC-32C validation of produced batches unless the ``crc32c`` package is installed (the pure-Python
+CRC is ~10 MB/s), timestamp lookups inside lz4/snappy/zstd batches without their Python codecs
+(answered at batch granularity).
+
+Storage and durability (see ``log.py``): per partition one append-only log file of the stored batches
+plus an index of fixed-size entries (offset, position, size, max timestamp, CRC-32); the index is
+held in memory (with a running max of timestamps for timestamp lookups).  A produced batch is written
+to both files before the Produce response, so acknowledged data survives a broker crash or restart;
+it is fsynced only with ``fsync=True`` / ``--fsync`` (power loss).  On open a torn or corrupt tail is
+detected (index bounds, CRC-32 of the last batches, CRC-32C of unindexed ones) and cut, never served.
+Fetch serves whole stored batches straight from the log file with one pread, never decoding records.
 """
 
 from __future__ import annotations
