@@ -185,8 +185,9 @@ class KafkaDevBroker:
                 break
             proc.kill()
             proc.wait()
-            # A fixed port may still be held by a previous incarnation for a moment: retry.
-            if time.monotonic() > deadline:
+            # A fixed port may still be held by a previous incarnation for a moment: retry that
+            # (only that) until the deadline.
+            if "Address already in use" not in self.log_tail(5) or time.monotonic() > deadline:
                 raise RuntimeError(f"dev broker did not start: {line!r}; see {self.log_path}:\n"
                                    + self.log_tail())
             time.sleep(0.2)
