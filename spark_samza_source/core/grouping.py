@@ -45,7 +45,7 @@ from .expansion import (
     resolve_expansion_algorithm,
 )
 from .jobmodel import JobModel
-from .model import SystemStream, SystemStreamPartition, TaskName, _natural_key
+from .model import SystemStream, SystemStreamPartition, TaskName
 
 GROUPER_OPTION = "grouper"
 
@@ -485,7 +485,7 @@ def _ranges(values: list[int]) -> str:
 def _task_sort_key(task: TaskName) -> tuple:
     # Same order as TaskName.__lt__, computed once per task instead of once per comparison: JobModel sorts
     # its tasks, and Timsort over already-sorted input needs only n comparisons.
-    return (_natural_key(task.name), task.name)
+    return task.sort_key
 
 
 def _build_model(

@@ -27,9 +27,10 @@ class JobModel:
 
     def __post_init__(self) -> None:
         # Normalise into sorted, immutable containers so equality and JSON are deterministic.
-        tasks = {TaskName(t.name) if isinstance(t, TaskName) else TaskName(t): frozenset(s)
+        tasks = {t if isinstance(t, TaskName) else TaskName(t): s if isinstance(s, frozenset) else frozenset(s)
                  for t, s in self.tasks.items()}
-        object.__setattr__(self, "tasks", dict(sorted(tasks.items())))
+        # sort with a key computed once per task: comparing TaskNames pairwise re-splits their names
+        object.__setattr__(self, "tasks", dict(sorted(tasks.items(), key=lambda item: item[0].sort_key)))
         object.__setattr__(self, "initial_partition_counts", dict(sorted(self.initial_partition_counts.items())))
         object.__setattr__(self, "broadcast", frozenset(self.broadcast))
 

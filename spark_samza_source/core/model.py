@@ -108,10 +108,15 @@ class TaskName:
     def __str__(self) -> str:
         return self.name
 
+    @property
+    def sort_key(self) -> tuple:
+        """Natural order (``Partition 2`` before ``Partition 10``), ties broken by the plain string."""
+        return (_natural_key(self.name), self.name)
+
     def __lt__(self, other: TaskName) -> bool:
         if not isinstance(other, TaskName):
             return NotImplemented
-        return (_natural_key(self.name), self.name) < (_natural_key(other.name), other.name)
+        return self.sort_key < other.sort_key
 
     def __le__(self, other: TaskName) -> bool:
         return self == other or self < other

@@ -48,10 +48,8 @@ class KafkaCoordinator:
         self._admin: KafkaAdmin | None = None
         self._store = None
         self._startpoints: StartpointManager | None = None
-        self._grouper = resolve_grouper(
-            options.grouper, expansion_algorithm=resolve_expansion_algorithm(options.expansion_algorithm)
-        )
         self._algorithm = resolve_expansion_algorithm(options.expansion_algorithm)
+        self._grouper = resolve_grouper(options.grouper, expansion_algorithm=self._algorithm)
         self._last_startpoint_poll: float | None = None
         self._cleaned: set[tuple[TaskSsp, int]] = set()
         self._unresolvable: set[tuple[TaskSsp, int]] = set()
@@ -213,6 +211,11 @@ class KafkaCoordinator:
 
     # ---- helpers -------------------------------------------------------------------------------------
     def _sibling_of(self, ssp: SystemStreamPartition, current: int, previous: int) -> SystemStreamPartition:
+        """The partition that held a new partition's keys just before this expansion (the drain barrier).
+
+        The algorithm is asked with the *previous* count as its base, not the initial one: after 2 -> 4 -> 8,
+        partition 7's keys were in 3 (not 1) until now. Modulo algorithms like the default answer both.
+        """
         p = self._algorithm.partition_before_expansion(ssp.partition, current, previous)
         return SystemStreamPartition(ssp.system, ssp.stream, p)
 
