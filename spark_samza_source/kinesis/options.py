@@ -1,0 +1,172 @@
+"""Options of the ``samza-kinesis`` source. Parsed once on the driver when the query starts.
+
+Names follow the AWS connector where the meaning is the same (``streamName``, ``region``, ``endpointUrl``,
+``startingPosition``, ``awsAccessKeyId``/``awsSecretKey``, ``roleArn``, ``failOnDataLoss``). Credentials are
+kept only to build clients; ``describe()`` and every error leave them out.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from ..core.errors import ConfigError
+from ..metadata.base import validate_job_name
+from ..spark.options import Options
+from .positions import PositionFormatError, ShardPosition
+
+log = logging.getLogger(__name__)
+
+SYSTEM = "kinesis"
+LATEST, TRIM_HORIZON, AT_TIMESTAMP, PER_SHARD, KCL = "LATEST", "TRIM_HORIZON", "AT_TIMESTAMP", "PER_SHARD", "KCL"
+_STREAM_RE = re.compile(r"^[a-zA-Z0-9_.-]{1,128}$")
+
+
+@dataclass(frozen=True)
+class StartingPosition:
+    kind: str = LATEST
+    timestamp_ms: int | None = None
+    per_shard: dict[str, ShardPosition] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, repr=False)
+class KinesisSourceOptions:
+    stream: str
+    region: str | None
+    endpoint_url: str | None
+    dynamodb_endpoint_url: str | None
+    access_key_id: str | None
+    secret_key: str | None
+    session_token: str | None
+    role_arn: str | None
+    role_session_name: str
+    job_name: str
+    metadata_store: str
+    tasks: int | None
+    assignment: str
+    starting: StartingPosition
+    max_records_per_shard: int
+    max_fetch_time_ms: int
+    kcl_lease_table: str | None
+    fail_on_data_loss: bool
+    startpoint_ttl_ms: int
+    startpoint_poll_ms: int
+
+    def __repr__(self) -> str:  # never show credentials, even in a debugger or a pickled-object dump
+        return f"KinesisSourceOptions({self.describe()})"
+
+    def describe(self) -> str:
+        from ..metadata import redact_uri
+
+        where = self.endpoint_url or self.region or "default region"
+        return (f"samza-kinesis job.name={self.job_name} stream={self.stream} ({where}) tasks={self.tasks or 'auto'} "
+                f"assignment={self.assignment} store={redact_uri(self.metadata_store)}")
+
+    def client_settings(self) -> dict[str, Any]:
+        """Everything needed to build boto3 clients (on the driver and on executors)."""
+        return {
+            "region": self.region,
+            "endpoint_url": self.endpoint_url,
+            "dynamodb_endpoint_url": self.dynamodb_endpoint_url,
+            "access_key_id": self.access_key_id,
+            "secret_key": self.secret_key,
+            "session_token": self.session_token,
+            "role_arn": self.role_arn,
+            "role_session_name": self.role_session_name,
+        }
+
+    @classmethod
+    def parse(cls, raw: Any) -> KinesisSourceOptions:
+        opts = Options(raw)
+        stream = opts.string("streamName", required=True, hint="the Kinesis data stream to read, e.g. "
+                             ".option('streamName', 'clicks')")
+        if not _STREAM_RE.match(stream):
+            raise ConfigError(f"option 'streamName' {stream!r} is not a valid Kinesis stream name "
+                              "(1-128 characters from letters, digits, '_', '.', '-')")
+        endpoint = opts.string("endpointUrl")
+        if endpoint is not None and not re.match(r"^https?://", endpoint):
+            raise ConfigError(f"option 'endpointUrl' must start with http:// or https://, got {endpoint!r}")
+        access_key = opts.string("awsAccessKeyId")
+        secret = opts.string("awsSecretKey")
+        if (access_key is None) != (secret is None):
+            raise ConfigError("options 'awsAccessKeyId' and 'awsSecretKey' go together: set both or neither "
+                              "(neither uses boto3's default credential chain)")
+        job_name = opts.string("job.name", required=True, hint="it names the job's startpoints, job model and "
+                               "batch ends in the metadata store, e.g. .option('job.name', 'clicks-etl')")
+        validate_job_name(job_name)
+        store = opts.string("metadata.store")
+        if store is None:
+            store = "samza-metadata"
+            log.warning("option 'metadata.store' is not set: using the local directory 'samza-metadata'. Executors "
+                        "record batch ends there, so it must be shared by driver and executors: use durable shared "
+                        "storage in production (e.g. dynamodb://table?region=... or s3://bucket/prefix).")
+        return cls(
+            stream=stream,
+            region=opts.string("region"),
+            endpoint_url=endpoint,
+            dynamodb_endpoint_url=opts.string("dynamodbEndpointUrl", endpoint),
+            access_key_id=access_key,
+            secret_key=secret,
+            session_token=opts.string("sessionToken"),
+            role_arn=opts.string("roleArn"),
+            role_session_name=opts.string("roleSessionName", f"samza-{job_name}")[:64],
+            job_name=job_name,
+            metadata_store=store,
+            tasks=opts.integer("tasks", None, minimum=1),
+            assignment=opts.choice("assignment", "lineage", ("lineage", "balanced")),
+            starting=_parse_starting(opts.string("startingPosition", LATEST)),
+            max_records_per_shard=opts.integer("maxRecordsPerShard", 10_000, minimum=1),
+            max_fetch_time_ms=opts.duration_ms("maxFetchTimePerShard", 10_000, minimum_ms=100),
+            kcl_lease_table=opts.string("kcl.leaseTable"),
+            fail_on_data_loss=opts.boolean("failOnDataLoss", True),
+            startpoint_ttl_ms=opts.duration_ms("startpoint.ttl", 12 * 3_600_000, minimum_ms=1),
+            startpoint_poll_ms=opts.duration_ms("startpoint.pollInterval", 10_000),
+        )
+
+
+def _parse_starting(value: str) -> StartingPosition:
+    text = value.strip()
+    upper = text.upper()
+    if upper == LATEST:
+        return StartingPosition(LATEST)
+    if upper in (TRIM_HORIZON, "EARLIEST"):
+        return StartingPosition(TRIM_HORIZON)
+    if upper == KCL:
+        return StartingPosition(KCL)
+    if upper.startswith("AT_TIMESTAMP"):
+        stamp = text[len("AT_TIMESTAMP"):].lstrip(":= ").strip()
+        try:
+            when = datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+            if when.tzinfo is None:
+                raise ValueError("no time zone")
+        except ValueError:
+            raise ConfigError(
+                f"option 'startingPosition' {value!r}: AT_TIMESTAMP needs an ISO-8601 time with a zone, e.g. "
+                "AT_TIMESTAMP:2026-11-22T08:00:00Z"
+            ) from None
+        return StartingPosition(AT_TIMESTAMP, timestamp_ms=int(when.timestamp() * 1000))
+    if text.startswith("{"):
+        try:
+            parsed = json.loads(text)
+            if not isinstance(parsed, dict) or not parsed:
+                raise ValueError
+            per_shard = {}
+            for shard, pos in parsed.items():
+                if isinstance(pos, str):
+                    pos = {"type": pos.upper()}
+                per_shard[str(shard)] = ShardPosition.from_json(pos)
+        except (ValueError, PositionFormatError) as err:
+            raise ConfigError(
+                f"option 'startingPosition' per-shard JSON is invalid ({err}); expected e.g. "
+                '{"shardId-000000000000": "TRIM_HORIZON", "shardId-000000000001": '
+                '{"type": "AFTER_SEQUENCE_NUMBER", "sequence": "4960...", "sub": -1}}'
+            ) from None
+        return StartingPosition(PER_SHARD, per_shard=per_shard)
+    raise ConfigError(
+        f"option 'startingPosition' must be LATEST, TRIM_HORIZON, AT_TIMESTAMP:<ISO-8601>, kcl, or per-shard JSON; "
+        f"got {value!r}"
+    )
