@@ -89,3 +89,24 @@ def test_available_now_reads_only_the_backlog_present_at_its_start(kq):
     assert query.awaitTermination(240)
     values = [r.value for r in kq.collected("an")]
     assert len(values) == 300 and b"late" not in values and len(late) == 50
+
+
+def test_committed_positions_are_mirrored_to_the_store_and_the_consumer_group(kq):
+    from spark_samza_source.core.checkpoint import CheckpointMirror
+    from spark_samza_source.kafka.admin import KafkaAdmin
+    from spark_samza_source.metadata import open_store
+
+    topic = create_topic(kq.bootstrap, unique_topic("mirror"), 2)
+    produce(kq.bootstrap, topic, [(b"k", f"{i}".encode(), None, i % 2) for i in range(40)])
+    kq.run_available_now_parquet("mirror", subscribe=topic)
+    # Spark commits a batch to the source one batch late: run 1's last batch when run 2 plans its first.
+    produce(kq.bootstrap, topic, [(b"k", b"late", None, p) for p in range(2)])
+    kq.run_available_now_parquet("mirror", subscribe=topic)
+    checkpoint = CheckpointMirror(open_store(kq.store_uri, kq.job)).read()
+    assert checkpoint is not None
+    positions = {(str(task), ssp.partition): pos for task, ssps in checkpoint.positions.items()
+                 for ssp, pos in ssps.items()}
+    assert positions == {("Partition 0", 0): 20, ("Partition 1", 1): 20}
+    with KafkaAdmin({"bootstrap.servers": kq.bootstrap}) as admin:
+        group = admin.group_offsets(f"samza-{kq.job}", [(topic, 0), (topic, 1)])
+    assert group == {(topic, 0): 20, (topic, 1): 20}
