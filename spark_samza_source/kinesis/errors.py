@@ -1,0 +1,43 @@
+"""Errors raised by the Kinesis system package.
+
+One base class, :class:`KinesisSourceError`, so callers can tell a clear, intended Kinesis failure (a missing
+stream, lost data, throttling that does not end, a lease another worker holds) apart from a bug.  Messages name
+the operation, the stream, the shard and the positions at fault, and where the stream lives (region, endpoint).
+They never contain credentials: access keys, secret keys and session tokens are scrubbed from any text that comes
+back from botocore (see :func:`spark_samza_source.kinesis.client.AwsClientSettings.scrub`).
+"""
+
+from __future__ import annotations
+
+from ..core.errors import SamzaSourceError
+
+__all__ = [
+    "KinesisSourceError",
+    "KinesisStreamNotFoundError",
+    "KinesisDataLossError",
+    "KinesisThrottledError",
+    "KclLeaseConflictError",
+]
+
+
+class KinesisSourceError(SamzaSourceError):
+    """A Kinesis (or KCL lease table) operation failed; the message names the operation, stream and shard."""
+
+
+class KinesisStreamNotFoundError(KinesisSourceError):
+    """The stream (or one of its shards) does not exist at the endpoint / in the region the client talks to."""
+
+
+class KinesisDataLossError(KinesisSourceError):
+    """Records the query should read are gone (older than the stream's retention, shard expired) and
+    ``failOnDataLoss`` is true, or a retried attempt cannot reproduce the end an earlier attempt recorded."""
+
+
+class KinesisThrottledError(KinesisSourceError):
+    """Kinesis kept answering ``ProvisionedThroughputExceededException`` / ``LimitExceededException`` (or an
+    iterator kept expiring) beyond the bounded number of retries."""
+
+
+class KclLeaseConflictError(KinesisSourceError):
+    """A KCL lease changed under us (its ``leaseCounter`` moved since we last wrote it, or another owner holds it
+    and take-over is disabled): some other worker is using the lease table, so we did not overwrite it."""
