@@ -1,0 +1,358 @@
+"""Pure planning of samza-kinesis micro-batches: lineage, shard mapping, startpoints (DESIGN 4, 6, 8).
+
+No boto3, no Spark, no I/O: the caller lists the shards (``ListShards``), reads what executors recorded, resolves
+startpoints to shard positions, and hands everything in; every rule below is unit-tested without Kinesis.
+
+The batch cycle (see ``offset``): the offset of batch ``N`` holds the positions batch ``N`` STARTS from.
+``initial_offset`` makes batch 0, which is never read. ``plan_next(offset N, shards, ends recorded for N)``
+makes batch ``N + 1``: a shard read in batch ``N`` starts where batch ``N`` recorded it stopped; a shard
+recorded at ``SHARD_END`` is drained and never read again. ``tasks_for_batch(end)`` is what
+``partitions(start, end)`` builds, from the end offset alone (so a replay, which skips ``latestOffset``, gets
+exactly the same partitions).
+
+Lineage (as KCL's ``BlockOnParentShardTask``):
+
+- A shard is *readable* when every parent is drained: its start is ``SHARD_END`` in the new offset, or the
+  parent is not known (no longer listed by ``ListShards``: expired past retention counts as drained).
+  Drains are learnt from the recorded ends of the batch that just completed (Spark calls ``latestOffset``
+  for ``N + 1`` only after batch ``N`` has been written to the sink), so a child is readable from the batch
+  after the one that drained its last parent, and never in the same batch as a parent.
+- Otherwise it is *blocked*: it keeps its start position (``TRIM_HORIZON`` for a child discovered while the
+  query runs) and is mapped to a slot, but not read.
+- A drained shard keeps an entry (``drained``, no slot) while ``ListShards`` lists it, so its children know;
+  when it is no longer listed the entry is dropped.
+- A known shard that is no longer listed but not drained lost data: ``fail_on_data_loss`` raises
+  :class:`DataLossError` (the one of ``core.planner``) naming the shard and its position; otherwise it is
+  logged, reported in ``KinesisPlan.data_loss`` and dropped (its children then count it as drained).
+
+Startpoints: the caller resolves each (task, slot SSP) startpoint for every shard mapped to that slot
+(``KinesisOffset.shards_in_slot``) into a :class:`ShardStartpoint` keyed by shard id. A startpoint applies when
+its creation timestamp is newer than the one recorded in ``applied`` for its (task, SSP); it replaces the
+shard's start (a blocked shard stays blocked; ``SHARD_END`` drains the shard), and is recorded under its
+(task, SSP) in the offset's ``startpoints`` (this batch) and ``applied`` (carried forward, so never twice). A
+startpoint does not reopen a drained shard, nor apply to a shard that is gone: those are logged and recorded
+as applied without a position, so the commit still deletes them.
+
+Job model: kept from the previous offset unless ``num_tasks`` differs from it or ``new_job_model=True`` (the
+caller's restart policy); a new model (generation + 1) maps the live shards 1:1 again (``mapper.build``).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from ..core.errors import SamzaSourceError
+from ..core.model import SystemStreamPartition, TaskName
+from ..core.planner import DataLossError
+from .mapper import LINEAGE, ShardPartitionMapper, check_assignment, lineage_order, task_name
+from .offset import (
+    BLOCKED,
+    DRAINED,
+    READABLE,
+    AppliedStartpoint,
+    KinesisOffset,
+    ShardState,
+    TaskSsp,
+    slot_owned,
+)
+from .positions import ShardPosition
+from .shards import ShardInfo
+
+log = logging.getLogger(__name__)
+
+__all__ = [
+    "DataLossError", "KinesisPlan", "KinesisPlanError", "ShardLoss", "ShardStartpoint", "initial_offset",
+    "plan_next", "tasks_for_batch",
+]
+
+
+class KinesisPlanError(SamzaSourceError):
+    """The recorded ends of a batch do not fit the offset that planned it (a shard missing or unexpected)."""
+
+
+@dataclass(frozen=True)
+class ShardStartpoint:
+    """A (task, slot SSP) startpoint resolved by the caller to a position in one shard of that slot."""
+
+    position: ShardPosition
+    creation_timestamp: int
+    task: TaskName
+    ssp: SystemStreamPartition
+
+
+@dataclass(frozen=True)
+class ShardLoss:
+    """A shard that disappeared from ListShards before it was drained (``fail_on_data_loss=False``)."""
+
+    shard_id: str
+    position: ShardPosition
+    status: str
+
+    def describe(self) -> str:
+        return (f"shard {self.shard_id} ({self.status}, next position: {self.position}) is no longer listed by "
+                "ListShards before it was read to its end: its unread records expired past the stream's retention")
+
+
+@dataclass
+class KinesisPlan:
+    offset: KinesisOffset
+    has_work: bool  # some shard is readable in ``offset`` (it may still have no new records)
+    new_shards: list[str] = field(default_factory=list)
+    released: list[str] = field(default_factory=list)  # readable now, blocked or unknown before
+    drained: list[str] = field(default_factory=list)  # drained by the batch just completed (or a startpoint)
+    expired: list[str] = field(default_factory=list)  # drained shards no longer listed, dropped from the offset
+    data_loss: list[ShardLoss] = field(default_factory=list)
+    applied: dict[TaskSsp, AppliedStartpoint] = field(default_factory=dict)
+    new_job_model: bool = False
+    overloaded: list[TaskSsp] = field(default_factory=list)  # slots holding several shards
+
+
+def initial_offset(
+    shards: Sequence[ShardInfo],
+    num_tasks: int | None = None,
+    starting: Mapping[str, ShardPosition] | ShardPosition | None = None,
+    assignment: str = LINEAGE,
+    *,
+    stream: str,
+    system: str = "kinesis",
+    slots_per_task: int | None = None,
+    default_position: ShardPosition | None = None,
+    latest_timestamp_ms: int | None = None,
+) -> KinesisOffset:
+    """Batch 0 (never read) of a query without a checkpoint, with the first job model.
+
+    ``starting``: one position for every shard (default ``TRIM_HORIZON``), or shard id -> position (e.g. seeded
+    from a KCL lease table, ``SHARD_END`` for finished shards); shards missing from the mapping start at
+    ``default_position`` (default ``TRIM_HORIZON``). ``num_tasks=None``: the open-shard count (at least 1).
+    ``latest_timestamp_ms``: record the time ``LATEST`` was resolved to (the caller passes ``AT_TIMESTAMP``).
+    """
+    check_assignment(assignment)
+    listed = _index(shards)
+    default = default_position or ShardPosition.trim_horizon()
+    if starting is None:
+        starting = ShardPosition.trim_horizon()
+    if isinstance(starting, ShardPosition):
+        starts = {sid: starting for sid in listed}
+    else:
+        unknown = sorted(set(starting) - set(listed))
+        if unknown:
+            log.info("starting positions for %d shards not listed by ListShards are ignored: %s",
+                     len(unknown), ", ".join(unknown[:20]))
+        starts = {sid: starting.get(sid, default) for sid in listed}
+    for sid, pos in starts.items():
+        if not isinstance(pos, ShardPosition):
+            raise KinesisPlanError(f"starting position of shard {sid} must be a ShardPosition, got {pos!r:.80}")
+    statuses = _statuses(starts, listed)
+    if num_tasks is None:
+        num_tasks = max(1, sum(1 for s in listed.values() if not s.closed))
+    live = [listed[sid] for sid, status in statuses.items() if status != DRAINED]
+    mapper = ShardPartitionMapper.build(num_tasks, live, assignment, slots_per_task)
+    return KinesisOffset(
+        batch=0,
+        stream=stream,
+        system=system,
+        mapper=mapper,
+        shards={sid: ShardState(starts[sid], statuses[sid], listed[sid].ending_sequence) for sid in listed},
+        generation=1,
+        latest_timestamp_ms=latest_timestamp_ms,
+    )
+
+
+def plan_next(
+    previous: KinesisOffset,
+    shards: Sequence[ShardInfo],
+    recorded_ends: Mapping[str, ShardPosition],
+    *,
+    startpoints: Mapping[str, ShardStartpoint] | None = None,
+    fail_on_data_loss: bool = True,
+    assignment: str = LINEAGE,
+    num_tasks: int | None = None,
+    new_job_model: bool = False,
+    slots_per_task: int | None = None,
+) -> KinesisPlan:
+    """Plan batch ``previous.batch + 1``.
+
+    ``shards``: ``ListShards`` now. ``recorded_ends``: shard -> position recorded by executors for
+    ``previous.batch`` (call only once that batch completed); every shard readable in ``previous`` must have
+    one and no other shard may (:class:`KinesisPlanError`), except for batch 0, which is never read (its
+    ends are ignored). ``num_tasks``/``new_job_model``/``slots_per_task``: see the module docstring.
+    """
+    check_assignment(assignment)
+    listed = _index(shards)
+    startpoints = dict(startpoints or {})
+    first = previous.batch == 0
+    plan_new_shards: list[str] = []
+    drained: list[str] = []
+    expired: list[str] = []
+    losses: list[ShardLoss] = []
+
+    # 1. where every known shard starts now
+    if first:
+        if recorded_ends:
+            log.warning("ignoring %d ends recorded for batch 0, which is never read (stale metadata?)",
+                        len(recorded_ends))
+        starts = {sid: state.start for sid, state in previous.shards.items()}
+    else:
+        _check_ends(previous, recorded_ends)
+        starts = {}
+        for sid, state in previous.shards.items():
+            if state.status == READABLE:
+                end = recorded_ends[sid]
+                starts[sid] = end
+                if end.is_shard_end:
+                    drained.append(sid)
+                    if sid in listed and not listed[sid].closed:
+                        log.warning("shard %s was read to its end but ListShards still lists it as open", sid)
+            else:
+                starts[sid] = state.start
+
+    # 2. shards no longer listed: expired after their drain, or lost
+    for sid in [s for s in starts if s not in listed]:
+        position = starts.pop(sid)
+        if position.is_shard_end:
+            expired.append(sid)
+            continue
+        status = previous.shards[sid].status
+        loss = ShardLoss(sid, position, status)
+        if fail_on_data_loss:
+            raise DataLossError(
+                f"samza-kinesis stream {previous.stream}: {loss.describe()}. The query stops so nothing is skipped "
+                "silently; to continue without it restart with failOnDataLoss=false"
+            )
+        log.warning("data loss: %s; continuing without it", loss.describe())
+        losses.append(loss)
+
+    # 3. shards seen for the first time (children of a reshard) start at TRIM_HORIZON
+    for sid in listed:
+        if sid not in starts:
+            starts[sid] = ShardPosition.trim_horizon()
+            plan_new_shards.append(sid)
+
+    # 4. startpoints
+    applied_map = dict(previous.applied)
+    applied_now: dict[TaskSsp, tuple[int, dict[str, ShardPosition]]] = {}
+    for sid, sp in sorted(startpoints.items()):
+        key = (sp.task, sp.ssp)
+        if sp.creation_timestamp <= previous.applied.get(key, -1):
+            continue  # applied before: never twice
+        ts, positions = applied_now.get(key, (sp.creation_timestamp, {}))
+        applied_now[key] = (max(ts, sp.creation_timestamp), positions)
+        applied_map[key] = applied_now[key][0]
+        if sid not in starts:
+            log.warning("startpoint on %s in %s for shard %s ignored: the shard is not listed", sp.ssp, sp.task, sid)
+        elif starts[sid].is_shard_end:
+            log.warning("startpoint on %s in %s for shard %s ignored: the shard was read to its end", sp.ssp,
+                        sp.task, sid)
+        else:
+            starts[sid] = positions[sid] = sp.position
+            if sp.position.is_shard_end:
+                drained.append(sid)
+
+    # 5. lineage
+    statuses = _statuses(starts, listed)
+    released = sorted(
+        sid for sid, status in statuses.items()
+        if status == READABLE and (sid not in previous.shards or previous.shards[sid].status == BLOCKED)
+    )
+
+    # 6. the mapping
+    generation = previous.generation
+    rebuild = new_job_model or (num_tasks is not None and num_tasks != previous.mapper.num_tasks)
+    live = [sid for sid, status in statuses.items() if status != DRAINED]
+    if rebuild:
+        mapper = ShardPartitionMapper.build(num_tasks or previous.mapper.num_tasks, [listed[s] for s in live],
+                                            assignment, slots_per_task)
+        generation += 1
+    else:
+        mapper = previous.mapper.copy()
+        for sid in previous.mapper.assignments():
+            if statuses.get(sid, DRAINED) == DRAINED:
+                mapper.release(sid)
+        for info in lineage_order(listed[s] for s in live if s not in mapper):
+            mapper.place(info, listed, assignment)
+
+    stream, system = previous.stream, previous.system
+    offset = KinesisOffset(
+        batch=previous.batch + 1,
+        stream=stream,
+        system=system,
+        mapper=mapper,
+        shards={sid: ShardState(starts[sid], statuses[sid], listed[sid].ending_sequence) for sid in starts},
+        generation=generation,
+        startpoints={k: AppliedStartpoint(ts, pos) for k, (ts, pos) in applied_now.items()},
+        applied={k: v for k, v in applied_map.items() if slot_owned(mapper, system, stream, *k)},
+        latest_timestamp_ms=previous.latest_timestamp_ms,
+    )
+    return KinesisPlan(
+        offset=offset,
+        has_work=any(status == READABLE for status in statuses.values()),
+        new_shards=sorted(plan_new_shards),
+        released=released,
+        drained=sorted(set(drained)),
+        expired=sorted(expired),
+        data_loss=losses,
+        applied=dict(offset.startpoints),
+        new_job_model=rebuild,
+        overloaded=[(task_name(mapper.task_of_slot(s)), offset.ssp(s)) for s in mapper.overloaded_slots()],
+    )
+
+
+def tasks_for_batch(offset: KinesisOffset) -> list[tuple[TaskName, list[tuple[str, ShardPosition]]]]:
+    """What the batch ending at ``offset`` reads: every task in order (idle ones with an empty list), each with
+    its readable shards (by slot, then shard id) and their start positions. Built from ``offset`` alone."""
+    mapper = offset.mapper
+    per = mapper.slots_per_task
+    by_task: list[list[tuple[int, str, ShardPosition]]] = [[] for _ in range(mapper.num_tasks)]
+    for sid, state in offset.shards.items():
+        if state.status == READABLE:
+            slot = mapper.slot_of(sid)
+            by_task[slot // per].append((slot, sid, state.start))
+    return [
+        (task_name(i), [(sid, start) for _, sid, start in sorted(reads, key=lambda r: (r[0], r[1]))])
+        for i, reads in enumerate(by_task)
+    ]
+
+
+# ---- helpers ---------------------------------------------------------------------------------------------
+def _index(shards: Sequence[ShardInfo]) -> dict[str, ShardInfo]:
+    listed: dict[str, ShardInfo] = {}
+    for info in shards:
+        if not isinstance(info, ShardInfo):
+            raise KinesisPlanError(f"expected ShardInfo from ListShards, got {info!r:.80}")
+        if info.shard_id in listed:
+            raise KinesisPlanError(f"ListShards returned shard {info.shard_id} twice")
+        listed[info.shard_id] = info
+    return listed
+
+
+def _statuses(starts: Mapping[str, ShardPosition], listed: Mapping[str, ShardInfo]) -> dict[str, str]:
+    """drained (at SHARD_END), readable (every parent drained or unknown), else blocked."""
+    out: dict[str, str] = {}
+    for sid, position in starts.items():
+        if position.is_shard_end:
+            out[sid] = DRAINED
+            continue
+        ready = all(p == sid or p not in starts or starts[p].is_shard_end for p in listed[sid].parent_ids)
+        out[sid] = READABLE if ready else BLOCKED
+    return out
+
+
+def _check_ends(previous: KinesisOffset, recorded_ends: Mapping[str, ShardPosition]) -> None:
+    missing = [sid for sid, state in previous.shards.items() if state.status == READABLE and sid not in recorded_ends]
+    if missing:
+        raise KinesisPlanError(
+            f"batch {previous.batch} of stream {previous.stream} read shard(s) {', '.join(missing[:20])} but no end "
+            f"was recorded for them; plan the next batch only after batch {previous.batch} completed"
+        )
+    for sid, end in recorded_ends.items():
+        state = previous.shards.get(sid)
+        if state is None or state.status != READABLE:
+            raise KinesisPlanError(
+                f"an end was recorded for shard {sid} in batch {previous.batch} of stream {previous.stream}, which "
+                f"did not read it ({'unknown shard' if state is None else state.status}); stale metadata from "
+                "another query with the same job.name?"
+            )
+        if not isinstance(end, ShardPosition):
+            raise KinesisPlanError(f"recorded end of shard {sid} must be a ShardPosition, got {end!r:.80}")
