@@ -259,7 +259,7 @@ class KinesisOffset:
         """Parse an offset; only :class:`OffsetFormatError` or :class:`FormatVersionError` escape."""
         try:
             return cls._from_json(value)
-        except (OffsetFormatError, FormatVersionError):
+        except FormatVersionError:
             raise
         except (SamzaSourceError, KeyError, TypeError, ValueError, AttributeError, IndexError, ArithmeticError,
                 RecursionError) as err:
