@@ -121,13 +121,14 @@ class ShardPartitionMapper:
     Mutable (``assign``, ``release``, ``place``); ``copy()`` before changing a mapper owned by an offset.
     """
 
-    __slots__ = ("_num_tasks", "_slots_per_task", "_slot_of", "_members")
+    __slots__ = ("_num_tasks", "_slots_per_task", "_slot_of", "_members", "_task_used")
 
     def __init__(self, num_tasks: int, slots_per_task: int, slots: Mapping[str, int] | None = None) -> None:
         self._num_tasks = _positive_int(num_tasks, "num_tasks")
         self._slots_per_task = _positive_int(slots_per_task, "slots_per_task")
         self._slot_of: dict[str, int] = {}
-        self._members: dict[int, set[str]] = {}
+        self._members: dict[int, set[str]] = {}  # only slots holding a shard
+        self._task_used: dict[int, set[int]] = {}  # task -> its slots holding a shard
         for shard, slot in (slots or {}).items():
             self.assign(shard, slot)
 
@@ -184,7 +185,8 @@ class ShardPartitionMapper:
         return sorted(s for slot in self.slots_of_task(task) for s in self._members.get(slot, ()))
 
     def free_slots(self, task: int) -> list[int]:
-        return [slot for slot in self.slots_of_task(task) if slot not in self._members]
+        used = self._task_used.get(task, set()) if 0 <= task < self._num_tasks else set()
+        return [slot for slot in self.slots_of_task(task) if slot not in used]
 
     def used_slots(self) -> dict[int, list[str]]:
         """slot -> its shards, for every slot holding at least one shard, sorted."""
@@ -202,6 +204,7 @@ class ShardPartitionMapper:
             raise MapperError(f"shard {shard} is already mapped to slot {self._slot_of[shard]}")
         self._slot_of[shard] = slot
         self._members.setdefault(slot, set()).add(shard)
+        self._task_used.setdefault(slot // self._slots_per_task, set()).add(slot)
 
     def release(self, shard: str) -> int | None:
         """Unmap ``shard`` (drained or gone); returns the slot it held, or ``None`` if it was not mapped."""
@@ -211,6 +214,10 @@ class ShardPartitionMapper:
             members.discard(shard)
             if not members:
                 del self._members[slot]
+                task = slot // self._slots_per_task
+                self._task_used[task].discard(slot)
+                if not self._task_used[task]:
+                    del self._task_used[task]
         return slot
 
     def place(self, shard: ShardInfo, info: Mapping[str, ShardInfo], assignment: str = LINEAGE) -> int:
@@ -219,37 +226,63 @@ class ShardPartitionMapper:
         ``info`` describes the shards currently listed (for parents' hash keys and which mapped shards are
         still open); a mapped shard missing from it counts as closed.
         """
-        task = self.choose_task(shard, info, assignment)
-        slot = self.choose_slot(task, shard, info)
-        self.assign(shard.shard_id, slot)
-        return slot
+        return self.place_many([shard], info, assignment)[0]
+
+    def place_many(
+        self, shards: Iterable[ShardInfo], info: Mapping[str, ShardInfo], assignment: str = LINEAGE
+    ) -> list[int]:
+        """``place`` each of ``shards`` in the order given (parents first: see :func:`lineage_order`).
+
+        Task loads are computed once and kept up to date, so placing many shards costs about as much as one.
+        """
+        check_assignment(assignment)
+        loads: list[list[int]] | None = None  # [open shards, shards] per task, computed when first needed
+        out = []
+        for shard in shards:
+            task = self._lineage_task(shard, info) if assignment == LINEAGE else None
+            if task is None:
+                if loads is None:
+                    loads = self._loads(info)
+                task = min(range(self._num_tasks), key=lambda i: (loads[i][0], loads[i][1], i))
+            slot = self.choose_slot(task, shard, info)
+            self.assign(shard.shard_id, slot)
+            if loads is not None:
+                loads[task][0] += shard.shard_id in info and not info[shard.shard_id].closed
+                loads[task][1] += 1
+            out.append(slot)
+        return out
 
     def choose_task(self, shard: ShardInfo, info: Mapping[str, ShardInfo], assignment: str = LINEAGE) -> int:
         check_assignment(assignment)
-        if assignment == LINEAGE:
-            parents = [p for p in shard.parent_ids if p != shard.shard_id and p in self._slot_of]
-            if parents:
-                first = min(parents, key=lambda p: (info[p].hash_start if p in info else _NO_HASH, p))
-                return self._slot_of[first] // self._slots_per_task
-        return self._least_loaded_task(info)
+        task = self._lineage_task(shard, info) if assignment == LINEAGE else None
+        if task is None:
+            loads = self._loads(info)
+            task = min(range(self._num_tasks), key=lambda i: (loads[i][0], loads[i][1], i))
+        return task
 
     def choose_slot(self, task: int, shard: ShardInfo, info: Mapping[str, ShardInfo]) -> int:
-        slots = self.slots_of_task(task)
+        self._check_task(task)
+        used = self._task_used.get(task, set())
+        base = task * self._slots_per_task
+        if len(used) < self._slots_per_task:  # 1. the lowest free slot (at most len(used) steps away)
+            slot = base
+            while slot in used:
+                slot += 1
+            return slot
         members = self._members
-        for slot in slots:  # 1. a free slot
-            if slot not in members:
-                return slot
+        ordered = sorted(used)
         parents = set(shard.parent_ids)
-        for slot in slots:  # 2. succession: only its own parents are there
+        for slot in ordered:  # 2. succession: only its own parents are there
             if members[slot] <= parents:
                 return slot
         # 3. overload the slot with the fewest open shards, then fewest shards, then the lowest number
-        return min(slots, key=lambda slot: (self._open_count(members[slot], info), len(members[slot]), slot))
+        return min(ordered, key=lambda slot: (self._open_count(members[slot], info), len(members[slot]), slot))
 
     def copy(self) -> ShardPartitionMapper:
         out = ShardPartitionMapper(self._num_tasks, self._slots_per_task)
         out._slot_of = dict(self._slot_of)
         out._members = {slot: set(members) for slot, members in self._members.items()}
+        out._task_used = {task: set(used) for task, used in self._task_used.items()}
         return out
 
     # ---- a new job model -------------------------------------------------------------------------------
@@ -344,13 +377,20 @@ class ShardPartitionMapper:
     def _open_count(members: Iterable[str], info: Mapping[str, ShardInfo]) -> int:
         return sum(1 for s in members if s in info and not info[s].closed)
 
-    def _least_loaded_task(self, info: Mapping[str, ShardInfo]) -> int:
-        totals = [0] * self._num_tasks
-        opens = [0] * self._num_tasks
+    def _lineage_task(self, shard: ShardInfo, info: Mapping[str, ShardInfo]) -> int | None:
+        parents = [p for p in shard.parent_ids if p != shard.shard_id and p in self._slot_of]
+        if not parents:
+            return None
+        first = min(parents, key=lambda p: (info[p].hash_start if p in info else _NO_HASH, p))
+        return self._slot_of[first] // self._slots_per_task
+
+    def _loads(self, info: Mapping[str, ShardInfo]) -> list[list[int]]:
+        """[open shards, shards] per task."""
+        loads = [[0, 0] for _ in range(self._num_tasks)]
         per = self._slots_per_task
         for shard, slot in self._slot_of.items():
-            t = slot // per
-            totals[t] += 1
+            load = loads[slot // per]
+            load[1] += 1
             if shard in info and not info[shard].closed:
-                opens[t] += 1
-        return min(range(self._num_tasks), key=lambda i: (opens[i], totals[i], i))
+                load[0] += 1
+        return loads

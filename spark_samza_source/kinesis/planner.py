@@ -270,8 +270,7 @@ def plan_next(
         for sid in previous.mapper.assignments():
             if statuses.get(sid, DRAINED) == DRAINED:
                 mapper.release(sid)
-        for info in lineage_order(listed[s] for s in live if s not in mapper):
-            mapper.place(info, listed, assignment)
+        mapper.place_many(lineage_order(listed[s] for s in live if s not in mapper), listed, assignment)
 
     stream, system = previous.stream, previous.system
     offset = KinesisOffset(

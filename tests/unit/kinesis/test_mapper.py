@@ -10,7 +10,6 @@ from spark_samza_source.core.errors import SamzaSourceError
 from spark_samza_source.core.model import TaskName
 from spark_samza_source.kinesis.mapper import (
     BALANCED,
-    LINEAGE,
     MapperError,
     ShardPartitionMapper,
     lineage_order,
