@@ -1,0 +1,224 @@
+"""boto3 clients for Kinesis, DynamoDB (KCL lease table) and STS, built from the source's options.
+
+``AwsClientSettings.from_settings(options.client_settings())`` takes the dict the options module produces (keys
+``region``, ``endpoint_url``, ``dynamodb_endpoint_url``, ``access_key_id``, ``secret_key``, ``session_token``,
+``role_arn``, ``role_session_name``; optional ``role_external_id``, ``sts_endpoint_url``, ``max_attempts``,
+``connect_timeout_s``, ``read_timeout_s``, ``max_pool_connections``).  Credentials, in order of precedence:
+
+1. ``access_key_id`` + ``secret_key`` (+ ``session_token``): static keys;
+2. otherwise boto3's default chain (environment, shared config/profile, container or instance role);
+3. with ``role_arn``: the credentials of 1. or 2. assume that role through STS; the temporary credentials are
+   refreshed automatically before they expire (botocore ``RefreshableCredentials``), so long queries keep working.
+
+Secrets never appear in text: ``repr`` and :meth:`AwsClientSettings.describe` omit them, and
+:meth:`AwsClientSettings.scrub` removes them (and the access key id) from any message built from a botocore error.
+The settings object is a small frozen dataclass, cheap to pickle to executors.
+
+Retries: botocore's ``standard`` mode with ``max_attempts`` (default 5) and bounded connect/read timeouts (10 s /
+30 s).  The reader adds its own bounded backoff for throttling on top (see ``reader``).
+
+Clients are cached per process and per settings (``kinesis_client``, ``dynamodb_client``): building a boto3 client
+costs tens of milliseconds, and ``read()`` runs once per task and micro-batch.  boto3 clients are thread-safe;
+sessions are not, so they are only created under a lock.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
+from typing import Any
+
+from ..core.errors import ConfigError
+
+__all__ = [
+    "AwsClientSettings",
+    "kinesis_client",
+    "dynamodb_client",
+    "client_where",
+    "clear_client_cache",
+    "DEFAULT_MAX_ATTEMPTS",
+]
+
+DEFAULT_MAX_ATTEMPTS = 5
+_ROLE_DURATION_S = 3600
+
+
+@dataclass(frozen=True, repr=False)
+class AwsClientSettings:
+    region: str | None = None
+    endpoint_url: str | None = None
+    dynamodb_endpoint_url: str | None = None
+    access_key_id: str | None = None
+    secret_key: str | None = None
+    session_token: str | None = None
+    role_arn: str | None = None
+    role_session_name: str = "samza-kinesis"
+    role_external_id: str | None = None
+    sts_endpoint_url: str | None = None
+    max_attempts: int = DEFAULT_MAX_ATTEMPTS
+    connect_timeout_s: float = 10.0
+    read_timeout_s: float = 30.0
+    max_pool_connections: int = 10
+
+    def __post_init__(self) -> None:
+        if (self.access_key_id is None) != (self.secret_key is None):
+            raise ConfigError("AWS credentials: give both the access key id and the secret key, or neither "
+                              "(neither uses boto3's default credential chain)")
+        if not isinstance(self.max_attempts, int) or not 1 <= self.max_attempts <= 20:
+            raise ConfigError(f"AWS client max_attempts must be an integer from 1 to 20, got {self.max_attempts!r}")
+        for name in ("connect_timeout_s", "read_timeout_s"):
+            value = getattr(self, name)
+            if not isinstance(value, (int, float)) or value <= 0:
+                raise ConfigError(f"AWS client {name} must be a positive number of seconds, got {value!r}")
+
+    @classmethod
+    def from_settings(cls, settings: Mapping[str, Any] | AwsClientSettings) -> AwsClientSettings:
+        """Build from ``KinesisSourceOptions.client_settings()`` (None values mean "not set")."""
+        if isinstance(settings, AwsClientSettings):
+            return settings
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(settings) - known)
+        if unknown:
+            raise ConfigError(f"unknown AWS client settings {unknown}; known: {sorted(known)}")
+        return cls(**{k: v for k, v in settings.items() if v is not None})
+
+    # ---- text without secrets -------------------------------------------------------------------------------
+    def __repr__(self) -> str:
+        return f"AwsClientSettings({self.describe()})"
+
+    def describe(self) -> str:
+        """Region, endpoints and the kind of credentials: safe for logs and error messages."""
+        creds = "static keys" if self.access_key_id else "default credential chain"
+        if self.role_arn:
+            creds += f" assuming role {self.role_arn}"
+        parts = [f"region {self.region or 'from the environment'}"]
+        if self.endpoint_url:
+            parts.append(f"endpoint {self.endpoint_url}")
+        if self.dynamodb_endpoint_url and self.dynamodb_endpoint_url != self.endpoint_url:
+            parts.append(f"DynamoDB endpoint {self.dynamodb_endpoint_url}")
+        parts.append(creds)
+        return ", ".join(parts)
+
+    def secrets(self) -> list[str]:
+        return [s for s in (self.secret_key, self.session_token, self.access_key_id, self.role_external_id)
+                if isinstance(s, str) and len(s) >= 4]
+
+    def scrub(self, text: object, limit: int = 1000) -> str:
+        """``text`` with every credential of these settings replaced by ``***`` (and cut to ``limit`` chars)."""
+        out = str(text)
+        for secret in sorted(self.secrets(), key=len, reverse=True):
+            out = out.replace(secret, "***")
+        return out if len(out) <= limit else out[:limit] + " ..."
+
+
+# ---- clients ----------------------------------------------------------------------------------------------------
+_LOCK = threading.Lock()
+_SESSIONS: dict[AwsClientSettings, Any] = {}
+_CLIENTS: dict[tuple[AwsClientSettings, str], Any] = {}
+
+
+def _config(settings: AwsClientSettings):
+    from botocore.config import Config
+
+    return Config(
+        retries={"max_attempts": settings.max_attempts, "mode": "standard"},
+        connect_timeout=settings.connect_timeout_s,
+        read_timeout=settings.read_timeout_s,
+        max_pool_connections=settings.max_pool_connections,
+        user_agent_extra="spark-samza-source",
+    )
+
+
+def _base_session(settings: AwsClientSettings):
+    import boto3
+
+    kwargs: dict[str, Any] = {}
+    if settings.region:
+        kwargs["region_name"] = settings.region
+    if settings.access_key_id:
+        kwargs.update(aws_access_key_id=settings.access_key_id, aws_secret_access_key=settings.secret_key,
+                      aws_session_token=settings.session_token)
+    return boto3.Session(**kwargs)
+
+
+def _assume_role_session(settings: AwsClientSettings):
+    import boto3
+    from botocore.credentials import RefreshableCredentials
+    from botocore.session import get_session
+
+    base = _base_session(settings)
+    sts = base.client("sts", endpoint_url=settings.sts_endpoint_url, config=_config(settings))
+
+    def refresh() -> dict[str, str]:
+        request: dict[str, Any] = {"RoleArn": settings.role_arn, "RoleSessionName": settings.role_session_name[:64],
+                                   "DurationSeconds": _ROLE_DURATION_S}
+        if settings.role_external_id:
+            request["ExternalId"] = settings.role_external_id
+        try:
+            creds = sts.assume_role(**request)["Credentials"]
+        except Exception as err:
+            raise ConfigError(f"cannot assume role {settings.role_arn} ({settings.describe()}): "
+                              f"{settings.scrub(err)}") from None
+        return {"access_key": creds["AccessKeyId"], "secret_key": creds["SecretAccessKey"],
+                "token": creds["SessionToken"], "expiry_time": creds["Expiration"].isoformat()}
+
+    credentials = RefreshableCredentials.create_from_metadata(
+        metadata=refresh(), refresh_using=refresh, method="sts-assume-role")
+    botocore_session = get_session()
+    botocore_session._credentials = credentials  # the documented way to plug refreshable credentials in
+    return boto3.Session(botocore_session=botocore_session, region_name=settings.region or base.region_name)
+
+
+def _session(settings: AwsClientSettings):
+    session = _SESSIONS.get(settings)
+    if session is None:
+        session = _assume_role_session(settings) if settings.role_arn else _base_session(settings)
+        _SESSIONS[settings] = session
+    return session
+
+
+def _client(settings: Mapping[str, Any] | AwsClientSettings, service: str, endpoint: str | None):
+    cfg = AwsClientSettings.from_settings(settings)
+    key = (cfg, service)
+    client = _CLIENTS.get(key)
+    if client is not None:
+        return client
+    with _LOCK:
+        client = _CLIENTS.get(key)
+        if client is None:
+            try:
+                client = _session(cfg).client(service, endpoint_url=endpoint, config=_config(cfg))
+            except ConfigError:
+                raise
+            except Exception as err:
+                raise ConfigError(f"cannot create a {service} client ({cfg.describe()}): {cfg.scrub(err)}") from None
+            _CLIENTS[key] = client
+    return client
+
+
+def kinesis_client(settings: Mapping[str, Any] | AwsClientSettings):
+    """A (cached) boto3 Kinesis client for ``settings``."""
+    cfg = AwsClientSettings.from_settings(settings)
+    return _client(cfg, "kinesis", cfg.endpoint_url)
+
+
+def dynamodb_client(settings: Mapping[str, Any] | AwsClientSettings):
+    """A (cached) boto3 DynamoDB client for ``settings`` (``dynamodb_endpoint_url``, else ``endpoint_url``)."""
+    cfg = AwsClientSettings.from_settings(settings)
+    return _client(cfg, "dynamodb", cfg.dynamodb_endpoint_url or cfg.endpoint_url)
+
+
+def clear_client_cache() -> None:
+    """Forget cached clients and sessions (tests; after credentials were rotated)."""
+    with _LOCK:
+        _CLIENTS.clear()
+        _SESSIONS.clear()
+
+
+def client_where(client: Any) -> str:
+    """``region R, endpoint URL`` of a boto3 client: where a stream was looked for, for error messages."""
+    try:
+        return f"region {client.meta.region_name}, endpoint {client.meta.endpoint_url}"
+    except AttributeError:
+        return "an unknown endpoint"

@@ -1,0 +1,476 @@
+"""Executor side of ``samza-kinesis``: read one shard from a position, as Arrow RecordBatches, and say where it ended.
+
+Kinesis has no "latest offset" a driver could plan against, so the end of a batch is decided here (DESIGN §8):
+:func:`read_shard` reads from ``start`` until a stop condition and returns the rows plus the end position reached;
+the caller records that end (``batch_ends``) before yielding any row, and a retried or speculative attempt passes
+the recorded end back as ``recorded_end`` and gets *exactly* the same rows.
+
+Stop conditions (first one wins):
+
+* ``recorded_end`` given: read exactly up to it, inclusive of the record / sub-record it names -- no more (even if
+  more data arrived), no less (keep reading through throttling, empty pages and expired iterators, for at most
+  ``exact_timeout_ms``).  If the data needed is gone, :class:`KinesisDataLossError` names the shard and positions;
+* ``max_records`` user records (after KPL de-aggregation: a batch may end inside an aggregate, and the end position
+  then carries the sub-sequence number of the last user record read);
+* ``max_fetch_time_ms`` elapsed;
+* caught up: a response with ``MillisBehindLatest == 0`` that returned fewer records than asked for;
+* shard end: the shard is closed and its ending sequence number was read (``ending_sequence``, from
+  ``ListShards``), or ``NextShardIterator`` came back null, or -- closed shard -- a caught-up response: end
+  ``SHARD_END``.  moto never returns a null iterator for a closed shard, real Kinesis does; both work.
+
+Robustness, all bounded:
+
+* throttling (``ProvisionedThroughputExceededException``, ``LimitExceededException``, KMS throttling): exponential
+  backoff with jitter, the same iterator again; more than ``max_retries`` in a row -> :class:`KinesisThrottledError`
+  (outside exact reads, running into ``max_fetch_time_ms`` while throttled just ends the batch early);
+* ``ExpiredIteratorException``: a new iterator from the position reached (never loses or repeats a record);
+* at most one ``GetRecords`` per ``min_call_interval_ms`` (200 ms: Kinesis allows 5 reads/s per shard);
+* ``GetRecords`` ``Limit`` caps the records held per call (``records_per_call``, and never more than the user
+  records still wanted), batches hold at most ``max_rows_per_batch`` rows.
+
+Trimmed data is detected where Kinesis lets us: a position *after* sequence number S (the end of a previous batch)
+is resumed with an ``AT_SEQUENCE_NUMBER`` iterator on S and S itself is skipped, so if S is no longer there (older
+than the retention period) the gap is seen; a shard that no longer exists is gone.  With ``fail_on_data_loss`` a
+:class:`KinesisDataLossError` names shard and positions; otherwise a warning is logged and reading continues from
+the oldest record still available.  ``TRIM_HORIZON``, ``AT_TIMESTAMP`` and ``AT_SEQUENCE_NUMBER`` starts (user
+choices) are never reported as loss.
+
+KPL aggregates are de-aggregated like the KCL does (``kpl``); with ``hash_range`` (the shard's hash-key range), an
+aggregate holding a user record outside the range is dropped whole, as the KCL does (the KPL put it on a shard
+that was being split and re-put it on the right one).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+from botocore.exceptions import ClientError
+
+from . import kpl
+from .admin import THROTTLING_CODES, KinesisAdmin, error_code, iterator_request
+from .client import AwsClientSettings
+from .errors import KinesisDataLossError, KinesisSourceError, KinesisThrottledError
+from .positions import AFTER_SEQUENCE_NUMBER, AT_SEQUENCE_NUMBER, SHARD_END, ShardPosition
+from .schema import kinesis_arrow_schema
+
+__all__ = [
+    "ShardReadResult",
+    "read_shard",
+    "DEFAULT_MAX_RECORDS",
+    "DEFAULT_MAX_FETCH_TIME_MS",
+    "DEFAULT_RECORDS_PER_CALL",
+    "DEFAULT_MIN_CALL_INTERVAL_MS",
+    "DEFAULT_EXACT_TIMEOUT_MS",
+    "STOP_RECORDED_END",
+    "STOP_MAX_RECORDS",
+    "STOP_MAX_FETCH_TIME",
+    "STOP_CAUGHT_UP",
+    "STOP_SHARD_END",
+]
+
+log = logging.getLogger(__name__)
+
+DEFAULT_MAX_RECORDS = 10_000
+DEFAULT_MAX_FETCH_TIME_MS = 10_000
+DEFAULT_RECORDS_PER_CALL = 10_000  # the GetRecords maximum
+DEFAULT_MIN_CALL_INTERVAL_MS = 200  # 5 GetRecords per second per shard
+DEFAULT_MAX_ROWS_PER_BATCH = 10_000
+DEFAULT_EXACT_TIMEOUT_MS = 300_000
+DEFAULT_MAX_RETRIES = 10
+_CAUGHT_UP_CONFIRMATIONS = 3  # exact reads: caught-up responses before "the recorded end is not there" is believed
+
+STOP_RECORDED_END = "recorded_end"
+STOP_MAX_RECORDS = "max_records"
+STOP_MAX_FETCH_TIME = "max_fetch_time"
+STOP_CAUGHT_UP = "caught_up"
+STOP_SHARD_END = "shard_end"
+
+_ALL = 1 << 62  # "every sub-record" when comparing sub-sequence numbers
+
+
+def _order(position: ShardPosition) -> tuple[int, int]:
+    """(sequence, sub) order key of a sequence-number position; AFTER(S, -1) sorts after every sub-record of S."""
+    assert position.sequence is not None
+    if position.type == AT_SEQUENCE_NUMBER:
+        return int(position.sequence), -1
+    return int(position.sequence), _ALL if position.sub < 0 else position.sub
+
+
+@dataclass
+class ShardReadResult:
+    """What :func:`read_shard` read: the rows (``batches``, schema ``kinesis_arrow_schema()``) and where it ended.
+
+    ``end`` is where the next batch starts: ``AFTER_SEQUENCE_NUMBER(last sequence, last sub or -1)``, ``SHARD_END``,
+    or ``start`` itself when nothing was read.
+    """
+
+    stream: str
+    shard_id: str
+    start: ShardPosition
+    end: ShardPosition
+    stop: str
+    batches: list[pa.RecordBatch] = field(default_factory=list)
+    records: int = 0  # user records (rows)
+    kinesis_records: int = 0  # Kinesis records consumed (an aggregate counts once)
+    calls: int = 0  # GetRecords calls
+    retries: int = 0  # throttled calls and expired iterators
+    millis_behind_latest: int | None = None
+    lost: list[str] = field(default_factory=list)  # data loss tolerated with fail_on_data_loss=False
+
+    def table(self) -> pa.Table:
+        return pa.Table.from_batches(self.batches, schema=kinesis_arrow_schema())
+
+
+def read_shard(
+    client: Any,
+    stream: str,
+    shard_id: str,
+    start: ShardPosition,
+    *,
+    task: str,
+    ending_sequence: str | None = None,
+    recorded_end: ShardPosition | None = None,
+    max_records: int = DEFAULT_MAX_RECORDS,
+    max_fetch_time_ms: int = DEFAULT_MAX_FETCH_TIME_MS,
+    fail_on_data_loss: bool = True,
+    hash_range: tuple[int, int] | None = None,
+    records_per_call: int = DEFAULT_RECORDS_PER_CALL,
+    max_rows_per_batch: int = DEFAULT_MAX_ROWS_PER_BATCH,
+    min_call_interval_ms: int = DEFAULT_MIN_CALL_INTERVAL_MS,
+    max_retries: int = DEFAULT_MAX_RETRIES,
+    exact_timeout_ms: int = DEFAULT_EXACT_TIMEOUT_MS,
+    settings: AwsClientSettings | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+) -> ShardReadResult:
+    """Read shard ``shard_id`` of ``stream`` from ``start`` (see the module documentation for the stop rules).
+
+    ``client`` is a boto3 Kinesis client (``client.kinesis_client``).  ``ending_sequence`` is the shard's
+    ``EndingSequenceNumber`` when it is closed (``ShardInfo.ending_sequence``).  ``recorded_end`` makes the read
+    exact (a retried / speculative attempt).  ``task`` fills the ``task`` column; ``settings`` only serve to scrub
+    credentials out of error texts.
+    """
+    if max_records < 1 or records_per_call < 1 or max_rows_per_batch < 1 or max_fetch_time_ms < 0:
+        raise ValueError("max_records, records_per_call and max_rows_per_batch must be >= 1, "
+                         "max_fetch_time_ms >= 0")
+    reader = _ShardReader(client, stream, shard_id, start, task, ending_sequence, recorded_end, max_records,
+                          max_fetch_time_ms, fail_on_data_loss, hash_range, min(records_per_call, 10_000),
+                          max_rows_per_batch, min_call_interval_ms, max_retries, exact_timeout_ms, settings, sleep)
+    return reader.run()
+
+
+class _ShardGone(Exception):
+    def __init__(self, err: BaseException) -> None:
+        super().__init__(str(err))
+        self.err = err
+
+
+class _ShardReader:
+    def __init__(self, client, stream, shard_id, start, task, ending_sequence, recorded_end, max_records,
+                 max_fetch_time_ms, fail_on_data_loss, hash_range, records_per_call, max_rows_per_batch,
+                 min_call_interval_ms, max_retries, exact_timeout_ms, settings, sleep) -> None:
+        self.client = client
+        self.admin = KinesisAdmin(client, settings=settings, max_retries=max_retries)
+        self.scrub = settings.scrub if settings is not None else (lambda t: str(t)[:1000])
+        self.stream = stream
+        self.shard_id = shard_id
+        self.start = start
+        self.task = task
+        self.ending = int(ending_sequence) if ending_sequence is not None else None
+        self.recorded = recorded_end
+        self.exact = recorded_end is not None
+        self.max_records = max_records
+        self.fail_on_data_loss = fail_on_data_loss
+        self.hash_range = hash_range
+        self.limit = records_per_call
+        self.max_rows = max_rows_per_batch
+        self.interval_s = max(0, min_call_interval_ms) / 1000.0
+        self.max_retries = max_retries
+        self.sleep = sleep
+        now = time.monotonic()
+        self.deadline = now + (exact_timeout_ms if self.exact else max_fetch_time_ms) / 1000.0
+        self.last_call = -1e9
+        self.schema = kinesis_arrow_schema()
+        self.result = ShardReadResult(stream, shard_id, start, start, "")
+        self.pos = start
+        # the record a (re)acquired iterator must start with: (sequence, last sub already consumed or -1 = none
+        # consumed, or _ALL), and whether a different first record means data loss
+        self.expect: tuple[int, int, bool] | None = None
+        self.recorded_key = _order(recorded_end) if recorded_end is not None and recorded_end.sequence else None
+        self._cols: tuple[list, list, list, list, list] = ([], [], [], [], [])
+
+    # ---- main loop ----------------------------------------------------------------------------------------
+    def run(self) -> ShardReadResult:
+        try:
+            return self._run()
+        except _ShardGone as gone:
+            return self._gone(gone.err)
+
+    def _run(self) -> ShardReadResult:
+        res = self.result
+        if self.exact:
+            self._check_recorded()
+            if self.recorded == self.start:
+                return self._finish(self.start, STOP_RECORDED_END)
+        if self.start.is_shard_end:
+            return self._finish(self.start, STOP_SHARD_END)
+        if (not self.exact and self.ending is not None and self.start.type == AFTER_SEQUENCE_NUMBER
+                and self.start.sub < 0 and int(self.start.sequence) >= self.ending):
+            return self._finish(ShardPosition.shard_end(), STOP_SHARD_END)
+        iterator = self._acquire(self.pos)
+        retries = 0
+        confirmations = 0
+        while True:
+            if iterator is None:  # real Kinesis: a closed shard read to its end
+                return self._shard_end()
+            if time.monotonic() >= self.deadline:
+                if self.exact:
+                    raise self._exact_error("it was not reached within exact_timeout_ms (throttled, or the "
+                                            "shard is not draining?)")
+                return self._finish(self.pos, STOP_MAX_FETCH_TIME)
+            limit = self.limit if self.exact else min(self.limit, max(1, self.max_records - res.records))
+            self._pace()
+            try:
+                resp = self.client.get_records(ShardIterator=iterator, Limit=limit)
+            except ClientError as err:
+                code = error_code(err)
+                retries += 1
+                res.retries += 1
+                if code not in THROTTLING_CODES and code != "ExpiredIteratorException":
+                    if code == "ResourceNotFoundException":
+                        raise _ShardGone(err) from None
+                    raise KinesisSourceError(
+                        f"task {self.task!r}: GetRecords on shard {self.shard_id} of stream {self.stream!r} at "
+                        f"{self.pos} failed ({self.admin.where()}): {self.scrub(err)}") from None
+                if retries > self.max_retries:
+                    raise KinesisThrottledError(
+                        f"task {self.task!r}: GetRecords on shard {self.shard_id} of stream {self.stream!r} at "
+                        f"{self.pos} kept failing with {code} ({self.max_retries} retries, "
+                        f"{self.admin.where()}); another consumer may be using the shard's 5 reads/s or "
+                        "2 MB/s") from None
+                if code == "ExpiredIteratorException":
+                    iterator = self._acquire(self.pos)
+                else:
+                    self._backoff(retries)
+                continue
+            retries = 0
+            res.calls += 1
+            records = resp.get("Records", [])
+            behind = resp.get("MillisBehindLatest")
+            res.millis_behind_latest = behind
+            stop = self._consume(records)
+            if stop is not None:
+                return stop
+            iterator = resp.get("NextShardIterator")
+            if iterator is not None and behind == 0 and len(records) < limit:  # caught up
+                if self.ending is not None:  # closed shard: nothing will ever follow
+                    return self._shard_end()
+                if not self.exact:
+                    return self._finish(self.pos, STOP_CAUGHT_UP)
+                confirmations += 1
+                if confirmations >= _CAUGHT_UP_CONFIRMATIONS:
+                    raise self._exact_error("the shard holds no more records (caught up), so it lies beyond the "
+                                            "data that exists now (stream re-created?)")
+            else:
+                confirmations = 0
+
+    # ---- records ------------------------------------------------------------------------------------------
+    def _consume(self, records: list[dict[str, Any]]) -> ShardReadResult | None:
+        """Turn one response's records into rows; a result when reading must stop here."""
+        res = self.result
+        cols = self._cols
+        data_col, pk_col, seq_col, sub_col, ts_col = cols
+        for record in records:
+            seq = record["SequenceNumber"]
+            iseq = int(seq)
+            skip_to = -1  # sub-records 0..skip_to were consumed earlier
+            if self.expect is not None:
+                exp_seq, exp_sub, loss_if_missing = self.expect
+                if iseq < exp_seq:  # before our position (never from Kinesis): already consumed
+                    continue
+                self.expect = None
+                if iseq == exp_seq:
+                    skip_to = exp_sub
+                elif iseq > exp_seq and loss_if_missing:
+                    self._data_loss(exp_seq, iseq)
+            if self.ending is not None and iseq > self.ending:  # never past the shard's end (moto keeps writing)
+                return self._shard_end()
+            if self.recorded_key is not None and iseq > self.recorded_key[0]:
+                return self._passed_recorded_end(iseq)
+            res.kinesis_records += 1
+            users = kpl.deaggregate(record["Data"])
+            if users is None:
+                subs: list[tuple[str, bytes]] = [(record["PartitionKey"], record["Data"])]
+            else:
+                if self.hash_range is not None and users and not self._in_range(users):
+                    users = []
+                subs = [(u.partition_key, u.data) for u in users]
+            first = 0 if skip_to < 0 else min(len(subs), skip_to + 1)
+            stop_at = len(subs)  # exclusive
+            exact_here = self.recorded_key is not None and iseq == self.recorded_key[0]
+            if exact_here:
+                stop_at = min(stop_at, self.recorded_key[1] + 1)
+            elif not self.exact:
+                stop_at = min(stop_at, first + self.max_records - res.records)
+            if stop_at > first:
+                arrival = record.get("ApproximateArrivalTimestamp")
+                if users is None:
+                    data_col.append(record["Data"])
+                    pk_col.append(record["PartitionKey"])
+                    seq_col.append(seq)
+                    sub_col.append(0)
+                    ts_col.append(arrival)
+                else:
+                    for i in range(first, stop_at):
+                        pk, data = subs[i]
+                        data_col.append(data)
+                        pk_col.append(pk)
+                        seq_col.append(seq)
+                        sub_col.append(i)
+                        ts_col.append(arrival)
+                res.records += stop_at - first
+                if len(data_col) >= self.max_rows:
+                    self._flush()
+            whole = stop_at >= len(subs)
+            self.pos = ShardPosition.after_sequence(seq, -1 if whole else stop_at - 1)
+            if exact_here:
+                return self._finish(self.recorded, STOP_RECORDED_END)
+            if whole and self.ending is not None and iseq >= self.ending:
+                return self._shard_end()
+            if not self.exact and res.records >= self.max_records:
+                return self._finish(self.pos, STOP_MAX_RECORDS)
+        return None
+
+    def _in_range(self, users: list[kpl.UserRecord]) -> bool:
+        lo, hi = self.hash_range
+        return all(lo <= kpl.effective_hash_key(u.partition_key, u.explicit_hash_key) <= hi for u in users)
+
+    def _flush(self) -> None:
+        data_col, pk_col, seq_col, sub_col, ts_col = self._cols
+        n = len(data_col)
+        if not n:
+            return
+        schema = self.schema
+        batch = pa.RecordBatch.from_arrays([
+            pa.array(data_col, pa.binary()),
+            pa.array([self.stream] * n, pa.string()),
+            pa.array(pk_col, pa.string()),
+            pa.array(seq_col, pa.string()),
+            pa.array(sub_col, pa.int64()),
+            pa.array(ts_col, schema.field("approximateArrivalTimestamp").type),
+            pa.array([self.shard_id] * n, pa.string()),
+            pa.array([self.task] * n, pa.string()),
+        ], schema=schema)
+        self.result.batches.append(batch)
+        for col in self._cols:
+            col.clear()
+
+    # ---- iterators, pacing --------------------------------------------------------------------------------
+    def _acquire(self, pos: ShardPosition) -> str | None:
+        """An iterator for ``pos``; AFTER positions start AT their record (skipped) so a trimmed one is noticed."""
+        if pos.is_shard_end:
+            return None
+        request = iterator_request(pos, at_for_after=True)
+        assert request is not None
+        if pos.type == AFTER_SEQUENCE_NUMBER:
+            self.expect = (int(pos.sequence), _ALL if pos.sub < 0 else pos.sub, True)
+        else:
+            self.expect = None
+        what = f"task {self.task!r}: GetShardIterator for shard {self.shard_id} of stream {self.stream!r} at {pos}"
+        try:
+            resp = self.admin._call(what, self.client.get_shard_iterator, StreamName=self.stream,
+                                    ShardId=self.shard_id, **request)
+        except ClientError as err:
+            code = error_code(err)
+            if code == "ResourceNotFoundException":
+                raise _ShardGone(err) from None
+            if code == "InvalidArgumentException" and pos.type == AFTER_SEQUENCE_NUMBER:
+                # Kinesis may refuse a sequence number older than the trim horizon: resume at the oldest record
+                self._data_loss(int(pos.sequence), None, detail=f"Kinesis refused the position: {self.scrub(err)}")
+                self.expect = None
+                return self._acquire(ShardPosition.trim_horizon())
+            raise KinesisSourceError(f"{what} failed ({self.admin.where()}): {self.scrub(err)}") from None
+        return resp.get("ShardIterator")
+
+    def _pace(self) -> None:
+        wait = self.last_call + self.interval_s - time.monotonic()
+        if wait > 0:
+            self.sleep(wait)
+        self.last_call = time.monotonic()
+
+    def _backoff(self, attempt: int) -> None:
+        delay = max(self.admin.backoff_s(attempt - 1), self.interval_s)
+        if not self.exact:
+            delay = min(delay, max(0.0, self.deadline - time.monotonic()))
+        if delay > 0:
+            self.sleep(delay)
+
+    # ---- endings ------------------------------------------------------------------------------------------
+    def _finish(self, end: ShardPosition, stop: str) -> ShardReadResult:
+        self._flush()
+        res = self.result
+        res.end = end
+        res.stop = stop
+        log.debug("task %r: shard %s of %s read %d records (%d Kinesis records, %d calls) from %s to %s: %s",
+                  self.task, self.shard_id, self.stream, res.records, res.kinesis_records, res.calls, self.start,
+                  end, stop)
+        return res
+
+    def _shard_end(self) -> ShardReadResult:
+        if self.exact and not self.recorded.is_shard_end:
+            raise self._exact_error("the shard ended before it")
+        return self._finish(ShardPosition.shard_end(), STOP_RECORDED_END if self.exact else STOP_SHARD_END)
+
+    def _gone(self, err: BaseException) -> ShardReadResult:
+        what = (f"shard {self.shard_id} of stream {self.stream!r} no longer exists ({self.admin.where()}): it "
+                f"expired (closed shards disappear after the retention period) or the stream was deleted, while "
+                f"records from {self.pos} on were still to be read. Kinesis said: {self.scrub(err)}")
+        self._loss(what)
+        if self.exact:
+            return self._finish(self.recorded, STOP_RECORDED_END)
+        return self._finish(ShardPosition.shard_end(), STOP_SHARD_END)
+
+    def _data_loss(self, after_seq: int, first_available: int | None, detail: str = "") -> None:
+        gap = (f"records after sequence number {after_seq} up to (excluding) {first_available}"
+               if first_available is not None else f"records after sequence number {after_seq}")
+        self._loss(f"shard {self.shard_id} of stream {self.stream!r}: the {gap} are no longer available: they are "
+                   f"older than the stream's retention period (trimmed)" + (f"; {detail}" if detail else ""))
+
+    def _loss(self, what: str) -> None:
+        text = f"data loss in task {self.task!r} reading from {self.start}"
+        if self.exact:
+            text += f" exactly to the end an earlier attempt recorded ({self.recorded})"
+        text += f": {what}"
+        if self.fail_on_data_loss:
+            raise KinesisDataLossError(text + ". Set the option 'failOnDataLoss' to 'false' to skip lost records with "
+                                              "a warning instead.")
+        log.warning("%s; continuing with the oldest records available (failOnDataLoss=false).", text)
+        self.result.lost.append(text)
+
+    def _passed_recorded_end(self, iseq: int) -> ShardReadResult:
+        """A record after the recorded end arrived before the recorded end's own record: that one is gone."""
+        self._loss(f"shard {self.shard_id} of stream {self.stream!r}: the record at the recorded end "
+                   f"({self.recorded}) is no longer available (the next record is {iseq}): it was trimmed")
+        return self._finish(self.recorded, STOP_RECORDED_END)
+
+    def _check_recorded(self) -> None:
+        rec = self.recorded
+        if rec.type not in (AFTER_SEQUENCE_NUMBER, SHARD_END) and rec != self.start:
+            raise KinesisSourceError(f"task {self.task!r}: a recorded batch end must be AFTER_SEQUENCE_NUMBER or "
+                                     f"SHARD_END (or the start itself), got {rec} for shard {self.shard_id}")
+        if self.start.is_shard_end and not rec.is_shard_end:
+            raise self._exact_error("the read starts at SHARD_END")
+        if (rec.type == AFTER_SEQUENCE_NUMBER and self.start.type in (AFTER_SEQUENCE_NUMBER, AT_SEQUENCE_NUMBER)
+                and _order(rec) < _order(self.start)):
+            raise self._exact_error("it lies before the start")
+
+    def _exact_error(self, why: str) -> KinesisDataLossError:
+        return KinesisDataLossError(
+            f"task {self.task!r}: cannot re-read shard {self.shard_id} of stream {self.stream!r} from {self.start} "
+            f"exactly to the end an earlier attempt recorded ({self.recorded}); reached {self.pos}: {why}"
+            + ("" if self.ending is not None or not self.recorded.is_shard_end else
+               ". (For a closed shard, pass its ending sequence number so SHARD_END can be recognised.)"))

@@ -1,0 +1,332 @@
+"""boto3 Kinesis helpers shared by the integration tests, the demo and the benchmarks.
+
+They talk to any Kinesis endpoint (moto in server mode, or a real one) exactly as an application would: create a
+stream and wait until it is ACTIVE, put records (optionally routed with explicit hash keys, or KPL-aggregated),
+split and merge shards, and read a shard back with a plain ``GetRecords`` loop (the reference the reader is
+compared with).
+
+moto 5.2's resharding differs from Kinesis (verified against moto 5.2.5 in server mode):
+
+* ``PutRecord(s)`` after ``SplitShard`` / ``MergeShards`` still lands in the *closed parent*: moto picks the first
+  shard whose hash range holds the key without checking that it is open, so children never receive records and
+  the parent's ``EndingSequenceNumber`` (moto reports its current last sequence number) keeps moving;
+* ``SplitShard`` re-puts the parent's records into the parent (new arrival timestamps, same sequence numbers);
+  ``MergeShards`` copies both parents' records into the child (real Kinesis leaves them in the parents);
+* ``MergeShards`` accepts two shards only when the first is below the second (its adjacency check is wrong the
+  other way round), and a hash key equal to a shard's ``EndingHashKey`` matches no shard;
+* sequence numbers are small per-shard counters (1, 2, 3 ...), not Kinesis' 56-digit numbers, and a closed empty
+  shard has ``StartingSequenceNumber`` = ``EndingSequenceNumber`` = "0";
+* ``GetRecords`` never returns a null ``NextShardIterator`` at the end of a closed shard, nor trims old data;
+* ``ListShards`` with ``NextToken`` alone (as AWS requires) fails with ``InvalidToken``.
+
+:func:`apply_moto_kinesis_fixes` patches the first three (only for the process it runs in: call it in the moto
+server process before it starts serving, e.g. in ``testing/moto_server.py``).  The reader and admin cope with the
+rest as real Kinesis allows (ending sequence numbers, ``StreamName`` retried with ``NextToken``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+import uuid
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import boto3
+
+from ..kinesis import kpl
+
+__all__ = [
+    "Put",
+    "kinesis_client",
+    "dynamodb_client",
+    "unique_stream_name",
+    "create_stream",
+    "wait_active",
+    "delete_stream",
+    "list_shards",
+    "hash_key_of",
+    "put_records",
+    "put_aggregated",
+    "split_shard",
+    "merge_shards",
+    "read_shard_raw",
+    "apply_moto_kinesis_fixes",
+    "moto_kinesis_fixes",
+]
+
+TIMEOUT_S = 60.0
+MAX_PUT_ENTRIES = 500
+MAX_PUT_BYTES = 5 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class Put:
+    """One acknowledged Kinesis record (for an aggregate: ``users`` holds its user records)."""
+
+    shard_id: str
+    sequence: str
+    partition_key: str
+    data: bytes
+    explicit_hash_key: str | None = None
+    users: tuple[kpl.UserRecord, ...] = ()
+
+
+def kinesis_client(endpoint: str | None, region: str = "us-east-1"):
+    return boto3.client("kinesis", endpoint_url=endpoint, region_name=region)
+
+
+def dynamodb_client(endpoint: str | None, region: str = "us-east-1"):
+    return boto3.client("dynamodb", endpoint_url=endpoint, region_name=region)
+
+
+def unique_stream_name(prefix: str = "s") -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:12]}"
+
+
+def wait_active(client, stream: str, timeout_s: float = TIMEOUT_S) -> None:
+    deadline = time.monotonic() + timeout_s
+    while True:
+        status = client.describe_stream_summary(StreamName=stream)["StreamDescriptionSummary"]["StreamStatus"]
+        if status == "ACTIVE":
+            return
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"stream {stream!r} still {status} after {timeout_s:.0f}s")
+        time.sleep(0.2)
+
+
+def create_stream(client, name: str, shards: int, *, timeout_s: float = TIMEOUT_S) -> str:
+    client.create_stream(StreamName=name, ShardCount=shards)
+    wait_active(client, name, timeout_s)
+    return name
+
+
+def delete_stream(client, name: str) -> None:
+    with contextlib.suppress(client.exceptions.ResourceNotFoundException):
+        client.delete_stream(StreamName=name, EnforceConsumerDeletion=True)
+
+
+def list_shards(client, stream: str) -> list[dict[str, Any]]:
+    """Raw ``ListShards`` entries (all pages; moto needs the stream name with the token)."""
+    out: list[dict[str, Any]] = []
+    request: dict[str, Any] = {"StreamName": stream}
+    while True:
+        page = client.list_shards(**request)
+        out.extend(page["Shards"])
+        if not page.get("NextToken"):
+            return out
+        request = {"StreamName": stream, "NextToken": page["NextToken"]}
+
+
+def hash_key_of(client, stream: str, shard_id: str) -> str:
+    """An explicit hash key that routes a record to ``shard_id`` (its starting hash key)."""
+    for shard in list_shards(client, stream):
+        if shard["ShardId"] == shard_id:
+            return shard["HashKeyRange"]["StartingHashKey"]
+    raise KeyError(f"no shard {shard_id} in stream {stream!r}")
+
+
+def _entry(item: Any, explicit_hash_key: str | None, index: int) -> dict[str, Any]:
+    if isinstance(item, dict):
+        entry = dict(item)
+    elif isinstance(item, (bytes, bytearray)):
+        entry = {"Data": bytes(item), "PartitionKey": f"pk-{index}"}
+    elif isinstance(item, (tuple, list)) and len(item) in (2, 3):
+        entry = {"PartitionKey": item[0], "Data": bytes(item[1])}
+        if len(item) == 3 and item[2] is not None:
+            entry["ExplicitHashKey"] = str(item[2])
+    else:
+        raise TypeError(f"a record is bytes, (partition_key, data[, explicit_hash_key]) or a PutRecords entry, "
+                        f"got {item!r:.80}")
+    if explicit_hash_key is not None and "ExplicitHashKey" not in entry:
+        entry["ExplicitHashKey"] = str(explicit_hash_key)
+    return entry
+
+
+def put_records(client, stream: str, records: Iterable[Any], *, explicit_hash_key: str | int | None = None,
+                attempts: int = 10) -> list[Put]:
+    """Put records in order with ``PutRecords`` (500 entries / 5 MiB per call) and return what was acknowledged.
+
+    Records are ``bytes`` (partition key ``pk-<i>``), ``(partition_key, data[, explicit_hash_key])`` tuples or
+    ready ``PutRecords`` entries.  ``explicit_hash_key`` routes every record without its own to one shard.
+    Entries a call rejects (throttling) are put again, in order, up to ``attempts`` times.
+    """
+    ehk = None if explicit_hash_key is None else str(explicit_hash_key)
+    entries = [_entry(item, ehk, i) for i, item in enumerate(records)]
+    acked: list[Put] = []
+    chunk: list[dict[str, Any]] = []
+    size = 0
+
+    def flush() -> None:
+        pending = list(chunk)
+        for _ in range(attempts):
+            resp = client.put_records(StreamName=stream, Records=pending)
+            retry = []
+            for entry, result in zip(pending, resp["Records"], strict=True):
+                if "SequenceNumber" in result:
+                    acked.append(Put(result["ShardId"], result["SequenceNumber"], entry["PartitionKey"],
+                                     entry["Data"], entry.get("ExplicitHashKey")))
+                else:
+                    retry.append(entry)
+            if not retry:
+                return
+            pending = retry
+            time.sleep(0.2)
+        raise RuntimeError(f"{len(pending)} records were still rejected by stream {stream!r} after {attempts} tries")
+
+    for entry in entries:
+        entry_size = len(entry["Data"]) + len(entry["PartitionKey"].encode())
+        if chunk and (len(chunk) == MAX_PUT_ENTRIES or size + entry_size > MAX_PUT_BYTES):
+            flush()
+            chunk, size = [], 0
+        chunk.append(entry)
+        size += entry_size
+    if chunk:
+        flush()
+    return acked
+
+
+def put_aggregated(client, stream: str, aggregates: Iterable[Sequence[Any]], *,
+                   explicit_hash_key: str | int | None = None) -> list[Put]:
+    """Put each element of ``aggregates`` (a list of user records, see ``kpl.aggregate``) as one KPL aggregate.
+
+    Routed like the KPL (first user record's hash key) unless ``explicit_hash_key`` is given.
+    """
+    groups = [[kpl._as_user_record(u) for u in group] for group in aggregates]
+    entries = []
+    for group in groups:
+        entry = kpl.aggregate_put_entry(group)
+        if explicit_hash_key is not None:
+            entry["ExplicitHashKey"] = str(explicit_hash_key)
+        entries.append(entry)
+    acked = put_records(client, stream, entries)
+    return [Put(p.shard_id, p.sequence, p.partition_key, p.data, p.explicit_hash_key, tuple(g))
+            for p, g in zip(acked, groups, strict=True)]
+
+
+def split_shard(client, stream: str, shard_id: str, new_starting_hash_key: str | int | None = None) -> str:
+    """Split ``shard_id`` (at the middle of its hash range by default) and wait until the stream is ACTIVE."""
+    if new_starting_hash_key is None:
+        for shard in list_shards(client, stream):
+            if shard["ShardId"] == shard_id:
+                lo, hi = int(shard["HashKeyRange"]["StartingHashKey"]), int(shard["HashKeyRange"]["EndingHashKey"])
+                new_starting_hash_key = (lo + hi + 1) // 2
+                break
+        else:
+            raise KeyError(f"no shard {shard_id} in stream {stream!r}")
+    client.split_shard(StreamName=stream, ShardToSplit=shard_id, NewStartingHashKey=str(new_starting_hash_key))
+    wait_active(client, stream)
+    return str(new_starting_hash_key)
+
+
+def merge_shards(client, stream: str, shard_id: str, adjacent_shard_id: str) -> None:
+    client.merge_shards(StreamName=stream, ShardToMerge=shard_id, AdjacentShardToMerge=adjacent_shard_id)
+    wait_active(client, stream)
+
+
+def read_shard_raw(client, stream: str, shard_id: str, *, iterator_type: str = "TRIM_HORIZON",
+                   limit: int = 10_000, min_interval_s: float = 0.0, **iterator_args: Any) -> list[dict[str, Any]]:
+    """Every record of a shard through a plain ``GetRecords`` loop, until a call returns fewer records than
+    ``limit`` with ``MillisBehindLatest == 0`` (or the iterator ends).  The baseline the reader is measured
+    against; ``min_interval_s`` spaces calls like the reader does (Kinesis allows 5 reads/s per shard)."""
+    iterator = client.get_shard_iterator(StreamName=stream, ShardId=shard_id, ShardIteratorType=iterator_type,
+                                         **iterator_args)["ShardIterator"]
+    out: list[dict[str, Any]] = []
+    last = 0.0
+    while iterator:
+        wait = last + min_interval_s - time.monotonic()
+        if wait > 0:
+            time.sleep(wait)
+        last = time.monotonic()
+        resp = client.get_records(ShardIterator=iterator, Limit=limit)
+        out.extend(resp["Records"])
+        if len(resp["Records"]) < limit and resp.get("MillisBehindLatest") == 0:
+            break
+        iterator = resp.get("NextShardIterator")
+    return out
+
+
+# ---- moto fixes (resharding as Kinesis does it) ------------------------------------------------------------------
+def _patched_methods() -> dict[str, Any]:
+    from moto.kinesis.exceptions import InvalidArgumentError
+    from moto.kinesis.models import Shard
+    from moto.utilities.utils import md5_hash
+
+    def get_shard_for_key(self, partition_key: str, explicit_hash_key: str):
+        if not isinstance(partition_key, str) or len(partition_key) > 256:
+            raise InvalidArgumentError("partition_key")
+        if explicit_hash_key:
+            if not isinstance(explicit_hash_key, str) or int(explicit_hash_key) >= 2**128:
+                raise InvalidArgumentError("explicit_hash_key")
+            key = int(explicit_hash_key)
+        else:
+            key = int(md5_hash(partition_key.encode("utf-8")).hexdigest(), 16)
+        for shard in self.shards.values():
+            if shard.is_open and shard.starting_hash <= key <= shard.ending_hash:
+                return shard
+        return None
+
+    def next_id(self) -> int:
+        return max(s._shard_id for s in self.shards.values()) + 1
+
+    def split_shard(self, shard_to_split: str, new_starting_hash_key: str) -> None:
+        shard = self.shards[shard_to_split]
+        new_start = int(new_starting_hash_key)
+        if not shard.is_open:
+            raise InvalidArgumentError(f"Shard {shard_to_split} in stream {self.stream_name} has already been "
+                                       "merged or split, and thus is not eligible for merging or splitting.")
+        if not shard.starting_hash < new_start <= shard.ending_hash:
+            raise InvalidArgumentError(f"NewStartingHashKey {new_start} is not inside the hash key range of "
+                                       f"{shard_to_split}")
+        first = next_id(self)
+        low = Shard(first, shard.starting_hash, new_start - 1, parent=shard.shard_id)
+        high = Shard(first + 1, new_start, shard.ending_hash, parent=shard.shard_id)
+        shard.is_open = False  # the parent keeps its records; new records go to the children
+        self.shards[low.shard_id] = low
+        self.shards[high.shard_id] = high
+
+    def merge_shards(self, shard_to_merge: str, adjacent_shard_to_merge: str) -> None:
+        one, two = self.shards[shard_to_merge], self.shards[adjacent_shard_to_merge]
+        if not (one.is_open and two.is_open):
+            raise InvalidArgumentError("Shards that were merged or split cannot be merged")
+        if one.ending_hash + 1 != two.starting_hash and two.ending_hash + 1 != one.starting_hash:
+            raise InvalidArgumentError(adjacent_shard_to_merge)
+        child = Shard(next_id(self), min(one.starting_hash, two.starting_hash), max(one.ending_hash, two.ending_hash),
+                      parent=one.shard_id, adjacent_parent=two.shard_id)
+        one.is_open = two.is_open = False  # both parents keep their records
+        self.shards[child.shard_id] = child
+
+    return {"get_shard_for_key": get_shard_for_key, "split_shard": split_shard, "merge_shards": merge_shards}
+
+
+def apply_moto_kinesis_fixes() -> dict[str, Any]:
+    """Make moto's Kinesis reshard like Kinesis (see the module documentation), in this process.
+
+    Returns the original methods (for :func:`moto_kinesis_fixes` to restore them).  Idempotent.
+    """
+    from moto.kinesis.models import Stream
+
+    originals = {name: Stream.__dict__[name] for name in ("get_shard_for_key", "split_shard", "merge_shards")}
+    if getattr(Stream, "_samza_fixed", False):
+        return originals
+    for name, fn in _patched_methods().items():
+        setattr(Stream, name, fn)
+    Stream._samza_fixed = True
+    return originals
+
+
+@contextlib.contextmanager
+def moto_kinesis_fixes() -> Iterator[None]:
+    """:func:`apply_moto_kinesis_fixes` for the duration of a ``with`` block (in-process moto servers in tests)."""
+    from moto.kinesis.models import Stream
+
+    already = getattr(Stream, "_samza_fixed", False)
+    originals = apply_moto_kinesis_fixes()
+    try:
+        yield
+    finally:
+        if not already:
+            for name, fn in originals.items():
+                setattr(Stream, name, fn)
+            Stream._samza_fixed = False
