@@ -54,6 +54,8 @@ BALANCED = "balanced"
 ASSIGNMENTS = (LINEAGE, BALANCED)
 
 _NO_HASH = 2**128  # sorts after every real starting hash key
+MAX_TASKS = 100_000  # Spark input partitions per micro-batch; far beyond any sensible setting
+MAX_SLOTS = 2**31 - 1  # Samza partition ids are Java ints
 
 
 class MapperError(SamzaSourceError, ValueError):
@@ -126,6 +128,11 @@ class ShardPartitionMapper:
     def __init__(self, num_tasks: int, slots_per_task: int, slots: Mapping[str, int] | None = None) -> None:
         self._num_tasks = _positive_int(num_tasks, "num_tasks")
         self._slots_per_task = _positive_int(slots_per_task, "slots_per_task")
+        if num_tasks > MAX_TASKS or num_tasks * slots_per_task > MAX_SLOTS:
+            raise MapperError(
+                f"{num_tasks} tasks x {slots_per_task} slots is too large: at most {MAX_TASKS} tasks and "
+                f"{MAX_SLOTS} slots in all"
+            )
         self._slot_of: dict[str, int] = {}
         self._members: dict[int, set[str]] = {}  # only slots holding a shard
         self._task_used: dict[int, set[int]] = {}  # task -> its slots holding a shard

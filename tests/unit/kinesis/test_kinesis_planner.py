@@ -474,3 +474,24 @@ def test_planning_500_shards_of_lineage_is_fast(capsys):
               f"drain every generation, offset JSON {len(text)} bytes; slowest call of each:")
         for name, seconds in timings.items():
             print(f"  {name:30s} {seconds * 1000:8.1f} ms")
+
+
+def test_planner_modules_are_pure():
+    """mapper, offset and planner import with pyspark, pyarrow, boto3 and the Kafka clients blocked."""
+    import subprocess
+    import sys
+
+    modules = ["spark_samza_source.kinesis.mapper", "spark_samza_source.kinesis.offset",
+               "spark_samza_source.kinesis.planner"]
+    probe = (
+        "import importlib, json, sys\n"
+        "for name in ['pyspark', 'pyarrow', 'confluent_kafka', 'boto3', 'botocore', 'kafka', 'moto']:\n"
+        "    sys.modules[name] = None\n"
+        "before = set(sys.modules)\n"
+        f"for mod in {modules!r}:\n"
+        "    importlib.import_module(mod)\n"
+        "loaded = {m.split('.')[0] for m in set(sys.modules) - before}\n"
+        "print(json.dumps(sorted(m for m in loaded if m not in sys.stdlib_module_names)))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert json.loads(out.stdout.strip().splitlines()[-1]) == ["spark_samza_source"]

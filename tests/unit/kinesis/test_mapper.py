@@ -214,3 +214,10 @@ def test_lineage_order_puts_parents_first_regardless_of_input_order():
         for p in s.parent_ids:
             assert position[p] < position[s.shard_id]
     assert ordered == lineage_order(reversed(ordered))
+
+
+def test_absurd_sizes_are_refused():
+    with pytest.raises(MapperError, match="too large"):
+        ShardPartitionMapper(10**9, 1)
+    with pytest.raises(MapperError, match="too large"):
+        ShardPartitionMapper(2, 2**31)
