@@ -234,6 +234,11 @@ def plan_next(
     applied_map = dict(previous.applied)
     applied_now: dict[TaskSsp, tuple[int, dict[str, ShardPosition]]] = {}
     for sid, sp in sorted(startpoints.items()):
+        if not isinstance(sp, ShardStartpoint) or not isinstance(sp.position, ShardPosition) or not (
+            isinstance(sp.creation_timestamp, int) and not isinstance(sp.creation_timestamp, bool)
+        ):
+            raise KinesisPlanError(f"startpoint for shard {sid} must be a ShardStartpoint with a ShardPosition "
+                                   f"and an int creation timestamp, got {sp!r:.200}")
         key = (sp.task, sp.ssp)
         if sp.creation_timestamp <= previous.applied.get(key, -1):
             continue  # applied before: never twice

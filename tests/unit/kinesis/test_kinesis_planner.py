@@ -495,3 +495,9 @@ def test_planner_modules_are_pure():
     )
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert json.loads(out.stdout.strip().splitlines()[-1]) == ["spark_samza_source"]
+
+
+def test_malformed_startpoints_are_our_error():
+    b1 = plan_next(initial_offset([S0], stream="s"), [S0], {}).offset
+    with pytest.raises(KinesisPlanError, match=sid(0)):
+        plan_next(b1, [S0], ends(b1), startpoints={sid(0): ShardStartpoint("TRIM_HORIZON", 1, T0, b1.ssp(0))})
