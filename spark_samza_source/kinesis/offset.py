@@ -45,6 +45,7 @@ Spark's string comparison of offsets is stable; no floats; 128-bit values never 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -123,6 +124,9 @@ class KinesisOffset:
     startpoints: Mapping[TaskSsp, AppliedStartpoint] = field(default_factory=dict)
     applied: Mapping[TaskSsp, int] = field(default_factory=dict)
     latest_timestamp_ms: int | None = None
+    # Unique per query (per checkpoint), made with batch 0 and carried forward: recorded batch ends are keyed by
+    # it, so a new checkpoint under an old job.name never reads the ends an earlier query recorded.
+    query_id: str | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "shards", dict(sorted(self.shards.items())))
@@ -238,6 +242,7 @@ class KinesisOffset:
                 "system": self.system,
             },
             "latestTimestampMs": self.latest_timestamp_ms,
+            "queryId": self.query_id,
             "shards": shards,
             "startpoints": nested(self.startpoints, lambda a: a.to_json()),
             "version": KINESIS_OFFSET_FORMAT_VERSION,
@@ -288,8 +293,8 @@ class KinesisOffset:
                 f"samza-kinesis offset format version {version} is newer than this release understands "
                 f"({KINESIS_OFFSET_FORMAT_VERSION}); upgrade spark-samza-source on the driver"
             )
-        unknown = set(value) - {"applied", "batch", "jobModel", "latestTimestampMs", "shards", "startpoints",
-                                "version"}
+        unknown = set(value) - {"applied", "batch", "jobModel", "latestTimestampMs", "queryId", "shards",
+                                "startpoints", "version"}
         if unknown:
             raise OffsetFormatError(f"unknown offset fields {sorted(unknown)!r:.200}")
         model = _obj(value.get("jobModel"), "jobModel")
@@ -332,6 +337,7 @@ class KinesisOffset:
             startpoints=_nested(value.get("startpoints", {}), _applied_startpoint),
             applied=_nested(value.get("applied", {}), lambda v: _int(v, "applied creation timestamp")),
             latest_timestamp_ms=None if latest is None else _int(latest, "latestTimestampMs"),
+            query_id=_query_id(value.get("queryId")),
         )
 
 
@@ -345,6 +351,12 @@ def slot_owned(
         and ssp.system == system and ssp.stream == stream
         and ssp.partition < mapper.total_slots and ssp.partition // mapper.slots_per_task == index
     )
+
+
+def _query_id(value: Any) -> str | None:
+    if value is None or (isinstance(value, str) and re.fullmatch(r"[A-Za-z0-9-]{1,64}", value)):
+        return value
+    raise OffsetFormatError(f"queryId must be 1-64 letters, digits or '-', got {value!r:.80}")
 
 
 def _is_int(value: Any, minimum: int) -> bool:

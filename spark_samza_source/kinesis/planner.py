@@ -120,6 +120,7 @@ def initial_offset(
     slots_per_task: int | None = None,
     default_position: ShardPosition | None = None,
     latest_timestamp_ms: int | None = None,
+    query_id: str | None = None,
 ) -> KinesisOffset:
     """Batch 0 (never read) of a query without a checkpoint, with the first job model.
 
@@ -157,6 +158,7 @@ def initial_offset(
         shards={sid: ShardState(starts[sid], statuses[sid], listed[sid].ending_sequence) for sid in listed},
         generation=1,
         latest_timestamp_ms=latest_timestamp_ms,
+        query_id=query_id,
     )
 
 
@@ -288,6 +290,7 @@ def plan_next(
         startpoints={k: AppliedStartpoint(ts, pos) for k, (ts, pos) in applied_now.items()},
         applied={k: v for k, v in applied_map.items() if slot_owned(mapper, system, stream, *k)},
         latest_timestamp_ms=previous.latest_timestamp_ms,
+        query_id=previous.query_id,
     )
     return KinesisPlan(
         offset=offset,
