@@ -76,7 +76,9 @@ class LogOffset:
 
     def __post_init__(self) -> None:
         for name in ("positions", "rebases", "applied"):
-            object.__setattr__(self, name, dict(sorted(getattr(self, name).items())))
+            items = getattr(self, name).items()
+            # key-based sort: comparing TaskNames pairwise re-splits their names on every comparison
+            object.__setattr__(self, name, dict(sorted(items, key=lambda kv: (kv[0][0].sort_key, kv[0][1]))))
         object.__setattr__(self, "barriers", dict(sorted(self.barriers.items())))
 
     # ---- queries -------------------------------------------------------------------------------------

@@ -281,7 +281,8 @@ class KafkaAdmin:
             # A synchronous commit has no timeout in confluent-kafka: commit asynchronously, poll for on_commit.
             consumer.commit(offsets=[TopicPartition(t, p, int(offsets[(t, p)])) for t, p in tps], asynchronous=True)
             while not done and time.monotonic() < deadline:
-                consumer.poll(min(0.1, max(0.0, deadline - time.monotonic())))
+                # short slices: poll() runs the commit callback but then waits out its whole timeout
+                consumer.poll(min(0.005, max(0.0, deadline - time.monotonic())))
             if not done:
                 raise TimeoutError(what)
             err, parts = done[0]

@@ -56,8 +56,11 @@ _FORCED = {
 # Throughput defaults (benchmarks/kafka_reader_raw.py); the user's kafka.* options win.  librdkafka's own
 # queued.min.messages (100000) is kept: lowering it to 20000 halved the read rate (less prefetch).  Larger
 # per-partition fetches mean fewer round trips when a task reads several partitions.
+# queued.max.messages.kbytes caps librdkafka's prefetch per partition (default 64 MiB): with large messages a
+# task holding several partitions otherwise prefetched hundreds of MiB (benchmarks/kafka_source.py, memory).
 _TUNING = {
     "fetch.wait.max.ms": "100",
+    "queued.max.messages.kbytes": "16384",
     "max.partition.fetch.bytes": str(4 * 1024 * 1024),
 }
 

@@ -48,6 +48,7 @@ class KafkaCoordinator:
         self._admin: KafkaAdmin | None = None
         self._store = None
         self._startpoints: StartpointManager | None = None
+        self._mirror: CheckpointMirror | None = None
         self._algorithm = resolve_expansion_algorithm(options.expansion_algorithm)
         self._grouper = resolve_grouper(options.grouper, expansion_algorithm=self._algorithm)
         self._last_startpoint_poll: float | None = None
@@ -68,6 +69,12 @@ class KafkaCoordinator:
         if self._store is None:
             self._store = open_store(self.options.metadata_store, self.options.job_name)
         return self._store
+
+    @property
+    def checkpoint_mirror(self) -> CheckpointMirror:
+        if self._mirror is None:
+            self._mirror = CheckpointMirror(self.store)
+        return self._mirror
 
     @property
     def startpoints(self) -> StartpointManager:
@@ -179,7 +186,7 @@ class KafkaCoordinator:
 
     def commit(self, end: LogOffset) -> None:
         self._delete_applied_startpoints(end)
-        CheckpointMirror(self.store).write(Checkpoint.from_pairs(end.positions))
+        self.checkpoint_mirror.write(Checkpoint.from_pairs(end.positions))
         if self.options.commit_offsets_to_kafka:
             group: dict[tuple[str, int], int] = {}
             for (_task, ssp), pos in end.positions.items():

@@ -54,6 +54,7 @@ DEFAULT_MAX_BYTES_PER_BATCH = 32 * 1024 * 1024
 DEFAULT_POLL_TIMEOUT_MS = 120_000
 
 _CONSUME_MAX = 10_000  # messages per consume() call
+_CONSUME_BYTES = 8 * 1024 * 1024  # ... and about this many value bytes, from the average message size seen
 _CONSUME_WAIT_S = 0.5  # longest single consume() wait; also how often the stall timeout is checked
 _OUT_OF_RANGE = {KafkaError._AUTO_OFFSET_RESET, KafkaError.OFFSET_OUT_OF_RANGE}
 _GONE = {KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_PARTITION, KafkaError._UNKNOWN_TOPIC}
@@ -155,6 +156,8 @@ class _RangeReader:
         self.wait_bytes = max(_WAIT_BYTES_MIN, _WAIT_BYTES_TOTAL // len(self.order))
         self.last_progress = time.monotonic()
         self.last_error: str | None = None
+        self.seen_msgs = 0
+        self.seen_bytes = 0
 
     # ---- main loop ----------------------------------------------------------------------------------------
     def run(self) -> Iterator[pa.RecordBatch]:
@@ -180,9 +183,16 @@ class _RangeReader:
         """One ``consume()`` call: route messages, finish / pause partitions, check for stalls."""
         fetching = [p for p in self.order if not p.done and not p.paused]
         want = min(_CONSUME_MAX, max(1, sum(p.rng.end - p.next for p in fetching)))
+        if self.seen_msgs:
+            # Bound one call's memory by bytes too: 10,000 messages of 100 KiB would be a gigabyte at once.
+            avg = max(1, self.seen_bytes // self.seen_msgs)
+            want = max(1, min(want, _CONSUME_BYTES // avg))
         msgs = self.consumer.consume(want, _CONSUME_WAIT_S)
         if msgs:
+            before = sum(p.vbytes for p in self.order)
             self._route(msgs)
+            self.seen_msgs += len(msgs)
+            self.seen_bytes += max(0, sum(p.vbytes for p in self.order) - before)
         for p in self.order:
             if p is not cur and not p.done and not p.paused and (
                 len(p.buf) >= self.wait_rows or p.vbytes >= self.wait_bytes
