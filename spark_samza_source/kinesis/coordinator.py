@@ -1,0 +1,255 @@
+"""The driver side of samza-kinesis: lists shards, decides batches with the pure planner, mirrors progress.
+
+Kinesis has no "latest offset" to plan against, so the offset of batch N carries the positions batch N starts
+from; executors record where each shard stopped (``BatchEnds``, put-if-absent) and ``latest_offset`` turns those
+recorded ends into the next batch's starts (DESIGN.md section 8). To avoid an empty batch every trigger, a
+batch is planned only when the previous one made progress, something changed (new shards, released children,
+startpoints), a closed shard still has to reach ``SHARD_END``, or a probe finds records waiting.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from collections.abc import Mapping
+
+from ..core.checkpoint import Checkpoint, CheckpointMirror
+from ..core.errors import SamzaSourceError
+from ..core.offset import TaskSsp
+from ..core.startpoint import StartpointVisitor
+from ..core.startpoint_manager import StartpointManager
+from ..metadata import open_store
+from .admin import KinesisAdmin
+from .batch_ends import BatchEnds
+from .client import AwsClientSettings, dynamodb_client, kinesis_client
+from .lease_table import KclLeaseTable
+from .offset import READABLE, KinesisOffset
+from .options import AT_TIMESTAMP, KCL, LATEST, PER_SHARD, SYSTEM, TRIM_HORIZON, KinesisSourceOptions
+from .planner import ShardStartpoint, initial_offset, plan_next, tasks_for_batch
+from .positions import ShardPosition
+from .shards import ShardInfo
+
+log = logging.getLogger(__name__)
+
+
+def batch_ends_for(store, stream: str, offset: KinesisOffset) -> BatchEnds:
+    """Where executors record batch ends for this query: keyed by stream and the offset's query id."""
+    scope = f"{stream}/{offset.query_id}" if offset.query_id else stream
+    return BatchEnds(store, stream=scope)
+
+
+class KinesisStartpointResolver(StartpointVisitor[ShardPosition]):
+    """Kinesis' visitor: Specific -> AT_SEQUENCE_NUMBER, Timestamp -> AT_TIMESTAMP, Oldest -> TRIM_HORIZON,
+    Upcoming -> the latest position at resolution time (AT_TIMESTAMP(now), replayable)."""
+
+    def __init__(self, now_ms: int) -> None:
+        self.now_ms = now_ms
+
+    def visit_specific(self, ssp, startpoint) -> ShardPosition:
+        return ShardPosition.at_sequence(startpoint.position.strip())
+
+    def visit_timestamp(self, ssp, startpoint) -> ShardPosition:
+        return ShardPosition.at_timestamp(startpoint.timestamp_ms)
+
+    def visit_oldest(self, ssp, startpoint) -> ShardPosition:
+        return ShardPosition.trim_horizon()
+
+    def visit_upcoming(self, ssp, startpoint) -> ShardPosition:
+        return ShardPosition.at_timestamp(self.now_ms)
+
+
+class KinesisCoordinator:
+    def __init__(self, options: KinesisSourceOptions, *, clock=time.monotonic, wall_ms=None) -> None:
+        self.options = options
+        self.settings = AwsClientSettings.from_settings(options.client_settings())
+        self._clock = clock
+        self._wall_ms = wall_ms or (lambda: int(time.time() * 1000))
+        self._admin: KinesisAdmin | None = None
+        self._store = None
+        self._startpoints: StartpointManager | None = None
+        self._mirror: CheckpointMirror | None = None
+        self._last_poll: float | None = None
+        self._cleaned: set[tuple[TaskSsp, int]] = set()
+        self._unresolvable: set[tuple[TaskSsp, int]] = set()
+        self._shard_info: dict[str, ShardInfo] = {}
+        self.available_now_until_ms: int | None = None
+        self.last_plan = None
+
+    # ---- clients ---------------------------------------------------------------------------------------
+    @property
+    def admin(self) -> KinesisAdmin:
+        if self._admin is None:
+            self._admin = KinesisAdmin(kinesis_client(self.settings), settings=self.settings)
+        return self._admin
+
+    @property
+    def store(self):
+        if self._store is None:
+            self._store = open_store(self.options.metadata_store, self.options.job_name)
+        return self._store
+
+    @property
+    def startpoints(self) -> StartpointManager:
+        if self._startpoints is None:
+            self._startpoints = StartpointManager(self.store, ttl_ms=self.options.startpoint_ttl_ms)
+        return self._startpoints
+
+    def batch_ends(self, offset: KinesisOffset) -> BatchEnds:
+        return batch_ends_for(self.store, self.options.stream, offset)
+
+    def list_shards(self) -> list[ShardInfo]:
+        shards = self.admin.list_shards(self.options.stream)
+        self._shard_info = {s.shard_id: s for s in shards}
+        return shards
+
+    # ---- Spark entry points ----------------------------------------------------------------------------
+    def initial_offset(self) -> KinesisOffset:
+        shards = self.list_shards()
+        starting = self.options.starting
+        latest_ms = None
+        default = ShardPosition.trim_horizon()
+        if starting.kind == LATEST:
+            latest_ms = self._wall_ms()
+            # Resolved once to the query start time, so every replay reads the same records. A closed shard has
+            # nothing after "now": it is drained already, and its children are readable.
+            positions = {
+                s.shard_id: ShardPosition.shard_end() if s.closed else ShardPosition.at_timestamp(latest_ms)
+                for s in shards
+            }
+        elif starting.kind == TRIM_HORIZON:
+            positions = {s.shard_id: ShardPosition.trim_horizon() for s in shards}
+        elif starting.kind == AT_TIMESTAMP:
+            positions = {s.shard_id: ShardPosition.at_timestamp(starting.timestamp_ms) for s in shards}
+        elif starting.kind == PER_SHARD:
+            positions = dict(starting.per_shard)
+        elif starting.kind == KCL:
+            positions = self._kcl_positions()
+        else:  # pragma: no cover - options validated the kinds
+            raise SamzaSourceError(f"unknown starting position kind {starting.kind}")
+        offset = initial_offset(
+            shards, self.options.tasks, positions, self.options.assignment, stream=self.options.stream,
+            system=SYSTEM, default_position=default, latest_timestamp_ms=latest_ms, query_id=uuid.uuid4().hex,
+        )
+        log.info("samza-kinesis %s: %d shards, %d tasks", self.options.job_name, len(shards), offset.num_tasks)
+        return offset
+
+    def latest_offset(self, start: KinesisOffset) -> KinesisOffset:
+        self._delete_applied_startpoints(start)
+        shards = self.list_shards()
+        recorded = self.batch_ends(start).ends_for(start.batch) if start.batch > 0 else {}
+        startpoints = self._due_startpoints(start)
+        plan = plan_next(
+            start, shards, recorded, startpoints=startpoints, fail_on_data_loss=self.options.fail_on_data_loss,
+            assignment=self.options.assignment, num_tasks=self.options.tasks,
+        )
+        self.last_plan = plan
+        for loss in plan.data_loss:
+            log.warning("data loss: %s", loss.describe())
+        if not plan.has_work:
+            return start if not (plan.drained or plan.new_shards or plan.released or plan.applied) else plan.offset
+        if self._worth_a_batch(start, recorded, plan):
+            return plan.offset
+        return start
+
+    def commit(self, end: KinesisOffset) -> None:
+        self._delete_applied_startpoints(end)
+        ends = self.batch_ends(end).ends_for(end.batch)
+        positions = {}
+        lease = {}
+        for sid, state in end.shards.items():
+            reached = ends.get(sid, state.start)
+            task, ssp = end.task_of(sid), end.slot_ssp(sid)
+            if task is not None and ssp is not None:
+                slot = positions.setdefault((task, ssp), {})
+                slot[sid] = reached.to_json()
+            info = self._shard_info.get(sid)
+            lease[sid] = (reached, info.parent_ids if info else ())
+        checkpoint = {k: (next(iter(v.values())) if len(v) == 1 else v) for k, v in positions.items()}
+        if self._mirror is None:
+            self._mirror = CheckpointMirror(self.store)
+        self._mirror.write(Checkpoint.from_pairs(checkpoint, batch_id=end.batch))
+        if self.options.kcl_lease_table:
+            table = KclLeaseTable(dynamodb_client(self.settings), self.options.kcl_lease_table, settings=self.settings)
+            table.ensure_table()
+            table.write_checkpoints(lease, owner=f"samza-{self.options.job_name}")
+        self.batch_ends(end).cleanup_before(end.batch)
+
+    def partitions(self, end: KinesisOffset):
+        """(task, [(batch, query id, shard id, start JSON, ending sequence)]) for the batch ending at ``end``:
+        plain picklable values, so executors need none of the planner's classes."""
+        out = []
+        for task, reads in tasks_for_batch(end):
+            out.append((task, [(end.batch, end.query_id, sid, start.to_json(), end.shards[sid].ending_sequence)
+                               for sid, start in reads]))
+        return out
+
+    def prepare_available_now(self) -> None:
+        self.available_now_until_ms = self._wall_ms()
+
+    # ---- helpers -----------------------------------------------------------------------------------------
+    def _worth_a_batch(self, start: KinesisOffset, recorded: Mapping[str, ShardPosition], plan) -> bool:
+        if plan.new_shards or plan.released or plan.applied or plan.drained or plan.new_job_model:
+            return True
+        if start.batch == 0:
+            pass  # nothing read yet: probe below
+        elif any(recorded.get(sid, state.start) != state.start for sid, state in start.shards.items()
+                 if state.status == READABLE):
+            return True  # the last batch made progress: there is likely more
+        for sid, state in plan.offset.shards.items():
+            if state.status != READABLE or state.start.is_shard_end:
+                continue
+            if state.ending_sequence is not None:
+                return True  # a closed shard must be planned once more to reach SHARD_END
+            if self.admin.has_records(self.options.stream, sid, state.start):
+                return True
+        return False
+
+    def _kcl_positions(self) -> dict[str, ShardPosition]:
+        if not self.options.kcl_lease_table:
+            raise SamzaSourceError(
+                "option 'startingPosition' is 'kcl' but 'kcl.leaseTable' is not set: name the KCL application's "
+                "DynamoDB lease table, e.g. .option('kcl.leaseTable', 'my-kcl-app')"
+            )
+        table = KclLeaseTable(dynamodb_client(self.settings), self.options.kcl_lease_table, settings=self.settings)
+        positions = table.read_checkpoints(stream=self.options.stream)
+        log.info("starting from %d KCL checkpoints in %s", len(positions), self.options.kcl_lease_table)
+        return positions
+
+    def _due_startpoints(self, start: KinesisOffset) -> dict[str, ShardStartpoint]:
+        now = self._clock()
+        if self._last_poll is not None and now - self._last_poll < self.options.startpoint_poll_ms / 1000:
+            return {}
+        self._last_poll = now
+        resolver = KinesisStartpointResolver(self._wall_ms())
+        out: dict[str, ShardStartpoint] = {}
+        for (ssp, task), startpoint in self.startpoints.fan_out(start.job_model).items():
+            key = (task, ssp)
+            if startpoint.creation_timestamp <= start.applied.get(key, -1):
+                # applied in an earlier batch; its deletion was lost (the run stopped before the commit)
+                self.startpoints.delete_if_unchanged(ssp, task, startpoint.creation_timestamp)
+                continue
+            shards = start.shards_in_slot(task, ssp)
+            try:
+                position = startpoint.apply(ssp, resolver)
+                if position.type == "AT_SEQUENCE_NUMBER" and len(shards) > 1:
+                    raise SamzaSourceError(
+                        f"a StartpointSpecific names one sequence number but {ssp} in {task} holds shards "
+                        f"{', '.join(shards)}; use a Timestamp/Oldest/Upcoming startpoint for this slot"
+                    )
+            except SamzaSourceError as err:
+                if (key, startpoint.creation_timestamp) not in self._unresolvable:
+                    self._unresolvable.add((key, startpoint.creation_timestamp))
+                    log.error("ignoring startpoint for %s in %s: %s", ssp, task, err)
+                continue
+            for sid in shards:
+                out[sid] = ShardStartpoint(position, startpoint.creation_timestamp, task, ssp)
+        return out
+
+    def _delete_applied_startpoints(self, offset: KinesisOffset) -> None:
+        for (task, ssp), applied in offset.startpoints.items():
+            marker = ((task, ssp), applied.creation_timestamp)
+            if marker in self._cleaned:
+                continue
+            self.startpoints.delete_if_unchanged(ssp, task, applied.creation_timestamp)
+            self._cleaned.add(marker)

@@ -1,0 +1,124 @@
+"""The ``samza-kinesis`` DataSource and its stream reader: thin glue between Spark and the coordinator.
+
+``read`` runs on executors in a pickled reader that only holds the parsed options: each task reads its shards
+from the batch's start positions, records where each shard stopped (put-if-absent) *before* yielding its
+rows, and a retried or speculative attempt reads exactly to the recorded end (DESIGN.md section 8).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from typing import Any
+
+from pyspark.sql.datasource import DataSource, DataSourceStreamReader
+from pyspark.sql.streaming.datasource import SupportsTriggerAvailableNow
+
+from ..spark.partition import TaskInputPartition
+from .options import KinesisSourceOptions
+from .schema import kinesis_schema
+
+log = logging.getLogger(__name__)
+
+
+class SamzaKinesisDataSource(DataSource):
+    """``spark.readStream.format("samza-kinesis")``: Samza task semantics and KCL-style resharding."""
+
+    @classmethod
+    def name(cls) -> str:
+        return "samza-kinesis"
+
+    def schema(self):
+        KinesisSourceOptions.parse(self.options)  # fail at analysis time on bad options
+        return kinesis_schema()
+
+    def streamReader(self, schema) -> SamzaKinesisStreamReader:
+        return SamzaKinesisStreamReader(KinesisSourceOptions.parse(self.options), schema)
+
+
+class SamzaKinesisStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    def __init__(self, options: KinesisSourceOptions, schema) -> None:
+        self.options = options
+        self.schema = schema
+        self._coordinator = None
+        self._available_now = False
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"options": self.options, "schema": self.schema}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(state["options"], state["schema"])
+
+    @property
+    def coordinator(self):
+        if self._coordinator is None:
+            from .coordinator import KinesisCoordinator
+
+            self._coordinator = KinesisCoordinator(self.options)
+        return self._coordinator
+
+    # ---- driver -----------------------------------------------------------------------------------------
+    def initialOffset(self) -> dict:
+        return self.coordinator.initial_offset().to_json()
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        self._available_now = True
+        self.coordinator.prepare_available_now()
+
+    def latestOffset(self, start: dict, limit) -> dict:
+        from .offset import KinesisOffset
+
+        previous = KinesisOffset.from_json(start)
+        planned = self.coordinator.latest_offset(previous)
+        return start if planned is previous else planned.to_json()
+
+    def reportLatestOffset(self) -> dict | None:
+        return None
+
+    def partitions(self, start: dict, end: dict):
+        from .offset import KinesisOffset
+
+        if start == end:
+            return []
+        plan = self.coordinator.partitions(KinesisOffset.from_json(end))
+        return [TaskInputPartition(task.name, tuple(reads)) for task, reads in plan]
+
+    def commit(self, end: dict) -> None:
+        from .offset import KinesisOffset
+
+        self.coordinator.commit(KinesisOffset.from_json(end))
+
+    # ---- executors --------------------------------------------------------------------------------------
+    def read(self, partition: TaskInputPartition) -> Iterator:
+        if not partition.ranges:
+            return iter(())
+        return _read_task(self.options, partition)
+
+
+def _read_task(options: KinesisSourceOptions, partition: TaskInputPartition) -> Iterator:
+    from ..metadata import open_store
+    from .batch_ends import read_and_record
+    from .client import AwsClientSettings, kinesis_client
+    from .coordinator import batch_ends_for
+    from .offset import KinesisOffset  # noqa: F401 - keeps the pickled positions' module importable
+    from .positions import ShardPosition
+
+    settings = AwsClientSettings.from_settings(options.client_settings())
+    client = kinesis_client(settings)
+    store = open_store(options.metadata_store, options.job_name)
+    for batch, query_id, shard_id, start, ending_sequence in partition.ranges:
+        ends = batch_ends_for(store, options.stream, _QueryRef(query_id))
+        result = read_and_record(
+            ends, batch, client, options.stream, shard_id, ShardPosition.from_json(start),
+            task=partition.task, ending_sequence=ending_sequence, max_records=options.max_records_per_shard,
+            max_fetch_time_ms=options.max_fetch_time_ms, fail_on_data_loss=options.fail_on_data_loss,
+            settings=settings,
+        )
+        yield from result.batches
+
+
+class _QueryRef:
+    """Just enough of an offset for ``batch_ends_for`` on an executor."""
+
+    def __init__(self, query_id: str | None) -> None:
+        self.query_id = query_id
