@@ -73,6 +73,7 @@ class KinesisCoordinator:
         self._cleaned: set[tuple[TaskSsp, int]] = set()
         self._unresolvable: set[tuple[TaskSsp, int]] = set()
         self._shard_info: dict[str, ShardInfo] = {}
+        self._first_plan = True
         self.available_now_until_ms: int | None = None
         self.last_plan = None
 
@@ -139,9 +140,12 @@ class KinesisCoordinator:
         shards = self.list_shards()
         recorded = self.batch_ends(start).ends_for(start.batch) if start.batch > 0 else {}
         startpoints = self._due_startpoints(start)
+        # A restart maps shards 1:1 again (the proposal's step 5) when splits had overloaded slots.
+        rebuild = self._first_plan and bool(start.mapper.overloaded_slots())
+        self._first_plan = False
         plan = plan_next(
             start, shards, recorded, startpoints=startpoints, fail_on_data_loss=self.options.fail_on_data_loss,
-            assignment=self.options.assignment, num_tasks=self.options.tasks,
+            assignment=self.options.assignment, num_tasks=self.options.tasks, new_job_model=rebuild,
         )
         self.last_plan = plan
         for loss in plan.data_loss:

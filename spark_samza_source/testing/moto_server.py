@@ -127,6 +127,10 @@ def main(argv: list[str] | None = None) -> int:
     logging.getLogger("werkzeug").setLevel(logging.INFO if args.verbose else logging.WARNING)
     from moto.server import ThreadedMotoServer
 
+    from .kinesis_helpers import apply_moto_kinesis_fixes
+
+    # moto 5.2 reshards unlike Kinesis (records keep landing in closed parents): see kinesis_helpers.
+    apply_moto_kinesis_fixes()
     server = ThreadedMotoServer(ip_address=args.host, port=args.port, verbose=False)
     server.start()
     host, port = server.get_host_and_port()
