@@ -55,6 +55,9 @@ class KinesisSourceOptions:
     fail_on_data_loss: bool
     startpoint_ttl_ms: int
     startpoint_poll_ms: int
+    # Test-only fault hook, off by default: a file path; the first task attempt that records a batch end while
+    # the file does not exist creates it and fails, so tests can prove a retried attempt reads the same range.
+    fail_after_record_marker: str | None = None
 
     def __repr__(self) -> str:  # never show credentials, even in a debugger or a pickled-object dump
         return f"KinesisSourceOptions({self.describe()})"
@@ -125,6 +128,7 @@ class KinesisSourceOptions:
             fail_on_data_loss=opts.boolean("failOnDataLoss", True),
             startpoint_ttl_ms=opts.duration_ms("startpoint.ttl", 12 * 3_600_000, minimum_ms=1),
             startpoint_poll_ms=opts.duration_ms("startpoint.pollInterval", 10_000),
+            fail_after_record_marker=opts.string("testing.failAfterRecord"),
         )
 
 

@@ -114,7 +114,25 @@ def _read_task(options: KinesisSourceOptions, partition: TaskInputPartition) -> 
             max_fetch_time_ms=options.max_fetch_time_ms, fail_on_data_loss=options.fail_on_data_loss,
             settings=settings,
         )
+        _maybe_inject_failure(options, shard_id, result)
         yield from result.batches
+
+
+def _maybe_inject_failure(options: KinesisSourceOptions, shard_id: str, result) -> None:
+    """The test-only fault hook (option ``testing.failAfterRecord``): fail once, right after recording an end."""
+    marker = options.fail_after_record_marker
+    if not marker or not result.records:
+        return
+    import json
+    import os
+
+    try:
+        fd = os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+    except FileExistsError:
+        return
+    with os.fdopen(fd, "w") as out:
+        out.write(f"{shard_id} {json.dumps(result.end.to_json())}\n")
+    raise RuntimeError(f"injected failure after recording the end of {shard_id} (option testing.failAfterRecord)")
 
 
 class _QueryRef:

@@ -25,7 +25,8 @@ def make_local_spark(app_name: str = "spark-samza-source-tests", extra_conf: dic
     from pyspark.sql import SparkSession
 
     builder = (
-        SparkSession.builder.master("local[2]")
+        # local[2, 4]: two cores, and a failed task is retried (up to 4 attempts) as on a cluster
+        SparkSession.builder.master("local[2,4]")
         .appName(app_name)
         .config("spark.ui.enabled", "false")
         .config("spark.sql.shuffle.partitions", "2")

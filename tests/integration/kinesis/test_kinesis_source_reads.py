@@ -55,3 +55,39 @@ def test_bad_option_fails_with_our_message(ks):
     with pytest.raises(Exception) as err:
         ks.stream("x", startingPosition="sideways")
     assert "option 'startingPosition' must be LATEST, TRIM_HORIZON" in str(err.value)
+
+
+def test_a_task_failing_after_recording_its_end_is_retried_with_exactly_that_range(ks, tmp_path):
+    import json
+    import threading
+
+    stream = ks.create_stream(2, "retry")
+    acks = put_round(ks, stream, 2, 400, "a")
+    marker = tmp_path / "failed-once"
+    stop = threading.Event()
+
+    def keep_putting():  # more data arrives between the failed attempt and its retry
+        n = 0
+        while not stop.is_set():
+            acks.extend(put_round(ks, stream, 2, 20, f"live{n}"))
+            n += 1
+            stop.wait(0.2)
+
+    putter = threading.Thread(target=keep_putting, daemon=True)
+    putter.start()
+    query = ks.start_collecting("retry", stream, maxRecordsPerShard="150",
+                                **{"testing.failAfterRecord": str(marker)})
+    ks.wait_for(marker.exists, timeout=120, what="the injected failure")
+    ks.wait_for(lambda: len(ks.collected("retry")) >= 800, timeout=120, what="reads after the retry")
+    stop.set()
+    putter.join()
+    ks.wait_for(lambda: len(ks.collected("retry")) >= len(acks), timeout=120, what="every record")
+    query.stop()
+    rows = ks.collected("retry")
+    assert query.exception() is None
+    assert sorted(r.data for r in rows) == sorted(a.data for a in acks)  # no duplicate, no gap
+    shard, end = marker.read_text().split(" ", 1)
+    end = json.loads(end)
+    # The batch that failed was emitted once, up to the very end its first attempt recorded.
+    read = sorted(int(r.sequenceNumber) for r in rows if r.shardId == shard)
+    assert int(end["sequence"]) in read
