@@ -43,6 +43,7 @@ __all__ = [
     "DIGEST_SIZE",
     "UserRecord",
     "deaggregate",
+    "deaggregate_tuples",
     "aggregate",
     "aggregate_put_entry",
     "effective_hash_key",
@@ -128,26 +129,42 @@ def _parse_record(buf: bytes, pos: int, end: int) -> tuple[int, int | None, byte
     ehk_index: int | None = None
     data: bytes | None = None
     while pos < end:
-        key, pos = _varint(buf, pos, end)
-        field, wire = key >> 3, key & 7
-        if field == 1 and wire == 0:
-            pk_index, pos = _varint(buf, pos, end)
-        elif field == 2 and wire == 0:
-            ehk_index, pos = _varint(buf, pos, end)
-        elif field == 3 and wire == 2:
-            start, pos = _delimited(buf, pos, end)
-            data = buf[start:pos]
-        elif field == 4 and wire == 2:
+        key = buf[pos]
+        if key < 0x80:  # every key of this message fits one byte; one-byte values are the common case
+            pos += 1
+        else:
+            key, pos = _varint(buf, pos, end)
+        if key == 0x08 or key == 0x10:  # partition_key_index / explicit_hash_key_index, varint
+            if pos < end and buf[pos] < 0x80:
+                value = buf[pos]
+                pos += 1
+            else:
+                value, pos = _varint(buf, pos, end)
+            if key == 0x08:
+                pk_index = value
+            else:
+                ehk_index = value
+        elif key == 0x1A:  # data, length-delimited
+            if pos < end and buf[pos] < 0x80:
+                stop = pos + 1 + buf[pos]
+                pos += 1
+                if stop > end:
+                    raise _Corrupt("length-delimited field runs past the end of its message")
+            else:
+                pos, stop = _delimited(buf, pos, end)
+            data = buf[pos:stop]
+            pos = stop
+        elif key == 0x22:  # tags
             start, pos = _delimited(buf, pos, end)
             _check_tag(buf, start, pos)
         else:
-            pos = _skip(buf, pos, end, wire)
+            pos = _skip(buf, pos, end, key & 7)
     if pk_index is None or data is None:
         raise _Corrupt("Record without its required partition_key_index or data")
     return pk_index, ehk_index, data
 
 
-def _parse_aggregate(buf: bytes, pos: int, end: int) -> list[UserRecord]:
+def _parse_aggregate(buf: bytes, pos: int, end: int) -> list[tuple[str, bytes, str | None]]:
     pks: list[str] = []
     ehks: list[str] = []
     raw: list[tuple[int, int | None, bytes]] = []
@@ -162,19 +179,17 @@ def _parse_aggregate(buf: bytes, pos: int, end: int) -> list[UserRecord]:
                 (pks if field == 1 else ehks).append(buf[start:pos].decode("utf-8", "replace"))
         else:
             pos = _skip(buf, pos, end, wire)
+    n_pks, n_ehks = len(pks), len(ehks)
     out = []
     for pk_index, ehk_index, data in raw:
-        if pk_index >= len(pks) or (ehk_index is not None and ehk_index >= len(ehks)):
+        if pk_index >= n_pks or (ehk_index is not None and ehk_index >= n_ehks):
             raise _Corrupt("a key index points outside its table")
-        out.append(UserRecord(pks[pk_index], data, ehks[ehk_index] if ehk_index is not None else None))
+        out.append((pks[pk_index], data, ehks[ehk_index] if ehk_index is not None else None))
     return out
 
 
-def deaggregate(data: bytes) -> list[UserRecord] | None:
-    """The user records of a KPL aggregate, or None when ``data`` is not a (valid) aggregate.
-
-    None means: use the Kinesis record as it is (one user record, sub-sequence number 0).
-    """
+def deaggregate_tuples(data: bytes) -> list[tuple[str, bytes, str | None]] | None:
+    """:func:`deaggregate` as ``(partition_key, data, explicit_hash_key)`` tuples (the reader's fast path)."""
     if len(data) < _MIN_SIZE or data[:4] != MAGIC:
         return None
     body_end = len(data) - DIGEST_SIZE
@@ -185,6 +200,15 @@ def deaggregate(data: bytes) -> list[UserRecord] | None:
         return _parse_aggregate(body, 0, len(body))
     except _Corrupt:
         return None
+
+
+def deaggregate(data: bytes) -> list[UserRecord] | None:
+    """The user records of a KPL aggregate, or None when ``data`` is not a (valid) aggregate.
+
+    None means: use the Kinesis record as it is (one user record, sub-sequence number 0).
+    """
+    users = deaggregate_tuples(data)
+    return None if users is None else [UserRecord(pk, d, ehk) for pk, d, ehk in users]
 
 
 def is_aggregated(data: bytes) -> bool:

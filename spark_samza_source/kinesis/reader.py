@@ -302,13 +302,13 @@ class _ShardReader:
             if self.recorded_key is not None and iseq > self.recorded_key[0]:
                 return self._passed_recorded_end(iseq)
             res.kinesis_records += 1
-            users = kpl.deaggregate(record["Data"])
+            users = kpl.deaggregate_tuples(record["Data"])
             if users is None:
-                subs: list[tuple[str, bytes]] = [(record["PartitionKey"], record["Data"])]
+                subs: list[tuple] = [(record["PartitionKey"], record["Data"])]
             else:
                 if self.hash_range is not None and users and not self._in_range(users):
                     users = []
-                subs = [(u.partition_key, u.data) for u in users]
+                subs = users
             first = 0 if skip_to < 0 else min(len(subs), skip_to + 1)
             stop_at = len(subs)  # exclusive
             exact_here = self.recorded_key is not None and iseq == self.recorded_key[0]
@@ -326,7 +326,7 @@ class _ShardReader:
                     ts_col.append(arrival)
                 else:
                     for i in range(first, stop_at):
-                        pk, data = subs[i]
+                        pk, data, _ = subs[i]
                         data_col.append(data)
                         pk_col.append(pk)
                         seq_col.append(seq)
@@ -345,9 +345,9 @@ class _ShardReader:
                 return self._finish(self.pos, STOP_MAX_RECORDS)
         return None
 
-    def _in_range(self, users: list[kpl.UserRecord]) -> bool:
+    def _in_range(self, users: list[tuple[str, bytes, str | None]]) -> bool:
         lo, hi = self.hash_range
-        return all(lo <= kpl.effective_hash_key(u.partition_key, u.explicit_hash_key) <= hi for u in users)
+        return all(lo <= kpl.effective_hash_key(pk, ehk) <= hi for pk, _, ehk in users)
 
     def _flush(self) -> None:
         data_col, pk_col, seq_col, sub_col, ts_col = self._cols

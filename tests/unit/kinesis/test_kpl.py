@@ -15,6 +15,7 @@ from spark_samza_source.kinesis.kpl import (
     aggregate,
     aggregate_put_entry,
     deaggregate,
+    deaggregate_tuples,
     effective_hash_key,
     is_aggregated,
 )
@@ -34,6 +35,7 @@ def test_round_trip(records):
     blob = aggregate(records)
     assert blob[:4] == MAGIC
     assert deaggregate(blob) == records
+    assert deaggregate_tuples(blob) == [(r.partition_key, r.data, r.explicit_hash_key) for r in records]
 
 
 @settings(max_examples=100, deadline=None)
