@@ -22,7 +22,8 @@ rows from the start up to the one recorded end.  Rows of an attempt that fails l
 
 Store layout (namespace ``kinesis-batch-ends``; keys sort by batch)::
 
-    key   = "<batch, 20 digits>/<shard id>"          (or "<batch>/<stream>/<shard id>" with ``stream``)
+    key   = "<batch, 20 digits>/<shard id>"          (or "<batch>/<stream>/<shard id>" with ``stream``; the
+                                                     stream scope may itself contain '/', e.g. "clicks/<query id>")
     value = {"end": <ShardPosition JSON>, "task": "<task>", "recordedAtMs": <epoch ms>}
 
 On an object store without conditional writes (``atomic_conditionals = False``: S3, GCS through pyarrow) two
@@ -47,6 +48,7 @@ log = logging.getLogger(__name__)
 
 NAMESPACE = "kinesis-batch-ends"
 _BATCH_DIGITS = 20
+_WARNED: set[str] = set()  # store URIs already warned about (BatchEnds is built once per shard read)
 
 
 class BatchEnds:
@@ -56,7 +58,8 @@ class BatchEnds:
         self.store = store
         self.stream = stream
         self.namespace = namespace
-        if not store.atomic_conditionals:
+        if not store.atomic_conditionals and store.uri not in _WARNED:
+            _WARNED.add(store.uri)
             log.warning("metadata store %s has no atomic conditional writes: two attempts of a Kinesis batch that "
                         "run at the same time (speculative execution) could record different ends; use a file: "
                         "or dynamodb: store", store.uri)
@@ -123,9 +126,10 @@ class BatchEnds:
             head, _, rest = key.partition("/")
             if len(head) != _BATCH_DIGITS or head >= limit:
                 continue
-            if own is not None and not rest.startswith(own):
-                continue
-            if own is None and "/" in rest:
+            if own is not None:
+                if not rest.startswith(own) or "/" in rest[len(own):]:  # another stream, or a nested scope
+                    continue
+            elif "/" in rest:
                 continue
             self.store.delete(self.namespace, key)
             deleted += 1

@@ -440,10 +440,15 @@ def test_batch_ends_record_get_list_and_cleanup(ends):
     assert ends.cleanup_before(8) == 2
     assert ends.ends_for(7) == {} and ends.get(8, SHARD0) == b and ends.get(12, SHARD0) == b
     scoped = BatchEnds(ends.store, stream="other")
+    per_query = BatchEnds(ends.store, stream="other/query-1")  # how the coordinator scopes them
     scoped.record(12, SHARD0, a)
+    per_query.record(12, SHARD0, ShardPosition.shard_end())
     assert scoped.get(12, SHARD0) == a and ends.get(12, SHARD0) == b
     assert ends.ends_for(12) == {SHARD0: b} and scoped.ends_for(12) == {SHARD0: a}
-    assert scoped.cleanup_before(13) == 1 and ends.get(12, SHARD0) == b
+    assert per_query.ends_for(12) == {SHARD0: ShardPosition.shard_end()}
+    assert scoped.cleanup_before(13) == 1 and ends.get(12, SHARD0) == b  # neither the unscoped nor the nested
+    assert per_query.get(12, SHARD0) == ShardPosition.shard_end()
+    assert per_query.cleanup_before(13) == 1 and per_query.get(12, SHARD0) is None and ends.get(12, SHARD0) == b
     ends.store.put("kinesis-batch-ends", ends.key(20, SHARD0), {"end": {"type": "BOGUS"}})
     with pytest.raises(MetadataStoreError, match="not valid"):
         ends.get(20, SHARD0)
