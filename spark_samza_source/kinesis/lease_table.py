@@ -38,18 +38,21 @@ a new lease), bumping the counter, setting ``leaseOwner`` to ours and ``ownerSwi
 removing any pending checkpoint.  A lease is *not* written, and reported in a :class:`KclLeaseConflictError`
 raised after all other leases were written, when
 
-* its counter moved since this object last wrote it (some other worker wrote it in between), or
+* its counter moved since this process last wrote it (some other worker wrote it in between; the memory of our
+  own writes is kept per process and table, so a new ``KclLeaseTable`` per commit is fine), or
 * the conditional write fails (it moved between our read and our write), or
 * another owner holds it and ``take_over=False``.
 
-With ``take_over=True`` (default) a lease held by another owner whose counter has not moved since we last saw it is
-taken over: the usual migration, a stopped KCL application's table.  Stop the KCL application first: a live KCL
-worker renews its leases every few seconds, which this policy detects at our next write.
+With ``take_over=True`` (default) a lease held by another owner that this process has not written before is taken
+over (logged): the usual migration, a stopped KCL application's table, and the first commit after a restart.
+Stop the KCL application first: a live KCL worker renews its leases every few seconds, which this policy detects
+at our next write.
 """
 
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -77,6 +80,8 @@ _SENTINELS = (TRIM_HORIZON, LATEST_SENTINEL, AT_TIMESTAMP, SHARD_END)
 WHOLE_RECORD_SUB = 2**63 - 1  # checkpointSubSequenceNumber meaning "every sub-record of the record"
 TIMESTAMP_ATTR = "samzaAtTimestampMs"
 _KEY = "leaseKey"
+_WRITTEN: dict[tuple[str | None, str | None, str], dict[str, int]] = {}
+_WRITTEN_LOCK = threading.Lock()
 
 
 def to_kcl_checkpoint(position: ShardPosition) -> tuple[str, int]:
@@ -133,7 +138,10 @@ class KclLeaseTable:
         self.table = table_name
         self.take_over = take_over
         self._scrub = settings.scrub if settings is not None else (lambda t: str(t)[:1000])
-        self._written: dict[str, int] = {}  # lease key -> leaseCounter this object last wrote
+        meta = getattr(dynamodb_client, "meta", None)
+        where = (getattr(meta, "endpoint_url", None), getattr(meta, "region_name", None), table_name)
+        with _WRITTEN_LOCK:  # lease key -> leaseCounter this process last wrote (shared by instances)
+            self._written: dict[str, int] = _WRITTEN.setdefault(where, {})
 
     def _where(self) -> str:
         meta = getattr(self.client, "meta", None)
