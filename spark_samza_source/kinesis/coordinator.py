@@ -23,6 +23,7 @@ from ..metadata import open_store
 from .admin import KinesisAdmin
 from .batch_ends import BatchEnds
 from .client import AwsClientSettings, dynamodb_client, kinesis_client
+from .errors import KclLeaseConflictError
 from .lease_table import KclLeaseTable
 from .offset import READABLE, KinesisOffset
 from .options import AT_TIMESTAMP, KCL, LATEST, PER_SHARD, SYSTEM, TRIM_HORIZON, KinesisSourceOptions
@@ -74,6 +75,9 @@ class KinesisCoordinator:
         self._unresolvable: set[tuple[TaskSsp, int]] = set()
         self._shard_info: dict[str, ShardInfo] = {}
         self._first_plan = True
+        self._last_probe: dict[str, float] = {}
+        self._available_now_started = False
+        self._lease_table: KclLeaseTable | None = None
         self.available_now_until_ms: int | None = None
         self.last_plan = None
 
@@ -174,37 +178,56 @@ class KinesisCoordinator:
             self._mirror = CheckpointMirror(self.store)
         self._mirror.write(Checkpoint.from_pairs(checkpoint, batch_id=end.batch))
         if self.options.kcl_lease_table:
-            table = KclLeaseTable(dynamodb_client(self.settings), self.options.kcl_lease_table, settings=self.settings)
-            table.ensure_table()
-            table.write_checkpoints(lease, owner=f"samza-{self.options.job_name}")
+            if self._lease_table is None:
+                table = KclLeaseTable(dynamodb_client(self.settings), self.options.kcl_lease_table,
+                                      settings=self.settings)
+                table.ensure_table()
+                self._lease_table = table
+            ranges = {sid: (i.hash_start, i.hash_end) for sid, i in self._shard_info.items()}
+            try:
+                self._lease_table.write_checkpoints(lease, owner=f"samza-{self.options.job_name}",
+                                                    hash_ranges=ranges)
+            except KclLeaseConflictError as err:  # a mirror for tools: never fail the query for it
+                log.warning("KCL lease table mirror: %s", err)
         self.batch_ends(end).cleanup_before(end.batch)
 
     def partitions(self, end: KinesisOffset):
-        """(task, [(batch, query id, shard id, start JSON, ending sequence)]) for the batch ending at ``end``:
+        """(task, [(batch, query id, shard id, start JSON, ending sequence, AvailableNow cut-off or None)]) for
+        the batch ending at ``end``:
         plain picklable values, so executors need none of the planner's classes."""
         out = []
         for task, reads in tasks_for_batch(end):
-            out.append((task, [(end.batch, end.query_id, sid, start.to_json(), end.shards[sid].ending_sequence)
-                               for sid, start in reads]))
+            out.append((task, [(end.batch, end.query_id, sid, start.to_json(), end.shards[sid].ending_sequence,
+                                self.available_now_until_ms) for sid, start in reads]))
         return out
 
     def prepare_available_now(self) -> None:
         self.available_now_until_ms = self._wall_ms()
+        self._available_now_started = False
 
     # ---- helpers -----------------------------------------------------------------------------------------
     def _worth_a_batch(self, start: KinesisOffset, recorded: Mapping[str, ShardPosition], plan) -> bool:
         if plan.new_shards or plan.released or plan.applied or plan.drained or plan.new_job_model:
             return True
+        if self.available_now_until_ms is not None and not self._available_now_started:
+            self._available_now_started = True
+            return True  # the trigger's first batch reads whatever arrived before it started
         if start.batch == 0:
             pass  # nothing read yet: probe below
         elif any(recorded.get(sid, state.start) != state.start for sid, state in start.shards.items()
                  if state.status == READABLE):
             return True  # the last batch made progress: there is likely more
+        if self.available_now_until_ms is not None:
+            return False  # AvailableNow: a batch without progress means everything before its start was read
+        now = self._clock()
         for sid, state in plan.offset.shards.items():
             if state.status != READABLE or state.start.is_shard_end:
                 continue
             if state.ending_sequence is not None:
                 return True  # a closed shard must be planned once more to reach SHARD_END
+            if now - self._last_probe.get(sid, -1e9) < 1.0:
+                continue  # a probe costs GetRecords calls against the shard's 5 reads/s: at most one a second
+            self._last_probe[sid] = now
             if self.admin.has_records(self.options.stream, sid, state.start):
                 return True
         return False

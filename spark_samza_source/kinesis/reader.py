@@ -89,6 +89,7 @@ STOP_MAX_RECORDS = "max_records"
 STOP_MAX_FETCH_TIME = "max_fetch_time"
 STOP_CAUGHT_UP = "caught_up"
 STOP_SHARD_END = "shard_end"
+STOP_ARRIVED_LATER = "arrived_after_available_now_start"
 
 _ALL = 1 << 62  # "every sub-record" when comparing sub-sequence numbers
 
@@ -99,6 +100,13 @@ def _order(position: ShardPosition) -> tuple[int, int]:
     if position.type == AT_SEQUENCE_NUMBER:
         return int(position.sequence), -1
     return int(position.sequence), _ALL if position.sub < 0 else position.sub
+
+
+def _arrival_ms(record: dict[str, Any]) -> int:
+    arrival = record.get("ApproximateArrivalTimestamp")
+    if arrival is None:
+        return -1
+    return int(arrival.timestamp() * 1000) if hasattr(arrival, "timestamp") else int(arrival)
 
 
 @dataclass
@@ -146,13 +154,15 @@ def read_shard(
     exact_timeout_ms: int = DEFAULT_EXACT_TIMEOUT_MS,
     settings: AwsClientSettings | None = None,
     sleep: Callable[[float], None] = time.sleep,
+    until_arrival_ms: int | None = None,
 ) -> ShardReadResult:
     """Read shard ``shard_id`` of ``stream`` from ``start`` (see the module documentation for the stop rules).
 
     ``client`` is a boto3 Kinesis client (``client.kinesis_client``).  ``ending_sequence`` is the shard's
     ``EndingSequenceNumber`` when it is closed (``ShardInfo.ending_sequence``).  ``recorded_end`` makes the read
     exact (a retried / speculative attempt).  ``task`` fills the ``task`` column; ``settings`` only serve to scrub
-    credentials out of error texts.
+    credentials out of error texts.  ``until_arrival_ms`` (``Trigger.AvailableNow``) stops before the first record
+    that arrived after that time, so the trigger reads what was there when it started.
     """
     if max_records < 1 or records_per_call < 1 or max_rows_per_batch < 1 or max_fetch_time_ms < 0:
         raise ValueError("max_records, records_per_call and max_rows_per_batch must be >= 1, "
@@ -160,6 +170,7 @@ def read_shard(
     reader = _ShardReader(client, stream, shard_id, start, task, ending_sequence, recorded_end, max_records,
                           max_fetch_time_ms, fail_on_data_loss, hash_range, min(records_per_call, 10_000),
                           max_rows_per_batch, min_call_interval_ms, max_retries, exact_timeout_ms, settings, sleep)
+    reader.until_arrival_ms = None if recorded_end is not None else until_arrival_ms
     return reader.run()
 
 
@@ -170,6 +181,8 @@ class _ShardGone(Exception):
 
 
 class _ShardReader:
+    until_arrival_ms: int | None = None
+
     def __init__(self, client, stream, shard_id, start, task, ending_sequence, recorded_end, max_records,
                  max_fetch_time_ms, fail_on_data_loss, hash_range, records_per_call, max_rows_per_batch,
                  min_call_interval_ms, max_retries, exact_timeout_ms, settings, sleep) -> None:
@@ -301,6 +314,8 @@ class _ShardReader:
                 return self._shard_end()
             if self.recorded_key is not None and iseq > self.recorded_key[0]:
                 return self._passed_recorded_end(iseq)
+            if self.until_arrival_ms is not None and _arrival_ms(record) > self.until_arrival_ms:
+                return self._finish(self.pos, STOP_ARRIVED_LATER)
             res.kinesis_records += 1
             users = kpl.deaggregate_tuples(record["Data"])
             if users is None:

@@ -106,13 +106,13 @@ def _read_task(options: KinesisSourceOptions, partition: TaskInputPartition) -> 
     settings = AwsClientSettings.from_settings(options.client_settings())
     client = kinesis_client(settings)
     store = open_store(options.metadata_store, options.job_name)
-    for batch, query_id, shard_id, start, ending_sequence in partition.ranges:
+    for batch, query_id, shard_id, start, ending_sequence, until_ms in partition.ranges:
         ends = batch_ends_for(store, options.stream, _QueryRef(query_id))
         result = read_and_record(
             ends, batch, client, options.stream, shard_id, ShardPosition.from_json(start),
             task=partition.task, ending_sequence=ending_sequence, max_records=options.max_records_per_shard,
             max_fetch_time_ms=options.max_fetch_time_ms, fail_on_data_loss=options.fail_on_data_loss,
-            settings=settings,
+            settings=settings, until_arrival_ms=until_ms,
         )
         _maybe_inject_failure(options, shard_id, result)
         yield from result.batches

@@ -91,3 +91,21 @@ def test_a_task_failing_after_recording_its_end_is_retried_with_exactly_that_ran
     # The batch that failed was emitted once, up to the very end its first attempt recorded.
     read = sorted(int(r.sequenceNumber) for r in rows if r.shardId == shard)
     assert int(end["sequence"]) in read
+
+
+def test_available_now_reads_what_arrived_before_it_started_and_stops(ks):
+    stream = ks.create_stream(2, "an")
+    before = put_round(ks, stream, 2, 200, "before")
+    late = []
+
+    def put_late(batch_id, rows):
+        if not late:
+            late.extend(put_round(ks, stream, 2, 30, "late"))
+
+    query = ks.start_collecting("an", stream, trigger={"availableNow": True}, on_batch=put_late,
+                                maxRecordsPerShard="50")
+    assert query.awaitTermination(240)
+    assert query.exception() is None
+    rows = ks.collected("an")
+    assert late and sorted(r.data for r in rows) == sorted(a.data for a in before)
+    assert len(ks.batches["an"]) >= 4  # bounded by maxRecordsPerShard
