@@ -1,0 +1,133 @@
+"""Read a Structured Streaming query's offset log (``<checkpointLocation>/offsets/<batch>``) without Spark.
+
+Each file is ``v1``, one line of batch metadata JSON, then one line per source of the query: the source's offset
+JSON exactly as ``latestOffset`` returned it (``-`` for a source without one). For samza-kinesis the Spark
+offset is the source of truth of the job model (which shard sits in which slot of which task); for samza-kafka
+the offset carries the same job model the driver mirrors into the metadata store.
+
+Local paths and ``file:`` URIs are read directly; other URIs (``s3://``, ``abfs://`` ...) through
+``pyarrow.fs``, which the package depends on anyway.
+"""
+
+from __future__ import annotations
+
+import os
+import urllib.parse
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from ..core.errors import SamzaSourceError
+
+__all__ = ["CheckpointDirError", "OffsetLog", "SourceOffset"]
+
+T = TypeVar("T")
+
+
+class CheckpointDirError(SamzaSourceError):
+    """The checkpoint location cannot be read or holds no offset this tool understands."""
+
+
+@dataclass(frozen=True)
+class SourceOffset:
+    """One source's offset in one offset-log file: Spark's batch id, the source's index, the parsed offset."""
+
+    batch_id: int
+    source_index: int
+    offset: Any
+
+
+class OffsetLog:
+    """The ``offsets/`` directory of one checkpoint location."""
+
+    def __init__(self, location: str) -> None:
+        self.location = location
+        if "://" in location and not location.startswith("file:"):
+            from pyarrow import fs
+
+            try:
+                self._fs, root = fs.FileSystem.from_uri(location)
+            except Exception as err:  # noqa: BLE001 - pyarrow raises several types for bad URIs
+                raise CheckpointDirError(f"cannot open checkpoint location {location!r}: {err}") from None
+            self._dir = root.rstrip("/") + "/offsets"
+        else:
+            path = urllib.parse.unquote(urllib.parse.urlsplit(location).path) if location.startswith("file:") \
+                else location
+            self._fs = None
+            self._dir = os.path.join(os.path.abspath(os.path.expanduser(path)), "offsets")
+
+    # ---- files ---------------------------------------------------------------------------------------------
+    def batch_ids(self) -> list[int]:
+        """Batch ids with an offset file, ascending."""
+        try:
+            if self._fs is None:
+                names = os.listdir(self._dir)
+            else:
+                from pyarrow import fs
+
+                names = [i.base_name for i in self._fs.get_file_info(fs.FileSelector(self._dir))]
+        except FileNotFoundError:
+            raise CheckpointDirError(
+                f"{self.location!r} has no offsets/ directory: is it the query's checkpointLocation, and has the "
+                "query run at least one batch?"
+            ) from None
+        except OSError as err:
+            raise CheckpointDirError(f"cannot list {self._dir!r}: {err}") from None
+        return sorted(int(n) for n in names if n.isascii() and n.isdigit())
+
+    def _read(self, batch_id: int) -> str:
+        path = f"{self._dir}/{batch_id}" if self._fs is not None else os.path.join(self._dir, str(batch_id))
+        try:
+            if self._fs is None:
+                with open(path, encoding="utf-8") as f:
+                    return f.read()
+            with self._fs.open_input_stream(path) as f:
+                return f.read().decode("utf-8")
+        except (OSError, UnicodeDecodeError) as err:
+            raise CheckpointDirError(f"cannot read offset file {path!r}: {err}") from None
+
+    def source_lines(self, batch_id: int) -> list[str]:
+        """The per-source offset lines of one batch (``-`` where a source has none)."""
+        lines = self._read(batch_id).splitlines()
+        if len(lines) < 3 or not lines[0].startswith("v"):
+            raise CheckpointDirError(
+                f"offset file {batch_id} in {self.location!r} is not a Spark offset log entry "
+                "(expected a version line, a metadata line and one line per source)"
+            )
+        return lines[2:]
+
+    # ---- parsed offsets ------------------------------------------------------------------------------------
+    def offsets(self, parse: Callable[[str], T], *, newest_first: bool = True,
+                limit: int | None = None) -> Iterator[SourceOffset]:
+        """Every source offset that ``parse`` accepts (it raises ``SamzaSourceError``/``ValueError`` otherwise),
+        newest batch first by default; at most ``limit`` offset files are read."""
+        ids = self.batch_ids()
+        if newest_first:
+            ids.reverse()
+        if limit is not None:
+            ids = ids[:limit]
+        for batch_id in ids:
+            for index, line in enumerate(self.source_lines(batch_id)):
+                if line.strip() in ("", "-"):
+                    continue
+                try:
+                    parsed = parse(line)
+                except (SamzaSourceError, ValueError):
+                    continue
+                yield SourceOffset(batch_id, index, parsed)
+
+    def latest(self, parse: Callable[[str], T], accept: Callable[[T], bool] = lambda _: True) -> SourceOffset:
+        """The newest offset that ``parse`` accepts and ``accept`` approves."""
+        for found in self.offsets(parse):
+            if accept(found.offset):
+                return found
+        raise CheckpointDirError(
+            f"no offset of the expected source in {self.location!r} (offsets/ holds batches "
+            f"{_describe(self.batch_ids())}): is it the checkpointLocation of this job's query?"
+        )
+
+
+def _describe(ids: list[int]) -> str:
+    if not ids:
+        return "none"
+    return f"{ids[0]}..{ids[-1]}" if len(ids) > 1 else str(ids[0])
