@@ -180,7 +180,10 @@ class KafkaCoordinator:
             log.info("startpoint applied: %s in %s starts at offset %d (created %d)",
                      ssp, task, result.offset.rebases[(task, ssp)].position, sp.creation_timestamp)
         for ssp in result.new_barriers:
-            b = result.offset.barriers[ssp]
+            b = result.offset.barriers.get(ssp)
+            if b is None:  # the sibling was drained already (a caught-up query): released in the same plan
+                log.info("partition expansion: %s is read at once, its sibling is drained", ssp)
+                continue
             log.info("partition expansion: %s waits until %s is drained to offset %d", ssp, b.sibling, b.drain_to)
         return result.offset
 
