@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .core.checkpoint import Checkpoint
+from .core.jobmodel import JobModel
 from .core.model import SystemStreamPartition, TaskName
 from .core.startpoint import current_time_ms
 
@@ -140,13 +141,31 @@ def committed_by_ssp(checkpoint: Checkpoint, system: str) -> dict[SystemStreamPa
     return dict(sorted(out.items()))
 
 
-def kafka_lag(checkpoint: Checkpoint, watermarks: Mapping[tuple[str, int], tuple[int, int]]) -> LagReport:
+def kafka_lag(
+    checkpoint: Checkpoint,
+    watermarks: Mapping[tuple[str, int], tuple[int, int]],
+    job_model: JobModel | None = None,
+) -> LagReport:
     """Per partition: high watermark minus the committed offset (lowest across tasks). Pure.
 
     ``watermarks`` maps (topic, partition) to (low, high), as ``KafkaAdmin.watermarks`` returns them; a
-    partition missing from it (topic deleted) gets ``behind = None`` and a note.
+    partition missing from it (topic deleted) gets ``behind = None`` and a note. Partitions of ``job_model``
+    (the job's current one) without a committed position yet, typically those a topic just grew by, are
+    counted from their log start, where the query starts them.
     """
     rows = []
+    committed_ssps = committed_by_ssp(checkpoint, "kafka")
+    if job_model is not None:
+        for ssp in sorted(job_model.ssps()):
+            if ssp.system != "kafka" or ssp in committed_ssps:
+                continue
+            tasks = tuple(t.name for t in job_model.tasks_for(ssp))
+            marks = watermarks.get((ssp.stream, ssp.partition))
+            if marks is None:
+                rows.append(LagRow(ssp, tasks, None, None, None, note="partition not found on the cluster"))
+            else:
+                rows.append(LagRow(ssp, tasks, None, marks[1], max(0, marks[1] - marks[0]),
+                                   note="nothing committed yet: counted from the log start"))
     for ssp, per_task in committed_by_ssp(checkpoint, "kafka").items():
         tasks = tuple(t.name for t in sorted(per_task))
         bad = [p for p in per_task.values() if isinstance(p, bool) or not isinstance(p, int)]
@@ -163,13 +182,17 @@ def kafka_lag(checkpoint: Checkpoint, watermarks: Mapping[tuple[str, int], tuple
         if committed < low:
             note = f"committed offset is below the log start ({low}): records were deleted before being read"
         rows.append(LagRow(ssp, tasks, committed, high, max(0, high - committed), note=note))
+    rows.sort(key=lambda r: r.ssp)
     return LagReport("kafka", rows, checkpoint.batch_id, checkpoint.timestamp_ms)
 
 
-def kafka_lag_from(checkpoint: Checkpoint, admin: Any) -> LagReport:
+def kafka_lag_from(checkpoint: Checkpoint, admin: Any, job_model: JobModel | None = None) -> LagReport:
     """:func:`kafka_lag` with the watermarks fetched through a ``KafkaAdmin``."""
-    tps = [(s.stream, s.partition) for s in committed_by_ssp(checkpoint, "kafka")]
-    return kafka_lag(checkpoint, admin.watermarks(tps) if tps else {})
+    ssps = set(committed_by_ssp(checkpoint, "kafka"))
+    if job_model is not None:
+        ssps |= {s for s in job_model.ssps() if s.system == "kafka"}
+    tps = sorted((s.stream, s.partition) for s in ssps)
+    return kafka_lag(checkpoint, admin.watermarks(tps) if tps else {}, job_model)
 
 
 # ---- Kinesis --------------------------------------------------------------------------------------------------

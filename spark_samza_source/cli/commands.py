@@ -481,9 +481,9 @@ def lag(args: argparse.Namespace) -> Outcome:
 
         conf = {k: v for k, v in args.kafka_properties}
         conf["bootstrap.servers"] = args.bootstrap
-        admin = KafkaAdmin(conf)
+        admin = KafkaAdmin(conf, api_timeout_ms=args.timeout * 1000)
         try:
-            report = lagmod.kafka_lag_from(checkpoint, admin)
+            report = lagmod.kafka_lag_from(checkpoint, admin, _current_job_model(store))
         finally:
             admin.close()
         if not report.rows:
@@ -491,8 +491,8 @@ def lag(args: argparse.Namespace) -> Outcome:
     else:
         report = _kinesis_lag(args, checkpoint, lagmod, warnings)
     for row in report.rows:
-        if row.note:
-            warnings.append(f"{row.shard or row.ssp.key}: {row.note}")
+        if row.behind is None:
+            warnings.append(f"{row.shard or row.ssp.key}: not measured: {row.note}")
     data = {**_header(args), **report.to_json()}
     data["committedAt"] = iso_ms(report.committed_at_ms)
     data["measuredAt"] = iso_ms(report.measured_at_ms)

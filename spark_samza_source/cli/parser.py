@@ -244,6 +244,8 @@ def build_parser() -> argparse.ArgumentParser:
     kafka.add_argument("-X", "--kafka-property", dest="kafka_properties", metavar="KEY=VALUE", action="append",
                        type=_kv, default=[],
                        help="extra librdkafka client property (repeatable); values are never printed")
+    kafka.add_argument("--timeout", metavar="SECONDS", type=_positive_int("--timeout"), default=30,
+                       help="give up on the cluster after this long (default 30)")
     kinesis = lag.add_argument_group("Kinesis (credentials from boto3's default chain)")
     kinesis.add_argument("--stream", metavar="S", type=_non_empty("--stream"))
     kinesis.add_argument("--region", metavar="R", type=_non_empty("--region"))
