@@ -1097,6 +1097,11 @@ class _Importer:
             else:
                 self.ignore(key, "Samza system setting with no bearing on what is read")
 
+        for stream_id in self._stream_ids(system, [stream]):
+            for key in self.keys_with(f"streams.{stream_id}."):
+                self.ignore(key, "Samza stream setting: samza-kinesis takes the stream from task.inputs, its start "
+                                 "from the KCL lease table")
+
         grouper = self.get(_GROUPER_KEY)
         if grouper and grouper.rsplit(".", 1)[-1] not in ("AllSspToSingleTaskGrouperFactory",
                                                           "AllSspToSingleTaskGrouper"):

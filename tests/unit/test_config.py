@@ -721,6 +721,10 @@ def test_kinesis_grouper_and_kafka_only_keys():
     assert "lineage" in result.ignored["job.systemstreampartition.input.expansion.enabled"]
     assert "KCL lease table" in result.ignored["systems.kinesis.samza.offset.default"]
     assert "tasks" in result.ignored["job.container.count"]
+    ids = import_mapping(kinesis(**{"streams.c.samza.system": "kinesis", "streams.c.samza.physical.name": "clicks",
+                                    "streams.c.samza.offset.default": "oldest"}))
+    assert "KCL lease table" in ids.ignored["streams.c.samza.offset.default"]
+    assert "startingPosition" in ids.options and ids.options["startingPosition"] == "kcl"
 
 
 # ---- entry points, logging ------------------------------------------------------------------------------------
