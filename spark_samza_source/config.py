@@ -402,12 +402,13 @@ _KAFKA_NATIVE = {
     "expansion.ordering", "copartition", "startingOffsets", "startingTimestamp", "startingOffsetsByTimestamp",
     "startingOffsetsByTimestampStrategy", "maxOffsetsPerTrigger", "minOffsetsPerTrigger", "maxTriggerDelay",
     "failOnDataLoss", "includeHeaders", "startpoint.ttl", "startpoint.pollInterval", "commitOffsetsToKafka",
-    "maxRowsPerArrowBatch", "kafkaConsumer.pollTimeoutMs",
+    "maxRowsPerArrowBatch", "kafkaConsumer.pollTimeoutMs", "job.ownership.ttl",
 }
 _KINESIS_NATIVE = {
     "streamName", "region", "endpointUrl", "dynamodbEndpointUrl", "awsAccessKeyId", "awsSecretKey", "sessionToken",
     "roleArn", "roleSessionName", "metadata.store", "tasks", "assignment", "startingPosition", "maxRecordsPerShard",
     "maxFetchTimePerShard", "kcl.leaseTable", "failOnDataLoss", "startpoint.ttl", "startpoint.pollInterval",
+    "job.ownership.ttl",
 }
 _EXCLUSIVE = (("subscribe", "subscribePattern", "assign"),
               ("startingOffsets", "startingTimestamp", "startingOffsetsByTimestamp"))

@@ -849,3 +849,30 @@ def test_starting_offsets_from_spark_checkpoint_errors(tmp_path):
     with pytest.raises(ConfigError, match="source #1"):
         starting_offsets_from_spark_checkpoint(spark_checkpoint(tmp_path / "one", {0: '{"t":{"0":1}}'}, [0]),
                                                source=1)
+
+
+# ---- the importer knows every option of the sources -------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("parse", "minimal", "native"), [
+    (KafkaSourceOptions.parse, {"kafka.bootstrap.servers": "b:9092", "subscribe": "t", "job.name": "j"},
+     "_KAFKA_NATIVE"),
+    (KinesisSourceOptions.parse, {"streamname": "s", "job.name": "j"}, "_KINESIS_NATIVE"),
+])
+def test_every_option_a_source_reads_passes_through_from_a_file(monkeypatch, parse, minimal, native):
+    """A new option of a source must be added to the importer's list, or a file carrying it reports it unknown."""
+    from spark_samza_source import config
+    from spark_samza_source.spark.options import Options
+
+    read: set[str] = set()
+    original = Options.raw
+
+    def spy(self, name):
+        read.add(name.lower())
+        return original(self, name)
+
+    monkeypatch.setattr(Options, "raw", spy)
+    parse(minimal)
+    known = {n.lower() for n in getattr(config, native)} | {"job.name", "task.broadcast.inputs"}
+    missing = {n for n in read if not n.startswith("testing.")} - known
+    assert read and not missing, f"add {sorted(missing)} to spark_samza_source.config.{native}"
