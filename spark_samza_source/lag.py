@@ -44,6 +44,7 @@ __all__ = [
     "kafka_lag",
     "kinesis_lag",
     "measure_shard_backlog",
+    "slot_mapping_matches",
 ]
 
 #: Kinesis allows 5 GetRecords calls per second per shard
@@ -304,6 +305,24 @@ def kinesis_shard_positions(
                 for shard, pos in sorted(value.items()):
                     out.append((task, ssp, shard, ShardPosition.from_json(pos), ""))
     return out
+
+
+def slot_mapping_matches(
+    checkpoint: Checkpoint, stream: str, slot_shards: Callable[[TaskName, SystemStreamPartition], list[str]]
+) -> bool:
+    """Whether ``slot_shards`` (a batch's slot -> shards mapping) gives every mirrored slot of ``stream`` the
+    shards its position names: one shard for a plain position, exactly the listed shards for a per-shard map."""
+    for ssp, per_task in committed_by_ssp(checkpoint, "kinesis").items():
+        if ssp.stream != stream:
+            continue
+        for task, value in per_task.items():
+            shards = slot_shards(task, ssp)
+            if _single_position(value):
+                if len(shards) != 1:
+                    return False
+            elif not isinstance(value, dict) or set(value) != set(shards):
+                return False
+    return True
 
 
 def kinesis_lag(

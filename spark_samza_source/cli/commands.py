@@ -507,19 +507,28 @@ def _kinesis_lag(args: argparse.Namespace, checkpoint, lagmod, warnings: list[st
     slot_shards = None
     if args.checkpoint:
         log, parse, accept = _kinesis_offsets(args.checkpoint, args.stream)
+
+        def shards_of(offset):
+            return lambda task, ssp: offset.shards_in_slot(task, ssp)
+
+        # The mirror's task records were all computed at the latest commit from that batch's offset: the newest
+        # offset whose slot -> shards mapping agrees with every mirrored slot is that one (or maps the same).
         match = None
-        for found in log.offsets(parse):
-            if accept(found.offset) and found.offset.batch == checkpoint.batch_id:
+        newest = None
+        for found in log.offsets(parse, limit=_JOB_MODEL_HISTORY):
+            if not accept(found.offset):
+                continue
+            newest = newest or found
+            if lagmod.slot_mapping_matches(checkpoint, args.stream, shards_of(found.offset)):
                 match = found
                 break
         if match is None:
-            match = log.latest(parse, accept)
-            warnings.append(f"the checkpoint location has no offset of the committed batch {checkpoint.batch_id}; "
-                            f"mapping slots to shards with the newest one (Spark batch {match.batch_id})")
-        offset = match.offset
-
-        def slot_shards(task, ssp):
-            return [s for s in offset.shards_in_slot(task, ssp) if s in offset.shards]
+            if newest is None:
+                newest = log.latest(parse, accept)  # raises, naming what the location holds
+            match = newest
+            warnings.append(f"no offset in the checkpoint location maps the committed slots to the same shards; "
+                            f"using the newest one (Spark batch {match.batch_id})")
+        slot_shards = shards_of(match.offset)
 
     settings = AwsClientSettings(region=args.region, endpoint_url=args.endpoint)
     admin = KinesisAdmin(kinesis_client(settings), settings=settings)

@@ -23,7 +23,7 @@ from spark_samza_source.core.startpoint_manager import StartpointManager
 from spark_samza_source.kinesis.mapper import ShardPartitionMapper
 from spark_samza_source.kinesis.offset import DRAINED, READABLE, KinesisOffset, ShardState
 from spark_samza_source.kinesis.positions import ShardPosition
-from spark_samza_source.lag import ShardBacklog, kafka_lag, kinesis_lag
+from spark_samza_source.lag import ShardBacklog, kafka_lag, kinesis_lag, slot_mapping_matches
 from spark_samza_source.metadata import open_store
 
 
@@ -473,6 +473,11 @@ def test_kinesis_lag_maps_one_shard_slots_through_the_offset():
         ("shardId-000000000001", 7, False), ("shardId-000000000002", 0, True), ("shardId-000000000003", 0, False)]
     assert seen[0] == ("shardId-000000000001", "after 10")
     assert report.totals()["capped"] is True and report.totals()["maxMillisBehindLatest"] == 1500
+
+    assert slot_mapping_matches(checkpoint, "clicks", offset.shards_in_slot)
+    one_shard_view = Checkpoint({TaskName("Task-1"): {ssp("clicks", 2, "kinesis"): pos}})
+    assert not slot_mapping_matches(one_shard_view, "clicks", offset.shards_in_slot)  # slot 2 holds two shards
+    assert slot_mapping_matches(one_shard_view, "other", offset.shards_in_slot)  # another stream: nothing to map
 
     unmapped = kinesis_lag(checkpoint, "clicks", measure, None)
     assert unmapped.rows[0].shard is None and "pass --checkpoint DIR" in unmapped.rows[0].note
