@@ -73,6 +73,13 @@ class SamzaKinesisStreamReader(DataSourceStreamReader, SupportsTriggerAvailableN
         return start if planned is previous else planned.to_json()
 
     def reportLatestOffset(self) -> dict | None:
+        """None on purpose: Kinesis has no per-shard "latest offset" to report.
+
+        The only measures are ``GetRecords`` from a position (records or ``MillisBehindLatest``), and those calls
+        count against the shard's 5 reads/s that this query's readers need; the executors' recorded batch ends
+        are already the next offset's starts, so reporting them would only repeat ``endOffset``. Lag is measured
+        on demand instead: ``samza-source lag --stream ...`` (see ``spark_samza_source.lag``).
+        """
         return None
 
     def partitions(self, start: dict, end: dict):
