@@ -25,6 +25,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import sys
 from collections.abc import Sequence
 
@@ -37,17 +38,24 @@ __all__ = ["main"]
 log = logging.getLogger("spark_samza_source.cli")
 
 
-class _Scrubber:
-    """Removes the store URI's credentials and the ``-X`` property values from any text."""
+#: librdkafka properties whose values are secrets (matched anywhere in the name): sasl.password,
+#: sasl.oauthbearer.client.secret, ssl.key.password, ssl.keystore.password, sasl.jaas.config ...
+_SECRET_PROPERTY_RE = re.compile(r"secret|passw|pwd|token|credential|key|auth|sasl|jaas", re.I)
 
-    def __init__(self, store: str | None, secrets: Sequence[str] = ()) -> None:
-        self.store = store
+
+class _Scrubber:
+    """Removes credentials from any text: those of the URIs given (store, checkpoint location, endpoint) and the
+    values of secret-looking ``-X`` properties."""
+
+    def __init__(self, uris: Sequence[str | None], properties: Sequence[tuple[str, str]] = ()) -> None:
+        self.uris = [u for u in uris if isinstance(u, str) and u]
+        secrets = [v for k, v in properties if _SECRET_PROPERTY_RE.search(k)]
         self.secrets = sorted((s for s in secrets if s and len(s) >= 3), key=len, reverse=True)
 
     def __call__(self, text: str) -> str:
         text = str(text)
-        if self.store:
-            text = scrub_secrets(text, self.store, limit=len(text) + 1)
+        for uri in self.uris:
+            text = scrub_secrets(text, uri, limit=len(text) + 1)
         for secret in self.secrets:
             text = text.replace(secret, "***")
         return text
@@ -80,8 +88,8 @@ def _main(argv: list[str]) -> int:
         return int(done.code or 0)
     leaf = _leaf_parser(parser, args)
     as_json = bool(getattr(args, "json", False))
-    scrub = _Scrubber(getattr(args, "store", None),
-                      [v for _, v in getattr(args, "kafka_properties", None) or []])
+    scrub = _Scrubber([getattr(args, name, None) for name in ("store", "checkpoint", "endpoint")],
+                      getattr(args, "kafka_properties", None) or [])
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="samza-source: %(levelname)s: %(message)s")
 
     from .commands import CommandError, run

@@ -301,6 +301,13 @@ def test_secrets_in_errors_and_kafka_properties_are_scrubbed(capsys, monkeypatch
     assert "hunter2-secret" not in out + err
 
 
+def test_only_secret_looking_properties_are_scrubbed():
+    scrub = cli._Scrubber(["s3://AK:SECRETVALUE@b/p", None], [("sasl.password", "pw-123"), ("acks", "all"),
+                                                              ("socket.timeout.ms", "300")])
+    text = "offset 300 acks all pw-123 s3://AK:SECRETVALUE@b/p SECRETVALUE"
+    assert scrub(text) == "offset 300 acks all *** s3://***@b/p ***"
+
+
 # ---- job model, checkpoint, lag in process -------------------------------------------------------------------
 
 
