@@ -29,6 +29,7 @@ from ..core.offset import REBASE_STARTPOINT, LogOffset, TaskSsp
 from ..core.planner import PlanResult, ResolvedStartpoint, Watermarks, plan_next
 from ..core.startpoint_manager import StartpointManager
 from ..metadata import open_store
+from ..metadata.lease import DriverLease, offset_identity
 from .admin import KafkaAdmin
 from .options import BY_TIMESTAMP, EARLIEST, LATEST, SPECIFIC, SYSTEM, KafkaSourceOptions
 from .reader import KafkaRange
@@ -49,6 +50,7 @@ class KafkaCoordinator:
         self._store = None
         self._startpoints: StartpointManager | None = None
         self._mirror: CheckpointMirror | None = None
+        self._lease: DriverLease | None = None
         self._algorithm = resolve_expansion_algorithm(options.expansion_algorithm)
         self._grouper = resolve_grouper(options.grouper, expansion_algorithm=self._algorithm)
         self._last_startpoint_poll: float | None = None
@@ -69,6 +71,13 @@ class KafkaCoordinator:
         if self._store is None:
             self._store = open_store(self.options.metadata_store, self.options.job_name)
         return self._store
+
+    @property
+    def lease(self) -> DriverLease:
+        """This driver's ownership of the job (one query per job.name and store): held by every Spark call."""
+        if self._lease is None:
+            self._lease = DriverLease(self.store, ttl_ms=self.options.ownership_ttl_ms)
+        return self._lease
 
     @property
     def checkpoint_mirror(self) -> CheckpointMirror:
@@ -145,6 +154,7 @@ class KafkaCoordinator:
     # ---- Spark entry points ----------------------------------------------------------------------------
     def initial_offset(self) -> LogOffset:
         """Where a query with no checkpoint starts: startingOffsets, overridden by any Startpoint."""
+        self.lease.hold()
         ssps = self.discover()
         model = self.job_model(None, ssps)
         marks = self.watermarks(model.ssps())
@@ -159,6 +169,7 @@ class KafkaCoordinator:
         max_rows: int | None,
         until: Mapping[SystemStreamPartition, int] | None = None,
     ) -> LogOffset:
+        self.lease.hold(offset_identity(start.to_json_str()))
         self._delete_applied_startpoints(start)
         ssps = self.discover()
         model = self.job_model(start.job_model, ssps)
@@ -188,6 +199,7 @@ class KafkaCoordinator:
         return result.offset
 
     def commit(self, end: LogOffset) -> None:
+        self.lease.hold(offset_identity(end.to_json_str()))
         self._delete_applied_startpoints(end)
         self.checkpoint_mirror.write(Checkpoint.from_pairs(end.positions))
         if self.options.commit_offsets_to_kafka:
@@ -202,6 +214,7 @@ class KafkaCoordinator:
 
     def partitions(self, start: LogOffset, end: LogOffset) -> list[tuple[TaskName, list[KafkaRange]]]:
         """One entry per task of ``end``'s job model, in task order: the ranges that task reads."""
+        self.lease.hold(offset_identity(start.to_json_str()), offset_identity(end.to_json_str()))
         out = []
         for task, ssps in end.job_model.tasks.items():
             ranges = []

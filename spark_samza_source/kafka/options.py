@@ -17,6 +17,7 @@ from ..core.copartition import CoPartitionGroup, parse_copartition
 from ..core.errors import ConfigError
 from ..core.model import SystemStreamPartition
 from ..metadata.base import validate_job_name
+from ..metadata.lease import DEFAULT_TTL_MS, MIN_TTL_MS, TTL_OPTION
 from ..spark.options import Options, is_secret_option, shown
 
 log = logging.getLogger(__name__)
@@ -71,6 +72,7 @@ class KafkaSourceOptions:
     include_headers: bool
     startpoint_ttl_ms: int
     startpoint_poll_ms: int
+    ownership_ttl_ms: int  # job.ownership.ttl: see metadata.lease
     commit_offsets_to_kafka: bool
     max_rows_per_arrow_batch: int
     poll_timeout_ms: int
@@ -164,6 +166,7 @@ class KafkaSourceOptions:
             poll_timeout_ms=opts.duration_ms("kafkaConsumer.pollTimeoutMs", 120_000, minimum_ms=1),
         )
 
+            ownership_ttl_ms=opts.duration_ms(TTL_OPTION, DEFAULT_TTL_MS, minimum_ms=MIN_TTL_MS),
 
 def _parse_subscription(opts: Options):
     given = [name for name in ("subscribe", "subscribePattern", "assign") if opts.string(name) is not None]

@@ -20,6 +20,7 @@ from ..core.offset import TaskSsp
 from ..core.startpoint import StartpointVisitor
 from ..core.startpoint_manager import StartpointManager
 from ..metadata import open_store
+from ..metadata.lease import DriverLease, offset_identity, query_identity
 from .admin import KinesisAdmin
 from .batch_ends import BatchEnds
 from .client import AwsClientSettings, dynamodb_client, kinesis_client
@@ -78,6 +79,7 @@ class KinesisCoordinator:
         self._last_probe: dict[str, float] = {}
         self._available_now_started = False
         self._lease_table: KclLeaseTable | None = None
+        self._lease: DriverLease | None = None
         self.available_now_until_ms: int | None = None
         self.last_plan = None
 
@@ -95,6 +97,21 @@ class KinesisCoordinator:
         return self._store
 
     @property
+    def lease(self) -> DriverLease:
+        """This driver's ownership of the job (one query per job.name and store): held by every Spark call."""
+        if self._lease is None:
+            self._lease = DriverLease(self.store, ttl_ms=self.options.ownership_ttl_ms)
+        return self._lease
+
+    def _hold(self, offset: KinesisOffset | None = None) -> None:
+        if offset is None:
+            self.lease.hold()
+        elif offset.query_id:
+            self.lease.hold(query_identity(offset.query_id))
+        else:  # an offset from before query ids: its digest identifies the query
+            self.lease.hold(offset_identity(offset.to_json_str()))
+
+    @property
     def startpoints(self) -> StartpointManager:
         if self._startpoints is None:
             self._startpoints = StartpointManager(self.store, ttl_ms=self.options.startpoint_ttl_ms)
@@ -110,6 +127,7 @@ class KinesisCoordinator:
 
     # ---- Spark entry points ----------------------------------------------------------------------------
     def initial_offset(self) -> KinesisOffset:
+        self._hold()
         shards = self.list_shards()
         starting = self.options.starting
         latest_ms = None
@@ -140,6 +158,7 @@ class KinesisCoordinator:
         return offset
 
     def latest_offset(self, start: KinesisOffset) -> KinesisOffset:
+        self._hold(start)
         self._delete_applied_startpoints(start)
         shards = self.list_shards()
         recorded = self.batch_ends(start).ends_for(start.batch) if start.batch > 0 else {}
@@ -161,6 +180,7 @@ class KinesisCoordinator:
         return start
 
     def commit(self, end: KinesisOffset) -> None:
+        self._hold(end)
         self._delete_applied_startpoints(end)
         ends = self.batch_ends(end).ends_for(end.batch)
         positions = {}
@@ -195,6 +215,7 @@ class KinesisCoordinator:
         """(task, [(batch, query id, shard id, start JSON, ending sequence, AvailableNow cut-off or None)]) for
         the batch ending at ``end``:
         plain picklable values, so executors need none of the planner's classes."""
+        self._hold(end)
         out = []
         for task, reads in tasks_for_batch(end):
             out.append((task, [(end.batch, end.query_id, sid, start.to_json(), end.shards[sid].ending_sequence,

@@ -16,6 +16,7 @@ from typing import Any
 
 from ..core.errors import ConfigError
 from ..metadata.base import validate_job_name
+from ..metadata.lease import DEFAULT_TTL_MS, MIN_TTL_MS, TTL_OPTION
 from ..spark.options import Options
 from .positions import PositionFormatError, ShardPosition
 
@@ -55,6 +56,7 @@ class KinesisSourceOptions:
     fail_on_data_loss: bool
     startpoint_ttl_ms: int
     startpoint_poll_ms: int
+    ownership_ttl_ms: int  # job.ownership.ttl: see metadata.lease
     # Test-only fault hook, off by default: a file path; the first task attempt that records a batch end while
     # the file does not exist creates it and fails, so tests can prove a retried attempt reads the same range.
     fail_after_record_marker: str | None = None
@@ -128,6 +130,7 @@ class KinesisSourceOptions:
             fail_on_data_loss=opts.boolean("failOnDataLoss", True),
             startpoint_ttl_ms=opts.duration_ms("startpoint.ttl", 12 * 3_600_000, minimum_ms=1),
             startpoint_poll_ms=opts.duration_ms("startpoint.pollInterval", 10_000),
+            ownership_ttl_ms=opts.duration_ms(TTL_OPTION, DEFAULT_TTL_MS, minimum_ms=MIN_TTL_MS),
             fail_after_record_marker=opts.string("testing.failAfterRecord"),
         )
 

@@ -1,0 +1,364 @@
+"""Job ownership: at most one running query per ``job.name`` and metadata store.
+
+Two queries started with the same ``job.name`` and ``metadata.store`` would share startpoints (one deletes what
+the other was about to apply), overwrite each other's job model and checkpoint mirrors, and commit to the same
+consumer group / KCL lease table. The driver of each query therefore holds a **lease** in the metadata store,
+namespace ``owner``, key ``driver``::
+
+    {"version": 1, "owner": "<uuid per coordinator>", "host": "...", "pid": 1234, "machine": "<boot id/pid ns>",
+     "query": ["query:<id>" | "offset:<digest>", ...], "acquiredMs": ..., "renewedMs": ..., "ttlMs": 60000}
+
+- **Acquired** with ``put_if_absent`` on the driver's first call (``initialOffset``, or ``latestOffset`` /
+  ``partitions`` of a query restarted from its checkpoint), before the query writes anything else to the store.
+- **Renewed** with a compare-and-swap built from ``delete_if_equal`` + ``put_if_absent``: by a daemon thread of the
+  driver-side Python runner every ``ttl / 3`` (so a batch or a trigger interval longer than the TTL never lets
+  the lease lapse), and by the driver calls themselves whenever the query's identity advances or the last
+  renewal is older than ``ttl / 3``. Spark never calls ``stop()``; it kills the runner process when the query
+  stops, which ends the renewals, and the lease then expires ``ttl`` after its last renewal.
+- **Taken over** by another query only when the lease expired, or at once when
+  (a) the newcomer is the *same query* restarted from its checkpoint: Spark hands a source no checkpoint
+  identity, so the lease carries the query's identity as the offsets show it (samza-kinesis: the query id every
+  offset carries; samza-kafka: digests of the last offsets the driver planned or read, one of which is where a
+  restart resumes), or (b) the owner ran on this very machine (same boot id and pid namespace) and its process is
+  gone. Anyone else fails fast with :class:`JobOwnershipError`, naming the job, the (redacted) store, the owner's
+  host and pid, when its lease expires and how to fix it.
+- A driver whose lease was taken over (it stalled longer than the TTL and another query moved in, or the same
+  query was started a second time elsewhere) finds out at its next renewal, at most ``ttl / 3`` later, and fails
+  at its next call: two drivers never keep running silently. A renewal leaves the key absent for the instant
+  between its delete and its put; a newcomer that finds it absent right after failing to create it waits a
+  moment before trying again, so it does not move in on a live driver. On object stores without atomic
+  conditionals (``atomic_conditionals`` False) all of this is best-effort.
+
+Pure logic over the :class:`~spark_samza_source.metadata.base.MetadataStore` interface plus the local process
+facts it records (host name, pid); clocks are injectable for tests.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import socket
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterable
+from datetime import UTC, datetime
+from typing import Any
+
+from ..core.errors import SamzaSourceError
+from .base import MetadataStore
+
+__all__ = [
+    "DriverLease",
+    "JobOwnershipError",
+    "NAMESPACE",
+    "KEY",
+    "DEFAULT_TTL_MS",
+    "MIN_TTL_MS",
+    "TTL_OPTION",
+    "offset_identity",
+    "query_identity",
+]
+
+log = logging.getLogger(__name__)
+
+NAMESPACE = "owner"
+KEY = "driver"
+LEASE_FORMAT_VERSION = 1
+TTL_OPTION = "job.ownership.ttl"
+DEFAULT_TTL_MS = 60_000
+MIN_TTL_MS = 1_000
+#: identities kept in the lease: enough for every offset a restart may resume from (see ``offset_identity``)
+MAX_IDENTITIES = 4
+_ACQUIRE_ATTEMPTS = 10
+#: how long a newcomer that finds the key absent right after failing to create it waits before trying again: a
+#: renewal (delete_if_equal, then put_if_absent) leaves the key absent for a moment, which is no reason to move in
+_GAP_WAIT_S = 0.2
+
+
+class JobOwnershipError(SamzaSourceError):
+    """Another query owns this job.name in this metadata store (or took it over from this query)."""
+
+
+def offset_identity(offset_json: str) -> str:
+    """Identity of a query as one of its offsets shows it: a digest of the offset's canonical JSON.
+
+    A query restarted from its checkpoint resumes from the last offset its previous run planned (or the one
+    before it, when that run died before Spark logged its last plan), so the lease keeps the digests of the last
+    few offsets the driver saw; nothing secret goes into the store.
+    """
+    return "offset:" + hashlib.sha256(offset_json.encode("utf-8")).hexdigest()[:32]
+
+
+def query_identity(query_id: str) -> str:
+    """Identity of a query whose offsets carry a per-query id (samza-kinesis)."""
+    return f"query:{query_id}"
+
+
+def _machine_id() -> str:
+    """This machine and pid namespace (Linux: boot id + pid namespace), or '' where unknown."""
+    try:
+        with open("/proc/sys/kernel/random/boot_id", encoding="ascii") as f:
+            boot = f.read().strip()
+        namespace = os.readlink("/proc/self/ns/pid")
+    except OSError:
+        return ""
+    return f"{boot}/{namespace}" if boot else ""
+
+
+def _process_gone(pid: Any) -> bool:
+    """True only when certain that ``pid`` no longer runs on this machine (a zombie counts as gone)."""
+    if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except OSError:  # PermissionError: it exists, owned by someone else
+        return False
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as f:
+            state = f.read().rsplit(")", 1)[1].split()[0]
+        return state in ("Z", "X")
+    except (OSError, IndexError):
+        return False
+
+
+def _iso(ms: Any) -> str:
+    try:
+        return datetime.fromtimestamp(ms / 1000, tz=UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+    except (TypeError, ValueError, OverflowError, OSError):
+        return "an unknown time"
+
+
+def _valid_record(value: Any) -> bool:
+    if not isinstance(value, dict):
+        return False
+    ints = ("acquiredMs", "renewedMs", "ttlMs")
+    if not all(isinstance(value.get(k), int) and not isinstance(value.get(k), bool) for k in ints):
+        return False
+    query = value.get("query")
+    return (isinstance(value.get("owner"), str) and isinstance(query, list)
+            and all(isinstance(q, str) for q in query))
+
+
+class DriverLease:
+    """The lease of one coordinator (one query's driver) on its job. Thread-safe.
+
+    ``hold(*identities)`` is called at the start of every driver entry point, before anything else touches the
+    store: the first call acquires (or fails with :class:`JobOwnershipError`), later calls renew when needed and
+    raise if the lease was lost. ``identities`` are the query's identities visible in that call
+    (:func:`offset_identity`, :func:`query_identity`).
+    """
+
+    def __init__(
+        self,
+        store: MetadataStore,
+        *,
+        ttl_ms: int = DEFAULT_TTL_MS,
+        wall_ms: Callable[[], int] | None = None,
+        heartbeat: bool = True,
+        sleep: Callable[[float], None] = time.sleep,
+        host: str | None = None,
+        pid: int | None = None,
+        machine: str | None = None,
+    ) -> None:
+        if not isinstance(ttl_ms, int) or ttl_ms < MIN_TTL_MS:
+            raise JobOwnershipError(f"option '{TTL_OPTION}' must be at least {MIN_TTL_MS} ms, got {ttl_ms!r}")
+        self.store = store
+        self.ttl_ms = ttl_ms
+        self.owner_id = uuid.uuid4().hex
+        self.host = host if host is not None else socket.gethostname()
+        self.pid = pid if pid is not None else os.getpid()
+        self.machine = machine if machine is not None else _machine_id()
+        self._wall_ms = wall_ms or (lambda: int(time.time() * 1000))
+        self._heartbeat_enabled = heartbeat
+        self._sleep = sleep
+        self._renew_every_ms = max(ttl_ms // 3, 1)
+        self._lock = threading.RLock()
+        self._held: dict[str, Any] | None = None
+        self._lost: str | None = None  # the message, once another driver took the job over
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._parent = os.getppid()
+
+    # ---- public ------------------------------------------------------------------------------------------
+    @property
+    def held(self) -> dict[str, Any] | None:
+        """The lease record as this driver last wrote it (None before the first ``hold``)."""
+        with self._lock:
+            return None if self._held is None else dict(self._held)
+
+    def hold(self, *identities: str) -> None:
+        """Acquire the job (first call) or keep it; raise :class:`JobOwnershipError` if another query has it."""
+        with self._lock:
+            if self._lost is not None:
+                raise JobOwnershipError(self._lost)
+            now = self._wall_ms()
+            if self._held is None:
+                self._acquire(identities, now)
+                self._start_heartbeat()
+                return
+            fresh = any(i not in self._held["query"] for i in identities)
+            if fresh or now - self._held["renewedMs"] >= self._renew_every_ms:
+                self._renew(identities, now)
+
+    def renew(self) -> None:
+        """Renew now (what the heartbeat does); raises :class:`JobOwnershipError` if the lease was lost."""
+        with self._lock:
+            if self._lost is not None:
+                raise JobOwnershipError(self._lost)
+            if self._held is not None:
+                self._renew((), self._wall_ms())
+
+    def release(self) -> bool:
+        """Stop renewing and give the job up (if this driver still holds it). True if the lease was removed."""
+        self._stop.set()
+        with self._lock:
+            held, self._held = self._held, None
+            if held is None:
+                return False
+            return self.store.delete_if_equal(NAMESPACE, KEY, held)
+
+    # ---- acquisition -------------------------------------------------------------------------------------
+    def _record(self, identities: Iterable[str], now: int, previous: dict[str, Any] | None) -> dict[str, Any]:
+        known = list(previous["query"]) if previous else []
+        query = list(dict.fromkeys([*identities, *known]))[:MAX_IDENTITIES]
+        return {
+            "version": LEASE_FORMAT_VERSION,
+            "owner": self.owner_id,
+            "host": self.host,
+            "pid": self.pid,
+            "machine": self.machine,
+            "query": query,
+            "acquiredMs": previous["acquiredMs"] if previous else now,
+            "renewedMs": now,
+            "ttlMs": self.ttl_ms,
+        }
+
+    def _acquire(self, identities: tuple[str, ...], now: int) -> None:
+        record = self._record(identities, now, None)
+        for _ in range(_ACQUIRE_ATTEMPTS):
+            if self.store.put_if_absent(NAMESPACE, KEY, record):
+                self._held = record
+                log.info("job %s: this driver (host %s, pid %d) owns the job in %s (lease ttl %d ms)",
+                         self.store.job_name, self.host, self.pid, self.store.uri, self.ttl_ms)
+                return
+            current = self.store.get(NAMESPACE, KEY)
+            if current is None:
+                # Between a renewal's delete and its put (give the owner a moment to finish, rather than steal
+                # the key from a live driver), released meanwhile, or a stored JSON null (reads like absent).
+                self.store.delete_if_equal(NAMESPACE, KEY, None)
+                self._sleep(_GAP_WAIT_S)
+                continue
+            reason = self._takeover_reason(current, identities, now)
+            if reason is None:
+                raise JobOwnershipError(self._conflict_message(current, now))
+            if self.store.delete_if_equal(NAMESPACE, KEY, current):
+                log.warning("job %s: taking the job over from %s: %s", self.store.job_name,
+                            self._describe_owner(current), reason)
+        raise JobOwnershipError(
+            f"job.name '{self.store.job_name}' in metadata store '{self.store.uri}': could not acquire the job's "
+            f"lease after {_ACQUIRE_ATTEMPTS} attempts, other drivers keep changing it. Is another query with the "
+            "same job.name starting and stopping in a loop? Give each query its own job.name."
+        )
+
+    def _takeover_reason(self, current: Any, identities: tuple[str, ...], now: int) -> str | None:
+        """Why this driver may replace ``current``, or None if it must not."""
+        if not _valid_record(current):
+            return "the stored lease is unreadable"
+        if current["owner"] == self.owner_id:
+            return "it is this driver's own lease"
+        shared = set(identities) & set(current["query"])
+        if shared:
+            return "it is the same query, restarted from its checkpoint"
+        expires = current["renewedMs"] + current["ttlMs"]
+        if now >= expires:
+            return f"its lease expired at {_iso(expires)}"
+        if (self.machine and current.get("machine") == self.machine and current.get("host") == self.host
+                and current.get("pid") != self.pid and _process_gone(current.get("pid"))):
+            return f"its driver process {current.get('pid')} on this machine is gone"
+        return None
+
+    # ---- renewal -----------------------------------------------------------------------------------------
+    def _renew(self, identities: Iterable[str], now: int) -> None:
+        identities = tuple(identities)
+        current: Any = None
+        for _ in range(3):
+            held = self._held
+            assert held is not None
+            new = self._record(identities, now, held)
+            if self.store.delete_if_equal(NAMESPACE, KEY, held) and self.store.put_if_absent(NAMESPACE, KEY, new):
+                self._held = new
+                return
+            current = self.store.get(NAMESPACE, KEY)
+            if current is None:
+                # Removed by someone (an operator, or a contender that gave up): nobody holds it, take it back.
+                if self.store.put_if_absent(NAMESPACE, KEY, new):
+                    log.warning("job %s: the driver lease had been removed from %s; this driver took it again",
+                                self.store.job_name, self.store.uri)
+                    self._held = new
+                    return
+                current = self.store.get(NAMESPACE, KEY)
+            if not (isinstance(current, dict) and current.get("owner") == self.owner_id):
+                break
+            self._held = current  # our own write (e.g. a renewal whose reply was lost): adopt it, try again
+        self._lost = self._lost_message(current)
+        self._stop.set()
+        raise JobOwnershipError(self._lost)
+
+    def _start_heartbeat(self) -> None:
+        if not self._heartbeat_enabled or self._thread is not None:
+            return
+        self._thread = threading.Thread(target=self._beat, name=f"samza-lease-{self.store.job_name}", daemon=True)
+        self._thread.start()
+
+    def _beat(self) -> None:
+        interval_s = self._renew_every_ms / 1000
+        while not self._stop.wait(interval_s):
+            if os.getppid() != self._parent:
+                log.warning("job %s: the driver process that started this one is gone; the job's lease is no "
+                            "longer renewed", self.store.job_name)
+                return
+            try:
+                self.renew()
+            except JobOwnershipError as err:
+                log.error("%s", err)
+                return
+            except Exception as err:  # noqa: BLE001 - a store hiccup: the next beat (or driver call) retries
+                log.warning("job %s: could not renew the driver lease in %s (retrying in %.1f s): %s",
+                            self.store.job_name, self.store.uri, interval_s, err)
+
+    # ---- messages ----------------------------------------------------------------------------------------
+    @staticmethod
+    def _describe_owner(current: Any) -> str:
+        if not isinstance(current, dict):
+            return "an unknown driver"
+        return (f"the driver on host {current.get('host', '?')!s:.100}, pid {current.get('pid', '?')!s:.20} "
+                f"(owner id {current.get('owner', '?')!s:.40})")
+
+    def _conflict_message(self, current: dict[str, Any], now: int) -> str:
+        expires = current["renewedMs"] + current["ttlMs"]
+        ago = max(0, now - current["renewedMs"]) / 1000
+        return (
+            f"job.name '{self.store.job_name}' is already in use in metadata store '{self.store.uri}': "
+            f"another query owns it, {self._describe_owner(current)}, since {_iso(current['acquiredMs'])}. Its "
+            f"lease was renewed {ago:.1f} s ago and expires at {_iso(expires)} unless renewed again "
+            f"(TTL {current['ttlMs'] / 1000:g} s). Two queries with the same job.name and metadata.store would "
+            "share startpoints, the job model and the checkpoint mirrors, so this query does not start. To fix: "
+            "give this query its own job.name; or stop the other query (a stopped or crashed driver's lease "
+            f"expires {TTL_OPTION} after its last renewal, and a restart of the same query from its checkpoint is "
+            "let in at once); or, if the other query is already gone, wait until the lease expires."
+        )
+
+    def _lost_message(self, current: Any) -> str:
+        since = _iso(current.get("acquiredMs")) if isinstance(current, dict) else "an unknown time"
+        return (
+            f"job.name '{self.store.job_name}' in metadata store '{self.store.uri}': this query's driver (host "
+            f"{self.host}, pid {self.pid}) lost the job to another query, {self._describe_owner(current)}, which "
+            f"took it over at {since} (this driver had not renewed its lease within {TTL_OPTION} = "
+            f"{self.ttl_ms / 1000:g} s, or the same query was started a second time). This query stops so that two "
+            "queries never share the job's startpoints and job model. Stop one of them; if you need both, give "
+            "each its own job.name."
+        )

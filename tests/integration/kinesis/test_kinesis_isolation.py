@@ -1,0 +1,80 @@
+"""One query per job.name and metadata store (the driver lease), through real samza-kinesis queries."""
+
+from __future__ import annotations
+
+import os
+import socket
+import time
+
+import pytest
+
+from spark_samza_source.metadata import open_store
+from spark_samza_source.metadata.lease import KEY, NAMESPACE
+from spark_samza_source.testing import kinesis_helpers as kh
+
+pytestmark = [pytest.mark.spark, pytest.mark.slow]
+
+
+def failure_of(query, timeout: float = 120) -> str:
+    try:
+        finished = query.awaitTermination(timeout)
+    except Exception as err:  # noqa: BLE001 - StreamingQueryException: what we want to read
+        return str(err)
+    if not finished:
+        query.stop()
+        raise AssertionError(f"query did not fail within {timeout}s")
+    assert query.exception() is not None, "query ended without an error"
+    return str(query.exception())
+
+
+def lease_of(ks) -> dict:
+    return open_store(ks.store_uri, ks.job).get(NAMESPACE, KEY)
+
+
+def put(ks, stream: str, values: range) -> None:
+    kh.put_records(ks.client, stream, [(f"pk-{i}", str(i).encode()) for i in values])
+
+
+def test_a_second_query_with_the_same_job_fails_fast_and_the_first_keeps_running(ks):
+    stream = ks.create_stream(2, "iso")
+    put(ks, stream, range(20))
+    first = ks.start_collecting("first", stream)
+    ks.wait_for(lambda: len(ks.collected("first")) >= 20, what="first query reads")
+    owner = lease_of(ks)
+    assert owner["host"] == socket.gethostname() and owner["pid"] != os.getpid()
+    assert len(owner["query"]) == 1 and owner["query"][0].startswith("query:")  # the offsets' query id
+
+    started = time.monotonic()
+    message = failure_of(ks.start_collecting("second", stream))
+    assert time.monotonic() - started < 60
+    assert f"job.name '{ks.job}' is already in use in metadata store '{ks.store_uri}'" in message
+    assert f"host {owner['host']}, pid {owner['pid']}" in message and "expires at" in message
+    assert "give this query its own job.name" in message
+    assert ks.collected("second") == []
+
+    assert first.isActive and lease_of(ks)["owner"] == owner["owner"]
+    put(ks, stream, range(20, 30))
+    ks.wait_for(lambda: len(ks.collected("first")) >= 30, what="first query keeps reading")
+    first.stop()
+    assert sorted(int(r.data) for r in ks.collected("first")) == list(range(30))
+
+
+def test_the_same_query_restarted_from_its_checkpoint_is_let_in_at_once(ks):
+    stream = ks.create_stream(2, "same")
+    put(ks, stream, range(30))
+    assert len(ks.run_available_now("same", stream)) == 30
+    left = lease_of(ks)
+    # As if that run's driver had been on another machine and crashed a moment ago: fresh for ten minutes.
+    now = int(time.time() * 1000)
+    open_store(ks.store_uri, ks.job).put(NAMESPACE, KEY, dict(
+        left, owner="f" * 32, host="driver-on-another-host", pid=4242, machine="another-machine", renewedMs=now,
+        ttlMs=600_000))
+
+    with pytest.raises(Exception) as err:  # a different query (new checkpoint) under that job.name
+        ks.run_available_now("other", stream)
+    assert "host driver-on-another-host, pid 4242" in str(err.value) and "already in use" in str(err.value)
+
+    put(ks, stream, range(30, 40))
+    again = ks.run_available_now("same", stream)  # the same checkpoint: its query id matches the lease
+    assert sorted(int(r.data) for r in again) == list(range(30, 40))
+    assert lease_of(ks)["host"] == socket.gethostname() and lease_of(ks)["query"] == left["query"]

@@ -1,0 +1,310 @@
+"""The driver lease (one query per job.name and metadata store): acquisition, renewal, expiry, take-over."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+import uuid
+
+import pytest
+
+from spark_samza_source.kafka.options import KafkaSourceOptions
+from spark_samza_source.kinesis.options import KinesisSourceOptions
+from spark_samza_source.metadata import open_store
+from spark_samza_source.metadata.lease import (
+    DEFAULT_TTL_MS,
+    KEY,
+    MAX_IDENTITIES,
+    NAMESPACE,
+    DriverLease,
+    JobOwnershipError,
+    offset_identity,
+    query_identity,
+)
+
+TTL = 10_000
+
+
+class Clock:
+    def __init__(self, now: int = 1_700_000_000_000) -> None:
+        self.now = now
+
+    def __call__(self) -> int:
+        return self.now
+
+
+@pytest.fixture(params=["memory", "file"])
+def store_uri(request, tmp_path) -> str:
+    return f"memory:lease-{uuid.uuid4().hex}" if request.param == "memory" else f"file://{tmp_path}/md"
+
+
+def lease(uri: str, clock: Clock, *, host: str = "host-a", pid: int = 1111, machine: str = "machine-a",
+          ttl_ms: int = TTL, job: str = "orders-enricher") -> DriverLease:
+    return DriverLease(open_store(uri, job), ttl_ms=ttl_ms, wall_ms=clock, heartbeat=False, host=host, pid=pid,
+                       machine=machine)
+
+
+def stored(uri: str, job: str = "orders-enricher"):
+    return open_store(uri, job).get(NAMESPACE, KEY)
+
+
+def test_first_driver_acquires_and_records_who_and_until_when(store_uri):
+    clock = Clock()
+    first = lease(store_uri, clock)
+    first.hold(query_identity("q1"))
+    record = stored(store_uri)
+    assert record == first.held
+    assert record["owner"] == first.owner_id and len(record["owner"]) == 32
+    assert (record["host"], record["pid"], record["machine"]) == ("host-a", 1111, "machine-a")
+    assert record["query"] == ["query:q1"]
+    assert record["acquiredMs"] == record["renewedMs"] == clock.now and record["ttlMs"] == TTL
+    assert set(record) == {"version", "owner", "host", "pid", "machine", "query", "acquiredMs", "renewedMs", "ttlMs"}
+
+
+def test_a_second_query_fails_fast_naming_job_store_owner_expiry_and_fixes(store_uri):
+    clock = Clock()
+    lease(store_uri, clock).hold(query_identity("q1"))
+    clock.now += 2_500
+    second = lease(store_uri, clock, host="host-b", pid=2222, machine="machine-b")
+    with pytest.raises(JobOwnershipError) as info:
+        second.hold(query_identity("q2"))
+    message = str(info.value)
+    assert "job.name 'orders-enricher' is already in use" in message
+    assert f"metadata store '{open_store(store_uri, 'orders-enricher').uri}'" in message
+    assert "host host-a, pid 1111" in message
+    assert "renewed 2.5 s ago" in message and "TTL 10 s" in message
+    assert "expires at 2023-11-14T22:13:30Z" in message  # 1_700_000_000_000 + 10 s
+    assert "give this query its own job.name" in message and "stop the other query" in message
+    assert "wait until the lease expires" in message
+    assert stored(store_uri)["owner"] != second.owner_id
+
+
+def test_an_expired_lease_is_taken_over_and_the_old_driver_fails_at_its_next_call(store_uri):
+    clock = Clock()
+    first = lease(store_uri, clock)
+    first.hold(query_identity("q1"))
+    clock.now += TTL - 1
+    with pytest.raises(JobOwnershipError):
+        lease(store_uri, clock, host="host-b", pid=2222, machine="m-b").hold(query_identity("q2"))
+    clock.now += 1  # exactly renewedMs + ttlMs: expired
+    second = lease(store_uri, clock, host="host-b", pid=2222, machine="m-b")
+    second.hold(query_identity("q2"))
+    assert stored(store_uri)["owner"] == second.owner_id
+    with pytest.raises(JobOwnershipError) as info:
+        first.hold(query_identity("q1"))
+    message = str(info.value)
+    assert "lost the job to another query" in message and "host host-b, pid 2222" in message
+    assert "give each its own job.name" in message
+    with pytest.raises(JobOwnershipError, match="lost the job"):  # and stays lost
+        first.renew()
+    assert stored(store_uri)["owner"] == second.owner_id
+
+
+def test_the_same_query_restarted_elsewhere_takes_over_at_once(store_uri):
+    clock = Clock()
+    first = lease(store_uri, clock)
+    first.hold(offset_identity('{"a":1}'))
+    first.hold(offset_identity('{"a":1}'), offset_identity('{"a":2}'))
+    restarted = lease(store_uri, clock, host="host-b", pid=2222, machine="m-b")
+    restarted.hold(offset_identity('{"a":2}'))  # resumes from the last offset the first run planned
+    assert stored(store_uri)["owner"] == restarted.owner_id
+    first.hold(offset_identity('{"a":2}'))  # nothing new to record and renewed recently: no store access
+    clock.now += TTL // 3  # its next renewal (the heartbeat's, or a driver call's) finds the lease gone
+    with pytest.raises(JobOwnershipError, match="lost the job"):
+        first.hold(offset_identity('{"a":2}'))
+    other = lease(store_uri, clock, host="host-c", pid=3333, machine="m-c")
+    with pytest.raises(JobOwnershipError, match="already in use"):
+        other.hold(offset_identity('{"a":3}'))  # a different query: its offsets were never this job's
+
+
+def test_renewal_happens_when_identity_advances_or_a_third_of_the_ttl_passed(store_uri):
+    clock = Clock()
+    first = lease(store_uri, clock)
+    first.hold(query_identity("q1"))
+    acquired = stored(store_uri)
+    clock.now += TTL // 3 - 1
+    first.hold(query_identity("q1"))
+    assert stored(store_uri) == acquired  # nothing written: a polling loop costs no store writes
+    clock.now += 1
+    first.hold(query_identity("q1"))
+    renewed = stored(store_uri)
+    assert renewed["renewedMs"] == clock.now and renewed["acquiredMs"] == acquired["acquiredMs"]
+    ids = [offset_identity(str(i)) for i in range(6)]
+    for i in ids:
+        first.hold(i)
+    assert stored(store_uri)["query"] == list(reversed(ids))[:MAX_IDENTITIES]
+
+
+def test_renewing_keeps_the_lease_alive_beyond_the_ttl(store_uri):
+    clock = Clock()
+    first = lease(store_uri, clock)
+    first.hold()
+    for _ in range(10):
+        clock.now += TTL // 2
+        first.renew()
+    with pytest.raises(JobOwnershipError, match="already in use"):
+        lease(store_uri, clock, host="host-b", machine="m-b").hold()
+
+
+def test_a_driver_on_this_machine_whose_process_is_gone_is_replaced_at_once(store_uri):
+    clock = Clock()
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    dead_pid = int(dead.stdout)
+    lease(store_uri, clock, host="same", pid=dead_pid, machine="this-machine").hold()
+    newcomer = lease(store_uri, clock, host="same", pid=os.getpid(), machine="this-machine")
+    newcomer.hold()
+    assert stored(store_uri)["owner"] == newcomer.owner_id
+
+
+def test_a_live_driver_on_this_machine_or_an_unknown_machine_is_not_replaced(store_uri):
+    clock = Clock()
+    lease(store_uri, clock, host="same", pid=os.getppid(), machine="this-machine").hold()  # alive
+    with pytest.raises(JobOwnershipError, match="already in use"):
+        lease(store_uri, clock, host="same", pid=os.getpid(), machine="this-machine").hold()
+    with pytest.raises(JobOwnershipError, match="already in use"):  # machine unknown: only the TTL counts
+        lease(store_uri, clock, host="same", pid=os.getpid(), machine="").hold()
+
+
+@pytest.mark.parametrize("garbage", [None, "x", 42, [], {"owner": "o"}, {"owner": 1, "query": [], "acquiredMs": 1,
+                                                                        "renewedMs": 1, "ttlMs": 1}])
+def test_an_unreadable_lease_is_replaced(store_uri, garbage):
+    clock = Clock()
+    open_store(store_uri, "orders-enricher").put(NAMESPACE, KEY, garbage)
+    fresh = lease(store_uri, clock)
+    fresh.hold()
+    assert stored(store_uri)["owner"] == fresh.owner_id
+
+
+def test_a_removed_lease_is_taken_back_by_its_driver(store_uri):
+    clock = Clock()
+    first = lease(store_uri, clock)
+    first.hold(query_identity("q1"))
+    open_store(store_uri, "orders-enricher").delete(NAMESPACE, KEY)
+    clock.now += TTL
+    first.hold(query_identity("q1"))
+    assert stored(store_uri)["owner"] == first.owner_id
+
+
+def test_a_contender_winning_the_gap_of_a_renewal_makes_the_renewer_fail(store_uri):
+    clock = Clock()
+    first = lease(store_uri, clock)
+    first.hold()
+    store = first.store
+    contender = lease(store_uri, clock, host="host-b", machine="m-b")
+    original = store.put_if_absent
+
+    def racing_put(namespace, key, value):  # the contender writes between our delete and our put
+        if value.get("owner") == first.owner_id:
+            assert original(namespace, key, contender._record((), clock.now, None))
+        return original(namespace, key, value)
+
+    store.put_if_absent = racing_put
+    clock.now += TTL
+    with pytest.raises(JobOwnershipError, match="lost the job"):
+        first.renew()
+    assert stored(store_uri)["owner"] == contender.owner_id
+
+
+def test_jobs_are_independent_and_release_gives_the_job_up(store_uri):
+    clock = Clock()
+    a = lease(store_uri, clock, job="job-a")
+    a.hold()
+    lease(store_uri, clock, job="job-b", host="host-b", machine="m-b").hold()  # another job: no conflict
+    assert a.release() is True and stored(store_uri, "job-a") is None
+    assert a.release() is False
+    lease(store_uri, clock, job="job-a", host="host-c", machine="m-c").hold()
+
+
+def test_heartbeat_renews_in_the_background_and_stops_on_release(tmp_path):
+    uri = f"file://{tmp_path}/md"
+    beating = DriverLease(open_store(uri, "hb"), ttl_ms=1_000)
+    beating.hold()
+    first = stored(uri, "hb")["renewedMs"]
+
+    def renewed_ms() -> int:  # a reader may hit the instant between a renewal's delete and put
+        for _ in range(100):
+            record = stored(uri, "hb")
+            if record is not None:
+                return record["renewedMs"]
+            time.sleep(0.01)
+        raise AssertionError("lease missing")
+
+    deadline = time.monotonic() + 10
+    while renewed_ms() == first and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert renewed_ms() > first  # renewed every ttl/3 without any driver call
+    assert beating._thread is not None and beating._thread.is_alive()
+    beating.release()
+    beating._thread.join(5)
+    assert not beating._thread.is_alive() and stored(uri, "hb") is None
+
+
+def test_heartbeat_notices_a_take_over_and_the_next_call_fails(tmp_path):
+    uri = f"file://{tmp_path}/md"
+    beating = DriverLease(open_store(uri, "hb2"), ttl_ms=1_000)
+    beating.hold(query_identity("q"))
+    # the same query started a second time elsewhere takes over at once
+    DriverLease(open_store(uri, "hb2"), ttl_ms=1_000, heartbeat=False, host="elsewhere").hold(query_identity("q"))
+    beating._thread.join(10)
+    assert not beating._thread.is_alive()
+    with pytest.raises(JobOwnershipError, match="lost the job to another query, the driver on host elsewhere"):
+        beating.hold(query_identity("q"))
+
+
+def test_ttl_below_one_second_is_refused():
+    with pytest.raises(JobOwnershipError, match="at least 1000 ms"):
+        DriverLease(open_store("memory:x", "j"), ttl_ms=999)
+
+
+def test_lease_holds_no_secret_and_is_json():
+    clock = Clock()
+    first = lease("memory:lease-json", clock)
+    first.hold(offset_identity('{"secret": "hunter2"}'))
+    text = json.dumps(stored("memory:lease-json"))
+    assert "hunter2" not in text and "offset:" in text
+
+
+KAFKA = {"kafka.bootstrap.servers": "127.0.0.1:9092", "subscribe": "orders", "job.name": "orders-job"}
+KINESIS = {"streamName": "clicks", "job.name": "clicks-etl", "region": "eu-west-1"}
+
+
+@pytest.mark.parametrize("parse, base", [(KafkaSourceOptions.parse, KAFKA), (KinesisSourceOptions.parse, KINESIS)])
+def test_ownership_ttl_option(parse, base):
+    assert parse(base).ownership_ttl_ms == DEFAULT_TTL_MS == 60_000
+    assert parse({**base, "job.ownership.ttl": "5m"}).ownership_ttl_ms == 300_000
+    assert parse({**base, "JOB.OWNERSHIP.TTL": "2s"}).ownership_ttl_ms == 2_000
+    with pytest.raises(Exception, match="'job.ownership.ttl' must be at least 1000 ms"):
+        parse({**base, "job.ownership.ttl": "500ms"})
+    with pytest.raises(Exception, match="'job.ownership.ttl' must be a duration"):
+        parse({**base, "job.ownership.ttl": "forever"})
+
+
+def test_a_newcomer_does_not_move_in_during_the_instant_a_renewal_leaves_the_key_absent(store_uri):
+    clock = Clock()
+    owner = lease(store_uri, clock)
+    owner.hold()
+    held, renewed = owner.held, dict(owner.held, renewedMs=clock.now + 1)
+    store = open_store(store_uri, "orders-enricher")
+    waits = []
+
+    def owner_finishes_renewal(seconds):  # while the newcomer waits, the owner's put_if_absent lands
+        waits.append(seconds)
+        assert owner.store.put_if_absent(NAMESPACE, KEY, renewed)
+
+    newcomer = DriverLease(store, ttl_ms=TTL, wall_ms=clock, heartbeat=False, host="host-b", pid=2, machine="m-b",
+                           sleep=owner_finishes_renewal)
+    create = store.put_if_absent
+
+    def put_if_absent(namespace, key, value):
+        created = create(namespace, key, value)
+        if not created and not waits:
+            assert owner.store.delete_if_equal(NAMESPACE, KEY, held)  # the owner's renewal starts right now
+        return created
+
+    store.put_if_absent = put_if_absent
+    with pytest.raises(JobOwnershipError, match="already in use"):
+        newcomer.hold()
+    assert waits == [0.2] and stored(store_uri) == renewed
