@@ -161,12 +161,12 @@ class KafkaSourceOptions:
             include_headers=opts.boolean("includeHeaders", False),
             startpoint_ttl_ms=opts.duration_ms("startpoint.ttl", 12 * 3_600_000, minimum_ms=1),
             startpoint_poll_ms=opts.duration_ms("startpoint.pollInterval", 10_000),
+            ownership_ttl_ms=opts.duration_ms(TTL_OPTION, DEFAULT_TTL_MS, minimum_ms=MIN_TTL_MS),
             commit_offsets_to_kafka=opts.boolean("commitOffsetsToKafka", True),
             max_rows_per_arrow_batch=opts.integer("maxRowsPerArrowBatch", 10_000, minimum=1),
             poll_timeout_ms=opts.duration_ms("kafkaConsumer.pollTimeoutMs", 120_000, minimum_ms=1),
         )
 
-            ownership_ttl_ms=opts.duration_ms(TTL_OPTION, DEFAULT_TTL_MS, minimum_ms=MIN_TTL_MS),
 
 def _parse_subscription(opts: Options):
     given = [name for name in ("subscribe", "subscribePattern", "assign") if opts.string(name) is not None]
