@@ -246,6 +246,8 @@ class _ShardReader:
                                             "shard is not draining?)")
                 return self._finish(self.pos, STOP_MAX_FETCH_TIME)
             limit = self.limit if self.exact else min(self.limit, max(1, self.max_records - res.records))
+            if self.expect is not None and not self.exact:
+                limit = min(self.limit, limit + 1)  # the resumed-at record is skipped: ask for one more, save a call
             self._pace()
             try:
                 resp = self.client.get_records(ShardIterator=iterator, Limit=limit)
