@@ -26,7 +26,7 @@ _FRAGMENT = re.compile(
     r"""^\s*
     (?P<system>[^.\s#,\[\]]+)\.(?P<stream>[^\s#,\[\]]+)
     \s*\#\s*
-    (?: (?P<single>\d+) | \[\s*(?P<low>\d+)\s*-\s*(?P<high>\d+)\s*\] )
+    (?: (?P<single>\d{1,18}) | \[\s*(?P<low>\d{1,18})\s*-\s*(?P<high>\d{1,18})\s*\] )
     \s*$""",
     re.VERBOSE,
 )

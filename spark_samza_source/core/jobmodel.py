@@ -123,7 +123,7 @@ class JobModel:
 
         try:
             value = json.loads(text)
-        except (TypeError, ValueError) as err:
+        except (TypeError, ValueError, RecursionError) as err:
             raise SamzaSourceError(f"job model is not valid JSON: {err}") from None
         return cls.from_json(value)
 

@@ -73,7 +73,7 @@ class SystemStreamPartition:
             raise SamzaSourceError(f"SystemStreamPartition system and stream must be strings: {value!r:.200}")
         return cls(system, stream, partition)
 
-    _STR_RE = re.compile(r"^SystemStreamPartition \[(.+), (.+), (\d+)\]$")
+    _STR_RE = re.compile(r"^SystemStreamPartition \[(.+), (.+), (\d{1,18})\]$")
 
     @classmethod
     def parse(cls, text: str) -> SystemStreamPartition:
@@ -88,11 +88,19 @@ class SystemStreamPartition:
 
 
 def _natural_key(name: str) -> tuple:
-    """Sort ``Partition 2`` before ``Partition 10``: digits compare as numbers."""
-    return tuple(
-        (0, int(part), "") if part.isascii() and part.isdigit() else (1, 0, part)
-        for part in re.split(r"([0-9]+)", name)
-    )
+    """Sort ``Partition 2`` before ``Partition 10``: digits compare as numbers.
+
+    A run of digits compares by its length without leading zeros, then by its digits: numeric order without
+    ``int()``, which Python refuses beyond 4300 digits (a task name of a damaged or hostile offset may hold more).
+    """
+    out = []
+    for part in re.split(r"([0-9]+)", name):
+        if part.isascii() and part.isdigit():
+            digits = part.lstrip("0")
+            out.append((0, len(digits), digits))
+        else:
+            out.append((1, 0, part))
+    return tuple(out)
 
 
 @dataclass(frozen=True, slots=True)

@@ -177,8 +177,8 @@ class LogOffset:
     def from_json_str(cls, text: str) -> LogOffset:
         try:
             value = json.loads(text)
-        except (TypeError, ValueError) as err:
-            raise OffsetFormatError(f"offset is not valid JSON: {err}") from None
+        except (TypeError, ValueError, RecursionError) as err:
+            raise OffsetFormatError(f"offset is not valid JSON: {err!s:.200}") from None
         return cls.from_json(value)
 
 
@@ -188,7 +188,8 @@ def parse_ssp_key(key: Any) -> SystemStreamPartition:
         raise OffsetFormatError(f"SSP key must be a string, got {key!r:.80}")
     system, sep, rest = key.partition(".")
     stream, sep2, partition = rest.rpartition(".")
-    if not sep or not sep2 or not partition.isdigit() or not stream:
+    # ASCII digits only ('²'.isdigit() is True, int('²') fails) and at most 18 (int() refuses > 4300 digits)
+    if not sep or not sep2 or not (partition.isascii() and partition.isdigit()) or len(partition) > 18 or not stream:
         raise OffsetFormatError(f"bad SSP key {key!r:.80}; expected 'system.stream.partition'")
     return SystemStreamPartition(system, stream, int(partition))
 

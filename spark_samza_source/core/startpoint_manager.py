@@ -85,7 +85,7 @@ DEFAULT_TTL_MS = 12 * 3600 * 1000
 _MAX_ATTEMPTS = 16
 
 _PART_RE = re.compile(r"(?:[^%.]|%25|%2E)+")
-_PARTITION_RE = re.compile(r"0|[1-9][0-9]*")
+_PARTITION_RE = re.compile(r"0|[1-9][0-9]{0,17}")  # at most 18 digits: int() refuses more than 4300
 _UNESCAPE_RE = re.compile(r"%(25|2E)")
 
 SspTask = tuple[SystemStreamPartition, TaskName]

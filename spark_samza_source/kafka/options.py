@@ -51,7 +51,7 @@ class StartingOffsets:
     timestamp_strategy: str = "error"  # Spark's startingOffsetsByTimestampStrategy: error | latest
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class KafkaSourceOptions:
     client_conf: dict[str, str]
     topics: tuple[str, ...] | None
@@ -80,6 +80,9 @@ class KafkaSourceOptions:
     @property
     def group_id(self) -> str:
         return f"samza-{self.job_name}"
+
+    def __repr__(self) -> str:  # the client config may hold SASL/SSL passwords: never show it
+        return f"KafkaSourceOptions({self.describe()})"
 
     def describe(self) -> str:
         """For logs: what is read, never the client config (it may hold credentials)."""
@@ -201,7 +204,7 @@ def _parse_subscription(opts: Options):
             ):
                 raise ValueError
             assign[str(topic)] = tuple(sorted(set(parts)))
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: JSON nested deeper than Python's recursion limit
         raise ConfigError(
             f"option 'assign' must be a JSON object of topic -> non-empty list of partitions, e.g. "
             f"{{\"orders\":[0,1]}}; got {value!r}"
@@ -244,7 +247,7 @@ def _parse_starting(opts: Options) -> StartingOffsets:
                 if name == "startingOffsets" and off < -2 or name != "startingOffsets" and off < 0:
                     raise ValueError
                 per[str(topic)][int(part)] = off
-    except ValueError:
+    except (ValueError, RecursionError):
         allowed = "'earliest', 'latest' or JSON" if name == "startingOffsets" else "JSON"
         meaning = " (-2 = earliest, -1 = latest)" if name == "startingOffsets" else " (epoch ms)"
         raise ConfigError(f"option '{name}' must be {allowed} like {example}{meaning}; got {value!r}") from None

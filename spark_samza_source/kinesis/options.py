@@ -166,7 +166,7 @@ def _parse_starting(value: str) -> StartingPosition:
                 if isinstance(pos, str):
                     pos = {"type": pos.upper()}
                 per_shard[str(shard)] = ShardPosition.from_json(pos)
-        except (ValueError, PositionFormatError) as err:
+        except (ValueError, PositionFormatError, RecursionError) as err:
             raise ConfigError(
                 f"option 'startingPosition' per-shard JSON is invalid ({err}); expected e.g. "
                 '{"shardId-000000000000": "TRIM_HORIZON", "shardId-000000000001": '

@@ -336,7 +336,7 @@ class DynamoDBMetadataStore(MetadataStore):
             raise MetadataStoreError(f"corrupt item for {where}: it holds key {stored_key!r:.200}. Delete it")
         try:
             value = json.loads(raw)
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:
             raise MetadataStoreError(
                 f"corrupt value for {where}: attribute value is not valid JSON ({exc}). Delete or rewrite it"
             ) from None

@@ -402,7 +402,7 @@ class FileSystemMetadataStore(MetadataStore):
         """(stored key, value) of a file's bytes; MetadataStoreError for anything that is not our envelope."""
         try:
             doc = json.loads(raw)
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:
             raise MetadataStoreError(
                 f"corrupt value for {self._where(namespace, key)}: file {path} is not valid JSON ({exc}). "
                 "Fix or delete that file (or write the key again)"

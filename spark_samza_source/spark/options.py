@@ -106,7 +106,7 @@ class Options:
         raise ConfigError(f"option '{name}' must be one of {', '.join(allowed)}; got {value!r}")
 
 
-_DURATION_RE = re.compile(r"^\s*(\d+)\s*(ms|s|sec|secs|seconds?|m|min|mins|minutes?|h|hours?|d|days?)?\s*$", re.I)
+_DURATION_RE = re.compile(r"^\s*(\d{1,18})\s*(ms|s|sec|secs|seconds?|m|min|mins|minutes?|h|hours?|d|days?)?\s*$", re.I)
 _UNIT_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
 
 
