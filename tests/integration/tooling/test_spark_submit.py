@@ -170,13 +170,16 @@ def test_spark_submit_ships_the_packed_environment_with_archives(package, kafka_
     gateway = tmp_path / "gateway"
     (gateway / "environment").mkdir(parents=True)
     started = time.monotonic()
-    subprocess.run(["tar", "-xzf", str(package.archive), "-C", str(gateway / "environment")], check=True)
-    _say(f"unpacked {package.archive.stat().st_size >> 20} MiB archive in {time.monotonic() - started:.0f} s")
-    proc = _submit(
-        Path(sys.prefix) / "bin" / "spark-submit", "local-cluster[1,2,1024]", gateway,
-        _clean_env(PYSPARK_PYTHON="./environment/bin/python"), kafka_broker.bootstrap_servers, orders_topic,
-        ["--archives", f"{package.archive}#environment"],
-    )
+    try:
+        subprocess.run(["tar", "-xzf", str(package.archive), "-C", str(gateway / "environment")], check=True)
+        _say(f"unpacked {package.archive.stat().st_size >> 20} MiB archive in {time.monotonic() - started:.0f} s")
+        proc = _submit(
+            Path(sys.prefix) / "bin" / "spark-submit", "local-cluster[1,2,1024]", gateway,
+            _clean_env(PYSPARK_PYTHON="./environment/bin/python"), kafka_broker.bootstrap_servers, orders_topic,
+            ["--archives", f"{package.archive}#environment"],
+        )
+    finally:  # the unpacked copy and the executor's (under its SPARK_HOME/work): about 1.5 GB
+        shutil.rmtree(gateway / "environment", ignore_errors=True)
     _assert_every_record_read(proc, orders_topic)
     where = _lines(proc, "PYTHON ")
     assert where["driver"]["python"] == str(gateway / "environment" / "bin" / "python")
