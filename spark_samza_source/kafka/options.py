@@ -76,6 +76,11 @@ class KafkaSourceOptions:
     commit_offsets_to_kafka: bool
     max_rows_per_arrow_batch: int
     poll_timeout_ms: int
+    # Test-only fault hook, off by default (option ``testing.failInReadOnce``): a file path; the first task attempt
+    # that reads records while the file does not exist creates it and kills its Python worker process outright
+    # (``os._exit``) right after yielding its first batch, so tests can prove a worker dying in read() is retried
+    # with exactly the same ranges.
+    fail_in_read_once_marker: str | None = None
 
     @property
     def group_id(self) -> str:
@@ -168,6 +173,7 @@ class KafkaSourceOptions:
             commit_offsets_to_kafka=opts.boolean("commitOffsetsToKafka", True),
             max_rows_per_arrow_batch=opts.integer("maxRowsPerArrowBatch", 10_000, minimum=1),
             poll_timeout_ms=opts.duration_ms("kafkaConsumer.pollTimeoutMs", 120_000, minimum_ms=1),
+            fail_in_read_once_marker=opts.string("testing.failInReadOnce"),
         )
 
 

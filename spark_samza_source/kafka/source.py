@@ -17,7 +17,7 @@ from pyspark.sql.datasource import DataSource, DataSourceStreamReader
 from pyspark.sql.streaming.datasource import SupportsTriggerAvailableNow
 
 from ..core.model import SystemStreamPartition
-from ..core.offset import LogOffset
+from ..core.offset import REBASE_NEW_PARTITION, LogOffset, Rebase
 from ..spark.limits import MinRowsGate, default_read_limit, max_rows_of
 from ..spark.partition import TaskInputPartition
 from .options import KafkaSourceOptions
@@ -48,6 +48,10 @@ class SamzaKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
         self._coordinator = None  # driver only, created lazily (never pickled to executors)
         self._gate: MinRowsGate | None = None
         self._until: dict[SystemStreamPartition, int] | None = None
+        # failOnDataLoss=false: records skipped because they were gone when a batch was planned, for
+        # reportLatestOffset; (SSP key, first lost offset) -> end of the lost range (exclusive), since this run began
+        self._data_loss: dict[tuple[str, int], int] = {}
+        self._initial: dict | None = None  # what initialOffset returned, until the first latestOffset
         log.info("created reader: %s", options.describe())
 
     def __getstate__(self) -> dict[str, Any]:
@@ -66,7 +70,8 @@ class SamzaKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
 
     # ---- driver -----------------------------------------------------------------------------------------
     def initialOffset(self) -> dict:
-        return self.coordinator.initial_offset().to_json()
+        self._initial = self.coordinator.initial_offset().to_json()
+        return self._initial
 
     def getDefaultReadLimit(self):
         return default_read_limit(self.options.max_offsets_per_trigger)
@@ -78,8 +83,12 @@ class SamzaKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
     def latestOffset(self, start: dict, limit) -> dict:
         previous = LogOffset.from_json(start)
         planned = self.coordinator.latest_offset(previous, max_rows=max_rows_of(limit), until=self._until)
+        self._count_data_loss(self.coordinator.last_plan)
+        initial, self._initial = self._initial, None
         if planned is previous:
             return start  # hand Spark back the very same dict: equal offset strings mean "no new batch"
+        if initial is not None and start == initial:
+            planned = _record_first_batch_starts(previous, planned)
         if self._until is None and self.options.min_offsets_per_trigger is not None:
             if self._gate is None:
                 self._gate = MinRowsGate(self.options.min_offsets_per_trigger, self.options.max_trigger_delay_ms,
@@ -93,8 +102,23 @@ class SamzaKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
         return planned.to_json()
 
     def reportLatestOffset(self) -> dict | None:
+        """The high watermarks by SSP key (``progress.sources[i].latestOffset``), plus, once a batch skipped lost
+        records (``failOnDataLoss=false``), ``"dataLoss": {SSP key: records skipped since this run started}``
+        (no SSP key lacks a '.', so the entry cannot collide with one)."""
         marks = self.coordinator.latest_watermarks
-        return {s.key: m.high for s, m in sorted(marks.items())} or None
+        out: dict[str, Any] = {s.key: m.high for s, m in sorted(marks.items())}
+        if self._data_loss:
+            lost: dict[str, int] = {}
+            for (ssp_key, lost_from), lost_until in self._data_loss.items():
+                lost[ssp_key] = lost.get(ssp_key, 0) + lost_until - lost_from
+            out["dataLoss"] = dict(sorted(lost.items()))
+        return out or None
+
+    def _count_data_loss(self, plan) -> None:
+        for loss in getattr(plan, "data_loss", None) or ():
+            key = (loss.ssp.key, loss.lost_from)
+            # re-planned from the same start (a held-back batch): the same loss again, perhaps grown
+            self._data_loss[key] = max(self._data_loss.get(key, loss.lost_until), loss.lost_until)
 
     def partitions(self, start: dict, end: dict):
         if json.dumps(start, sort_keys=True) == json.dumps(end, sort_keys=True):
@@ -109,7 +133,7 @@ class SamzaKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
     def read(self, partition: TaskInputPartition) -> Iterator:
         from .reader import read_ranges
 
-        return read_ranges(
+        batches = read_ranges(
             self.options.client_conf,
             partition.task,
             partition.ranges,
@@ -118,3 +142,54 @@ class SamzaKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
             max_rows_per_batch=self.options.max_rows_per_arrow_batch,
             poll_timeout_ms=self.options.poll_timeout_ms,
         )
+        marker = self.options.fail_in_read_once_marker
+        if marker and any(r.size > 0 for r in partition.ranges):
+            return _die_once_in_read(marker, partition.task, batches)
+        return batches
+
+
+def _record_first_batch_starts(initial: LogOffset, planned: LogOffset) -> LogOffset:
+    """Batch 0 of a new checkpoint: record where every (task, SSP) starts as a rebase in its end offset.
+
+    Spark's offset log holds end offsets only. When it replays an uncommitted batch 0 (the driver died during
+    it) it asks ``initialOffset()`` again for the start, and that is computed afresh: ``latest`` has moved on,
+    ``earliest`` has moved up if records were deleted meanwhile. Without the starts recorded here the replay
+    would silently skip records (even with failOnDataLoss=true). Every SSP is new to the query in its first
+    batch, hence the reason ``new-partition``; rebases the planner made (startpoints, ...) are kept.
+    """
+    rebases = dict(planned.rebases)
+    for key in planned.positions:
+        if key not in rebases and key in initial.positions:
+            rebases[key] = Rebase(initial.positions[key], REBASE_NEW_PARTITION)
+    if len(rebases) == len(planned.rebases):
+        return planned
+    return LogOffset(planned.job_model, planned.positions, rebases, planned.barriers, planned.applied)
+
+
+def _die_once_in_read(marker: str, task: str, batches: Iterator) -> Iterator:
+    """The test-only fault hook (option ``testing.failInReadOnce``, off by default): the first task attempt that
+    gets here while ``marker`` does not exist creates it and kills its own Python worker process with
+    ``os._exit(1)`` right after handing Spark its first batch -- a worker dying in the middle of ``read()``, with
+    part of the task's rows already sent. Spark fails the attempt and retries the task; the marker makes it once."""
+    first = True
+    for batch in batches:
+        yield batch
+        if first:
+            first = False
+            _exit_once(marker, task)
+    if first:
+        _exit_once(marker, task)
+
+
+def _exit_once(marker: str, task: str) -> None:
+    import os
+
+    try:
+        fd = os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+    except FileExistsError:
+        return
+    with os.fdopen(fd, "w") as out:
+        out.write(f"{task}\t{os.getpid()}\n")
+    log.warning("testing.failInReadOnce: killing this Python worker (pid %d) inside read() of task %r",
+                os.getpid(), task)
+    os._exit(1)

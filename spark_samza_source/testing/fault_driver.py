@@ -1,0 +1,169 @@
+"""A standalone Spark driver for fault-injection tests: TEST INFRASTRUCTURE ONLY.
+
+A test runs it in a subprocess of its own process group, so that it can kill the whole driver -- the Python
+process, its JVM and every Python worker -- with SIGKILL at a chosen moment, exactly like a machine dying, and then
+run it again from the same checkpoint::
+
+    python -m spark_samza_source.testing.fault_driver --bootstrap HOST:PORT --topic orders --job orders-etl \\
+        --store file:///tmp/meta --checkpoint /tmp/ck --sink /tmp/sink --markers /tmp/inflight \\
+        [--startpoint 0:specific:100] [--starting-offsets earliest] [--max-offsets 150] [--slow-ms 2000] \\
+        [--fail-on-data-loss false] [--trigger available-now | --trigger processing:500]
+
+It runs a samza-kafka query that writes Parquet files (Spark's file sink, exactly once through its
+``_spark_metadata`` log). Between the source and the sink sits a deliberately slow filter (a Python UDF keeping
+every row): the first row of each task attempt creates a file in ``--markers`` (the test's sign that a batch is in
+flight) and sleeps ``--slow-ms``.
+
+``--startpoint PARTITION:TYPE[:VALUE]`` writes a Startpoint for that partition of the topic (SSP-only key) into the
+metadata store *before* the query starts (TYPE: ``specific`` with an offset, ``oldest``, ``upcoming``, ``timestamp``
+with epoch ms).
+
+Progress goes to stdout as JSON lines: ``{"event": "startpoint", "key": ..., "creationTimestamp": ...}``,
+``{"event": "started", "id": ...}``, ``{"event": "progress", "batchId": ..., "rows": ...}`` and finally
+``{"event": "done"}`` (exit 0) or ``{"event": "failed", "error": ...}`` (exit 1). With a processing-time trigger it
+runs until killed or until ``--timeout`` seconds have passed (exit 2).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+import uuid
+from functools import partial
+
+__all__ = ["main", "slow_stage"]
+
+
+def emit(event: str, **fields) -> None:
+    print(json.dumps({"event": event, **fields}, sort_keys=True), flush=True)
+
+
+_IN_FLIGHT: set[tuple[int, int, int]] = set()
+
+
+def slow_stage(markers: str, slow_ms: int, _value) -> bool:
+    """A row filter keeping every row; the first row of each task attempt marks the task as in flight and sleeps."""
+    from pyspark import TaskContext
+
+    ctx = TaskContext.get()
+    key = (ctx.stageId(), ctx.partitionId(), ctx.attemptNumber()) if ctx is not None else (0, 0, 0)
+    if key not in _IN_FLIGHT:
+        _IN_FLIGHT.add(key)
+        with open(os.path.join(markers, f"{time.time_ns()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"), "w") as f:
+            f.write(json.dumps(key))
+        time.sleep(slow_ms / 1000)
+    return True
+
+
+def parse_startpoint(text: str):
+    from ..core.startpoint import StartpointOldest, StartpointSpecific, StartpointTimestamp, StartpointUpcoming
+
+    partition, _, rest = text.partition(":")
+    kind, _, value = rest.partition(":")
+    kind = kind.lower()
+    if kind == "specific":
+        return int(partition), StartpointSpecific(value)
+    if kind == "oldest":
+        return int(partition), StartpointOldest()
+    if kind == "upcoming":
+        return int(partition), StartpointUpcoming()
+    if kind == "timestamp":
+        return int(partition), StartpointTimestamp(int(value))
+    raise SystemExit(f"--startpoint {text!r}: expected PARTITION:specific:OFFSET, PARTITION:oldest, ...")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--bootstrap", required=True)
+    parser.add_argument("--topic", required=True)
+    parser.add_argument("--job", required=True)
+    parser.add_argument("--store", required=True)
+    parser.add_argument("--checkpoint", required=True)
+    parser.add_argument("--sink", required=True)
+    parser.add_argument("--markers", required=True)
+    parser.add_argument("--startpoint", action="append", default=[])
+    parser.add_argument("--starting-offsets", default="earliest")
+    parser.add_argument("--max-offsets", type=int, default=None)
+    parser.add_argument("--slow-ms", type=int, default=0)
+    parser.add_argument("--fail-on-data-loss", default="true", choices=("true", "false"))
+    parser.add_argument("--trigger", default="available-now")
+    parser.add_argument("--timeout", type=float, default=300)
+    args = parser.parse_args(argv)
+    os.makedirs(args.markers, exist_ok=True)
+
+    if args.startpoint:
+        from ..core.model import SystemStreamPartition
+        from ..core.startpoint_manager import StartpointManager
+        from ..metadata import open_store
+
+        manager = StartpointManager(open_store(args.store, args.job))
+        for text in args.startpoint:
+            partition, startpoint = parse_startpoint(text)
+            key = manager.write(SystemStreamPartition("kafka", args.topic, partition), startpoint)
+            emit("startpoint", key=key, creationTimestamp=startpoint.creation_timestamp, json=startpoint.to_json())
+
+    from .spark_fixtures import make_local_spark
+
+    spark = make_local_spark("samza-fault-driver", {"spark.driver.memory": "1g"})
+    options = {
+        "kafka.bootstrap.servers": args.bootstrap,
+        "subscribe": args.topic,
+        "job.name": args.job,
+        "metadata.store": args.store,
+        "startingOffsets": args.starting_offsets,
+        "startpoint.pollInterval": "0",
+        "maxRowsPerArrowBatch": "50",
+        "failOnDataLoss": args.fail_on_data_loss,
+    }
+    if args.max_offsets:
+        options["maxOffsetsPerTrigger"] = str(args.max_offsets)
+    df = spark.readStream.format("samza-kafka").options(**options).load()
+    if args.slow_ms:
+        from pyspark.sql.functions import udf
+
+        # a plain (pickled-rows) Python UDF: needs no pandas; nondeterministic, so it stays where it is
+        slow = udf(partial(slow_stage, args.markers, args.slow_ms), "boolean").asNondeterministic()
+        df = df.filter(slow(df["offset"]))
+    writer = (df.writeStream.format("parquet").option("path", args.sink)
+              .option("checkpointLocation", args.checkpoint).queryName(f"fault_driver_{uuid.uuid4().hex[:6]}"))
+    if args.trigger == "available-now":
+        writer = writer.trigger(availableNow=True)
+    elif args.trigger.startswith("processing:"):
+        writer = writer.trigger(processingTime=f"{int(args.trigger.split(':', 1)[1])} milliseconds")
+    else:
+        raise SystemExit(f"--trigger {args.trigger!r}: use available-now or processing:<ms>")
+    query = writer.start()
+    emit("started", id=str(query.id))
+    deadline = time.monotonic() + args.timeout
+    last = None
+    code = 2
+    while time.monotonic() < deadline:
+        try:
+            if query.awaitTermination(0.2):
+                code = 0
+                break
+        except Exception:  # noqa: BLE001 - a failed query raises here; reported below from query.exception()
+            code = 1
+            break
+        progress = query.lastProgress
+        if progress is not None and progress.get("batchId") != last:
+            last = progress.get("batchId")
+            emit("progress", batchId=last, rows=progress.get("numInputRows"))
+    error = query.exception() if code != 2 else None
+    if error is not None:
+        emit("failed", error=str(error)[:4000])
+        code = 1
+    elif code == 0:
+        emit("done")
+    else:
+        emit("timeout")
+        query.stop()
+    spark.stop()
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

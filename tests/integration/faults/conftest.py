@@ -1,0 +1,407 @@
+"""Fault-injection harness: queries on any broker, the Spark offset log read back, and a cuttable HTTP proxy.
+
+- ``FaultQueries`` (fixture factory ``fault_queries(bootstrap)``): samza-kafka queries against a given broker (the
+  shared dev broker or a test's own), writing Parquet or collecting per batch;
+- ``offset_log(checkpoint)`` / ``committed_batches(checkpoint)``: Spark's offset and commit logs, parsed;
+- ``batch_ranges(log)``: per batch, the Kafka offset ranges each (task, SSP) read, rebuilt from the offsets alone
+  exactly as the source's ``partitions(start, end)`` does;
+- ``CuttableProxy`` (fixture ``moto_proxy``): an HTTP/1.1 forwarder on loopback in front of the shared moto server.
+  ``cut()`` closes its port and every open connection (clients see "connection refused"/reset, as with an
+  endpoint that went away), ``restore()`` serves again on the same port; moto keeps its state throughout. An
+  optional ``transform`` hook rewrites JSON responses (used to make GetRecords look trimmed by retention).
+"""
+
+from __future__ import annotations
+
+import http.client
+import http.server
+import json
+import os
+import socket
+import socketserver
+import threading
+import time
+import uuid
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from spark_samza_source.core.offset import LogOffset
+from spark_samza_source.core.startpoint_manager import StartpointManager
+from spark_samza_source.metadata import open_store
+
+
+# ---- waiting ------------------------------------------------------------------------------------------------------
+def wait_for(condition, timeout: float = 60, interval: float = 0.1, what: str = "condition"):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(interval)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+
+
+# ---- Spark's checkpoint ---------------------------------------------------------------------------------------------
+def _batch_files(directory: Path) -> dict[int, Path]:
+    if not directory.is_dir():
+        return {}
+    return {int(p.name): p for p in directory.iterdir() if p.name.isdigit()}
+
+
+def offset_log(checkpoint: str | Path, source: int = 0) -> dict[int, dict]:
+    """{batch id: the source's end offset JSON} from ``<checkpoint>/offsets/<n>`` (v1, metadata, a line per source)."""
+    out = {}
+    for batch, path in sorted(_batch_files(Path(checkpoint) / "offsets").items()):
+        lines = path.read_text().splitlines()
+        if len(lines) < 3 + source:
+            continue  # being written
+        out[batch] = json.loads(lines[2 + source])
+    return out
+
+
+def committed_batches(checkpoint: str | Path) -> set[int]:
+    return set(_batch_files(Path(checkpoint) / "commits"))
+
+
+def batch_ranges(log: dict[int, dict]) -> dict[int, dict[tuple[str, str], tuple[int, int]]]:
+    """{batch: {(task, ssp key): (start, end)}} for every batch whose previous offset is known (batch 0: only with
+    its starts recorded as rebases)."""
+    parsed = {b: LogOffset.from_json(o) for b, o in log.items()}
+    out = {}
+    for batch, end in sorted(parsed.items()):
+        previous = parsed.get(batch - 1)
+        ranges = {}
+        for (task, ssp), until in end.positions.items():
+            begin = end.start_of(task, ssp, previous)
+            assert begin is not None, f"batch {batch}: no start for {ssp} in {task}"
+            ranges[(task.name, ssp.key)] = (begin, until)
+        out[batch] = ranges
+    return out
+
+
+def expected_offsets(log: dict[int, dict], topic: str) -> Counter:
+    """How many times each (partition, offset) must be in the sink, from the offset log alone."""
+    want: Counter = Counter()
+    for ranges in batch_ranges(log).values():
+        for (_task, key), (begin, until) in ranges.items():
+            stream, partition = key.split(".", 1)[1].rsplit(".", 1)
+            if stream == topic:
+                want.update((int(partition), o) for o in range(begin, until))
+    return want
+
+
+def startpoint_rebases(log: dict[int, dict]) -> list[tuple[int, str, str, int, int]]:
+    """Every applied startpoint: (batch, task, SSP key, position, creation timestamp), in batch order."""
+    out = []
+    for batch, offset in sorted(log.items()):
+        for task, by_ssp in offset.get("rebases", {}).items():
+            for key, rebase in by_ssp.items():
+                if rebase["reason"] == "startpoint":
+                    out.append((batch, task, key, rebase["position"], rebase["creationTimestamp"]))
+    return out
+
+
+def startpoints_left(store_dir: str | Path, job: str) -> list[str]:
+    """The keys of every startpoint still in a ``file:`` store."""
+    return [e.key for e in StartpointManager(open_store(f"file://{store_dir}", job)).list()]
+
+
+# ---- Kafka queries --------------------------------------------------------------------------------------------------
+class FaultQueries:
+    def __init__(self, spark, bootstrap: str, root: Path) -> None:
+        self.spark = spark
+        self.bootstrap = bootstrap
+        self.root = root
+        self.job = f"job-{uuid.uuid4().hex[:8]}"
+        self.store_dir = root / "metadata"
+        self.store_uri = f"file://{self.store_dir}"
+        self.batches: dict[str, list[tuple[int, list]]] = {}
+        self._lock = threading.Lock()
+
+    def options(self, **extra) -> dict[str, str]:
+        opts = {
+            "kafka.bootstrap.servers": self.bootstrap,
+            "job.name": self.job,
+            "metadata.store": self.store_uri,
+            "startingOffsets": "earliest",
+            "startpoint.pollInterval": "0",
+        }
+        opts.update({k: str(v) for k, v in extra.items()})
+        return opts
+
+    def stream(self, **extra):
+        return self.spark.readStream.format("samza-kafka").options(**self.options(**extra)).load()
+
+    def checkpoint(self, name: str) -> str:
+        return str(self.root / "checkpoints" / name)
+
+    def sink_path(self, name: str) -> str:
+        return str(self.root / "sink" / name)
+
+    def start_parquet(self, name: str, trigger: dict | None = None, transform=None, **extra):
+        df = self.stream(**extra)
+        if transform is not None:
+            df = transform(df)
+        writer = (df.writeStream.format("parquet").option("path", self.sink_path(name))
+                  .option("checkpointLocation", self.checkpoint(name)).queryName(f"{name}_{uuid.uuid4().hex[:6]}"))
+        return writer.trigger(**(trigger or {"processingTime": "300 milliseconds"})).start()
+
+    def start_collecting(self, name: str, trigger: dict | None = None, **extra):
+        self.batches.setdefault(name, [])
+
+        def collect(df, batch_id):
+            rows = df.select("partition", "offset", "task").collect()
+            with self._lock:
+                self.batches[name].append((batch_id, rows))
+
+        writer = (self.stream(**extra).writeStream.foreachBatch(collect)
+                  .option("checkpointLocation", self.checkpoint(name)).queryName(f"{name}_{uuid.uuid4().hex[:6]}"))
+        return writer.trigger(**(trigger or {"processingTime": "300 milliseconds"})).start()
+
+    def collected(self, name: str) -> list:
+        with self._lock:
+            return [row for _, rows in self.batches.get(name, []) for row in rows]
+
+    def sink_offsets(self, name: str) -> Counter:
+        """(partition, offset) -> copies in the Parquet sink, read through the sink's own metadata log."""
+        path = Path(self.sink_path(name))
+        if not (path / "_spark_metadata").exists():
+            return Counter()
+        return Counter((r.partition, r.offset) for r in self.spark.read.parquet(str(path))
+                       .select("partition", "offset").collect())
+
+    def startpoints(self) -> StartpointManager:
+        return StartpointManager(open_store(self.store_uri, self.job))
+
+
+@pytest.fixture
+def fault_queries(spark, tmp_path):
+    made = []
+
+    def make(bootstrap: str) -> FaultQueries:
+        harness = FaultQueries(spark, bootstrap, tmp_path / f"q{len(made)}")
+        made.append(harness)
+        return harness
+
+    yield make
+    for query in spark.streams.active:
+        try:
+            query.stop()
+        except Exception:  # noqa: BLE001 - best-effort cleanup of a failed test's queries
+            pass
+
+
+def exactly_once(counts: Counter, wanted) -> list[str]:
+    """Problems (empty if none) comparing sink copies with the set of (partition, offset) wanted once each."""
+    wanted = set(wanted)
+    problems = []
+    dupes = sorted(k for k, n in counts.items() if n > 1)
+    missing = sorted(wanted - set(counts))
+    extra = sorted(set(counts) - wanted)
+    if dupes:
+        problems.append(f"{len(dupes)} duplicated, e.g. {dupes[:5]}")
+    if missing:
+        problems.append(f"{len(missing)} missing, e.g. {missing[:5]}")
+    if extra:
+        problems.append(f"{len(extra)} unexpected, e.g. {extra[:5]}")
+    return problems
+
+
+# ---- a cuttable HTTP proxy in front of moto ----------------------------------------------------------------------
+class _Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+
+class CuttableProxy:
+    """HTTP/1.1 forwarder ``127.0.0.1:port`` -> ``upstream``; ``cut()`` / ``restore()`` on the same port."""
+
+    def __init__(self, upstream: str) -> None:
+        self.upstream = upstream.split("://", 1)[1].rstrip("/")
+        self.transform = None  # (target, request JSON, response JSON) -> response JSON
+        self.requests: Counter = Counter()
+        self.refused_while_cut = 0
+        self._clients: set[socket.socket] = set()
+        self._lock = threading.Lock()
+        self._server: _Server | None = None
+        self.port = 0
+        self._serve()
+
+    @property
+    def endpoint(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def _serve(self) -> None:
+        proxy = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def setup(self):
+                super().setup()
+                with proxy._lock:
+                    proxy._clients.add(self.connection)
+
+            def finish(self):
+                with proxy._lock:
+                    proxy._clients.discard(self.connection)
+                try:
+                    super().finish()
+                except OSError:
+                    pass
+
+            def log_message(self, *args):
+                pass
+
+            def _forward(self):
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                target = self.headers.get("X-Amz-Target", "")
+                proxy.requests[target] += 1
+                upstream = http.client.HTTPConnection(proxy.upstream, timeout=30)
+                headers = {k: v for k, v in self.headers.items() if k.lower() not in ("connection", "keep-alive")}
+                upstream.request(self.command, self.path, body=body, headers=headers)
+                resp = upstream.getresponse()
+                data = resp.read()
+                out_headers = [(k, v) for k, v in resp.getheaders()
+                               if k.lower() not in ("content-length", "transfer-encoding", "connection", "x-amz-crc32")]
+                upstream.close()
+                if proxy.transform is not None and resp.status == 200 and data:
+                    changed = proxy.transform(target, json.loads(body or b"{}"), json.loads(data))
+                    if changed is not None:
+                        data = json.dumps(changed).encode()
+                self.send_response(resp.status)
+                for k, v in out_headers:
+                    self.send_header(k, v)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            do_POST = do_GET = do_PUT = do_DELETE = do_HEAD = _forward  # noqa: N815 - http.server's names
+
+        server = _Server(("127.0.0.1", self.port), Handler)
+        self.port = server.server_address[1]
+        threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+        self._server = server
+
+    def cut(self) -> None:
+        server, self._server = self._server, None
+        if server is None:
+            return
+        server.shutdown()
+        server.server_close()
+        with self._lock:
+            clients = list(self._clients)
+        for sock in clients:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    def restore(self) -> None:
+        if self._server is None:
+            for _ in range(50):
+                try:
+                    self._serve()
+                    return
+                except OSError:  # the port lingers for a moment
+                    time.sleep(0.1)
+            self._serve()
+
+    def close(self) -> None:
+        self.cut()
+
+
+@pytest.fixture
+def moto_proxy(moto_server):
+    proxy = CuttableProxy(moto_server)
+    yield proxy
+    proxy.close()
+
+
+class KinesisFaultQueries:
+    """samza-kinesis queries whose AWS endpoint is a :class:`CuttableProxy`; the test talks to moto directly."""
+
+    def __init__(self, spark, moto_endpoint: str, proxy: CuttableProxy, root: Path) -> None:
+        from spark_samza_source.testing import kinesis_helpers as kh
+
+        self.spark = spark
+        self.proxy = proxy
+        self.root = root
+        self.client = kh.kinesis_client(moto_endpoint)
+        self.job = f"job-{uuid.uuid4().hex[:8]}"
+        self.store_dir = root / "metadata"
+        self.store_uri = f"file://{self.store_dir}"
+        self.batches: dict[str, list[tuple[int, list]]] = {}
+        self._lock = threading.Lock()
+
+    def create_stream(self, shards: int, prefix: str = "s") -> str:
+        from spark_samza_source.testing import kinesis_helpers as kh
+
+        return kh.create_stream(self.client, kh.unique_stream_name(prefix), shards)
+
+    def options(self, stream: str, **extra) -> dict[str, str]:
+        opts = {
+            "streamName": stream, "endpointUrl": self.proxy.endpoint, "region": "us-east-1",
+            "awsAccessKeyId": "testing", "awsSecretKey": "testing", "job.name": self.job,
+            "metadata.store": self.store_uri, "startingPosition": "TRIM_HORIZON", "startpoint.pollInterval": "0",
+            "maxFetchTimePerShard": "2s",
+        }
+        opts.update({k: str(v) for k, v in extra.items()})
+        return opts
+
+    def checkpoint(self, name: str) -> str:
+        return str(self.root / "checkpoints" / name)
+
+    def start_collecting(self, name: str, stream: str, trigger: dict | None = None, on_batch=None, **extra):
+        self.batches.setdefault(name, [])
+
+        def collect(df, batch_id):
+            rows = df.select("shardId", "sequenceNumber", "subSequenceNumber", "data").collect()
+            with self._lock:
+                self.batches[name].append((batch_id, rows))
+            if on_batch is not None:
+                on_batch(batch_id, rows)
+
+        df = self.spark.readStream.format("samza-kinesis").options(**self.options(stream, **extra)).load()
+        writer = (df.writeStream.foreachBatch(collect).option("checkpointLocation", self.checkpoint(name))
+                  .queryName(f"{name}_{uuid.uuid4().hex[:6]}"))
+        return writer.trigger(**(trigger or {"processingTime": "300 milliseconds"})).start()
+
+    def collected(self, name: str) -> list:
+        with self._lock:
+            return [row for _, rows in self.batches.get(name, []) for row in rows]
+
+
+@pytest.fixture
+def ks_proxy(spark, moto_server, moto_proxy, tmp_path):
+    harness = KinesisFaultQueries(spark, moto_server, moto_proxy, tmp_path)
+    yield harness
+    for query in spark.streams.active:
+        try:
+            query.stop()
+        except Exception:  # noqa: BLE001 - best-effort cleanup of a failed test's queries
+            pass
+
+
+def kill_process_group(proc) -> None:
+    """SIGKILL a subprocess started with ``start_new_session=True`` and everything it started (JVM, workers)."""
+    import signal
+
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    proc.wait(timeout=30)
+
+
+@pytest.fixture
+def fh():
+    """The helpers above, for test modules (conftest functions cannot be imported with --import-mode=importlib)."""
+    from types import SimpleNamespace
+
+    return SimpleNamespace(wait_for=wait_for, offset_log=offset_log, committed_batches=committed_batches,
+                           batch_ranges=batch_ranges, expected_offsets=expected_offsets,
+                           startpoint_rebases=startpoint_rebases, exactly_once=exactly_once,
+                           kill_process_group=kill_process_group, startpoints_left=startpoints_left)
