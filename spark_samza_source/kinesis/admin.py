@@ -25,7 +25,8 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
-from botocore.exceptions import ClientError
+from botocore.exceptions import ClientError, HTTPClientError
+from botocore.exceptions import ConnectionError as BotoConnectionError
 
 from . import kpl
 from .client import AwsClientSettings, client_where
@@ -40,7 +41,10 @@ from .positions import (
 )
 from .shards import ShardInfo
 
-__all__ = ["KinesisAdmin", "THROTTLING_CODES", "error_code", "iterator_request"]
+__all__ = ["KinesisAdmin", "THROTTLING_CODES", "UNREACHABLE", "error_code", "iterator_request", "unreachable"]
+
+#: botocore's "no answer" errors (connection refused / reset / closed, timeouts), raised after its own retries
+UNREACHABLE = (BotoConnectionError, HTTPClientError)
 
 log = logging.getLogger(__name__)
 
@@ -53,6 +57,12 @@ THROTTLING_CODES = frozenset({
 })
 _LIST_PAGE = 1000  # AWS default page size (maximum 10000)
 _PROBE_CALLS = 5
+
+
+def unreachable(what: str, where: str, err: BaseException, scrub: Callable[[object], str]) -> KinesisSourceError:
+    """The error for an AWS endpoint that did not answer: what was asked, of which endpoint, and botocore's words."""
+    return KinesisSourceError(f"{what}: no answer from AWS ({where}) after the client's retries: {scrub(err)}. "
+                              "Check that the endpoint is reachable from this machine")
 
 
 def error_code(err: BaseException) -> str:
@@ -106,6 +116,8 @@ class KinesisAdmin:
         for attempt in range(self.max_retries + 1):
             try:
                 return fn(**kwargs)
+            except UNREACHABLE as err:
+                raise unreachable(what, self.where(), err, self._scrub) from None
             except ClientError as err:
                 if error_code(err) not in THROTTLING_CODES or attempt == self.max_retries:
                     if error_code(err) in THROTTLING_CODES:

@@ -52,7 +52,7 @@ import pyarrow as pa
 from botocore.exceptions import ClientError
 
 from . import kpl
-from .admin import THROTTLING_CODES, KinesisAdmin, error_code, iterator_request
+from .admin import THROTTLING_CODES, UNREACHABLE, KinesisAdmin, error_code, iterator_request, unreachable
 from .client import AwsClientSettings
 from .errors import KinesisDataLossError, KinesisSourceError, KinesisThrottledError
 from .positions import AFTER_SEQUENCE_NUMBER, AT_SEQUENCE_NUMBER, SHARD_END, ShardPosition
@@ -251,6 +251,9 @@ class _ShardReader:
             self._pace()
             try:
                 resp = self.client.get_records(ShardIterator=iterator, Limit=limit)
+            except UNREACHABLE as err:
+                raise unreachable(f"task {self.task!r}: GetRecords on shard {self.shard_id} of stream {self.stream!r} "
+                                  f"at {self.pos}", self.admin.where(), err, self.scrub) from None
             except ClientError as err:
                 code = error_code(err)
                 retries += 1

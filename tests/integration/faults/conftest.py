@@ -222,7 +222,8 @@ class CuttableProxy:
         self.upstream = upstream.split("://", 1)[1].rstrip("/")
         self.transform = None  # (target, request JSON, response JSON) -> response JSON
         self.requests: Counter = Counter()
-        self.refused_while_cut = 0
+        self.cut_happened = False
+        self._cut_on: str | None = None
         self._clients: set[socket.socket] = set()
         self._lock = threading.Lock()
         self._server: _Server | None = None
@@ -259,6 +260,12 @@ class CuttableProxy:
                 body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
                 target = self.headers.get("X-Amz-Target", "")
                 proxy.requests[target] += 1
+                if proxy._cut_on is not None and proxy._cut_on == target:
+                    proxy._cut_on = None
+                    proxy.cut()  # the endpoint dies with this request in flight: no answer, connection reset
+                    proxy.cut_happened = True
+                    self.close_connection = True
+                    return
                 upstream = http.client.HTTPConnection(proxy.upstream, timeout=30)
                 headers = {k: v for k, v in self.headers.items() if k.lower() not in ("connection", "keep-alive")}
                 upstream.request(self.command, self.path, body=body, headers=headers)
@@ -284,6 +291,11 @@ class CuttableProxy:
         self.port = server.server_address[1]
         threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
         self._server = server
+
+    def cut_on(self, target: str) -> None:
+        """Cut (as ``cut()``) when the next request for ``target`` (an ``X-Amz-Target``) arrives, unanswered."""
+        self.cut_happened = False
+        self._cut_on = target
 
     def cut(self) -> None:
         server, self._server = self._server, None
