@@ -135,9 +135,10 @@ def _iso(ms: Any) -> str:
 def _valid_record(value: Any) -> bool:
     if not isinstance(value, dict):
         return False
-    ints = ("acquiredMs", "renewedMs", "ttlMs")
-    if not all(isinstance(value.get(k), int) and not isinstance(value.get(k), bool) for k in ints):
-        return False
+    for k in ("acquiredMs", "renewedMs", "ttlMs"):  # epoch / duration ms: a Java long at most, never negative
+        v = value.get(k)
+        if not isinstance(v, int) or isinstance(v, bool) or not 0 <= v < 2**63:
+            return False
     query = value.get("query")
     return (isinstance(value.get("owner"), str) and isinstance(query, list)
             and all(isinstance(q, str) for q in query))

@@ -308,3 +308,16 @@ def test_a_newcomer_does_not_move_in_during_the_instant_a_renewal_leaves_the_key
     with pytest.raises(JobOwnershipError, match="already in use"):
         newcomer.hold()
     assert waits == [0.2] and stored(store_uri) == renewed
+
+
+@pytest.mark.parametrize("field, value", [("ttlMs", 10**400), ("renewedMs", 2**63), ("acquiredMs", -1),
+                                          ("ttlMs", True)])
+def test_a_lease_with_impossible_times_is_unreadable_and_replaced(store_uri, field, value):
+    clock = Clock()
+    other = lease(store_uri, clock, host="host-b", machine="m-b")
+    other.hold()
+    store = open_store(store_uri, "orders-enricher")
+    store.put(NAMESPACE, KEY, {**stored(store_uri), field: value})  # found by the fuzz tests: an overflow
+    fresh = lease(store_uri, clock)
+    fresh.hold()
+    assert stored(store_uri)["owner"] == fresh.owner_id
