@@ -34,6 +34,8 @@ from .shards import ShardInfo
 
 log = logging.getLogger(__name__)
 
+PROBE_BUDGET_S = 0.25  # time one trigger may spend probing idle shards for new records
+
 
 def batch_ends_for(store, stream: str, offset: KinesisOffset) -> BatchEnds:
     """Where executors record batch ends for this query: keyed by stream and the offset's query id."""
@@ -77,6 +79,8 @@ class KinesisCoordinator:
         self._shard_info: dict[str, ShardInfo] = {}
         self._first_plan = True
         self._last_probe: dict[str, float] = {}
+        self._job_model_key: tuple | None = None
+        self._job_model_cache = None
         self._available_now_started = False
         self._lease_table: KclLeaseTable | None = None
         self._lease: DriverLease | None = None
@@ -240,18 +244,34 @@ class KinesisCoordinator:
             return True  # the last batch made progress: there is likely more
         if self.available_now_until_ms is not None:
             return False  # AvailableNow: a batch without progress means everything before its start was read
-        now = self._clock()
-        for sid, state in plan.offset.shards.items():
-            if state.status != READABLE or state.start.is_shard_end:
-                continue
-            if state.ending_sequence is not None:
-                return True  # a closed shard must be planned once more to reach SHARD_END
+        readable = [(sid, state) for sid, state in plan.offset.shards.items()
+                    if state.status == READABLE and not state.start.is_shard_end]
+        if any(state.ending_sequence is not None for _, state in readable):
+            return True  # a closed shard must be planned once more to reach SHARD_END
+        # Probe idle shards, least recently probed first, for at most PROBE_BUDGET_S per trigger (an idle stream
+        # with hundreds of shards must not stall every trigger); a probe costs GetRecords calls against the
+        # shard's 5 reads/s, so each shard is probed at most once a second.
+        deadline = self._clock() + PROBE_BUDGET_S
+        for sid, state in sorted(readable, key=lambda item: self._last_probe.get(item[0], -1e9)):
+            now = self._clock()
+            if now >= deadline:
+                break
             if now - self._last_probe.get(sid, -1e9) < 1.0:
-                continue  # a probe costs GetRecords calls against the shard's 5 reads/s: at most one a second
-            self._last_probe[sid] = now
-            if self.admin.has_records(self.options.stream, sid, state.start):
+                continue
+            found = self.admin.has_records(self.options.stream, sid, state.start)
+            self._last_probe[sid] = self._clock()
+            if found:
                 return True
         return False
+
+    def _job_model_of(self, offset: KinesisOffset):
+        """The offset's JobModel, built once per model shape: tasks x slots SSPs grow with the square of the
+        shard count, and a new offset object arrives at every trigger."""
+        key = (offset.stream, offset.generation, offset.num_tasks, offset.slots_per_task)
+        if self._job_model_key != key:
+            self._job_model_cache = offset.job_model
+            self._job_model_key = key
+        return self._job_model_cache
 
     def _kcl_positions(self) -> dict[str, ShardPosition]:
         if not self.options.kcl_lease_table:
@@ -271,7 +291,7 @@ class KinesisCoordinator:
         self._last_poll = now
         resolver = KinesisStartpointResolver(self._wall_ms())
         out: dict[str, ShardStartpoint] = {}
-        for (ssp, task), startpoint in self.startpoints.fan_out(start.job_model).items():
+        for (ssp, task), startpoint in self.startpoints.fan_out(self._job_model_of(start)).items():
             key = (task, ssp)
             if startpoint.creation_timestamp <= start.applied.get(key, -1):
                 # applied in an earlier batch; its deletion was lost (the run stopped before the commit)
