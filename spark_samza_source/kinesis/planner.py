@@ -351,7 +351,9 @@ def _check_ends(previous: KinesisOffset, recorded_ends: Mapping[str, ShardPositi
     if missing:
         raise KinesisPlanError(
             f"batch {previous.batch} of stream {previous.stream} read shard(s) {', '.join(missing[:20])} but no end "
-            f"was recorded for them; plan the next batch only after batch {previous.batch} completed"
+            f"was recorded for them; plan the next batch only after batch {previous.batch} completed. If it did, "
+            "the metadata store lost them (namespace kinesis-batch-ends): was 'metadata.store' changed for this "
+            "checkpoint, or the store wiped? Reading on would re-read or skip records, so the query stops"
         )
     for sid, end in recorded_ends.items():
         state = previous.shards.get(sid)

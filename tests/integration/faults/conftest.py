@@ -221,6 +221,7 @@ class CuttableProxy:
     def __init__(self, upstream: str) -> None:
         self.upstream = upstream.split("://", 1)[1].rstrip("/")
         self.transform = None  # (target, request JSON, response JSON) -> response JSON
+        self.before = None  # (target) -> None, called before a request is forwarded
         self.requests: Counter = Counter()
         self.cut_happened = False
         self._cut_on: str | None = None
@@ -266,6 +267,8 @@ class CuttableProxy:
                     proxy.cut_happened = True
                     self.close_connection = True
                     return
+                if proxy.before is not None:
+                    proxy.before(target)
                 upstream = http.client.HTTPConnection(proxy.upstream, timeout=30)
                 headers = {k: v for k, v in self.headers.items() if k.lower() not in ("connection", "keep-alive")}
                 upstream.request(self.command, self.path, body=body, headers=headers)
