@@ -842,6 +842,9 @@ def main(argv: list[str] | None = None) -> int:
     work.mkdir(parents=True, exist_ok=True)
     store = f"file://{work}/metadata"
     duration = args.minutes * 60
+    import spark_samza_source
+
+    log(f"product code {os.path.dirname(spark_samza_source.__file__)}")
     log(f"work dir {work}; seed {seed}; {args.minutes:g} min, kill every ~{args.kill_every:g}s, startpoint every "
         f"{args.startpoint_every:g}s, {args.rate:g} records/s per source, load average {os.getloadavg()[0]:.1f}")
 

@@ -49,6 +49,7 @@ def main(argv: list[str] | None = None) -> int:
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    import spark_samza_source
     from spark_samza_source import register
     from spark_samza_source.testing.spark_fixtures import make_local_spark
 
@@ -105,7 +106,7 @@ def main(argv: list[str] | None = None) -> int:
         else:
             raise SystemExit(f"--trigger {args.trigger!r}: use available-now or processing:<ms>")
         queries[name] = writer.start()
-        emit("started", query=name, id=str(queries[name].id))
+        emit("started", query=name, id=str(queries[name].id), package=os.path.dirname(spark_samza_source.__file__))
 
     deadline = time.monotonic() + args.timeout
     last: dict[str, object] = {}
