@@ -30,7 +30,7 @@ demo: $(STAMP)
 	$(PY) -m spark_samza_source.demo
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check spark_samza_source pyspark_samza_kafka pyspark_samza_kinesis tests benchmarks
+	$(VENV)/bin/ruff check spark_samza_source pyspark_samza_kafka pyspark_samza_kinesis tests benchmarks examples
 
 # Where `make wheel` and `make package` write (overridable: the spark-submit tests build into a temp dir).
 DIST         ?= dist
