@@ -18,6 +18,9 @@ flight) and sleeps ``--slow-ms``.
 metadata store *before* the query starts (TYPE: ``specific`` with an offset, ``oldest``, ``upcoming``, ``timestamp``
 with epoch ms).
 
+``python -m spark_samza_source.testing.fault_driver startpoint-writer ...`` is the other process of the startpoint
+concurrency test: it writes and deletes startpoints in a loop and logs each step (see :func:`startpoint_writer`).
+
 Progress goes to stdout as JSON lines: ``{"event": "startpoint", "key": ..., "creationTimestamp": ...}``,
 ``{"event": "started", "id": ...}``, ``{"event": "progress", "batchId": ..., "rows": ...}`` and finally
 ``{"event": "done"}`` (exit 0) or ``{"event": "failed", "error": ...}`` (exit 1). With a processing-time trigger it
@@ -34,7 +37,7 @@ import time
 import uuid
 from functools import partial
 
-__all__ = ["main", "slow_stage"]
+__all__ = ["main", "slow_stage", "startpoint_writer"]
 
 
 def emit(event: str, **fields) -> None:
@@ -75,7 +78,81 @@ def parse_startpoint(text: str):
     raise SystemExit(f"--startpoint {text!r}: expected PARTITION:specific:OFFSET, PARTITION:oldest, ...")
 
 
+def startpoint_writer(argv: list[str]) -> int:
+    """``fault_driver startpoint-writer``: write and delete startpoints of one SSP in a tight loop, logging each step.
+
+    Each round writes a new startpoint (``StartpointOldest`` or ``StartpointSpecific`` at a random offset below
+    ``--max-offset``; under the SSP-only key or the SSP + ``--task`` key, at random; creation timestamps strictly
+    increasing), waits a random 10-200 ms (a ``--long-wait-share`` of rounds: 0.8-2.5 s), then either deletes
+    it -- ``delete_if_equal`` on both keys, so only its own value -- or looks where it is now. JSON lines to
+    ``--log``::
+
+        {"op": "write", "ts": <creationTimestamp>, "key": "ssp" | "task", "value": {...}, "at": <epoch s>}
+        {"op": "delete", "ts": ..., "ssp": <deleted from the SSP key?>, "task": <... from the task key?>, "at": ...}
+        {"op": "observe", "ts": ..., "ssp": <creationTimestamp under the SSP key or null>, "task": ..., "at": ...}
+    """
+    import random
+
+    from ..core.model import SystemStreamPartition
+    from ..core.startpoint import StartpointOldest, StartpointSpecific
+    from ..core.startpoint_manager import NAMESPACE, StartpointManager, startpoint_key
+    from ..metadata import open_store
+
+    parser = argparse.ArgumentParser(prog="fault_driver startpoint-writer")
+    parser.add_argument("--store", required=True)
+    parser.add_argument("--job", required=True)
+    parser.add_argument("--topic", required=True)
+    parser.add_argument("--partition", type=int, default=0)
+    parser.add_argument("--task", required=True)
+    parser.add_argument("--max-offset", type=int, required=True)
+    parser.add_argument("--duration", type=float, default=20.0)
+    parser.add_argument("--log", required=True)
+    parser.add_argument("--seed", type=int, default=None)
+    parser.add_argument("--long-wait-share", type=float, default=0.25)
+    args = parser.parse_args(argv)
+    rng = random.Random(args.seed)
+    store = open_store(args.store, args.job)
+    manager = StartpointManager(store)
+    ssp = SystemStreamPartition("kafka", args.topic, args.partition)
+    keys = {"ssp": startpoint_key(ssp), "task": startpoint_key(ssp, args.task)}
+
+    def ts_of(value):
+        return value.get("creationTimestamp") if isinstance(value, dict) else None
+
+    last = 0
+    deadline = time.monotonic() + args.duration
+    with open(args.log, "w") as out:
+        def log(op: str, **fields) -> None:
+            out.write(json.dumps({"op": op, "at": time.time(), **fields}, sort_keys=True) + "\n")
+            out.flush()
+
+        while time.monotonic() < deadline:
+            while True:
+                offset = str(rng.randrange(args.max_offset))
+                sp = StartpointOldest() if rng.random() < 0.5 else StartpointSpecific(offset)
+                if sp.creation_timestamp > last:
+                    break
+                time.sleep(0.001)
+            last = sp.creation_timestamp
+            where = "ssp" if rng.random() < 0.5 else "task"
+            manager.write(ssp, sp, args.task if where == "task" else None)
+            value = sp.to_json()
+            log("write", ts=last, key=where, value=value)
+            # mostly a quick turn (races with fan-out and planning), sometimes long enough for the source to apply
+            # the startpoint, commit that batch and delete it
+            time.sleep(rng.uniform(0.01, 0.2) if rng.random() >= args.long_wait_share else rng.uniform(0.8, 2.5))
+            if rng.random() < 0.3:
+                log("delete", ts=last, **{k: store.delete_if_equal(NAMESPACE, key, value) for k, key in keys.items()})
+            else:
+                log("observe", ts=last, **{k: ts_of(store.get(NAMESPACE, key)) for k, key in keys.items()})
+        log("observe", ts=last, final=True, **{k: ts_of(store.get(NAMESPACE, key)) for k, key in keys.items()})
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["startpoint-writer"]:
+        return startpoint_writer(argv[1:])
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--bootstrap", required=True)
     parser.add_argument("--topic", required=True)
