@@ -70,7 +70,7 @@ def test_driver_sigkilled_mid_batch_resumes_exactly_once_and_applies_its_startpo
 
     started = time.monotonic()
     proc, out = _driver(tmp_path, bootstrap, topic, job, 1, "--startpoint", "0:specific:100",
-                        "--max-offsets", "200", "--slow-ms", "3000", "--trigger", "processing:200")
+                        "--max-offsets", "200", "--slow-ms", "2500", "--trigger", "processing:200")
     try:
         markers = tmp_path / "inflight-1"
 
@@ -79,17 +79,17 @@ def test_driver_sigkilled_mid_batch_resumes_exactly_once_and_applies_its_startpo
                     and markers.is_dir() and any(markers.iterdir()))
 
         fh.wait_for(batch0_in_flight, timeout=120, interval=0.05, what="batch 0 in flight")
-        time.sleep(0.5)  # the slow stage holds the batch for 3 s: well inside it
+        time.sleep(0.5)  # the slow stage holds the batch for 2.5 s: well inside it
     finally:
         fh.kill_process_group(proc)
     killed_at = time.monotonic() - started
     assert 0 not in fh.committed_batches(ck), "the kill came too late: batch 0 had committed"
     assert not (tmp_path / "sink" / "_spark_metadata" / "0").exists()
     startpoint_ts = next(e["creationTimestamp"] for e in _events(out) if e["event"] == "startpoint")
-    store = fh.offset_log(ck)
-    assert fh.startpoint_rebases(store) == [(0, "Partition 0", f"kafka.{topic}.0", 100, startpoint_ts)]
+    logged = fh.offset_log(ck)
+    assert fh.startpoint_rebases(logged) == [(0, "Partition 0", f"kafka.{topic}.0", 100, startpoint_ts)]
 
-    proc, out = _driver(tmp_path, bootstrap, topic, job, 2, "--trigger", "available-now", "--max-offsets", "250")
+    proc, out = _driver(tmp_path, bootstrap, topic, job, 2, "--trigger", "available-now")
     code, events = _finish(proc, out, tmp_path, 2)
     assert code == 0, (events, (tmp_path / "driver-2.log").read_text()[-3000:])
 
@@ -98,7 +98,7 @@ def test_driver_sigkilled_mid_batch_resumes_exactly_once_and_applies_its_startpo
     wanted = [(0, o) for o in range(100, 300)] + [(1, o) for o in range(300)]
     assert fh.exactly_once(sink, wanted) == []
     log = fh.offset_log(ck)
-    assert len(log) >= 3 and fh.committed_batches(ck) == set(log)
+    assert len(log) >= 2 and fh.committed_batches(ck) == set(log)
     # the startpoint: applied in batch 0 only (the replays re-read it from the log, nothing applied it again) ...
     assert fh.startpoint_rebases(log) == [(0, "Partition 0", f"kafka.{topic}.0", 100, startpoint_ts)]
     # ... and deleted once a later batch was planned from batch 0's end
