@@ -115,6 +115,35 @@ class MotoServerProcess:
         self.stop()
 
 
+def serialize_dynamodb_writes() -> None:
+    """Make moto's DynamoDB writes atomic, as DynamoDB's are.
+
+    moto's threaded server checks a ConditionExpression and then writes without a lock, so two concurrent
+    ``put_item(ConditionExpression="attribute_not_exists(...)")`` calls can both succeed (seen under load in
+    ``test_put_if_absent_has_one_winner_across_threads``); real DynamoDB never lets both win. One lock around
+    every write restores that guarantee in the emulator. Idempotent.
+    """
+    import functools
+
+    from moto.dynamodb.models import DynamoDBBackend
+
+    if getattr(DynamoDBBackend, "_samza_serialized", False):
+        return
+    lock = threading.RLock()
+
+    def locked(method):
+        @functools.wraps(method)
+        def wrapper(*args, **kwargs):
+            with lock:
+                return method(*args, **kwargs)
+
+        return wrapper
+
+    for name in ("put_item", "delete_item", "update_item", "transact_write_items"):
+        setattr(DynamoDBBackend, name, locked(getattr(DynamoDBBackend, name)))
+    DynamoDBBackend._samza_serialized = True
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Run moto (AWS mock) in server mode until SIGTERM.")
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default: loopback only)")
@@ -131,6 +160,7 @@ def main(argv: list[str] | None = None) -> int:
 
     # moto 5.2 reshards unlike Kinesis (records keep landing in closed parents): see kinesis_helpers.
     apply_moto_kinesis_fixes()
+    serialize_dynamodb_writes()
     server = ThreadedMotoServer(ip_address=args.host, port=args.port, verbose=False)
     server.start()
     host, port = server.get_host_and_port()
