@@ -833,6 +833,7 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 
+    import spark_samza_source
     from spark_samza_source.testing import kinesis_helpers as kh
     from spark_samza_source.testing.kafka_broker import KafkaDevBroker
     from spark_samza_source.testing.kafka_helpers import create_topic
@@ -842,8 +843,6 @@ def main(argv: list[str] | None = None) -> int:
     work.mkdir(parents=True, exist_ok=True)
     store = f"file://{work}/metadata"
     duration = args.minutes * 60
-    import spark_samza_source
-
     log(f"product code {os.path.dirname(spark_samza_source.__file__)}")
     log(f"work dir {work}; seed {seed}; {args.minutes:g} min, kill every ~{args.kill_every:g}s, startpoint every "
         f"{args.startpoint_every:g}s, {args.rate:g} records/s per source, load average {os.getloadavg()[0]:.1f}")
@@ -928,9 +927,7 @@ def main(argv: list[str] | None = None) -> int:
             # startpoints
             if elapsed >= next_sp:
                 next_sp += args.startpoint_every
-                source = rng.choice(sp_sources)
-                kafka_hw = dict(kafka.high)
-                w = write_startpoint(rng, source, work, store, kafka, kafka_hw, phase_start)
+                w = write_startpoint(rng, rng.choice(sp_sources), work, store, kafka, dict(kafka.high), phase_start)
                 if w is not None:
                     written.append(w)
             # driver kills
