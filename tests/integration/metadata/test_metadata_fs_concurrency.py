@@ -121,7 +121,7 @@ def _open(uri: str, naive: bool | str):
     return NaiveStore(uri, atomic_writes=naive == "racy")
 
 
-def _writer(uri: str, naive: bool, writer: int, ops: int, n_claims: int, n_shared: int, out) -> None:
+def _writer(uri: str, naive: bool, writer: int, ops: int, n_claims: int, n_shared: int, claim_gate, out) -> None:
     report = {"writer": writer, "claims": [], "increments": 0, "last_put": {}, "errors": [], "reads": 0}
     try:
         store = _open(uri, naive)
@@ -134,6 +134,9 @@ def _writer(uri: str, naive: bool, writer: int, ops: int, n_claims: int, n_share
                 store.put(NS, key, _value(writer, i))
                 report["last_put"][key] = i
             elif op == 1 and claim < n_claims:  # everybody races for the same claims, in the same order
+                # all writers arrive before anyone claims: the race is certain, not left to the scheduler (under
+                # load the counter loop below spreads writers apart so far that a racy store could go unseen)
+                claim_gate.wait(timeout=120)
                 if store.put_if_absent(NS, f"claim-{claim}", _value(writer, i)):
                     report["claims"].append(claim)
                 claim += 1
@@ -155,6 +158,7 @@ def _writer(uri: str, naive: bool, writer: int, ops: int, n_claims: int, n_share
                     _check(value, key)
                 report["reads"] += 1
     except BaseException:
+        claim_gate.abort()  # the others must not wait for a writer that is gone
         report["errors"].append(traceback.format_exc(limit=4))
     out.put(report)
 
@@ -177,8 +181,8 @@ def run_harness(uri: str, *, naive: bool | str, writers: int = 8, ops: int = 200
     n_claims, n_shared = ops // 4, 3
     setup = _open(uri, naive)
     setup.put(NS, "counter", _value(-1, 0, 512) | {"n": 0})
-    results, stop = CTX.Queue(), CTX.Event()
-    procs = [CTX.Process(target=_writer, args=(uri, naive, w, ops, n_claims, n_shared, results))
+    results, stop, claim_gate = CTX.Queue(), CTX.Event(), CTX.Barrier(writers)
+    procs = [CTX.Process(target=_writer, args=(uri, naive, w, ops, n_claims, n_shared, claim_gate, results))
              for w in range(writers)]
     readers = [CTX.Process(target=_reader, args=(uri, naive, stop, results)) for _ in range(2)]
     for p in procs + readers:
