@@ -194,6 +194,13 @@ class KafkaDevBroker:
         self._proc = proc
         self.port = int(line.rsplit(":", 1)[1])
 
+    @property
+    def request_counts(self) -> dict[str, int]:
+        """Requests served so far by handler name (``in_process=True`` brokers only: a child process keeps its own)."""
+        if not self.in_process or self._server is None:
+            raise RuntimeError("request_counts needs a running broker started with in_process=True")
+        return dict(self._server.request_counts)
+
     def log_tail(self, n: int = 40) -> str:
         if self.log_path is None or not self.log_path.exists():
             return ""

@@ -11,6 +11,7 @@ its body is read.  A bug in a handler is logged and closes the connection; the b
 from __future__ import annotations
 
 import asyncio
+import collections
 import logging
 import socket
 import threading
@@ -41,6 +42,9 @@ class BrokerServer:
         self.state: BrokerState | None = None
         self._server: asyncio.base_events.Server | None = None
         self._connections: set[asyncio.Task] = set()
+        # requests served, by handler name: lets tests check that a client batches (e.g. one ListOffsets for
+        # a thousand partitions) without timing anything
+        self.request_counts: collections.Counter[str] = collections.Counter()
 
     async def start(self) -> None:
         sock = socket.socket(socket.AF_INET6 if ":" in self.host else socket.AF_INET, socket.SOCK_STREAM)
@@ -112,6 +116,7 @@ class BrokerServer:
                 return encode_response(state.api_versions_unsupported(), header.correlation_id)
             raise MalformedRequest(f"unsupported version {version} of API key {key}")
         request = decode_request(view, header)
+        self.request_counts[HANDLER_NAMES[key]] += 1
         if log.isEnabledFor(logging.DEBUG):
             log.debug("%s v%d from %s", HANDLER_NAMES[key], version, header.client_id)
         result = getattr(state, HANDLER_NAMES[key])(header, request)
