@@ -6,19 +6,25 @@ attempt of the same batch -- a retry after a failure, a speculative copy, a repl
 the recorded end and reads exactly up to it.  The next ``latestOffset`` turns the recorded ends of batch N into the
 starts of batch N+1 (:meth:`BatchEnds.ends_for`).
 
-Executor flow for one shard (:func:`read_and_record` implements it; ``read()`` calls it for each shard of its task
-and yields ``result.batches``)::
+Executor flow for one shard (:func:`stream_and_record`; ``read()`` runs it for each shard of its task and yields
+the rows as they are read, so Spark's work on them overlaps the next ``GetRecords``)::
 
     recorded = ends.get(batch, shard)                         # an earlier attempt's end, if any
-    result = read_shard(..., recorded_end=recorded)           # exactly to it, or up to the limits
-    if recorded is None:
-        winner = ends.record(batch, shard, result.end)        # put-if-absent: first attempt wins
-        if winner != result.end:                              # a concurrent attempt recorded first
-            result = read_shard(..., recorded_end=winner)     # re-read exactly to the winner's end
-    yield from result.batches                                 # rows only after the end is recorded
+    if recorded:  yield rows of read_shard(..., recorded_end=recorded)      # exactly to it
+    else:
+        yield rows of read_shard(...) as they come            # up to the limits; reached end E
+        winner = ends.record(batch, shard, E)                 # put-if-absent: first attempt wins
+        if winner == E:                 done
+        elif no row was yielded:        yield rows of read_shard(start, recorded_end=winner)
+        elif winner is after E:         yield rows of read_shard(E, recorded_end=winner)   # read on to it
+        else:                           raise AttemptPassedRecordedEnd    # this attempt yielded too much
 
-Rows of a shard are yielded only after its end is recorded, so every attempt that yields anything yields the
-rows from the start up to the one recorded end.  Rows of an attempt that fails later are discarded by Spark.
+So every attempt that *succeeds* yields exactly the rows from the start up to the one recorded end, and an attempt
+that fails has its rows discarded by Spark (a failed task attempt's output never reaches the sink); its retry finds
+the recorded end and reads exactly to it.  The last case needs two attempts of one batch running at once (a
+speculative copy, or a zombie task of a dead driver) and is the only one that costs a task failure.
+:func:`read_and_record` is the same protocol for a caller that holds the rows until the end is recorded: it
+recovers from that case by re-reading.
 
 Store layout (namespace ``kinesis-batch-ends``; keys sort by batch)::
 
@@ -35,14 +41,18 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Iterator
 from typing import Any
+
+import pyarrow as pa
 
 from ..core.errors import MetadataStoreError
 from ..metadata.base import MetadataStore
-from .positions import PositionFormatError, ShardPosition
-from .reader import ShardReadResult, read_shard
+from .errors import KinesisSourceError
+from .positions import AFTER_SEQUENCE_NUMBER, PositionFormatError, ShardPosition
+from .reader import ShardReadResult, read_shard, stream_shard
 
-__all__ = ["BatchEnds", "NAMESPACE", "read_and_record"]
+__all__ = ["AttemptPassedRecordedEnd", "BatchEnds", "NAMESPACE", "read_and_record", "stream_and_record"]
 
 log = logging.getLogger(__name__)
 
@@ -136,18 +146,74 @@ class BatchEnds:
         return deleted
 
 
-def read_and_record(ends: BatchEnds, batch: int, client: Any, stream: str, shard_id: str, start: ShardPosition,
-                    *, task: str, **read_options: Any) -> ShardReadResult:
-    """Read one shard of one batch so that every attempt of the batch yields the same rows (see the module doc).
+class AttemptPassedRecordedEnd(KinesisSourceError):
+    """Another attempt of the batch recorded an end before this one, which had already handed out rows past it.
 
-    ``read_options`` go to :func:`read_shard` (``ending_sequence``, ``max_records``, ``max_fetch_time_ms``,
-    ``fail_on_data_loss``, ``hash_range`` ...).  The returned result's rows may be yielded: its end is recorded.
+    Raised to fail the attempt: Spark discards its rows and the retry reads exactly to ``winner``.
+    """
+
+    def __init__(self, message: str, winner: ShardPosition) -> None:
+        super().__init__(message)
+        self.winner = winner
+
+
+def _after(later: ShardPosition, earlier: ShardPosition) -> bool:
+    """Whether reading on from the end ``earlier`` can reach the end ``later`` (both ends a read reached)."""
+    if earlier.type != AFTER_SEQUENCE_NUMBER:
+        return False  # SHARD_END: nothing follows; the start itself: no row was read
+    if later.is_shard_end:
+        return True
+    if later.type != AFTER_SEQUENCE_NUMBER:
+        return False
+    return later.sequence_order() > earlier.sequence_order()
+
+
+def stream_and_record(ends: BatchEnds, batch: int, client: Any, stream: str, shard_id: str, start: ShardPosition,
+                      *, task: str, **read_options: Any) -> Iterator[pa.RecordBatch]:
+    """Yield one shard's rows for one batch as they are read, so that every attempt that succeeds yields the same.
+
+    A generator (see the module doc for the protocol); its return value is the :class:`ShardReadResult` of the
+    whole read (``end`` the recorded end, ``records`` the rows yielded; ``batches`` empty).  ``read_options`` go
+    to :func:`stream_shard` (``ending_sequence``, ``max_records``, ``max_fetch_time_ms``, ``fail_on_data_loss``,
+    ``hash_range`` ...).  Raises :class:`AttemptPassedRecordedEnd` when a concurrent attempt recorded an end
+    before this one and this one had already yielded rows beyond it.
     """
     recorded = ends.get(batch, shard_id)
-    result = read_shard(client, stream, shard_id, start, task=task, recorded_end=recorded, **read_options)
+    reading = stream_shard(client, stream, shard_id, start, task=task, recorded_end=recorded, **read_options)
+    yield from reading
+    result = reading.result
     if recorded is not None:
         return result
     winner = ends.record(batch, shard_id, result.end, task=task)
-    if winner != result.end:
-        result = read_shard(client, stream, shard_id, start, task=task, recorded_end=winner, **read_options)
+    if winner == result.end:
+        return result
+    if result.records and not _after(winner, result.end):
+        raise AttemptPassedRecordedEnd(
+            f"task {task!r}: another attempt of batch {batch} recorded the end {winner} for shard {shard_id} of "
+            f"stream {stream!r} first, and this attempt had already read on to {result.end}; it fails so that "
+            "Spark discards its rows, and the retry reads exactly to the recorded end (this happens only when "
+            "two attempts of one batch run at once, e.g. with speculative execution)", winner)
+    resume = result.end if result.records else start
+    rest = stream_shard(client, stream, shard_id, resume, task=task, recorded_end=winner, **read_options)
+    yield from rest
+    rest.result.start = start
+    rest.result.records += result.records
+    return rest.result
+
+
+def read_and_record(ends: BatchEnds, batch: int, client: Any, stream: str, shard_id: str, start: ShardPosition,
+                    *, task: str, **read_options: Any) -> ShardReadResult:
+    """:func:`stream_and_record` for a caller that holds every row until the end is recorded: returns the result
+    with its ``batches``, and when another attempt recorded an earlier end first, re-reads exactly to it (no row
+    had been handed out, so no failure is needed)."""
+    batches: list[pa.RecordBatch] = []
+    reading = stream_and_record(ends, batch, client, stream, shard_id, start, task=task, **read_options)
+    try:
+        while True:
+            batches.append(next(reading))
+    except StopIteration as done:
+        result = done.value
+    except AttemptPassedRecordedEnd as passed:
+        return read_shard(client, stream, shard_id, start, task=task, recorded_end=passed.winner, **read_options)
+    result.batches = batches
     return result

@@ -25,6 +25,7 @@ AT_SEQUENCE_NUMBER = "AT_SEQUENCE_NUMBER"
 AFTER_SEQUENCE_NUMBER = "AFTER_SEQUENCE_NUMBER"
 SHARD_END = "SHARD_END"
 POSITION_TYPES = (TRIM_HORIZON, AT_TIMESTAMP, AT_SEQUENCE_NUMBER, AFTER_SEQUENCE_NUMBER, SHARD_END)
+EVERY_SUB = 1 << 62  # "after every sub-record" when ordering sub-sequence numbers
 
 
 class PositionFormatError(SamzaSourceError, ValueError):
@@ -73,6 +74,15 @@ class ShardPosition:
     @property
     def is_shard_end(self) -> bool:
         return self.type == SHARD_END
+
+    def sequence_order(self) -> tuple[int, int]:
+        """(sequence, sub) sort key of an AT / AFTER_SEQUENCE_NUMBER position in its shard: AT(S) sorts before
+        every sub-record of S, AFTER(S, -1) after all of them."""
+        if self.sequence is None:
+            raise ValueError(f"{self} has no sequence number to order by")
+        if self.type == AT_SEQUENCE_NUMBER:
+            return int(self.sequence), -1
+        return int(self.sequence), EVERY_SUB if self.sub < 0 else self.sub
 
     # ---- JSON --------------------------------------------------------------------------------------------
     def to_json(self) -> dict[str, Any]:

@@ -1,9 +1,10 @@
 """Executor side of ``samza-kinesis``: read one shard from a position, as Arrow RecordBatches, and say where it ended.
 
 Kinesis has no "latest offset" a driver could plan against, so the end of a batch is decided here (DESIGN §8):
-:func:`read_shard` reads from ``start`` until a stop condition and returns the rows plus the end position reached;
-the caller records that end (``batch_ends``) before yielding any row, and a retried or speculative attempt passes
-the recorded end back as ``recorded_end`` and gets *exactly* the same rows.
+:func:`stream_shard` reads from ``start`` until a stop condition, handing out the rows as they are read, and then
+says where it ended (:func:`read_shard` does the same and returns all rows at once); the caller records that end
+(``batch_ends``), and a retried or speculative attempt passes the recorded end back as ``recorded_end`` and gets
+*exactly* the same rows.
 
 Stop conditions (first one wins):
 
@@ -44,7 +45,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -55,12 +56,14 @@ from . import kpl
 from .admin import THROTTLING_CODES, UNREACHABLE, KinesisAdmin, error_code, iterator_request, unreachable
 from .client import AwsClientSettings
 from .errors import KinesisDataLossError, KinesisSourceError, KinesisThrottledError
-from .positions import AFTER_SEQUENCE_NUMBER, AT_SEQUENCE_NUMBER, SHARD_END, ShardPosition
+from .positions import AFTER_SEQUENCE_NUMBER, AT_SEQUENCE_NUMBER, EVERY_SUB, SHARD_END, ShardPosition
 from .schema import kinesis_arrow_schema
 
 __all__ = [
     "ShardReadResult",
     "read_shard",
+    "stream_shard",
+    "ShardStream",
     "DEFAULT_MAX_RECORDS",
     "DEFAULT_MAX_FETCH_TIME_MS",
     "DEFAULT_RECORDS_PER_CALL",
@@ -91,15 +94,7 @@ STOP_CAUGHT_UP = "caught_up"
 STOP_SHARD_END = "shard_end"
 STOP_ARRIVED_LATER = "arrived_after_available_now_start"
 
-_ALL = 1 << 62  # "every sub-record" when comparing sub-sequence numbers
-
-
-def _order(position: ShardPosition) -> tuple[int, int]:
-    """(sequence, sub) order key of a sequence-number position; AFTER(S, -1) sorts after every sub-record of S."""
-    assert position.sequence is not None
-    if position.type == AT_SEQUENCE_NUMBER:
-        return int(position.sequence), -1
-    return int(position.sequence), _ALL if position.sub < 0 else position.sub
+_ALL = EVERY_SUB  # "every sub-record" when comparing sub-sequence numbers
 
 
 def _arrival_ms(record: dict[str, Any]) -> int:
@@ -134,7 +129,7 @@ class ShardReadResult:
         return pa.Table.from_batches(self.batches, schema=kinesis_arrow_schema())
 
 
-def read_shard(
+def stream_shard(
     client: Any,
     stream: str,
     shard_id: str,
@@ -155,8 +150,12 @@ def read_shard(
     settings: AwsClientSettings | None = None,
     sleep: Callable[[float], None] = time.sleep,
     until_arrival_ms: int | None = None,
-) -> ShardReadResult:
-    """Read shard ``shard_id`` of ``stream`` from ``start`` (see the module documentation for the stop rules).
+) -> ShardStream:
+    """A reader of shard ``shard_id`` of ``stream`` from ``start`` (see the module documentation for the stop rules).
+
+    Iterate it to get the rows as Arrow batches while they are read (one or more per ``GetRecords`` response);
+    once it is exhausted, ``.result`` says where the read ended (its ``batches`` stay empty); ``.run()`` instead
+    reads everything and returns the result with its batches.
 
     ``client`` is a boto3 Kinesis client (``client.kinesis_client``).  ``ending_sequence`` is the shard's
     ``EndingSequenceNumber`` when it is closed (``ShardInfo.ending_sequence``).  ``recorded_end`` makes the read
@@ -167,11 +166,19 @@ def read_shard(
     if max_records < 1 or records_per_call < 1 or max_rows_per_batch < 1 or max_fetch_time_ms < 0:
         raise ValueError("max_records, records_per_call and max_rows_per_batch must be >= 1, "
                          "max_fetch_time_ms >= 0")
-    reader = _ShardReader(client, stream, shard_id, start, task, ending_sequence, recorded_end, max_records,
-                          max_fetch_time_ms, fail_on_data_loss, hash_range, min(records_per_call, 10_000),
-                          max_rows_per_batch, min_call_interval_ms, max_retries, exact_timeout_ms, settings, sleep)
+    reader = ShardStream(client, stream, shard_id, start, task, ending_sequence, recorded_end, max_records,
+                         max_fetch_time_ms, fail_on_data_loss, hash_range, min(records_per_call, 10_000),
+                         max_rows_per_batch, min_call_interval_ms, max_retries, exact_timeout_ms, settings, sleep)
     reader.until_arrival_ms = None if recorded_end is not None else until_arrival_ms
-    return reader.run()
+    return reader
+
+
+def read_shard(client: Any, stream: str, shard_id: str, start: ShardPosition, **options: Any) -> ShardReadResult:
+    """Read shard ``shard_id`` of ``stream`` from ``start`` (see the module documentation for the stop rules).
+
+    The options are :func:`stream_shard`'s; the result holds every row (``batches``) and where the read ended.
+    """
+    return stream_shard(client, stream, shard_id, start, **options).run()
 
 
 class _ShardGone(Exception):
@@ -180,7 +187,9 @@ class _ShardGone(Exception):
         self.err = err
 
 
-class _ShardReader:
+class ShardStream:
+    """One read of one shard (built by :func:`stream_shard`): iterate for the rows, then look at ``result``."""
+
     until_arrival_ms: int | None = None
 
     def __init__(self, client, stream, shard_id, start, task, ending_sequence, recorded_end, max_records,
@@ -213,17 +222,34 @@ class _ShardReader:
         # the record a (re)acquired iterator must start with: (sequence, last sub already consumed or -1 = none
         # consumed, or _ALL), and whether a different first record means data loss
         self.expect: tuple[int, int, bool] | None = None
-        self.recorded_key = _order(recorded_end) if recorded_end is not None and recorded_end.sequence else None
+        self.recorded_key = (recorded_end.sequence_order()
+                             if recorded_end is not None and recorded_end.sequence else None)
         self._cols: tuple[list, list, list, list, list] = ([], [], [], [], [])
+        self._ready: list[pa.RecordBatch] = []  # flushed, not yet handed out
 
     # ---- main loop ----------------------------------------------------------------------------------------
     def run(self) -> ShardReadResult:
-        try:
-            return self._run()
-        except _ShardGone as gone:
-            return self._gone(gone.err)
+        """Read to the end and return the result with every batch."""
+        batches = list(self)
+        self.result.batches = batches
+        return self.result
 
-    def _run(self) -> ShardReadResult:
+    def __iter__(self) -> Iterator[pa.RecordBatch]:
+        """The rows, handed out after every ``GetRecords`` response; ``result`` is final once this is exhausted."""
+        try:
+            for _ in self._steps():
+                self._flush()
+                yield from self._take()
+        except _ShardGone as gone:
+            self._gone(gone.err)
+        yield from self._take()
+
+    def _take(self) -> list[pa.RecordBatch]:
+        ready, self._ready = self._ready, []
+        return ready
+
+    def _steps(self) -> Iterator[None]:
+        """The read loop; pauses (yields) after each response so that its rows can be handed out."""
         res = self.result
         if self.exact:
             self._check_recorded()
@@ -283,6 +309,7 @@ class _ShardReader:
             stop = self._consume(records)
             if stop is not None:
                 return stop
+            yield
             iterator = resp.get("NextShardIterator")
             if iterator is not None and behind == 0 and len(records) < limit:  # caught up
                 if self.ending is not None:  # closed shard: nothing will ever follow
@@ -385,7 +412,7 @@ class _ShardReader:
             pa.array([self.shard_id] * n, pa.string()),
             pa.array([self.task] * n, pa.string()),
         ], schema=schema)
-        self.result.batches.append(batch)
+        self._ready.append(batch)
         for col in self._cols:
             col.clear()
 
@@ -485,7 +512,7 @@ class _ShardReader:
         if self.start.is_shard_end and not rec.is_shard_end:
             raise self._exact_error("the read starts at SHARD_END")
         if (rec.type == AFTER_SEQUENCE_NUMBER and self.start.type in (AFTER_SEQUENCE_NUMBER, AT_SEQUENCE_NUMBER)
-                and _order(rec) < _order(self.start)):
+                and rec.sequence_order() < self.start.sequence_order()):
             raise self._exact_error("it lies before the start")
 
     def _exact_error(self, why: str) -> KinesisDataLossError:

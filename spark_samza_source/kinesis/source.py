@@ -1,8 +1,9 @@
 """The ``samza-kinesis`` DataSource and its stream reader: thin glue between Spark and the coordinator.
 
 ``read`` runs on executors in a pickled reader that only holds the parsed options: each task reads its shards
-from the batch's start positions, records where each shard stopped (put-if-absent) *before* yielding its
-rows, and a retried or speculative attempt reads exactly to the recorded end (DESIGN.md section 8).
+from the batch's start positions, yielding rows as they arrive, and records where each shard stopped
+(put-if-absent); a retried or speculative attempt reads exactly to the recorded end, and an attempt that read past
+an end another attempt recorded first fails, so Spark discards its rows (``batch_ends``, DESIGN.md section 8).
 """
 
 from __future__ import annotations
@@ -104,7 +105,7 @@ class SamzaKinesisStreamReader(DataSourceStreamReader, SupportsTriggerAvailableN
 
 def _read_task(options: KinesisSourceOptions, partition: TaskInputPartition) -> Iterator:
     from ..metadata import open_store
-    from .batch_ends import read_and_record
+    from .batch_ends import stream_and_record
     from .client import AwsClientSettings, kinesis_client
     from .coordinator import batch_ends_for
     from .offset import KinesisOffset  # noqa: F401 - keeps the pickled positions' module importable
@@ -115,18 +116,18 @@ def _read_task(options: KinesisSourceOptions, partition: TaskInputPartition) -> 
     store = open_store(options.metadata_store, options.job_name)
     for batch, query_id, shard_id, start, ending_sequence, until_ms in partition.ranges:
         ends = batch_ends_for(store, options.stream, _QueryRef(query_id))
-        result = read_and_record(
+        result = yield from stream_and_record(
             ends, batch, client, options.stream, shard_id, ShardPosition.from_json(start),
             task=partition.task, ending_sequence=ending_sequence, max_records=options.max_records_per_shard,
             max_fetch_time_ms=options.max_fetch_time_ms, fail_on_data_loss=options.fail_on_data_loss,
             settings=settings, until_arrival_ms=until_ms,
         )
         _maybe_inject_failure(options, shard_id, result)
-        yield from result.batches
 
 
 def _maybe_inject_failure(options: KinesisSourceOptions, shard_id: str, result) -> None:
-    """The test-only fault hook (option ``testing.failAfterRecord``): fail once, right after recording an end."""
+    """The test-only fault hook (option ``testing.failAfterRecord``): fail once, right after recording an end
+    (and after yielding the shard's rows, which Spark must then discard)."""
     marker = options.fail_after_record_marker
     if not marker or not result.records:
         return

@@ -16,7 +16,12 @@ import pytest
 from botocore.exceptions import ClientError
 
 from spark_samza_source.core.errors import MetadataStoreError
-from spark_samza_source.kinesis.batch_ends import BatchEnds, read_and_record
+from spark_samza_source.kinesis.batch_ends import (
+    AttemptPassedRecordedEnd,
+    BatchEnds,
+    read_and_record,
+    stream_and_record,
+)
 from spark_samza_source.kinesis.errors import KinesisDataLossError, KinesisThrottledError
 from spark_samza_source.kinesis.kpl import UserRecord
 from spark_samza_source.kinesis.positions import ShardPosition
@@ -501,3 +506,89 @@ def test_concurrent_attempts_agree(kinesis, stream5000, ends):
     tables = [r.table() for r in results.values()]
     assert all(t.equals(tables[0]) for t in tables) and tables[0].num_rows in (500, 1500, 2500)
     assert pa.Table.from_batches(results[0].batches).schema.equals(kinesis_arrow_schema())
+
+
+# -- stream_and_record: rows handed out while reading ------------------------------------------------------------
+
+def _drain(generator) -> tuple[pa.Table, object]:
+    """Every batch a stream_and_record generator yields, and its return value."""
+    batches = []
+    try:
+        while True:
+            batches.append(next(generator))
+    except StopIteration as done:
+        return pa.Table.from_batches(batches, schema=kinesis_arrow_schema()), done.value
+
+
+def test_streamed_rows_arrive_before_the_read_ends_and_equal_a_retry(kinesis, stream5000, ends):
+    stream, _ = stream5000
+    start = ShardPosition.trim_horizon()
+    reading = stream_and_record(ends, 4, kinesis, stream, SHARD0, start, task=TASK, max_records=3000,
+                                records_per_call=500, **FAST)
+    first = next(reading)
+    assert first.num_rows == 500 and ends.get(4, SHARD0) is None  # handed out while the end is still undecided
+    rest, result = _drain(reading)
+    streamed = pa.concat_tables([pa.Table.from_batches([first], schema=kinesis_arrow_schema()), rest])
+    assert streamed.num_rows == 3000 == result.records and ends.get(4, SHARD0) == result.end
+    kh.put_records(kinesis, stream, [b"late"] * 10)
+    retried, again = _drain(stream_and_record(ends, 4, kinesis, stream, SHARD0, start, task=TASK, max_records=9000,
+                                              **FAST))
+    assert retried.equals(streamed) and again.end == result.end and again.stop == STOP_RECORDED_END
+
+
+class _LateChecker(BatchEnds):
+    """An attempt that looked before the other one recorded: it sees no end, reads by its own limits, records."""
+
+    def get(self, batch, shard_id):
+        return None
+
+
+def test_an_attempt_short_of_the_winners_end_reads_on_to_it(kinesis, stream5000, ends):
+    stream, _ = stream5000
+    start = ShardPosition.trim_horizon()
+    winner, won = _drain(stream_and_record(ends, 6, kinesis, stream, SHARD0, start, task=TASK, max_records=2000,
+                                           **FAST))
+    short, result = _drain(stream_and_record(_LateChecker(ends.store), 6, kinesis, stream, SHARD0, start, task=TASK,
+                                             max_records=700, **FAST))
+    assert short.equals(winner) and result.end == won.end and result.records == 2000
+
+
+def test_an_attempt_past_the_winners_end_fails_and_its_retry_is_exact(kinesis, stream5000, ends):
+    stream, _ = stream5000
+    start = ShardPosition.trim_horizon()
+    winner, won = _drain(stream_and_record(ends, 7, kinesis, stream, SHARD0, start, task=TASK, max_records=300,
+                                           **FAST))
+    with pytest.raises(AttemptPassedRecordedEnd, match=r"batch 7 recorded the end .* for shard shardId-0+ ") as info:
+        _drain(stream_and_record(_LateChecker(ends.store), 7, kinesis, stream, SHARD0, start, task=TASK,
+                                 max_records=2000, **FAST))
+    assert info.value.winner == won.end and "retry reads exactly" in str(info.value)
+    retried, again = _drain(stream_and_record(ends, 7, kinesis, stream, SHARD0, start, task=TASK, max_records=2000,
+                                              **FAST))
+    assert retried.equals(winner) and again.end == won.end
+
+
+def test_concurrent_streaming_attempts_yield_the_recorded_range_or_fail(kinesis, stream5000, ends):
+    stream, _ = stream5000
+    start = ShardPosition.trim_horizon()
+    barrier = threading.Barrier(3)
+    outcomes: dict[int, object] = {}
+
+    def attempt(i: int, limit: int) -> None:
+        barrier.wait()
+        try:
+            outcomes[i] = _drain(stream_and_record(ends, 11, kinesis, stream, SHARD0, start, task=TASK,
+                                                   max_records=limit, records_per_call=250, **FAST))[0]
+        except AttemptPassedRecordedEnd as passed:
+            outcomes[i] = passed
+
+    threads = [threading.Thread(target=attempt, args=(i, lim)) for i, lim in enumerate((500, 1500, 2500))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    recorded = ends.get(11, SHARD0)
+    exact = read_shard(kinesis, stream, SHARD0, start, task=TASK, recorded_end=recorded, **FAST).table()
+    assert len(outcomes) == 3 and exact.num_rows in (500, 1500, 2500)
+    succeeded = [o for o in outcomes.values() if isinstance(o, pa.Table)]
+    assert succeeded and all(t.equals(exact) for t in succeeded)
+    assert all(o.winner == recorded for o in outcomes.values() if not isinstance(o, pa.Table))
