@@ -17,11 +17,15 @@ moto 5.2's resharding differs from Kinesis (verified against moto 5.2.5 in serve
 * sequence numbers are small per-shard counters (1, 2, 3 ...), not Kinesis' 56-digit numbers, and a closed empty
   shard has ``StartingSequenceNumber`` = ``EndingSequenceNumber`` = "0";
 * ``GetRecords`` never returns a null ``NextShardIterator`` at the end of a closed shard, nor trims old data;
-* ``ListShards`` with ``NextToken`` alone (as AWS requires) fails with ``InvalidToken``.
+* ``ListShards`` with ``NextToken`` alone (as AWS requires) fails with ``InvalidToken``;
+* nothing is locked: a ``GetRecords`` that iterates a shard while a ``PutRecords`` appends to it fails with HTTP
+  500 ("OrderedDict mutated during iteration"), and two concurrent puts to one shard can take the same sequence
+  number (the later overwrites the earlier: a lost record); finding a shard's last sequence number copies all its
+  keys, so filling a shard is quadratic.
 
-:func:`apply_moto_kinesis_fixes` patches the first three (only for the process it runs in: call it in the moto
-server process before it starts serving, e.g. in ``testing/moto_server.py``).  The reader and admin cope with the
-rest as real Kinesis allows (ending sequence numbers, ``StreamName`` retried with ``NextToken``).
+:func:`apply_moto_kinesis_fixes` patches the first three and the last (only for the process it runs in: call it
+in the moto server process before it starts serving, e.g. in ``testing/moto_server.py``).  The reader and admin
+cope with the rest as real Kinesis allows (ending sequence numbers, ``StreamName`` retried with ``NextToken``).
 """
 
 from __future__ import annotations
@@ -310,10 +314,39 @@ def apply_moto_kinesis_fixes() -> dict[str, Any]:
     originals = {name: Stream.__dict__[name] for name in ("get_shard_for_key", "split_shard", "merge_shards")}
     if getattr(Stream, "_samza_fixed", False):
         return originals
+    _serialize_kinesis_backend()
     for name, fn in _patched_methods().items():
         setattr(Stream, name, fn)
     Stream._samza_fixed = True
     return originals
+
+
+def _serialize_kinesis_backend() -> None:
+    """One lock around every moto Kinesis call that reads or changes shards (Kinesis itself is consistent per
+    shard), and an O(1) last sequence number.  Kept for the life of the process (idempotent)."""
+    import functools
+    import threading
+
+    from moto.kinesis.models import KinesisBackend, Shard
+
+    if getattr(KinesisBackend, "_samza_serialized", False):
+        return
+    lock = threading.RLock()
+
+    def locked(method):
+        @functools.wraps(method)
+        def wrapper(*args, **kwargs):
+            with lock:
+                return method(*args, **kwargs)
+
+        return wrapper
+
+    for name in ("create_stream", "delete_stream", "describe_stream", "describe_stream_summary", "list_shards",
+                 "get_shard_iterator", "get_records", "put_record", "put_records", "split_shard", "merge_shards",
+                 "update_shard_count"):
+        setattr(KinesisBackend, name, locked(getattr(KinesisBackend, name)))
+    Shard.get_max_sequence_number = lambda self: next(reversed(self.records)) if self.records else 0
+    KinesisBackend._samza_serialized = True
 
 
 @contextlib.contextmanager

@@ -260,3 +260,54 @@ def test_moto_fix_reshards_like_kinesis(fixed_moto, aws_region):
     child = read_shard(kinesis, stream, sid(3), ShardPosition.trim_horizon(), task="t", min_call_interval_ms=0)
     assert child.table().column("data").to_pylist() == [b"after-merge"]  # the parents' records stay in the parents
     kinesis.close()
+
+
+def test_moto_fix_serializes_concurrent_puts_and_gets(fixed_moto, aws_region):
+    """Unfixed moto answers HTTP 500 when GetRecords iterates a shard that a put is growing, and two concurrent
+    puts can take the same sequence number (one record lost). No retries here, so a 500 would surface."""
+    import threading
+
+    import boto3
+    from botocore.config import Config
+
+    def client():
+        return boto3.client("kinesis", endpoint_url=fixed_moto, region_name=aws_region, aws_access_key_id="test",
+                            aws_secret_access_key="test", config=Config(retries={"total_max_attempts": 1}))
+
+    setup = client()
+    stream = kh.create_stream(setup, kh.unique_stream_name("lock"), 1)
+    errors: list[BaseException] = []
+    done = threading.Event()
+
+    def put(writer: int) -> None:
+        c = client()
+        try:
+            for i in range(20):
+                c.put_records(StreamName=stream, Records=[{"PartitionKey": "k", "Data": f"{writer}-{i}-{j}".encode()}
+                                                          for j in range(50)])
+        except Exception as exc:  # noqa: BLE001 - collected and asserted below
+            errors.append(exc)
+
+    def get() -> None:
+        c = client()
+        try:
+            while not done.is_set():
+                it = c.get_shard_iterator(StreamName=stream, ShardId=sid(0),
+                                          ShardIteratorType="TRIM_HORIZON")["ShardIterator"]
+                c.get_records(ShardIterator=it, Limit=10_000)
+        except Exception as exc:  # noqa: BLE001
+            errors.append(exc)
+
+    readers = [threading.Thread(target=get) for _ in range(2)]
+    writers = [threading.Thread(target=put, args=(w,)) for w in range(4)]
+    for t in readers + writers:
+        t.start()
+    for t in writers:
+        t.join(120)
+    done.set()
+    for t in readers:
+        t.join(120)
+    assert errors == []
+    got = kh.read_shard_raw(setup, stream, sid(0))
+    sequences = [r["SequenceNumber"] for r in got]
+    assert len(got) == 4 * 20 * 50 and len(set(sequences)) == len(sequences)
