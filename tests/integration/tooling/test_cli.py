@@ -103,8 +103,13 @@ def test_cli_on_a_running_kafka_query(kq):
     # -- a startpoint set with the CLI is applied at the next batch, then deleted once that batch commits
     stored = cli_json("startpoint", "set", *job, "--topic", topic, "--partition", "0", "--offset", "5")
     assert (stored["key"], stored["startpoint"]["specificOffset"]) == (f"kafka.{topic}.0", "5")
-    listed = cli_json("startpoint", "get", *job, "--topic", topic, "--partition", "0")["startpoints"]
-    assert listed and listed[0]["type"] == "StartpointSpecific"
+    # get and delete on an SSP the query does not read: the running query may apply (and delete) the startpoint
+    # above before a second CLI process has even started (seen in CI)
+    idle = ["--topic", f"{topic}-idle", "--partition", "0"]
+    cli_json("startpoint", "set", *job, *idle, "--oldest")
+    listed = cli_json("startpoint", "get", *job, *idle)["startpoints"]
+    assert [s["type"] for s in listed] == ["StartpointOldest"] and listed[0]["ssp"] == f"kafka.{topic}-idle.0"
+    assert cli_json("startpoint", "delete", *job, *idle)["deleted"] == [f"kafka.{topic}-idle.0"]
     kq.wait_for(lambda: len(kq.collected("cli")) >= 55, timeout=60, what="partition 0 replayed from offset 5")
     replayed = kq.collected("cli")[40:]
     assert sorted((r.partition, r.offset) for r in replayed) == [(0, o) for o in range(5, 20)]
