@@ -218,7 +218,8 @@ class ShardStream:
         self.last_call = -1e9
         self.schema = kinesis_arrow_schema()
         self.result = ShardReadResult(stream, shard_id, start, start, "")
-        self.pos = start
+        self._pos = start
+        self._last_read: tuple[str, int] | None = None  # (sequence, sub) of the last row read, not yet in _pos
         # the record a (re)acquired iterator must start with: (sequence, last sub already consumed or -1 = none
         # consumed, or _ALL), and whether a different first record means data loss
         self.expect: tuple[int, int, bool] | None = None
@@ -323,6 +324,14 @@ class ShardStream:
             else:
                 confirmations = 0
 
+    @property
+    def pos(self) -> ShardPosition:
+        """Where the read stands: after the last row read (built on demand: the loop runs once per record)."""
+        if self._last_read is not None:
+            self._pos = ShardPosition.after_sequence(*self._last_read)
+            self._last_read = None
+        return self._pos
+
     # ---- records ------------------------------------------------------------------------------------------
     def _consume(self, records: list[dict[str, Any]]) -> ShardReadResult | None:
         """Turn one response's records into rows; a result when reading must stop here."""
@@ -383,7 +392,7 @@ class ShardStream:
                 if len(data_col) >= self.max_rows:
                     self._flush()
             whole = stop_at >= len(subs)
-            self.pos = ShardPosition.after_sequence(seq, -1 if whole else stop_at - 1)
+            self._last_read = (seq, -1 if whole else stop_at - 1)  # a position object only when asked (pos)
             if exact_here:
                 return self._finish(self.recorded, STOP_RECORDED_END)
             if whole and self.ending is not None and iseq >= self.ending:
