@@ -154,6 +154,17 @@ def test_batches_are_bounded_by_max_records_and_chain_without_loss_or_repeat(kin
     assert again.records == 0 and again.end == results[-1].end and again.stop == STOP_CAUGHT_UP
 
 
+def test_a_resumed_full_page_read_costs_one_call_and_stops_one_row_short(kinesis, stream5000):
+    """Resuming re-reads the last record (to notice trimming) and skips it; when max_records fills a whole page
+    the reader stops one row short instead of calling GetRecords again for the last row."""
+    stream, puts = stream5000
+    results = read_in_chunks(kinesis, stream, ShardPosition.trim_horizon(), 500, records_per_call=500)
+    assert results[0].records == 500 and results[0].calls == 1  # a fresh start skips nothing: a whole page
+    assert {r.records for r in results[1:-1]} == {499} and {r.calls for r in results[1:-1]} == {1}
+    assert [r.stop for r in results[:-1]] == [STOP_MAX_RECORDS] * (len(results) - 1)
+    assert [s for s, _, _ in all_rows(results)] == [p.sequence for p in puts]  # nothing lost or repeated
+
+
 def test_reads_from_every_start_position_type(kinesis, stream5000):
     stream, puts = stream5000
     at = read_shard(kinesis, stream, SHARD0, ShardPosition.at_sequence(puts[10].sequence), task=TASK,
