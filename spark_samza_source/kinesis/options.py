@@ -20,6 +20,10 @@ from ..metadata.lease import DEFAULT_TTL_MS, MIN_TTL_MS, TTL_OPTION
 from ..spark.options import Options
 from .positions import PositionFormatError, ShardPosition
 
+# Per shard per batch, as AWS's Kinesis connector (maxFetchRecordsPerShard 100000). Rows go to Spark after every
+# GetRecords page, so a task holds one page (<= 10,000 records), never a whole batch.
+DEFAULT_MAX_RECORDS_PER_SHARD = 100_000
+
 log = logging.getLogger(__name__)
 
 SYSTEM = "kinesis"
@@ -124,7 +128,7 @@ class KinesisSourceOptions:
             tasks=opts.integer("tasks", None, minimum=1),
             assignment=opts.choice("assignment", "lineage", ("lineage", "balanced")),
             starting=_parse_starting(opts.string("startingPosition", LATEST)),
-            max_records_per_shard=opts.integer("maxRecordsPerShard", 10_000, minimum=1),
+            max_records_per_shard=opts.integer("maxRecordsPerShard", DEFAULT_MAX_RECORDS_PER_SHARD, minimum=1),
             max_fetch_time_ms=opts.duration_ms("maxFetchTimePerShard", 10_000, minimum_ms=100),
             kcl_lease_table=opts.string("kcl.leaseTable"),
             fail_on_data_loss=opts.boolean("failOnDataLoss", True),

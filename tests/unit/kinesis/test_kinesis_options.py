@@ -33,7 +33,7 @@ def test_defaults():
     assert opts.tasks is None and opts.assignment == "lineage"
     assert opts.starting.kind == LATEST
     assert opts.fail_on_data_loss is True
-    assert opts.max_records_per_shard == 10_000 and opts.max_fetch_time_ms == 10_000
+    assert opts.max_records_per_shard == 100_000 and opts.max_fetch_time_ms == 10_000
     assert opts.kcl_lease_table is None
 
 
