@@ -324,29 +324,15 @@ def apply_moto_kinesis_fixes() -> dict[str, Any]:
 def _serialize_kinesis_backend() -> None:
     """One lock around every moto Kinesis call that reads or changes shards (Kinesis itself is consistent per
     shard), and an O(1) last sequence number.  Kept for the life of the process (idempotent)."""
-    import functools
-    import threading
-
     from moto.kinesis.models import KinesisBackend, Shard
 
-    if getattr(KinesisBackend, "_samza_serialized", False):
-        return
-    lock = threading.RLock()
+    from .moto_server import serialize_methods
 
-    def locked(method):
-        @functools.wraps(method)
-        def wrapper(*args, **kwargs):
-            with lock:
-                return method(*args, **kwargs)
-
-        return wrapper
-
-    for name in ("create_stream", "delete_stream", "describe_stream", "describe_stream_summary", "list_shards",
-                 "get_shard_iterator", "get_records", "put_record", "put_records", "split_shard", "merge_shards",
-                 "update_shard_count"):
-        setattr(KinesisBackend, name, locked(getattr(KinesisBackend, name)))
+    serialize_methods(KinesisBackend, ("create_stream", "delete_stream", "describe_stream", "describe_stream_summary",
+                                       "list_shards", "get_shard_iterator", "get_records", "put_record",
+                                       "put_records", "split_shard", "merge_shards", "update_shard_count"),
+                      "_samza_serialized")
     Shard.get_max_sequence_number = lambda self: next(reversed(self.records)) if self.records else 0
-    KinesisBackend._samza_serialized = True
 
 
 @contextlib.contextmanager

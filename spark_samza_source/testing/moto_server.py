@@ -115,19 +115,14 @@ class MotoServerProcess:
         self.stop()
 
 
-def serialize_dynamodb_writes() -> None:
-    """Make moto's DynamoDB writes atomic, as DynamoDB's are.
+def serialize_methods(owner: type, names: tuple[str, ...], flag: str) -> None:
+    """Wrap each method ``names`` of class ``owner`` in one shared lock, once per process (``flag`` marks it done).
 
-    moto's threaded server checks a ConditionExpression and then writes without a lock, so two concurrent
-    ``put_item(ConditionExpression="attribute_not_exists(...)")`` calls can both succeed (seen under load in
-    ``test_put_if_absent_has_one_winner_across_threads``); real DynamoDB never lets both win. One lock around
-    every write restores that guarantee in the emulator. Idempotent.
-    """
+    moto's threaded server runs requests concurrently and its models do check-then-act without locks; the real
+    services are atomic where these methods are used."""
     import functools
 
-    from moto.dynamodb.models import DynamoDBBackend
-
-    if getattr(DynamoDBBackend, "_samza_serialized", False):
+    if getattr(owner, flag, False):
         return
     lock = threading.RLock()
 
@@ -139,9 +134,23 @@ def serialize_dynamodb_writes() -> None:
 
         return wrapper
 
-    for name in ("put_item", "delete_item", "update_item", "transact_write_items"):
-        setattr(DynamoDBBackend, name, locked(getattr(DynamoDBBackend, name)))
-    DynamoDBBackend._samza_serialized = True
+    for name in names:
+        setattr(owner, name, locked(getattr(owner, name)))
+    setattr(owner, flag, True)
+
+
+def serialize_dynamodb_writes() -> None:
+    """Make moto's DynamoDB writes atomic, as DynamoDB's are.
+
+    moto's threaded server checks a ConditionExpression and then writes without a lock, so two concurrent
+    ``put_item(ConditionExpression="attribute_not_exists(...)")`` calls can both succeed (seen under load in
+    ``test_put_if_absent_has_one_winner_across_threads``); real DynamoDB never lets both win. One lock around
+    every write restores that guarantee in the emulator. Idempotent.
+    """
+    from moto.dynamodb.models import DynamoDBBackend
+
+    serialize_methods(DynamoDBBackend, ("put_item", "delete_item", "update_item", "transact_write_items"),
+                      "_samza_serialized")
 
 
 def main(argv: list[str] | None = None) -> int:
