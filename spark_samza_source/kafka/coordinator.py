@@ -28,8 +28,8 @@ from ..core.model import SystemStreamPartition, TaskName
 from ..core.offset import REBASE_STARTPOINT, LogOffset, TaskSsp
 from ..core.planner import PlanResult, ResolvedStartpoint, Watermarks, plan_next
 from ..core.startpoint_manager import StartpointManager
-from ..metadata import open_store
 from ..metadata.lease import DriverLease, offset_identity
+from ..spark.reader_glue import DriverJobResources
 from .admin import KafkaAdmin
 from .options import BY_TIMESTAMP, EARLIEST, LATEST, SPECIFIC, SYSTEM, KafkaSourceOptions
 from .reader import KafkaRange
@@ -40,7 +40,7 @@ log = logging.getLogger(__name__)
 JOB_MODEL_NAMESPACE = "jobmodel"
 
 
-class KafkaCoordinator:
+class KafkaCoordinator(DriverJobResources):
     """Plans batches for one query. Lives in Spark's long-lived driver-side Python runner."""
 
     def __init__(self, options: KafkaSourceOptions, *, clock=time.monotonic) -> None:
@@ -66,18 +66,6 @@ class KafkaCoordinator:
             self._admin = KafkaAdmin(self.options.client_conf)
         return self._admin
 
-    @property
-    def store(self):
-        if self._store is None:
-            self._store = open_store(self.options.metadata_store, self.options.job_name)
-        return self._store
-
-    @property
-    def lease(self) -> DriverLease:
-        """This driver's ownership of the job (one query per job.name and store): held by every Spark call."""
-        if self._lease is None:
-            self._lease = DriverLease(self.store, ttl_ms=self.options.ownership_ttl_ms)
-        return self._lease
 
     @property
     def checkpoint_mirror(self) -> CheckpointMirror:

@@ -20,6 +20,7 @@ from ..core.model import SystemStreamPartition
 from ..core.offset import REBASE_NEW_PARTITION, LogOffset, Rebase
 from ..spark.limits import MinRowsGate, default_read_limit, max_rows_of
 from ..spark.partition import TaskInputPartition
+from ..spark.reader_glue import OptionsOnlyPickling
 from .options import KafkaSourceOptions
 from .schema import kafka_schema
 
@@ -41,7 +42,7 @@ class SamzaKafkaDataSource(DataSource):
         return SamzaKafkaStreamReader(KafkaSourceOptions.parse(self.options), schema)
 
 
-class SamzaKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+class SamzaKafkaStreamReader(OptionsOnlyPickling, DataSourceStreamReader, SupportsTriggerAvailableNow):
     def __init__(self, options: KafkaSourceOptions, schema) -> None:
         self.options = options
         self.schema = schema
@@ -54,19 +55,10 @@ class SamzaKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
         self._initial: dict | None = None  # what initialOffset returned, until the first latestOffset
         log.info("created reader: %s", options.describe())
 
-    def __getstate__(self) -> dict[str, Any]:
-        return {"options": self.options, "schema": self.schema}
+    def _make_coordinator(self):
+        from .coordinator import KafkaCoordinator
 
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__init__(state["options"], state["schema"])
-
-    @property
-    def coordinator(self):
-        if self._coordinator is None:
-            from .coordinator import KafkaCoordinator
-
-            self._coordinator = KafkaCoordinator(self.options)
-        return self._coordinator
+        return KafkaCoordinator(self.options)
 
     # ---- driver -----------------------------------------------------------------------------------------
     def initialOffset(self) -> dict:

@@ -19,8 +19,8 @@ from ..core.errors import SamzaSourceError
 from ..core.offset import TaskSsp
 from ..core.startpoint import StartpointVisitor
 from ..core.startpoint_manager import StartpointManager
-from ..metadata import open_store
 from ..metadata.lease import DriverLease, offset_identity, query_identity
+from ..spark.reader_glue import DriverJobResources
 from .admin import KinesisAdmin
 from .batch_ends import BatchEnds
 from .client import AwsClientSettings, dynamodb_client, kinesis_client
@@ -63,7 +63,7 @@ class KinesisStartpointResolver(StartpointVisitor[ShardPosition]):
         return ShardPosition.at_timestamp(self.now_ms)
 
 
-class KinesisCoordinator:
+class KinesisCoordinator(DriverJobResources):
     def __init__(self, options: KinesisSourceOptions, *, clock=time.monotonic, wall_ms=None) -> None:
         self.options = options
         self.settings = AwsClientSettings.from_settings(options.client_settings())
@@ -94,18 +94,6 @@ class KinesisCoordinator:
             self._admin = KinesisAdmin(kinesis_client(self.settings), settings=self.settings)
         return self._admin
 
-    @property
-    def store(self):
-        if self._store is None:
-            self._store = open_store(self.options.metadata_store, self.options.job_name)
-        return self._store
-
-    @property
-    def lease(self) -> DriverLease:
-        """This driver's ownership of the job (one query per job.name and store): held by every Spark call."""
-        if self._lease is None:
-            self._lease = DriverLease(self.store, ttl_ms=self.options.ownership_ttl_ms)
-        return self._lease
 
     def _hold(self, offset: KinesisOffset | None = None) -> None:
         if offset is None:

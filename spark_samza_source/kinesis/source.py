@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator
-from typing import Any
 
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader
 from pyspark.sql.streaming.datasource import SupportsTriggerAvailableNow
 
 from ..spark.partition import TaskInputPartition
+from ..spark.reader_glue import OptionsOnlyPickling
 from .options import KinesisSourceOptions
 from .schema import kinesis_schema
 
@@ -37,26 +37,17 @@ class SamzaKinesisDataSource(DataSource):
         return SamzaKinesisStreamReader(KinesisSourceOptions.parse(self.options), schema)
 
 
-class SamzaKinesisStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+class SamzaKinesisStreamReader(OptionsOnlyPickling, DataSourceStreamReader, SupportsTriggerAvailableNow):
     def __init__(self, options: KinesisSourceOptions, schema) -> None:
         self.options = options
         self.schema = schema
         self._coordinator = None
         self._available_now = False
 
-    def __getstate__(self) -> dict[str, Any]:
-        return {"options": self.options, "schema": self.schema}
+    def _make_coordinator(self):
+        from .coordinator import KinesisCoordinator
 
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__init__(state["options"], state["schema"])
-
-    @property
-    def coordinator(self):
-        if self._coordinator is None:
-            from .coordinator import KinesisCoordinator
-
-            self._coordinator = KinesisCoordinator(self.options)
-        return self._coordinator
+        return KinesisCoordinator(self.options)
 
     # ---- driver -----------------------------------------------------------------------------------------
     def initialOffset(self) -> dict:
