@@ -21,7 +21,6 @@ import socket
 import socketserver
 import threading
 import time
-import uuid
 from collections import Counter
 from pathlib import Path
 
@@ -30,17 +29,13 @@ import pytest
 from spark_samza_source.core.offset import LogOffset
 from spark_samza_source.core.startpoint_manager import StartpointManager
 from spark_samza_source.metadata import open_store
+from spark_samza_source.testing.query_harness import QueryHarness, stop_active_queries
 
 
 # ---- waiting ------------------------------------------------------------------------------------------------------
 def wait_for(condition, timeout: float = 60, interval: float = 0.1, what: str = "condition"):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(interval)
-    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+    """:meth:`QueryHarness.wait_for`, polling faster and giving up sooner by default (fault windows are short)."""
+    return QueryHarness.wait_for(condition, timeout, interval, what)
 
 
 # ---- Spark's checkpoint ---------------------------------------------------------------------------------------------
@@ -109,60 +104,29 @@ def startpoints_left(store_dir: str | Path, job: str) -> list[str]:
 
 
 # ---- Kafka queries --------------------------------------------------------------------------------------------------
-class FaultQueries:
+class FaultQueries(QueryHarness):
+    """samza-kafka queries on ``bootstrap``; collected batches keep (partition, offset, task) only."""
+
+    default_trigger = {"processingTime": "300 milliseconds"}
+
     def __init__(self, spark, bootstrap: str, root: Path) -> None:
-        self.spark = spark
+        super().__init__(spark, root)
         self.bootstrap = bootstrap
-        self.root = root
-        self.job = f"job-{uuid.uuid4().hex[:8]}"
-        self.store_dir = root / "metadata"
-        self.store_uri = f"file://{self.store_dir}"
-        self.batches: dict[str, list[tuple[int, list]]] = {}
-        self._lock = threading.Lock()
 
     def options(self, **extra) -> dict[str, str]:
-        opts = {
-            "kafka.bootstrap.servers": self.bootstrap,
-            "job.name": self.job,
-            "metadata.store": self.store_uri,
-            "startingOffsets": "earliest",
-            "startpoint.pollInterval": "0",
-        }
-        opts.update({k: str(v) for k, v in extra.items()})
-        return opts
+        return self.job_options({"kafka.bootstrap.servers": self.bootstrap, "startingOffsets": "earliest"}, extra)
 
     def stream(self, **extra):
         return self.spark.readStream.format("samza-kafka").options(**self.options(**extra)).load()
-
-    def checkpoint(self, name: str) -> str:
-        return str(self.root / "checkpoints" / name)
-
-    def sink_path(self, name: str) -> str:
-        return str(self.root / "sink" / name)
 
     def start_parquet(self, name: str, trigger: dict | None = None, transform=None, **extra):
         df = self.stream(**extra)
         if transform is not None:
             df = transform(df)
-        writer = (df.writeStream.format("parquet").option("path", self.sink_path(name))
-                  .option("checkpointLocation", self.checkpoint(name)).queryName(f"{name}_{uuid.uuid4().hex[:6]}"))
-        return writer.trigger(**(trigger or {"processingTime": "300 milliseconds"})).start()
+        return self.write_parquet(name, df, trigger)
 
     def start_collecting(self, name: str, trigger: dict | None = None, **extra):
-        self.batches.setdefault(name, [])
-
-        def collect(df, batch_id):
-            rows = df.select("partition", "offset", "task").collect()
-            with self._lock:
-                self.batches[name].append((batch_id, rows))
-
-        writer = (self.stream(**extra).writeStream.foreachBatch(collect)
-                  .option("checkpointLocation", self.checkpoint(name)).queryName(f"{name}_{uuid.uuid4().hex[:6]}"))
-        return writer.trigger(**(trigger or {"processingTime": "300 milliseconds"})).start()
-
-    def collected(self, name: str) -> list:
-        with self._lock:
-            return [row for _, rows in self.batches.get(name, []) for row in rows]
+        return self.collect_batches(name, self.stream(**extra), trigger, columns=("partition", "offset", "task"))
 
     def sink_offsets(self, name: str) -> Counter:
         """(partition, offset) -> copies in the Parquet sink, read through the sink's own metadata log."""
@@ -172,8 +136,6 @@ class FaultQueries:
         return Counter((r.partition, r.offset) for r in self.spark.read.parquet(str(path))
                        .select("partition", "offset").collect())
 
-    def startpoints(self) -> StartpointManager:
-        return StartpointManager(open_store(self.store_uri, self.job))
 
 
 @pytest.fixture
@@ -186,11 +148,7 @@ def fault_queries(spark, tmp_path):
         return harness
 
     yield make
-    for query in spark.streams.active:
-        try:
-            query.stop()
-        except Exception:  # noqa: BLE001 - best-effort cleanup of a failed test's queries
-            pass
+    stop_active_queries(spark)
 
 
 def exactly_once(counts: Counter, wanted) -> list[str]:
@@ -335,21 +293,18 @@ def moto_proxy(moto_server):
     proxy.close()
 
 
-class KinesisFaultQueries:
-    """samza-kinesis queries whose AWS endpoint is a :class:`CuttableProxy`; the test talks to moto directly."""
+class KinesisFaultQueries(QueryHarness):
+    """samza-kinesis queries whose AWS endpoint is a :class:`CuttableProxy`; the test talks to moto directly.
+    Collected batches keep (shardId, sequenceNumber, subSequenceNumber, data) only."""
+
+    default_trigger = {"processingTime": "300 milliseconds"}
 
     def __init__(self, spark, moto_endpoint: str, proxy: CuttableProxy, root: Path) -> None:
         from spark_samza_source.testing import kinesis_helpers as kh
 
-        self.spark = spark
+        super().__init__(spark, root)
         self.proxy = proxy
-        self.root = root
         self.client = kh.kinesis_client(moto_endpoint)
-        self.job = f"job-{uuid.uuid4().hex[:8]}"
-        self.store_dir = root / "metadata"
-        self.store_uri = f"file://{self.store_dir}"
-        self.batches: dict[str, list[tuple[int, list]]] = {}
-        self._lock = threading.Lock()
 
     def create_stream(self, shards: int, prefix: str = "s") -> str:
         from spark_samza_source.testing import kinesis_helpers as kh
@@ -357,47 +312,23 @@ class KinesisFaultQueries:
         return kh.create_stream(self.client, kh.unique_stream_name(prefix), shards)
 
     def options(self, stream: str, **extra) -> dict[str, str]:
-        opts = {
+        return self.job_options({
             "streamName": stream, "endpointUrl": self.proxy.endpoint, "region": "us-east-1",
-            "awsAccessKeyId": "testing", "awsSecretKey": "testing", "job.name": self.job,
-            "metadata.store": self.store_uri, "startingPosition": "TRIM_HORIZON", "startpoint.pollInterval": "0",
+            "awsAccessKeyId": "testing", "awsSecretKey": "testing", "startingPosition": "TRIM_HORIZON",
             "maxFetchTimePerShard": "2s",
-        }
-        opts.update({k: str(v) for k, v in extra.items()})
-        return opts
-
-    def checkpoint(self, name: str) -> str:
-        return str(self.root / "checkpoints" / name)
+        }, extra)
 
     def start_collecting(self, name: str, stream: str, trigger: dict | None = None, on_batch=None, **extra):
-        self.batches.setdefault(name, [])
-
-        def collect(df, batch_id):
-            rows = df.select("shardId", "sequenceNumber", "subSequenceNumber", "data").collect()
-            with self._lock:
-                self.batches[name].append((batch_id, rows))
-            if on_batch is not None:
-                on_batch(batch_id, rows)
-
         df = self.spark.readStream.format("samza-kinesis").options(**self.options(stream, **extra)).load()
-        writer = (df.writeStream.foreachBatch(collect).option("checkpointLocation", self.checkpoint(name))
-                  .queryName(f"{name}_{uuid.uuid4().hex[:6]}"))
-        return writer.trigger(**(trigger or {"processingTime": "300 milliseconds"})).start()
-
-    def collected(self, name: str) -> list:
-        with self._lock:
-            return [row for _, rows in self.batches.get(name, []) for row in rows]
+        return self.collect_batches(name, df, trigger, on_batch,
+                                    columns=("shardId", "sequenceNumber", "subSequenceNumber", "data"))
 
 
 @pytest.fixture
 def ks_proxy(spark, moto_server, moto_proxy, tmp_path):
     harness = KinesisFaultQueries(spark, moto_server, moto_proxy, tmp_path)
     yield harness
-    for query in spark.streams.active:
-        try:
-            query.stop()
-        except Exception:  # noqa: BLE001 - best-effort cleanup of a failed test's queries
-            pass
+    stop_active_queries(spark)
 
 
 def kill_process_group(proc) -> None:

@@ -11,34 +11,11 @@ import pytest
 from spark_samza_source.metadata import open_store
 from spark_samza_source.metadata.lease import KEY, NAMESPACE
 from spark_samza_source.testing import kinesis_helpers as kh
+from spark_samza_source.testing.query_harness import failure_of, lease_of
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
 LONG_TTL = {"job.ownership.ttl": "10m"}  # no heartbeat renewal during these short runs
-
-
-def failure_of(query, timeout: float = 120) -> str:
-    try:
-        finished = query.awaitTermination(timeout)
-    except Exception as err:  # noqa: BLE001 - StreamingQueryException: what we want to read
-        return str(err)
-    if not finished:
-        query.stop()
-        raise AssertionError(f"query did not fail within {timeout}s")
-    assert query.exception() is not None, "query ended without an error"
-    return str(query.exception())
-
-
-def lease_of(ks) -> dict | None:
-    """The lease record. A renewal (delete_if_equal, then put_if_absent) leaves the key absent for an instant, so
-    look a few times; None only when it stays absent (a driver killed in that instant leaves no lease)."""
-    store = open_store(ks.store_uri, ks.job)
-    for _ in range(60):
-        record = store.get(NAMESPACE, KEY)
-        if record is not None:
-            return record
-        time.sleep(0.05)
-    return None
 
 
 def put(ks, stream: str, values: range) -> None:

@@ -21,6 +21,7 @@ from spark_samza_source.core.jobmodel import JobModel
 from spark_samza_source.kafka.coordinator import JOB_MODEL_NAMESPACE
 from spark_samza_source.metadata import open_store
 from spark_samza_source.testing.kafka_helpers import add_partitions, create_topic, produce, unique_topic
+from spark_samza_source.testing.query_harness import await_available_now
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
@@ -81,11 +82,7 @@ class Runner:
             .trigger(availableNow=True)
             .start()
         )
-        if not query.awaitTermination(timeout):
-            query.stop()
-            raise AssertionError(f"AvailableNow query {name} did not finish within {timeout}s")
-        if query.exception() is not None:
-            raise query.exception()
+        await_available_now(query, name, timeout)
 
     def rows(self, name: str) -> Counter:
         """(task, topic, partition, offset) of every row written, with multiplicity (broadcast: once per task)."""

@@ -1,0 +1,154 @@
+"""What every live-query test harness shares: a job, a ``file:`` metadata store, checkpoints and sinks under one
+root, batches collected in memory, waiting, and stopping the session's queries afterwards.
+
+The integration tests run real samza-kafka and samza-kinesis queries on the local SparkSession through a harness
+per source (``tests/integration/{kafka,kinesis,faults}/conftest.py``).  Those harnesses differ only in the source's
+options, how they build the streaming DataFrame and which columns they keep per batch; the rest is this class.
+It lives in the package rather than in a conftest because the tests run with ``--import-mode=importlib``, under
+which one conftest cannot import another.
+
+Also here, for the tests that check the driver lease (one query per job.name and store) on either source:
+:func:`failure_of` (the error a query fails with) and :func:`lease_of` (the lease record a harness's job holds).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from pathlib import Path
+
+from spark_samza_source.core.startpoint_manager import StartpointManager
+from spark_samza_source.metadata import open_store
+from spark_samza_source.metadata.lease import KEY, NAMESPACE
+
+
+class QueryHarness:
+    """Queries of one job (a fresh ``job.name``) whose metadata store, checkpoints and sinks all live under ``root``.
+
+    A subclass adds the source: its ``options`` (built on :meth:`job_options`) and a ``start_collecting`` /
+    ``start_parquet`` that make the streaming DataFrame and hand it to :meth:`collect_batches` /
+    :meth:`write_parquet`.
+    """
+
+    #: the trigger of a query started without one
+    default_trigger: dict = {"processingTime": "500 milliseconds"}
+
+    def __init__(self, spark, root: Path) -> None:
+        self.spark = spark
+        self.root = root
+        self.job = f"job-{uuid.uuid4().hex[:8]}"
+        self.store_dir = root / "metadata"
+        self.store_uri = f"file://{self.store_dir}"
+        # query name -> [(batch id, rows)] in the order the batches ran; foreachBatch calls run on Spark's threads
+        self.batches: dict[str, list[tuple[int, list]]] = {}
+        self._lock = threading.Lock()
+
+    # ---- options ----------------------------------------------------------------------------------------------
+    def job_options(self, source: dict[str, str], extra: dict) -> dict[str, str]:
+        """``source``'s options plus this harness's job and store, startpoints checked every batch, then ``extra``
+        (stringified, so tests may pass numbers) over all of them."""
+        opts = {"job.name": self.job, "metadata.store": self.store_uri, "startpoint.pollInterval": "0", **source}
+        opts.update({k: str(v) for k, v in extra.items()})
+        return opts
+
+    # ---- where a query writes ---------------------------------------------------------------------------------
+    def checkpoint(self, name: str) -> str:
+        return str(self.root / "checkpoints" / name)
+
+    def sink_path(self, name: str) -> str:
+        return str(self.root / "sink" / name)
+
+    @staticmethod
+    def query_name(name: str) -> str:
+        """A unique Spark query name: the same ``name`` may run more than once (a restart from its checkpoint)."""
+        return f"{name}_{uuid.uuid4().hex[:6]}"
+
+    # ---- starting queries -------------------------------------------------------------------------------------
+    def collect_batches(self, name: str, df, trigger: dict | None = None, on_batch=None, columns=None):
+        """Start ``df`` with a foreachBatch sink keeping ``(batch_id, rows)`` in ``batches[name]`` (``columns``
+        only, if given), then calling ``on_batch(batch_id, rows)``; checkpoint ``checkpoint(name)``."""
+        self.batches.setdefault(name, [])
+
+        def collect(batch_df, batch_id):
+            rows = (batch_df if columns is None else batch_df.select(*columns)).collect()
+            with self._lock:
+                self.batches[name].append((batch_id, rows))
+            if on_batch is not None:
+                on_batch(batch_id, rows)
+
+        writer = (df.writeStream.foreachBatch(collect).option("checkpointLocation", self.checkpoint(name))
+                  .queryName(self.query_name(name)))
+        return writer.trigger(**(trigger or self.default_trigger)).start()
+
+    def write_parquet(self, name: str, df, trigger: dict | None = None):
+        """Start ``df`` into a Parquet sink at ``sink_path(name)``, checkpoint ``checkpoint(name)``."""
+        writer = (df.writeStream.format("parquet").option("path", self.sink_path(name))
+                  .option("checkpointLocation", self.checkpoint(name)).queryName(self.query_name(name)))
+        return writer.trigger(**(trigger or self.default_trigger)).start()
+
+    # ---- reading back -----------------------------------------------------------------------------------------
+    def collected(self, name: str) -> list:
+        """Every row ``name``'s foreachBatch sink has kept so far, batch after batch."""
+        with self._lock:
+            return [row for _, rows in self.batches.get(name, []) for row in rows]
+
+    def startpoints(self) -> StartpointManager:
+        """The startpoints of this harness's job, in its metadata store (as a user would set them)."""
+        return StartpointManager(open_store(self.store_uri, self.job))
+
+    @staticmethod
+    def wait_for(condition, timeout: float = 120, interval: float = 0.25, what: str = "condition"):
+        """``condition()``'s first truthy value, polled every ``interval`` s; AssertionError after ``timeout`` s."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            value = condition()
+            if value:
+                return value
+            time.sleep(interval)
+        raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+
+
+def await_available_now(query, name: str, timeout: float) -> None:
+    """Wait for an AvailableNow ``query`` to finish; stop it and fail if it does not within ``timeout`` s, and
+    raise its error if it failed."""
+    if not query.awaitTermination(timeout):
+        query.stop()
+        raise AssertionError(f"AvailableNow query {name} did not finish within {timeout}s")
+    if query.exception() is not None:
+        raise query.exception()
+
+
+def stop_active_queries(spark) -> None:
+    """Stop every query still active in the session, so that a failed test's queries do not run into the next."""
+    for query in spark.streams.active:
+        try:
+            query.stop()
+        except Exception:  # noqa: BLE001 - best-effort cleanup of a failed test's queries
+            pass
+
+
+def failure_of(query, timeout: float = 120) -> str:
+    """The text of the error ``query`` fails with (it must fail within ``timeout``)."""
+    try:
+        finished = query.awaitTermination(timeout)
+    except Exception as err:  # noqa: BLE001 - StreamingQueryException: what we want to read
+        return str(err)
+    if not finished:
+        query.stop()
+        raise AssertionError(f"query did not fail within {timeout}s")
+    assert query.exception() is not None, "query ended without an error"
+    return str(query.exception())
+
+
+def lease_of(harness: QueryHarness) -> dict | None:
+    """The driver lease record of ``harness``'s job. A renewal (delete_if_equal, then put_if_absent) leaves the key
+    absent for an instant, so look a few times; None only when it stays absent (a driver killed in that instant
+    leaves no lease)."""
+    store = open_store(harness.store_uri, harness.job)
+    for _ in range(60):
+        record = store.get(NAMESPACE, KEY)
+        if record is not None:
+            return record
+        time.sleep(0.05)
+    return None
