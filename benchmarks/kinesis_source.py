@@ -991,11 +991,10 @@ def _coordinator_on_moto(args, work: Path) -> None:
         say(f"    Finding: the first latestOffset ({t['latest1'] * 1000:,.0f} ms) is mostly KinesisOffset.job_model "
             f"({t['job_model'] * 1000:,.0f} ms alone), which builds one SystemStreamPartition per slot: "
             f"{res['tasks']} tasks x {res['slots_per_task']} slots per task = {res['tasks'] * res['slots_per_task']:,} "
-            f"objects (quadratic in the shard count).  It is "
-            "rebuilt for every new offset object the startpoint poll sees (coordinator._due_startpoints -> "
-            "startpoints.fan_out(start.job_model)), i.e. once per startpoint.pollInterval (10 s by default).  "
-            "Suggested: let fan_out take the task of an SSP from the mapper (task = partition // slots_per_task) "
-            "instead of a materialised JobModel, or build the JobModel only for the SSPs that have startpoints.")
+            f"objects (quadratic in the shard count).  The coordinator builds it once per job-model shape "
+            "(coordinator._job_model_of), so only the first latestOffset of a run, and the first after a reshard "
+            "that changes the slots, pay it.  Still possible: let fan_out take the task of an SSP from the mapper "
+            "(task = partition // slots_per_task) instead of a materialised JobModel.")
         say(f"    Note: commit ({t['commit1'] * 1000:,.0f} / {t['commit2'] * 1000:,.0f} ms) writes one checkpoint-"
             "mirror file per changed task with two fsyncs (file + directory), deletes the previous batch's ends one "
             "file (+ directory fsync) each, and lists the batch-ends namespace twice (ends_for, cleanup_before read "
