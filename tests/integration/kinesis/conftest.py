@@ -1,4 +1,5 @@
-"""A harness for real samza-kinesis queries on the local SparkSession against moto in server mode."""
+"""Fixtures of the samza-kinesis integration tests: a boto3 Kinesis client and streams made per test (moto in
+server mode), and a harness for real samza-kinesis queries on the local SparkSession."""
 
 from __future__ import annotations
 
@@ -8,6 +9,29 @@ import pytest
 
 from spark_samza_source.testing import kinesis_helpers as kh
 from spark_samza_source.testing.query_harness import QueryHarness, await_available_now, stop_active_queries
+
+
+@pytest.fixture
+def kinesis(moto_server, aws_region):
+    """A plain boto3 Kinesis client on the test endpoint, as an application would make it."""
+    client = kh.kinesis_client(moto_server, aws_region)
+    yield client
+    client.close()
+
+
+@pytest.fixture
+def make_stream(kinesis):
+    """``make_stream(shards=1)`` -> the name of a new ACTIVE stream, deleted after the test."""
+    created = []
+
+    def make(shards: int = 1) -> str:
+        name = kh.create_stream(kinesis, kh.unique_stream_name("it"), shards)
+        created.append(name)
+        return name
+
+    yield make
+    for name in created:
+        kh.delete_stream(kinesis, name)
 
 
 class KinesisQueryHarness(QueryHarness):

@@ -29,28 +29,6 @@ def sid(n: int) -> str:
     return f"shardId-{n:012d}"
 
 
-@pytest.fixture
-def kinesis(moto_server, aws_region):
-    client = kh.kinesis_client(moto_server, aws_region)
-    yield client
-    client.close()
-
-
-@pytest.fixture
-def make_stream(kinesis):
-    created = []
-
-    def make(shards: int = 1) -> str:
-        name = kh.unique_stream_name("adm")
-        kh.create_stream(kinesis, name, shards)
-        created.append(name)
-        return name
-
-    yield make
-    for name in created:
-        kh.delete_stream(kinesis, name)
-
-
 def first_record(kinesis, iterator: str) -> str | None:
     records = kinesis.get_records(ShardIterator=iterator, Limit=1)["Records"]
     return records[0]["SequenceNumber"] if records else None

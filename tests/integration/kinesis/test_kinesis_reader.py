@@ -43,28 +43,6 @@ FAST = {"min_call_interval_ms": 0}  # pacing is tested on its own; elsewhere it 
 
 
 @pytest.fixture
-def kinesis(moto_server, aws_region):
-    client = kh.kinesis_client(moto_server, aws_region)
-    yield client
-    client.close()
-
-
-@pytest.fixture
-def make_stream(kinesis):
-    created = []
-
-    def make(shards: int = 1) -> str:
-        name = kh.unique_stream_name("rd")
-        kh.create_stream(kinesis, name, shards)
-        created.append(name)
-        return name
-
-    yield make
-    for name in created:
-        kh.delete_stream(kinesis, name)
-
-
-@pytest.fixture
 def stream5000(kinesis, make_stream):
     stream = make_stream(1)
     puts = kh.put_records(kinesis, stream, [(f"pk-{i % 37}", f"record-{i}".encode()) for i in range(5000)])
