@@ -35,22 +35,30 @@ target is missed.
 from __future__ import annotations
 
 import argparse
-import cProfile
-import io
 import json
 import math
 import multiprocessing as mp
 import os
-import pstats
 import resource
 import statistics
 import sys
 import tempfile
 import time
 import uuid
-from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
+
+from bench_report import (
+    RESULTS,
+    cpu_seconds,
+    iso_ts,
+    load,
+    print_batches,
+    print_summary,
+    profile_text,
+    progress_dicts,
+    record,
+    say,
+)
 
 HERE = Path(__file__).resolve().parent
 if str(HERE) not in sys.path:
@@ -66,44 +74,16 @@ GROUPING_TARGET_S = 2.0
 MEMORY_TARGET_MB = 512
 
 
-@dataclass
-class Row:
-    figure: str
-    value: str
-    target: str
-    met: bool | None  # None: for information, no target
 
 
-RESULTS: list[Row] = []
 
 
-def say(text: str = "") -> None:
-    print(text, flush=True)
 
 
-def load() -> str:
-    one, five, fifteen = os.getloadavg()
-    return f"load average {one:.2f} / {five:.2f} / {fifteen:.2f} (1/5/15 min) on {os.cpu_count()} CPUs"
 
 
-def cpu_seconds() -> float:
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    return usage.ru_utime + usage.ru_stime
 
 
-def record(figure: str, value: str, target: str, met: bool | None) -> None:
-    RESULTS.append(Row(figure, value, target, met))
-
-
-def profile_text(fn, top: int = 20, sort: str = "cumulative") -> str:
-    prof = cProfile.Profile()
-    prof.enable()
-    fn()
-    prof.disable()
-    out = io.StringIO()
-    pstats.Stats(prof, stream=out).sort_stats(sort).print_stats(top)
-    lines = [ln for ln in out.getvalue().splitlines() if ln.strip()]
-    return "\n".join("    " + ln for ln in lines)
 
 
 # ---- Kafka helpers ---------------------------------------------------------------------------------------------
@@ -205,20 +185,8 @@ def raw_baseline(bootstrap: str, ranges, processes: int = 2) -> dict:
             "shares": [[r.partition for r in share] for share in shares]}
 
 
-def _progress_dicts(query) -> list[dict]:
-    out = []
-    for p in query.recentProgress:
-        if isinstance(p, dict):
-            out.append(p)
-        elif hasattr(p, "json"):
-            out.append(json.loads(p.json))
-        else:
-            out.append(json.loads(str(p)))
-    return out
 
 
-def _ts(text: str) -> float:
-    return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
 
 
 def spark_query(spark, bootstrap: str, topic: str, records: int, batches: int, work: Path,
@@ -245,13 +213,13 @@ def spark_query(spark, bootstrap: str, topic: str, records: int, batches: int, w
         query.stop()
         raise RuntimeError("the Spark query did not finish within 30 minutes")
     total_s = time.monotonic() - started
-    progress = [p for p in _progress_dicts(query) if p.get("numInputRows", 0) > 0]
+    progress = [p for p in progress_dicts(query) if p.get("numInputRows", 0) > 0]
     rows = sum(p["numInputRows"] for p in progress)
     if rows != records:
         raise RuntimeError(f"the Spark query read {rows:,} rows, expected {records:,}")
     if len(progress) < 2:
         raise RuntimeError("need at least 2 batches to exclude the first: lower maxOffsetsPerTrigger")
-    ends = [_ts(p["timestamp"]) + p["durationMs"]["triggerExecution"] / 1000 for p in progress]
+    ends = [iso_ts(p["timestamp"]) + p["durationMs"]["triggerExecution"] / 1000 for p in progress]
     steady_rows = sum(p["numInputRows"] for p in progress[1:])
     steady_s = ends[-1] - ends[0]
     return {"per_trigger": per_trigger, "progress": progress, "steady_rows": steady_rows, "steady_s": steady_s,
@@ -325,23 +293,15 @@ def spark_floor(spark, records: int, batches: int, work: Path) -> dict:
     if not query.awaitTermination(600):
         query.stop()
         raise RuntimeError("the floor query did not finish within 10 minutes")
-    progress = [p for p in _progress_dicts(query) if p.get("numInputRows", 0) > 0]
-    ends = [_ts(p["timestamp"]) + p["durationMs"]["triggerExecution"] / 1000 for p in progress]
+    progress = [p for p in progress_dicts(query) if p.get("numInputRows", 0) > 0]
+    ends = [iso_ts(p["timestamp"]) + p["durationMs"]["triggerExecution"] / 1000 for p in progress]
     steady_rows = sum(p["numInputRows"] for p in progress[1:])
     return {"progress": progress, "steady_rows": steady_rows, "steady_s": ends[-1] - ends[0],
             "rate": steady_rows / (ends[-1] - ends[0])}
 
 
-_PHASES = ("latestOffset", "queryPlanning", "getBatch", "walCommit", "addBatch", "commitOffsets")
 
 
-def _print_batches(progress: list[dict]) -> None:
-    say("      batch     rows  trigger ms  " + "  ".join(_PHASES) + "  (ms)  processedRowsPerSecond")
-    for p in progress:
-        d = p["durationMs"]
-        phases = "  ".join(f"{d.get(k, 0):>{len(k)},}" for k in _PHASES)
-        say(f"      {p['batchId']:>5} {p['numInputRows']:>8,} {d.get('triggerExecution', 0):>11,}  {phases}"
-            f"        {p.get('processedRowsPerSecond', 0):>10,.0f}")
 
 
 def measure_broker(label: str, spark, bootstrap: str, topic: str, records: int, args, work: Path) -> None:
@@ -361,7 +321,7 @@ def measure_broker(label: str, spark, bootstrap: str, topic: str, records: int, 
             f"{', options ' + str(options) if options else ''}; {load()}")
         res = spark_query(spark, bootstrap, topic, records, args.batches, work, options)
         runs.append(res)
-        _print_batches(res["progress"])
+        print_batches(res["progress"])
         say(f"    Spark steady state: {res['rate']:>10,.0f} rec/s ({res['steady_rows']:,} rows of batches 1..n in "
             f"{res['steady_s']:.2f} s, end of batch 0 -> end of last batch; whole query {res['total_s']:.1f} s "
             "incl. start)")
@@ -370,7 +330,7 @@ def measure_broker(label: str, spark, bootstrap: str, topic: str, records: int, 
                 f"source that reads no Kafka (prebuilt rows); {load()}")
             fl = spark_floor(spark, records, args.batches, work)
             floors.append(fl)
-            _print_batches(fl["progress"])
+            print_batches(fl["progress"])
             say(f"    Spark floor steady state: {fl['rate']:>10,.0f} rec/s (no source can make this query faster)")
     raw = max(raws, key=lambda r: r["rate"])
     res = max(runs, key=lambda r: r["rate"])
@@ -667,15 +627,6 @@ def _version(v) -> str:
     return v[0] if isinstance(v, tuple) else str(v)
 
 
-def print_summary() -> None:
-    say("== summary")
-    width = max(len(r.figure) for r in RESULTS)
-    vwidth = max(len(r.value) for r in RESULTS)
-    say(f"  {'figure':<{width}}  {'value':>{vwidth}}  {'target':<9}  verdict")
-    for r in RESULTS:
-        verdict = "-" if r.met is None else ("MET" if r.met else "MISSED")
-        say(f"  {r.figure:<{width}}  {r.value:>{vwidth}}  {r.target:<9}  {verdict}")
-    say(f"  ({load()})")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -44,15 +44,26 @@ import math
 import multiprocessing as mp
 import os
 import pstats
-import resource
 import statistics
 import sys
 import tempfile
 import time
 import uuid
-from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
+
+from bench_report import (
+    PHASES,
+    RESULTS,
+    cpu_seconds,
+    iso_ts,
+    load,
+    print_batches,
+    print_summary,
+    profile_text,
+    progress_dicts,
+    record,
+    say,
+)
 
 SHARDS = 4
 RECORDS = 400_000  # 5 batches of maxRecordsPerShard 20,000 over 4 shards: see part_spark for why
@@ -68,44 +79,16 @@ DUMMY_AWS_ENV = {  # moto accepts anything; the same values as the test fixtures
 }
 
 
-@dataclass
-class Row:
-    figure: str
-    value: str
-    target: str
-    met: bool | None  # None: for information, no target
 
 
-RESULTS: list[Row] = []
 
 
-def say(text: str = "") -> None:
-    print(text, flush=True)
 
 
-def load() -> str:
-    one, five, fifteen = os.getloadavg()
-    return f"load average {one:.2f} / {five:.2f} / {fifteen:.2f} (1/5/15 min) on {os.cpu_count()} CPUs"
 
 
-def cpu_seconds() -> float:
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    return usage.ru_utime + usage.ru_stime
 
 
-def record(figure: str, value: str, target: str, met: bool | None) -> None:
-    RESULTS.append(Row(figure, value, target, met))
-
-
-def profile_text(fn, top: int = 22, sort: str = "cumulative") -> str:
-    prof = cProfile.Profile()
-    prof.enable()
-    fn()
-    prof.disable()
-    out = io.StringIO()
-    pstats.Stats(prof, stream=out).sort_stats(sort).print_stats(top)
-    lines = [ln for ln in out.getvalue().splitlines() if ln.strip()]
-    return "\n".join("    " + ln for ln in lines)
 
 
 def _proc_tree_cpu() -> dict[str, float]:
@@ -371,26 +354,14 @@ def run_workers(target, endpoint: str, stream: str, shard_ids: list[str], *extra
             "shares": shares, "info": info, "moto_cpu": tree.get("moto", 0.0)}
 
 
-def _progress_dicts(query) -> list[dict]:
-    out = []
-    for p in query.recentProgress:
-        if isinstance(p, dict):
-            out.append(p)
-        elif hasattr(p, "json"):
-            out.append(json.loads(p.json))
-        else:
-            out.append(json.loads(str(p)))
-    return out
 
 
-def _ts(text: str) -> float:
-    return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
 
 
 def _steady(progress: list[dict]) -> tuple[int, float, float, float]:
     """Rows of the data batches after the first; the seconds from the end of the first to the end of the last;
     and those two ends (epoch seconds)."""
-    ends = [_ts(p["timestamp"]) + p["durationMs"]["triggerExecution"] / 1000 for p in progress]
+    ends = [iso_ts(p["timestamp"]) + p["durationMs"]["triggerExecution"] / 1000 for p in progress]
     return sum(p["numInputRows"] for p in progress[1:]), ends[-1] - ends[0], ends[0], ends[-1]
 
 
@@ -427,7 +398,7 @@ def spark_query(spark, endpoint: str, stream: str, records: int, per_batch: int,
     if query.exception() is not None:
         raise RuntimeError(f"the Spark query failed: {query.exception()}")
     total_s = time.monotonic() - started
-    everything = _progress_dicts(query)
+    everything = progress_dicts(query)
     progress = [p for p in everything if p.get("numInputRows", 0) > 0]
     rows = sum(p["numInputRows"] for p in progress)
     if rows != records:
@@ -507,23 +478,15 @@ def spark_floor(spark, tasks: int, rows_per_task: int, batches: int, work: Path)
         if not query.awaitTermination(600):
             query.stop()
             raise RuntimeError("the floor query did not finish within 10 minutes")
-    everything = _progress_dicts(query)
+    everything = progress_dicts(query)
     progress = [p for p in everything if p.get("numInputRows", 0) > 0]
     steady_rows, steady_s, t0, t1 = _steady(progress)
     return {"progress": everything, "steady_rows": steady_rows, "steady_s": steady_s, "rate": steady_rows / steady_s,
             "cpu": sampler.between(t0, t1)}
 
 
-_PHASES = ("latestOffset", "queryPlanning", "getBatch", "walCommit", "addBatch", "commitOffsets")
 
 
-def _print_batches(progress: list[dict]) -> None:
-    say("      batch     rows  trigger ms  " + "  ".join(_PHASES) + "  (ms)  processedRowsPerSecond")
-    for p in progress:
-        d = p["durationMs"]
-        phases = "  ".join(f"{d.get(k, 0):>{len(k)},}" for k in _PHASES)
-        say(f"      {p['batchId']:>5} {p['numInputRows']:>8,} {d.get('triggerExecution', 0):>11,}  {phases}"
-            f"        {p.get('processedRowsPerSecond', 0):>10,.0f}")
 
 
 def part_spark(args, work: Path) -> None:
@@ -585,7 +548,7 @@ def part_spark(args, work: Path) -> None:
                     f"{', options ' + str(options) if options else ''}; {load()}")
                 res = spark_query(spark, endpoint, stream, records, per_batch, work, options)
                 runs.append(res)
-                _print_batches(res["progress"])
+                print_batches(res["progress"])
                 say(f"    Spark steady state: {res['rate']:>9,.0f} rec/s ({res['steady_rows']:,} rows of data "
                     f"batches 2..{len(res['data'])} in {res['steady_s']:.2f} s, end of the first data batch -> "
                     f"end of the last; whole query {res['total_s']:.1f} s incl. start and the final empty batch)")
@@ -598,7 +561,7 @@ def part_spark(args, work: Path) -> None:
                         f"batch, a Python source that does no I/O; {load()}")
                     fl = spark_floor(spark, shards, per_batch, args.batches, work)
                     floors.append(fl)
-                    _print_batches(fl["progress"])
+                    print_batches(fl["progress"])
                     say(f"    Spark floor steady state: {fl['rate']:>9,.0f} rec/s; CPU-s in the steady window: Spark "
                         f"{fl['cpu'].get('spark', 0):.1f} in {fl['steady_s']:.1f} s")
         finally:
@@ -614,7 +577,7 @@ def part_spark(args, work: Path) -> None:
     per_batch_rows = res["steady_rows"] / (len(data) - 1)
     spark_ms = 1000 * per_batch_rows / res["rate"]
     raw_ms = 1000 * per_batch_rows / raw["rate"]
-    phases = {k: statistics.median(p["durationMs"].get(k, 0) for p in data[1:]) for k in _PHASES}
+    phases = {k: statistics.median(p["durationMs"].get(k, 0) for p in data[1:]) for k in PHASES}
     say(f"  per steady batch of {per_batch_rows:,.0f} rows: Spark {spark_ms:.0f} ms, the raw loop needs {raw_ms:.0f} "
         f"ms for as many rows; median phases (ms): " + ", ".join(f"{k} {v:,.0f}" for k, v in phases.items()))
     record(f"raw GetRecords x2, {records:,} rec / {shards} shards", f"{raw['rate']:,.0f} rec/s", "-", None)
@@ -1024,15 +987,6 @@ def part_planning(args, work: Path) -> None:
 
 # ---- main ------------------------------------------------------------------------------------------------------
 
-def print_summary() -> None:
-    say("== summary")
-    width = max(len(r.figure) for r in RESULTS)
-    vwidth = max(len(r.value) for r in RESULTS)
-    say(f"  {'figure':<{width}}  {'value':>{vwidth}}  {'target':<9}  verdict")
-    for r in RESULTS:
-        verdict = "-" if r.met is None else ("MET" if r.met else "MISSED")
-        say(f"  {r.figure:<{width}}  {r.value:>{vwidth}}  {r.target:<9}  {verdict}")
-    say(f"  ({load()})")
 
 
 def main(argv: list[str] | None = None) -> int:
