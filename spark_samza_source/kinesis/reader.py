@@ -275,7 +275,7 @@ class ShardStream:
                 return self._finish(self.pos, STOP_MAX_FETCH_TIME)
             limit = self.limit if self.exact else min(self.limit, max(1, self.max_records - res.records))
             if self.expect is not None and not self.exact:
-                if limit == self.limit == self.max_records - res.records:
+                if limit == self.limit == self.max_records - res.records and self.limit > 1:
                     # the resumed-at record (skipped) takes one place of a full page: stop one row short rather
                     # than spend a second call (and up to 200 ms of pacing) on the last row; max_records is a cap
                     self.max_records -= 1

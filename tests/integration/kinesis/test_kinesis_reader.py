@@ -143,6 +143,15 @@ def test_a_resumed_full_page_read_costs_one_call_and_stops_one_row_short(kinesis
     assert [s for s, _, _ in all_rows(results)] == [p.sequence for p in puts]  # nothing lost or repeated
 
 
+def test_one_record_pages_still_make_progress(kinesis, make_stream):
+    """With a page of one record there is no row to give up: the reader asks for the next page instead."""
+    stream = make_stream(1)
+    puts = kh.put_records(kinesis, stream, [b"a", b"b", b"c"])
+    results = read_in_chunks(kinesis, stream, ShardPosition.trim_horizon(), 1, records_per_call=1)
+    assert [r.records for r in results[:3]] == [1, 1, 1]
+    assert [s for s, _, _ in all_rows(results)] == [p.sequence for p in puts]
+
+
 def test_reads_from_every_start_position_type(kinesis, stream5000):
     stream, puts = stream5000
     at = read_shard(kinesis, stream, SHARD0, ShardPosition.at_sequence(puts[10].sequence), task=TASK,
