@@ -20,7 +20,7 @@ from ..core.model import SystemStreamPartition
 from ..core.offset import REBASE_NEW_PARTITION, LogOffset, Rebase
 from ..spark.limits import MinRowsGate, default_read_limit, max_rows_of
 from ..spark.partition import TaskInputPartition
-from ..spark.reader_glue import OptionsOnlyPickling
+from ..spark.reader_glue import OptionsOnlyPickling, claim_once
 from .options import KafkaSourceOptions
 from .schema import kafka_schema
 
@@ -176,12 +176,8 @@ def _die_once_in_read(marker: str, task: str, batches: Iterator) -> Iterator:
 def _exit_once(marker: str, task: str) -> None:
     import os
 
-    try:
-        fd = os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
-    except FileExistsError:
+    if not claim_once(marker, f"{task}\t{os.getpid()}"):
         return
-    with os.fdopen(fd, "w") as out:
-        out.write(f"{task}\t{os.getpid()}\n")
     log.warning("testing.failInReadOnce: killing this Python worker (pid %d) inside read() of task %r",
                 os.getpid(), task)
     os._exit(1)

@@ -15,7 +15,7 @@ from pyspark.sql.datasource import DataSource, DataSourceStreamReader
 from pyspark.sql.streaming.datasource import SupportsTriggerAvailableNow
 
 from ..spark.partition import TaskInputPartition
-from ..spark.reader_glue import OptionsOnlyPickling
+from ..spark.reader_glue import OptionsOnlyPickling, claim_once
 from .options import KinesisSourceOptions
 from .schema import kinesis_schema
 
@@ -123,14 +123,9 @@ def _maybe_inject_failure(options: KinesisSourceOptions, shard_id: str, result) 
     if not marker or not result.records:
         return
     import json
-    import os
 
-    try:
-        fd = os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
-    except FileExistsError:
+    if not claim_once(marker, f"{shard_id} {json.dumps(result.end.to_json())}"):
         return
-    with os.fdopen(fd, "w") as out:
-        out.write(f"{shard_id} {json.dumps(result.end.to_json())}\n")
     raise RuntimeError(f"injected failure after recording the end of {shard_id} (option testing.failAfterRecord)")
 
 

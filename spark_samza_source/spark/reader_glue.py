@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["OptionsOnlyPickling", "DriverJobResources"]
+__all__ = ["OptionsOnlyPickling", "DriverJobResources", "claim_once"]
 
 
 class OptionsOnlyPickling:
@@ -27,7 +27,8 @@ class OptionsOnlyPickling:
         self.__init__(state["options"], state["schema"])
 
     def _make_coordinator(self) -> Any:
-        raise NotImplementedError
+        """The source's driver-side coordinator for ``self.options``: each reader class defines it."""
+        raise NotImplementedError(f"{type(self).__name__} must define _make_coordinator()")
 
     @property
     def coordinator(self) -> Any:
@@ -63,3 +64,20 @@ class DriverJobResources:
 
             self._lease = DriverLease(self.store, ttl_ms=self.options.ownership_ttl_ms)
         return self._lease
+
+
+def claim_once(marker: str, line: str) -> bool:
+    """Create ``marker`` holding ``line``; False when it exists already (another attempt fired first).
+
+    The test-only fault hooks of both sources (``testing.failInReadOnce``, ``testing.failAfterRecord``) fire
+    once per query across task retries and processes: the marker file is that "once".
+    """
+    import os
+
+    try:
+        fd = os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+    except FileExistsError:
+        return False
+    with os.fdopen(fd, "w") as out:
+        out.write(line + "\n")
+    return True

@@ -605,7 +605,8 @@ def test_concurrent_producers_and_consumers_account_for_everything(bootstrap):
             assert seqs == sorted(seqs), f"producer {pid} reordered in partition {p}"
 
 
-@pytest.mark.skipif(bool(os.environ.get(REAL_CLUSTER_ENV)), reason="needs broker restart control (dev broker)")
+@pytest.mark.skipif(bool(os.environ.get(REAL_CLUSTER_ENV)),
+                    reason="restarts the broker: dev broker only (SAMZA_TEST_KAFKA_BOOTSTRAP names a real cluster)")
 @pytest.mark.parametrize("how", ["restart", "kill"])
 def test_restart_on_same_data_dir_keeps_every_acknowledged_message(tmp_path, how):
     from spark_samza_source.testing.kafka_broker import KafkaDevBroker
