@@ -29,8 +29,11 @@ Within a task, shards take the lowest free slot in that order (roots by hash key
 New shards (``place``)
 ----------------------
 - Task: with ``assignment="lineage"`` (default) the task of its parent; for a merge the parent with the lower
-  starting hash key (if only one parent is still mapped, that one). With ``"balanced"`` (KCL style), or when no
-  parent is mapped any more, the least-loaded task: fewest open shards, then fewest shards, then lowest index.
+  starting hash key. A parent counts whether it is still mapped or already drained and released: the caller
+  passes ``retired`` (drained shard -> the task it was in when drained), so a child keeps its parent's task
+  when the parent was drained in an earlier plan or in the very plan that first lists the child. With
+  ``"balanced"`` (KCL style), or when no parent's task is known, the least-loaded task: fewest open shards, then
+  fewest shards, then lowest index.
 - Slot within the task, first match wins:
   1. a free slot (no shard), lowest number;
   2. succession: a slot holding only parents of the new shard (a parent and its blocked child are never read
@@ -227,26 +230,30 @@ class ShardPartitionMapper:
                     del self._task_used[task]
         return slot
 
-    def place(self, shard: ShardInfo, info: Mapping[str, ShardInfo], assignment: str = LINEAGE) -> int:
+    def place(self, shard: ShardInfo, info: Mapping[str, ShardInfo], assignment: str = LINEAGE,
+              retired: Mapping[str, int] | None = None) -> int:
         """Map a new shard: choose its task (lineage or balanced) and a slot in it; returns the slot.
 
         ``info`` describes the shards currently listed (for parents' hash keys and which mapped shards are
-        still open); a mapped shard missing from it counts as closed.
+        still open); a mapped shard missing from it counts as closed. ``retired``: drained (unmapped) shard ->
+        the task index it was in when drained, for the lineage of its children.
         """
-        return self.place_many([shard], info, assignment)[0]
+        return self.place_many([shard], info, assignment, retired)[0]
 
     def place_many(
-        self, shards: Iterable[ShardInfo], info: Mapping[str, ShardInfo], assignment: str = LINEAGE
+        self, shards: Iterable[ShardInfo], info: Mapping[str, ShardInfo], assignment: str = LINEAGE,
+        retired: Mapping[str, int] | None = None,
     ) -> list[int]:
         """``place`` each of ``shards`` in the order given (parents first: see :func:`lineage_order`).
 
         Task loads are computed once and kept up to date, so placing many shards costs about as much as one.
         """
+        retired = retired or {}
         check_assignment(assignment)
         loads: list[list[int]] | None = None  # [open shards, shards] per task, computed when first needed
         out = []
         for shard in shards:
-            task = self._lineage_task(shard, info) if assignment == LINEAGE else None
+            task = self._lineage_task(shard, info, retired) if assignment == LINEAGE else None
             if task is None:
                 if loads is None:
                     loads = self._loads(info)
@@ -259,9 +266,10 @@ class ShardPartitionMapper:
             out.append(slot)
         return out
 
-    def choose_task(self, shard: ShardInfo, info: Mapping[str, ShardInfo], assignment: str = LINEAGE) -> int:
+    def choose_task(self, shard: ShardInfo, info: Mapping[str, ShardInfo], assignment: str = LINEAGE,
+                    retired: Mapping[str, int] | None = None) -> int:
         check_assignment(assignment)
-        task = self._lineage_task(shard, info) if assignment == LINEAGE else None
+        task = self._lineage_task(shard, info, retired or {}) if assignment == LINEAGE else None
         if task is None:
             loads = self._loads(info)
             task = min(range(self._num_tasks), key=lambda i: (loads[i][0], loads[i][1], i))
@@ -384,12 +392,22 @@ class ShardPartitionMapper:
     def _open_count(members: Iterable[str], info: Mapping[str, ShardInfo]) -> int:
         return sum(1 for s in members if s in info and not info[s].closed)
 
-    def _lineage_task(self, shard: ShardInfo, info: Mapping[str, ShardInfo]) -> int | None:
-        parents = [p for p in shard.parent_ids if p != shard.shard_id and p in self._slot_of]
-        if not parents:
+    def _lineage_task(self, shard: ShardInfo, info: Mapping[str, ShardInfo],
+                      retired: Mapping[str, int]) -> int | None:
+        """The task of the parent with the lowest starting hash key among those whose task is known (mapped, or
+        drained with its task in ``retired``); ``None`` if no parent's task is known."""
+        known: dict[str, int] = {}
+        for p in shard.parent_ids:
+            if p == shard.shard_id:
+                continue
+            if p in self._slot_of:
+                known[p] = self._slot_of[p] // self._slots_per_task
+            elif p in retired and 0 <= retired[p] < self._num_tasks:
+                known[p] = retired[p]
+        if not known:
             return None
-        first = min(parents, key=lambda p: (info[p].hash_start if p in info else _NO_HASH, p))
-        return self._slot_of[first] // self._slots_per_task
+        first = min(known, key=lambda p: (info[p].hash_start if p in info else _NO_HASH, p))
+        return known[first]
 
     def _loads(self, info: Mapping[str, ShardInfo]) -> list[list[int]]:
         """[open shards, shards] per task."""

@@ -16,7 +16,8 @@ Spark's string comparison of offsets is stable; no floats; 128-bit values never 
       "jobModel": {"generation": 1, "numTasks": 2, "slotsPerTask": 2, "stream": "clicks", "system": "kinesis"},
       "latestTimestampMs": null,
       "shards": {
-        "shardId-000000000000": {"endingSequence": "4960...", "start": {"type": "SHARD_END"}, "status": "drained"},
+        "shardId-000000000000": {"endingSequence": "4960...", "lastTask": "Task-0", "start": {"type": "SHARD_END"},
+                                 "status": "drained"},
         "shardId-000000000002": {"slot": 0, "start": {"sequence": "4961...", "sub": -1,
                                  "type": "AFTER_SEQUENCE_NUMBER"}, "status": "readable", "task": "Task-0"},
         "shardId-000000000003": {"slot": 1, "start": {"type": "TRIM_HORIZON"}, "status": "readable",
@@ -24,7 +25,7 @@ Spark's string comparison of offsets is stable; no floats; 128-bit values never 
       },
       "startpoints": {"Task-0": {"kinesis.clicks.1": {"creationTimestamp": 1700000000000,
                                                       "shards": {"shardId-000000000003": {"type": "TRIM_HORIZON"}}}}},
-      "version": 1
+      "version": 2
     }
 
 - ``batch``: the batch that ends at this offset (it reads from the starts below).
@@ -34,7 +35,11 @@ Spark's string comparison of offsets is stable; no floats; 128-bit values never 
 - ``shards``: every known shard: ``start`` (where this batch starts reading it; ``SHARD_END`` once drained),
   ``status`` (``readable``: read in this batch; ``blocked``: a parent is not drained yet; ``drained``: read to
   its end, never read again), ``endingSequence`` once closed, and for every non-drained shard its ``slot``
-  (the SSP partition) and ``task``. Together with ``jobModel`` this is the ShardPartitionMapper's state.
+  (the SSP partition) and ``task``. Together with ``jobModel`` this is the ShardPartitionMapper's state. A
+  drained shard has no slot; ``lastTask`` is the task it was in when it was drained (absent if it was drained
+  before it ever had a task, e.g. closed before a LATEST start, or before a new job model), so a child listed
+  in the same plan that learns of the drain, or later, still joins its parent's task (lineage), and a
+  replay or restart rebuilds the same placement from the offset alone.
 - ``startpoints``: the startpoints applied in this batch, per (task, slot SSP): the startpoint's creation
   timestamp and the position each shard of that slot starts from in this batch (the "rebase").
 - ``applied``: (task, SSP) -> creation timestamp of the last startpoint applied, carried forward so a startpoint
@@ -58,7 +63,7 @@ from ..core.offset import OffsetFormatError, parse_ssp_key
 from .mapper import ShardPartitionMapper, task_index, task_name
 from .positions import ShardPosition
 
-KINESIS_OFFSET_FORMAT_VERSION = 1
+KINESIS_OFFSET_FORMAT_VERSION = 2  # 2: drained shards carry ``lastTask``; version 1 offsets are read as before
 
 READABLE = "readable"
 BLOCKED = "blocked"
@@ -80,6 +85,7 @@ class ShardState:
     start: ShardPosition
     status: str
     ending_sequence: str | None = None  # from ListShards, once the shard is closed (the reader drains to it)
+    last_task: int | None = None  # drained only: index of the task it was in when drained (lineage of children)
 
     def __post_init__(self) -> None:
         if not isinstance(self.start, ShardPosition):
@@ -92,6 +98,8 @@ class ShardState:
             isinstance(self.ending_sequence, str) and self.ending_sequence.isascii() and self.ending_sequence.isdigit()
         ):
             raise OffsetFormatError(f"endingSequence must be a decimal string, got {self.ending_sequence!r:.80}")
+        if self.last_task is not None and not (_is_int(self.last_task, 0) and self.status == DRAINED):
+            raise OffsetFormatError(f"only a drained shard has a lastTask (a task index >= 0): {self!r:.200}")
 
 
 @dataclass(frozen=True)
@@ -147,6 +155,9 @@ class KinesisOffset:
         for shard, state in self.shards.items():
             if state.status != DRAINED and shard not in self.mapper:
                 raise OffsetFormatError(f"shard {shard} ({state.status}) is not mapped to any slot")
+            if state.last_task is not None and state.last_task >= self.mapper.num_tasks:
+                raise OffsetFormatError(f"shard {shard}: lastTask Task-{state.last_task} is not a task of this job "
+                                        f"model ({self.mapper.num_tasks} tasks)")
 
     # ---- the job model ---------------------------------------------------------------------------------
     @property
@@ -183,6 +194,11 @@ class KinesisOffset:
     def task_of(self, shard: str) -> TaskName | None:
         index = self.mapper.task_of(shard)
         return None if index is None else task_name(index)
+
+    def last_task_of(self, shard: str) -> TaskName | None:
+        """The task a drained shard was in when it was drained (``None`` if unknown or not drained)."""
+        state = self.shards.get(shard)
+        return None if state is None or state.last_task is None else task_name(state.last_task)
 
     def slot_ssp(self, shard: str) -> SystemStreamPartition | None:
         slot = self.mapper.slot_of(shard)
@@ -223,6 +239,8 @@ class KinesisOffset:
             entry: dict[str, Any] = {}
             if state.ending_sequence is not None:
                 entry["endingSequence"] = state.ending_sequence
+            if state.last_task is not None:
+                entry["lastTask"] = f"Task-{state.last_task}"
             slot = slot_of.get(shard)
             if slot is not None:
                 entry["slot"] = slot
@@ -308,13 +326,16 @@ class KinesisOffset:
         shards: dict[str, ShardState] = {}
         for shard, entry in _obj(value.get("shards"), "shards").items():
             entry = _obj(entry, f"shard {shard!r:.80}")
-            extra = set(entry) - {"endingSequence", "slot", "start", "status", "task"}
+            extra = set(entry) - {"endingSequence", "lastTask", "slot", "start", "status", "task"}
             if extra:
                 raise OffsetFormatError(f"shard {shard!r:.80} has unknown fields {sorted(extra)}")
             if "start" not in entry or "status" not in entry:
                 raise OffsetFormatError(f"shard {shard!r:.80} lacks 'start' or 'status'")
+            last = entry.get("lastTask")
+            if last is not None and task_index(last) is None:
+                raise OffsetFormatError(f"shard {shard!r:.80}: lastTask must be a task name Task-<n>, got {last!r:.80}")
             shards[shard] = ShardState(ShardPosition.from_json(entry["start"]), entry["status"],
-                                       entry.get("endingSequence"))
+                                       entry.get("endingSequence"), None if last is None else task_index(last))
             if ("slot" in entry) != ("task" in entry):
                 raise OffsetFormatError(f"shard {shard!r:.80}: 'slot' and 'task' go together")
             if "slot" in entry:

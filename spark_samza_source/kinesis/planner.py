@@ -20,7 +20,13 @@ Lineage (as KCL's ``BlockOnParentShardTask``):
 - Otherwise it is *blocked*: it keeps its start position (``TRIM_HORIZON`` for a child discovered while the
   query runs) and is mapped to a slot, but not read.
 - A drained shard keeps an entry (``drained``, no slot) while ``ListShards`` lists it, so its children know;
-  when it is no longer listed the entry is dropped.
+  when it is no longer listed the entry is dropped. The entry keeps the task the shard was in when it was
+  drained (``lastTask``), and new shards are placed with it (``mapper.place_many(retired=...)``): a child goes
+  to its parent's task whether the parent was drained in an earlier plan or in the very plan that first lists
+  the child (real Kinesis ends a closed shard with a null ``NextShardIterator``, so a caught-up query drains a
+  parent in the batch that sees its split), and a merged child to the task of the parent with the lower
+  starting hash key, whichever of the two was drained first. It is in the offset, so a replay or a restart
+  from the checkpoint places the same way. A new job model starts without it (its tasks are cut afresh).
 - A known shard that is no longer listed but not drained lost data: ``fail_on_data_loss`` raises
   :class:`DataLossError` (the one of ``core.planner``) naming the shard and its position; otherwise it is
   logged, reported in ``KinesisPlan.data_loss`` and dropped (its children then count it as drained).
@@ -187,6 +193,8 @@ def plan_next(
     first = previous.batch == 0
     plan_new_shards: list[str] = []
     drained: list[str] = []
+    # drained shard -> task index it was in when drained: carried forward, and learnt below for new drains
+    last_task = {sid: state.last_task for sid, state in previous.shards.items() if state.last_task is not None}
     expired: list[str] = []
     losses: list[ShardLoss] = []
 
@@ -205,6 +213,7 @@ def plan_next(
                 starts[sid] = end
                 if end.is_shard_end:
                     drained.append(sid)
+                    _learn_task(last_task, previous, sid)
                     if sid in listed and not listed[sid].closed:
                         log.warning("shard %s was read to its end but ListShards still lists it as open", sid)
             else:
@@ -256,6 +265,7 @@ def plan_next(
             starts[sid] = positions[sid] = sp.position
             if sp.position.is_shard_end:
                 drained.append(sid)
+                _learn_task(last_task, previous, sid)
 
     # 5. lineage
     statuses = _statuses(starts, listed)
@@ -272,12 +282,14 @@ def plan_next(
         mapper = ShardPartitionMapper.build(num_tasks or previous.mapper.num_tasks, [listed[s] for s in live],
                                             assignment, slots_per_task)
         generation += 1
+        last_task = {}  # the tasks of the old model mean nothing in the new one
     else:
         mapper = previous.mapper.copy()
         for sid in previous.mapper.assignments():
             if statuses.get(sid, DRAINED) == DRAINED:
                 mapper.release(sid)
-        mapper.place_many(lineage_order(listed[s] for s in live if s not in mapper), listed, assignment)
+        retired = {sid: task for sid, task in last_task.items() if statuses.get(sid) == DRAINED}
+        mapper.place_many(lineage_order(listed[s] for s in live if s not in mapper), listed, assignment, retired)
 
     stream, system = previous.stream, previous.system
     offset = KinesisOffset(
@@ -285,7 +297,11 @@ def plan_next(
         stream=stream,
         system=system,
         mapper=mapper,
-        shards={sid: ShardState(starts[sid], statuses[sid], listed[sid].ending_sequence) for sid in starts},
+        shards={
+            sid: ShardState(starts[sid], statuses[sid], listed[sid].ending_sequence,
+                            last_task.get(sid) if statuses[sid] == DRAINED else None)
+            for sid in starts
+        },
         generation=generation,
         startpoints={k: AppliedStartpoint(ts, pos) for k, (ts, pos) in applied_now.items()},
         applied={k: v for k, v in applied_map.items() if slot_owned(mapper, system, stream, *k)},
@@ -323,6 +339,13 @@ def tasks_for_batch(offset: KinesisOffset) -> list[tuple[TaskName, list[tuple[st
 
 
 # ---- helpers ---------------------------------------------------------------------------------------------
+def _learn_task(last_task: dict[str, int], previous: KinesisOffset, sid: str) -> None:
+    """Remember the task ``sid`` is in as it is drained (it is released from its slot in this plan)."""
+    task = previous.mapper.task_of(sid)
+    if task is not None:
+        last_task[sid] = task
+
+
 def _index(shards: Sequence[ShardInfo]) -> dict[str, ShardInfo]:
     listed: dict[str, ShardInfo] = {}
     for info in shards:

@@ -35,7 +35,8 @@ T0, T1 = TaskName("Task-0"), TaskName("Task-1")
 def sample() -> KinesisOffset:
     mapper = ShardPartitionMapper(2, 2, {sid(2): 0, sid(3): 1, sid(6): 1, sid(4): 2})
     shards = {
-        sid(0): ShardState(P.shard_end(), DRAINED, "999"),
+        sid(0): ShardState(P.shard_end(), DRAINED, "999", last_task=1),
+        sid(1): ShardState(P.shard_end(), DRAINED, "1999"),
         sid(2): ShardState(P.after_sequence("4961", 3), READABLE, "2999"),
         sid(3): ShardState(P.at_timestamp(1_700_000_000_000), READABLE),
         sid(6): ShardState(P.trim_horizon(), BLOCKED),
@@ -51,10 +52,12 @@ def sample() -> KinesisOffset:
 
 def test_json_layout():
     out = sample().to_json()
-    assert out["batch"] == 7 and out["version"] == 1
+    assert out["batch"] == 7 and out["version"] == 2
     assert out["jobModel"] == {"generation": 2, "numTasks": 2, "slotsPerTask": 2, "stream": "clicks",
                                "system": "kinesis"}
-    assert out["shards"][sid(0)] == {"endingSequence": "999", "start": {"type": "SHARD_END"}, "status": "drained"}
+    assert out["shards"][sid(0)] == {"endingSequence": "999", "lastTask": "Task-1", "start": {"type": "SHARD_END"},
+                                     "status": "drained"}
+    assert out["shards"][sid(1)] == {"endingSequence": "1999", "start": {"type": "SHARD_END"}, "status": "drained"}
     assert out["shards"][sid(2)] == {
         "endingSequence": "2999", "slot": 0, "start": {"sequence": "4961", "sub": 3, "type": "AFTER_SEQUENCE_NUMBER"},
         "status": "readable", "task": "Task-0",
@@ -83,6 +86,7 @@ def test_round_trip_is_string_identical():
 def test_derived_views():
     off = sample()
     assert off.task_of(sid(6)) == T0 and off.slot_ssp(sid(4)) == ssp(2) and off.task_of(sid(0)) is None
+    assert off.last_task_of(sid(0)) == T1 and off.last_task_of(sid(1)) is None and off.last_task_of(sid(6)) is None
     assert off.shards_in_slot(T0, ssp(1)) == [sid(3), sid(6)]
     assert off.shards_in_slot(T1, ssp(1)) == []  # slot 1 is Task-0's
     positions = off.ssp_positions()
@@ -103,11 +107,24 @@ def test_invariants_are_checked():
         KinesisOffset(1, "s", mapper, {sid(1): ShardState(P.shard_end(), DRAINED)})
     with pytest.raises(OffsetFormatError, match="SHARD_END"):
         ShardState(P.shard_end(), READABLE)
+    with pytest.raises(OffsetFormatError, match="lastTask"):
+        ShardState(P.trim_horizon(), READABLE, last_task=0)  # only a drained shard has one
+    with pytest.raises(OffsetFormatError, match="lastTask"):
+        KinesisOffset(1, "s", mapper, {sid(1): ShardState(P.trim_horizon(), READABLE),
+                                       sid(2): ShardState(P.shard_end(), DRAINED, last_task=1)})  # 1 task only
+
+
+def test_version_1_offsets_without_last_task_are_still_read():
+    value = sample().to_json()
+    value["version"] = 1
+    del value["shards"][sid(0)]["lastTask"]
+    off = KinesisOffset.from_json(value)
+    assert off.last_task_of(sid(0)) is None and off.shards[sid(2)] == sample().shards[sid(2)]
 
 
 def test_newer_version_is_a_format_version_error():
     value = sample().to_json()
-    value["version"] = 2
+    value["version"] = 3
     with pytest.raises(FormatVersionError, match="newer"):
         KinesisOffset.from_json(value)
 
@@ -121,6 +138,9 @@ def test_newer_version_is_a_format_version_error():
     lambda v: v["shards"][sid(2)].pop("slot"),
     lambda v: v["shards"][sid(2)].update(status="sleeping"),
     lambda v: v["shards"][sid(0)].update(endingSequence="x"),
+    lambda v: v["shards"][sid(0)].update(lastTask="Task-2"),  # no such task
+    lambda v: v["shards"][sid(0)].update(lastTask="task two"),
+    lambda v: v["shards"][sid(2)].update(lastTask="Task-0"),  # not drained
     lambda v: v.update(batch=-1),
     lambda v: v.update(batch=True),
     lambda v: v.update(extra=1),

@@ -296,6 +296,73 @@ def test_two_generations_discovered_at_once_stay_in_lineage_order():
     assert statuses(b4)[6] == READABLE and statuses(b4)[7] == READABLE
 
 
+# ---- lineage when the parent is drained before its children are placed ------------------------------------------
+# Layouts where the least-loaded task is NOT the parent's: the split shard is the last task's, and placing its
+# first child there makes the other task the least loaded for the second child.
+def test_children_of_a_parent_drained_in_the_batch_that_first_lists_them_stay_in_its_task():
+    # real Kinesis: the batch reads the parent's last records and gets a null NextShardIterator, so the plan that
+    # first lists the children also learns that the parent is drained
+    b1 = plan_next(initial_offset([S0, S1], stream="clicks"), [S0, S1], {}).offset
+    plan = plan_next(b1, [S0, close(S1), S5, S4], ends(b1, drained={1}))
+    b2 = plan.offset
+    assert plan.drained == [sid(1)] and plan.new_shards == [sid(4), sid(5)]
+    assert reads(b2) == [("Task-0", [0]), ("Task-1", [5, 4])]  # both children in Task-1, readable at once
+    assert b2.last_task_of(sid(1)) == T1 and b2.to_json()["shards"][sid(1)]["lastTask"] == "Task-1"
+
+
+def test_children_of_a_parent_drained_in_an_earlier_batch_stay_in_its_task():
+    # the plan that learnt the drain did not list the children yet (ListShards is eventually consistent)
+    b1 = plan_next(initial_offset([S0, S1], stream="clicks"), [S0, S1], {}).offset
+    b2 = plan_next(b1, [S0, close(S1)], ends(b1, drained={1})).offset
+    assert slots(b2) == {0: [0]} and b2.last_task_of(sid(1)) == T1
+    b3 = plan_next(b2, [S0, close(S1), S5, S4], ends(b2)).offset
+    assert reads(b3) == [("Task-0", [0]), ("Task-1", [5, 4])]
+    assert b3.last_task_of(sid(1)) == T1  # carried while ListShards lists the parent
+
+
+def test_children_of_a_drained_parent_stay_in_its_task_across_a_restart_from_the_checkpoint():
+    b1 = plan_next(initial_offset([S0, S1], stream="clicks"), [S0, S1], {}).offset
+    b2 = plan_next(b1, [S0, close(S1)], ends(b1, drained={1})).offset
+    restarted = KinesisOffset.from_json(json.loads(json.dumps(b2.to_json())))  # the offset log's last entry
+    assert restarted == b2
+    b3 = plan_next(restarted, [S0, close(S1), S5, S4], ends(b2)).offset
+    assert reads(b3) == [("Task-0", [0]), ("Task-1", [5, 4])]
+    assert b3 == plan_next(b2, [S0, close(S1), S5, S4], ends(b2)).offset  # the same plan as without the restart
+    replayed = KinesisOffset.from_json(json.loads(json.dumps(b3.to_json())))
+    assert tasks_for_batch(replayed) == tasks_for_batch(b3)
+
+
+# three shards, one per task; 1 and 2 merge into 9 (1 has the lower starting hash key: 9 belongs in Task-1)
+M0, M1, M2 = shard(0, 0, H // 3), shard(1, H // 3, 2 * H // 3), shard(2, 2 * H // 3, H)
+M9 = shard(9, H // 3, H, [2, 1])
+
+
+@pytest.mark.parametrize("first, second, child_listed_first", [
+    ({1}, {2}, True),    # lower parent drained in the batch that lists the child, the other one batch later
+    ({2}, {1}, True),    # the other way round
+    ({1, 2}, set(), True),  # both in the batch that lists the child
+    ({1}, {2}, False),   # lower parent drained before the child is listed, the other with the listing
+    ({2}, {1}, False),
+])
+def test_a_merged_child_joins_the_lower_parents_task_whichever_parent_drains_first(first, second, child_listed_first):
+    b1 = plan_next(initial_offset([M0, M1, M2], stream="s"), [M0, M1, M2], {}).offset
+    assert reads(b1) == [("Task-0", [0]), ("Task-1", [1]), ("Task-2", [2])]
+    merged = [M0, close(M1), close(M2), M9]
+    b2 = plan_next(b1, merged if child_listed_first else [M0, close(M1), close(M2)], ends(b1, drained=first)).offset
+    b3 = plan_next(b2, merged, ends(b2, drained=second)).offset
+    assert b3.task_of(sid(9)) == T1
+    b4 = plan_next(b3, merged, ends(b3)).offset
+    assert statuses(b4)[9] == READABLE and b4.task_of(sid(9)) == T1
+    assert {b4.last_task_of(sid(1)), b4.last_task_of(sid(2))} == {T1, T2}
+
+
+def test_a_new_job_model_forgets_the_tasks_of_drained_shards():
+    b1 = plan_next(initial_offset([S0, S1], stream="clicks"), [S0, S1], {}).offset
+    b2 = plan_next(b1, [S0, close(S1)], ends(b1, drained={1})).offset
+    b3 = plan_next(b2, [S0, close(S1)], ends(b2), num_tasks=3).offset
+    assert b3.generation == 2 and b3.last_task_of(sid(1)) is None
+
+
 # ---- property: random splits, merges, drains, expiry, restarts ---------------------------------------------------
 class Stream:
     """A simulated Kinesis stream: splits and merges over the 128-bit hash space."""
@@ -342,10 +409,21 @@ class Stream:
 
 
 OPS = st.lists(
-    st.tuples(st.sampled_from(["split", "merge", "read", "drain", "expire", "restart", "tasks"]),
+    st.tuples(st.sampled_from(["split", "merge", "read", "drain", "expire", "restart", "tasks", "reshards"]),
               st.integers(min_value=0, max_value=10_000)),
     min_size=1, max_size=30,
 )
+
+
+def reshard(stream: Stream, op: str, pick: int) -> None:
+    if op == "split":
+        stream.split(pick)
+    elif op == "merge":
+        stream.merge(pick)
+    elif op == "reshards":  # several splits and merges between two plans (children of children among them)
+        rng = random.Random(pick)
+        for _ in range(2 + pick % 3):
+            reshard(stream, rng.choice(["split", "merge"]), rng.randrange(10_000))
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -356,20 +434,21 @@ def test_lineage_and_mapping_invariants_under_random_resharding(count, tasks, as
     offset = initial_offset(stream.listing(), tasks, assignment=assignment, stream="s")
     check_offset(offset, stream)
     drained_in: dict[str, int] = {}  # shard -> batch whose recorded ends drained it
-    for op, pick in ops:
+    # shard -> the task it was last mapped to in the current job model, kept by the test itself: the lineage
+    # check below needs no help from the offset (a parent drained and released keeps its entry here)
+    history = {s: offset.mapper.task_of(s) for s in offset.mapper.assignments()}
+
+    def step(offset, op, pick, finish_closed=False):
         rng = random.Random(pick)
-        if op == "split":
-            stream.split(pick)
-        elif op == "merge":
-            stream.merge(pick)
-        elif op == "expire":
+        reshard(stream, op, pick)
+        if op == "expire":
             stream.expire(pick, set(offset.shards_with(DRAINED)))
         # the batch ending at ``offset`` ran: executors record an end for every readable shard
         recorded = {}
         if offset.batch > 0:
             for s in offset.shards_with(READABLE):
                 is_closed = s in stream.shards and stream.shards[s].closed
-                finish = is_closed and (op == "drain" or rng.random() < 0.5)
+                finish = is_closed and (finish_closed or op == "drain" or rng.random() < 0.5)
                 recorded[s] = END if finish else after(num(s), offset.batch)
                 if finish:
                     drained_in[s] = offset.batch
@@ -381,8 +460,22 @@ def test_lineage_and_mapping_invariants_under_random_resharding(count, tasks, as
         plan = plan_next(offset, stream.listing(), recorded, assignment=assignment, **kwargs)
         new = plan.offset
         check_offset(new, stream)
-        check_transition(offset, new, plan, stream, drained_in, assignment)
-        offset = new
+        check_transition(offset, new, plan, stream, drained_in, assignment, history)
+        if plan.new_job_model:
+            history.clear()
+        history.update({s: new.mapper.task_of(s) for s in new.mapper.assignments()})
+        # every plan is read back from its JSON, as after a restart from the checkpoint
+        return KinesisOffset.from_json(json.loads(new.to_json_str()))
+
+    for op, pick in ops:
+        offset = step(offset, op, pick)
+    # liveness: once nothing reshards any more and every batch reads closed shards to their ends, every shard is
+    # readable or drained within one plan per generation of lineage (bounded by the number of shards)
+    for _ in range(len(stream.shards) + 1):
+        if not offset.shards_with(BLOCKED):
+            break
+        offset = step(offset, "read", 0, finish_closed=True)
+    assert offset.shards_with(BLOCKED) == [], "a shard whose parents can all be drained stayed blocked"
 
 
 def check_offset(offset: KinesisOffset, stream: Stream) -> None:
@@ -404,7 +497,8 @@ def check_offset(offset: KinesisOffset, stream: Stream) -> None:
     assert json.dumps(offset.to_json()) == json.dumps(offset.to_json(), sort_keys=True)
 
 
-def check_transition(old: KinesisOffset, new: KinesisOffset, plan, stream: Stream, drained_in, assignment) -> None:
+def check_transition(old: KinesisOffset, new: KinesisOffset, plan, stream: Stream, drained_in, assignment,
+                     history) -> None:
     assert new.batch == old.batch + 1
     listed = stream.shards
     for s in new.shards_with(READABLE):
@@ -413,24 +507,35 @@ def check_transition(old: KinesisOffset, new: KinesisOffset, plan, stream: Strea
                 # the parent was still undrained when the batch just completed started: only that batch's
                 # recorded ends can have drained it, strictly before the batch that reads the child
                 assert drained_in.get(p) == old.batch < new.batch
+    for s, state in new.shards.items():  # liveness: a shard whose parents are all drained is read in this plan
+        if state.status == BLOCKED:
+            assert any(p in new.shards and new.shards[p].status != DRAINED for p in listed[s].parent_ids), (
+                f"{s} is blocked although every parent is drained")
     for s, state in old.shards.items():
         if state.status == DRAINED and s in new.shards:
             assert new.shards[s].status == DRAINED  # drained shards are never read again
     if plan.new_job_model:
         assert new.generation == old.generation + 1
         assert new.mapper.overloaded_slots() == []  # a new job model is 1:1
+        assert plan.new_shards == []  # (the simulation never reshards in the plan of a new job model)
         return
     assert new.generation == old.generation
     assert (new.num_tasks, new.slots_per_task) == (old.num_tasks, old.slots_per_task)  # slots fixed per model
     for s, slot in old.mapper.assignments().items():  # nobody moves within a job model
         if s in new.mapper:
             assert new.mapper.slot_of(s) == slot
-    if assignment == LINEAGE:  # a new child joins the task of its mapped parent with the lowest hash key
+    if assignment == LINEAGE:
+        # A new child joins the task of its parent with the lowest starting hash key, whether that parent is
+        # still mapped, was drained by the batch just completed, or was drained earlier (merge: one each way).
+        # Every parent of a new shard has a task in the simulation (children are listed as soon as they exist,
+        # parents of children first seen now were mapped in this job model or are new themselves).
         for s in plan.new_shards:
-            parents = [p for p in listed[s].parent_ids if p in new.mapper]
-            if parents:
-                first = min(parents, key=lambda p: (listed[p].hash_start, p))
-                assert new.task_of(s) == new.task_of(first)
+            parents = listed[s].parent_ids
+            tasks = {p: (new.mapper.task_of(p) if p in new.mapper else history.get(p)) for p in parents}
+            assert all(t is not None for t in tasks.values()), f"{s}: a parent's task is unknown: {tasks}"
+            first = min(parents, key=lambda p: (listed[p].hash_start, p))
+            assert new.mapper.task_of(s) == tasks[first], (
+                f"{s} went to Task-{new.mapper.task_of(s)}, its parent {first} was in Task-{tasks[first]}")
 
 
 def test_planning_500_shards_of_lineage_is_fast(capsys):
