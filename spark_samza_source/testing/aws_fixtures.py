@@ -8,6 +8,9 @@
 - ``aws_region``: the region to use in tests (``AWS_DEFAULT_REGION`` or ``us-east-1``).
 - ``dynamodb_store_uri`` (function): ``dynamodb://<unique table>?region=..&endpoint=..`` for a fresh table,
   deleted again after the test (so a real endpoint is left clean).
+- ``kinesalite_server`` (session): the endpoint of kinesalite (npm), a second, independent Kinesis emulator,
+  installed into a cache directory on first use (see ``kinesalite.py``); skipped, with the reason, where npm or
+  node is missing. Kinesis only: DynamoDB stays on ``moto_server``.
 
 Note for Spark tests: Python workers inherit the environment of the JVM, which is fixed when the SparkSession
 starts; pass endpoint and credentials to sources as options rather than relying on this environment.
@@ -21,7 +24,8 @@ from collections.abc import Iterator
 
 import pytest
 
-__all__ = ["moto_server", "aws_region", "dynamodb_store_uri"]  # fixtures only: the plugin star-imports this
+# fixtures only: the plugin star-imports this
+__all__ = ["moto_server", "aws_region", "dynamodb_store_uri", "kinesalite_server"]
 
 #: environment the moto_server fixture sets for its lifetime (AWS_PROFILE is removed)
 DUMMY_AWS_ENV = {
@@ -81,3 +85,16 @@ def dynamodb_store_uri(moto_server: str, aws_region: str) -> Iterator[str]:
         pass
     finally:
         client.close()
+
+
+@pytest.fixture(scope="session")
+def kinesalite_server(moto_server: str) -> Iterator[str]:
+    """kinesalite's endpoint (the dummy AWS environment of ``moto_server`` applies to it too)."""
+    from .kinesalite import KinesaliteNotAvailable, KinesaliteProcess, ensure_kinesalite
+
+    try:
+        modules = ensure_kinesalite()
+    except KinesaliteNotAvailable as err:
+        pytest.skip(f"kinesalite (second Kinesis emulator, #10) cannot be installed: {err}")
+    with KinesaliteProcess(modules=modules) as endpoint:
+        yield endpoint

@@ -16,16 +16,22 @@ moto 5.2's resharding differs from Kinesis (verified against moto 5.2.5 in serve
   other way round), and a hash key equal to a shard's ``EndingHashKey`` matches no shard;
 * sequence numbers are small per-shard counters (1, 2, 3 ...), not Kinesis' 56-digit numbers, and a closed empty
   shard has ``StartingSequenceNumber`` = ``EndingSequenceNumber`` = "0";
-* ``GetRecords`` never returns a null ``NextShardIterator`` at the end of a closed shard, nor trims old data;
+* ``GetRecords`` never returns a null ``NextShardIterator`` at the end of a closed shard (AWS's API reference:
+  "If set to null, the shard has been closed and the requested iterator does not return any more data"), nor
+  trims old data;
 * ``ListShards`` with ``NextToken`` alone (as AWS requires) fails with ``InvalidToken``;
 * nothing is locked: a ``GetRecords`` that iterates a shard while a ``PutRecords`` appends to it fails with HTTP
   500 ("OrderedDict mutated during iteration"), and two concurrent puts to one shard can take the same sequence
   number (the later overwrites the earlier: a lost record); finding a shard's last sequence number copies all its
   keys, so filling a shard is quadratic.
 
-:func:`apply_moto_kinesis_fixes` patches the first three and the last (only for the process it runs in: call it
-in the moto server process before it starts serving, e.g. in ``testing/moto_server.py``).  The reader and admin
-cope with the rest as real Kinesis allows (ending sequence numbers, ``StreamName`` retried with ``NextToken``).
+:func:`apply_moto_kinesis_fixes` patches the first four and the last (only for the process it runs in: call it
+in the moto server process before it starts serving, e.g. in ``testing/moto_server.py``).  The patched
+``GetRecords`` returns a null ``NextShardIterator`` in the response that reaches a closed shard's last record (or
+at once for a closed shard with nothing after the iterator): AWS allows that and the later order kinesalite
+uses (null one call after the last records), so between the two emulators the reader sees both.  The reader and
+admin cope with the rest as real Kinesis allows (ending sequence numbers, ``StreamName`` retried with
+``NextToken``).
 """
 
 from __future__ import annotations
@@ -304,12 +310,36 @@ def _patched_methods() -> dict[str, Any]:
     return {"get_shard_for_key": get_shard_for_key, "split_shard": split_shard, "merge_shards": merge_shards}
 
 
+def _null_iterator_at_shard_end(get_records):
+    """Wrap ``KinesisBackend.get_records``: a null ``NextShardIterator`` once a closed shard has been read to its
+    last record, as Kinesis does.  Lock-free on purpose: a shard only ever goes from open to closed, and a closed
+    shard never gets another record (the fixed routing), so reading ``is_open`` late only delays the null."""
+    import functools
+
+    from moto.kinesis.models import decompose_shard_iterator
+
+    @functools.wraps(get_records)
+    def wrapper(self, stream_arn, shard_iterator, limit):
+        next_iterator, records, millis_behind = get_records(self, stream_arn, shard_iterator, limit)
+        stream_name, shard_id, last_sequence = decompose_shard_iterator(next_iterator)
+        shard = self.describe_stream(stream_arn=stream_arn, stream_name=stream_name).get_shard(shard_id)
+        if not shard.is_open and int(last_sequence) >= int(shard.get_max_sequence_number()):
+            next_iterator = None
+        return next_iterator, records, millis_behind
+
+    wrapper._samza_null_at_end = True
+    return wrapper
+
+
+_ORIGINAL_GET_RECORDS: list[Any] = []
+
+
 def apply_moto_kinesis_fixes() -> dict[str, Any]:
     """Make moto's Kinesis reshard like Kinesis (see the module documentation), in this process.
 
     Returns the original methods (for :func:`moto_kinesis_fixes` to restore them).  Idempotent.
     """
-    from moto.kinesis.models import Stream
+    from moto.kinesis.models import KinesisBackend, Stream
 
     originals = {name: Stream.__dict__[name] for name in ("get_shard_for_key", "split_shard", "merge_shards")}
     if getattr(Stream, "_samza_fixed", False):
@@ -317,6 +347,9 @@ def apply_moto_kinesis_fixes() -> dict[str, Any]:
     _serialize_kinesis_backend()
     for name, fn in _patched_methods().items():
         setattr(Stream, name, fn)
+    if not getattr(KinesisBackend.get_records, "_samza_null_at_end", False):
+        _ORIGINAL_GET_RECORDS[:] = [KinesisBackend.get_records]
+        KinesisBackend.get_records = _null_iterator_at_shard_end(KinesisBackend.get_records)
     Stream._samza_fixed = True
     return originals
 
@@ -348,4 +381,8 @@ def moto_kinesis_fixes() -> Iterator[None]:
         if not already:
             for name, fn in originals.items():
                 setattr(Stream, name, fn)
+            if _ORIGINAL_GET_RECORDS:
+                from moto.kinesis.models import KinesisBackend
+
+                KinesisBackend.get_records = _ORIGINAL_GET_RECORDS.pop()
             Stream._samza_fixed = False

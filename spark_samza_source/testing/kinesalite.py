@@ -1,0 +1,140 @@
+"""kinesalite (npm) as a second, independent Kinesis emulator for the tests, beside moto.
+
+Two emulators written by different people disagree where the Kinesis API reference leaves room or where one of
+them is wrong; running the Kinesis integration tests on both keeps the product from leaning on one emulator's
+habits (``docs/kinesis-emulators.md`` lists the differences found and which one matches AWS).
+
+- :func:`ensure_kinesalite` installs the pinned version once into a cache directory (``npm install --prefix``;
+  ``SAMZA_KINESALITE_DIR`` or ``~/.cache/spark-samza-source/kinesalite``), under a file lock so parallel test
+  processes install it once; :class:`KinesaliteNotAvailable` when ``npm``/``node`` are missing or the install
+  fails (the fixture turns that into a skip with the reason).
+- :class:`KinesaliteProcess` starts it on a free loopback port (the kernel picks it: the launcher listens on port 0
+  and prints the port it bound), in memory, with no CREATING/UPDATING/DELETING delays worth waiting for, and stops
+  it with SIGTERM. The child exits when its parent process is gone (it polls ``process.ppid``).
+
+Only Kinesis: DynamoDB (lease tables, the metadata store) stays on moto.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import queue
+import shutil
+import signal
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+from .moto_server import wait_until_answering
+
+__all__ = ["KINESALITE_VERSION", "KinesaliteNotAvailable", "KinesaliteProcess", "ensure_kinesalite"]
+
+KINESALITE_VERSION = "3.3.3"
+_LISTENING = "listening on "
+
+# node -e script: kinesalite's own server factory, bound to port 0 on loopback; leaves when the parent does.
+_LAUNCHER = r"""
+const kinesalite = require('kinesalite');
+const parent = process.ppid;
+const server = kinesalite({createStreamMs: 0, deleteStreamMs: 0, updateStreamMs: 0, shardLimit: 1000});
+server.listen(0, process.argv[1], () => {
+  console.log('listening on http://' + process.argv[1] + ':' + server.address().port);
+});
+setInterval(() => { if (process.ppid !== parent) process.exit(0); }, 1000).unref();
+process.on('SIGTERM', () => server.close(() => process.exit(0)));
+setTimeout(() => process.exit(0), 2 ** 31 - 1);
+"""
+
+
+class KinesaliteNotAvailable(RuntimeError):
+    """npm or node is missing, or installing kinesalite failed (the message says which)."""
+
+
+def cache_dir() -> Path:
+    configured = os.environ.get("SAMZA_KINESALITE_DIR", "").strip()
+    if configured:
+        return Path(configured)
+    return Path.home() / ".cache" / "spark-samza-source" / "kinesalite"
+
+
+def ensure_kinesalite(prefix: Path | None = None, timeout_s: float = 300.0) -> Path:
+    """The ``node_modules`` directory holding kinesalite ``KINESALITE_VERSION``, installed there if needed."""
+    node, npm = shutil.which("node"), shutil.which("npm")
+    if node is None or npm is None:
+        raise KinesaliteNotAvailable(f"{'node' if node is None else 'npm'} is not installed")
+    prefix = Path(prefix or cache_dir()) / KINESALITE_VERSION
+    modules = prefix / "node_modules"
+    marker = modules / "kinesalite" / "package.json"
+    prefix.mkdir(parents=True, exist_ok=True)
+    with open(prefix / ".install.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # one installer at a time; the others find it installed
+        if not marker.exists():
+            cmd = [npm, "install", "--prefix", str(prefix), "--no-audit", "--no-fund", "--no-save",
+                   f"kinesalite@{KINESALITE_VERSION}"]
+            try:
+                done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s)
+            except subprocess.TimeoutExpired:
+                raise KinesaliteNotAvailable(f"'{' '.join(cmd)}' took longer than {timeout_s:.0f}s") from None
+            if done.returncode != 0 or not marker.exists():
+                raise KinesaliteNotAvailable(
+                    f"'{' '.join(cmd)}' failed with code {done.returncode}: {(done.stderr or done.stdout)[-2000:]}")
+    return modules
+
+
+class KinesaliteProcess:
+    """A kinesalite server in a child ``node`` process; ``start()`` returns its endpoint once it answers HTTP."""
+
+    def __init__(self, host: str = "127.0.0.1", startup_timeout: float = 60.0, modules: Path | None = None) -> None:
+        self.host = host
+        self.startup_timeout = startup_timeout
+        self.modules = modules
+        self.endpoint: str | None = None
+        self._proc: subprocess.Popen[str] | None = None
+
+    def start(self) -> str:
+        modules = self.modules or ensure_kinesalite()
+        env = {**os.environ, "NODE_PATH": str(modules)}
+        self._proc = subprocess.Popen([shutil.which("node") or "node", "-e", _LAUNCHER, self.host],
+                                      stdout=subprocess.PIPE, text=True, bufsize=1, env=env)
+        lines: queue.Queue[str] = queue.Queue()
+
+        def pump() -> None:
+            assert self._proc is not None and self._proc.stdout is not None
+            for line in self._proc.stdout:
+                lines.put(line)
+            lines.put("")
+
+        threading.Thread(target=pump, name="kinesalite-stdout", daemon=True).start()
+        deadline = time.monotonic() + self.startup_timeout
+        while True:
+            try:
+                line = lines.get(timeout=max(deadline - time.monotonic(), 0.01))
+            except queue.Empty:
+                self.stop()
+                raise RuntimeError(f"kinesalite did not start within {self.startup_timeout:.0f}s") from None
+            if line.startswith(_LISTENING):
+                self.endpoint = line[len(_LISTENING):].strip()
+                break
+            if line == "":
+                raise RuntimeError(f"kinesalite exited with code {self._proc.wait()} before listening")
+        wait_until_answering(self.endpoint, timeout=max(deadline - time.monotonic(), 1.0))
+        return self.endpoint
+
+    def stop(self) -> None:
+        proc, self._proc = self._proc, None
+        if proc is None or proc.poll() is not None:
+            return
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+    def __enter__(self) -> str:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
