@@ -1,5 +1,10 @@
-"""Fixtures of the samza-kinesis integration tests: a boto3 Kinesis client and streams made per test (moto in
-server mode), and a harness for real samza-kinesis queries on the local SparkSession."""
+"""Fixtures of the samza-kinesis integration tests: a boto3 Kinesis client and streams made per test, and a
+harness for real samza-kinesis queries on the local SparkSession.
+
+Kinesis is moto in server mode unless a test (or a module, through ``pytestmark``) is marked
+``pytest.mark.both_emulators``: then it runs on moto and on kinesalite (``[moto]`` / ``[kinesalite]``).
+
+DynamoDB (lease tables) is always moto's."""
 
 from __future__ import annotations
 
@@ -10,11 +15,37 @@ import pytest
 from spark_samza_source.testing import kinesis_helpers as kh
 from spark_samza_source.testing.query_harness import QueryHarness, await_available_now, stop_active_queries
 
+EMULATORS = ["moto", "kinesalite"]
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "both_emulators: run on moto and on kinesalite (Kinesis tests)")
+
+
+def pytest_generate_tests(metafunc):
+    if metafunc.definition.get_closest_marker("both_emulators") and "kinesis_endpoint" in metafunc.fixturenames:
+        metafunc.parametrize("kinesis_endpoint", EMULATORS, indirect=True)
+
 
 @pytest.fixture
-def kinesis(moto_server, aws_region):
+def kinesis_endpoint(request, moto_server):
+    """The Kinesis endpoint of the test: moto (default), or kinesalite when parametrized so."""
+    kind = getattr(request, "param", "moto")
+    if kind == "kinesalite":
+        return request.getfixturevalue("kinesalite_server")
+    return moto_server
+
+
+@pytest.fixture
+def emulator(kinesis_endpoint, moto_server):
+    """``"moto"`` or ``"kinesalite"``: the emulator behind ``kinesis_endpoint``."""
+    return "moto" if kinesis_endpoint == moto_server else "kinesalite"
+
+
+@pytest.fixture
+def kinesis(kinesis_endpoint, aws_region):
     """A plain boto3 Kinesis client on the test endpoint, as an application would make it."""
-    client = kh.kinesis_client(moto_server, aws_region)
+    client = kh.kinesis_client(kinesis_endpoint, aws_region)
     yield client
     client.close()
 
@@ -35,11 +66,13 @@ def make_stream(kinesis):
 
 
 class KinesisQueryHarness(QueryHarness):
-    """samza-kinesis queries on the Kinesis at ``endpoint`` (moto), from TRIM_HORIZON unless told otherwise."""
+    """samza-kinesis queries on the Kinesis at ``endpoint`` (moto or kinesalite; DynamoDB on moto at
+    ``dynamodb_endpoint``), from TRIM_HORIZON unless told otherwise."""
 
-    def __init__(self, spark, endpoint: str, root: Path) -> None:
+    def __init__(self, spark, endpoint: str, root: Path, dynamodb_endpoint: str | None = None) -> None:
         super().__init__(spark, root)
         self.endpoint = endpoint
+        self.dynamodb_endpoint = dynamodb_endpoint or endpoint
         self.client = kh.kinesis_client(endpoint)
 
     def create_stream(self, shards: int, prefix: str = "s") -> str:
@@ -49,6 +82,7 @@ class KinesisQueryHarness(QueryHarness):
         return self.job_options({
             "streamName": stream,
             "endpointUrl": self.endpoint,
+            "dynamodbEndpointUrl": self.dynamodb_endpoint,
             "region": "us-east-1",
             "awsAccessKeyId": "testing",
             "awsSecretKey": "testing",
@@ -71,7 +105,7 @@ class KinesisQueryHarness(QueryHarness):
 
 
 @pytest.fixture
-def ks(spark, moto_server, tmp_path):
-    harness = KinesisQueryHarness(spark, moto_server, tmp_path)
+def ks(spark, kinesis_endpoint, moto_server, tmp_path):
+    harness = KinesisQueryHarness(spark, kinesis_endpoint, tmp_path, dynamodb_endpoint=moto_server)
     yield harness
     stop_active_queries(spark)

@@ -266,6 +266,35 @@ def test_a_null_next_iterator_means_shard_end(kinesis, stream5000):
     assert res.end.is_shard_end and res.stop == STOP_SHARD_END
 
 
+@pytest.mark.both_emulators
+def test_a_closed_shard_read_as_if_open_drains_on_the_null_iterator(kinesis, make_stream, emulator):
+    """The plan listed the shard open (no ending sequence), then it was split: the reader learns the end only from
+    GetRecords. moto (patched as AWS documents) returns the null NextShardIterator with the last records; kinesalite
+    returns them with an iterator and null one call later. Both orders end in SHARD_END without loss or repeat."""
+    stream = make_stream(1)
+    puts = kh.put_records(kinesis, stream, [f"p{i}".encode() for i in range(30)])
+    first = read_shard(kinesis, stream, SHARD0, ShardPosition.trim_horizon(), task=TASK, max_records=20, **FAST)
+    assert first.records == 20 and not first.end.is_shard_end
+    kh.split_shard(kinesis, stream, SHARD0)
+    calls = count_calls(kinesis, "GetRecords")
+    rest = read_shard(kinesis, stream, SHARD0, first.end, task=TASK, **FAST)  # the last 10 records
+    assert rest.table().column("data").to_pylist() == [p.data for p in puts[20:]]
+    if emulator == "moto":  # null together with the last records: drained in this read, one call
+        assert rest.end.is_shard_end and rest.stop == STOP_SHARD_END and calls["n"] == 1
+        # a read starting after the last record: no records and the null iterator
+        done = read_shard(kinesis, stream, SHARD0, ShardPosition.after_sequence(puts[-1].sequence), task=TASK,
+                          **FAST)
+        assert done.records == 0 and done.end.is_shard_end
+    else:  # caught up with an iterator (the batch ends there, the shard not yet drained) ...
+        assert not rest.end.is_shard_end and rest.stop == STOP_CAUGHT_UP
+        # ... and a resumed read re-fetches the last record (to notice trimming), again with an iterator; the next
+        # plan lists the shard closed, and a caught-up read of a closed shard is its end
+        (parent,) = [s for s in kh.list_shards(kinesis, stream) if s["ShardId"] == SHARD0]
+        ending = parent["SequenceNumberRange"]["EndingSequenceNumber"]
+        after = read_shard(kinesis, stream, SHARD0, rest.end, task=TASK, ending_sequence=ending, **FAST)
+        assert after.records == 0 and after.end.is_shard_end and after.stop == STOP_SHARD_END
+
+
 # ---- KPL aggregation ------------------------------------------------------------------------------------------------
 @pytest.fixture
 def aggregated(kinesis, make_stream):

@@ -4,7 +4,7 @@ import pytest
 
 from spark_samza_source.testing import kinesis_helpers as kh
 
-pytestmark = [pytest.mark.spark, pytest.mark.slow]
+pytestmark = [pytest.mark.spark, pytest.mark.slow, pytest.mark.both_emulators]
 
 
 def put_round(ks, stream, shards, per_shard, tag):

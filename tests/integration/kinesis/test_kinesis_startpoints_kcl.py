@@ -12,7 +12,7 @@ from spark_samza_source.core.startpoint import (
 from spark_samza_source.kinesis.lease_table import KclLeaseTable
 from spark_samza_source.testing import kinesis_helpers as kh
 
-pytestmark = [pytest.mark.spark, pytest.mark.slow]
+pytestmark = [pytest.mark.spark, pytest.mark.slow, pytest.mark.both_emulators]
 
 
 def put_to_shard(ks, stream, shard_id, tag, count):
@@ -82,7 +82,7 @@ def test_lease_table_mirror_and_resuming_from_kcl_checkpoints(ks):
     put_to_shard(ks, stream, "shardId-000000000002", "c", 3)
     ks.run_available_now("kcl", stream, **{"kcl.leaseTable": table_name})
     ks.run_available_now("kcl", stream, **{"kcl.leaseTable": table_name})  # commits the previous run's batches
-    table = KclLeaseTable(kh.dynamodb_client(ks.endpoint), table_name)
+    table = KclLeaseTable(kh.dynamodb_client(ks.dynamodb_endpoint), table_name)
     items = table.read_items()
     assert {"shardId-000000000000", "shardId-000000000001"} <= set(items)
     assert items["shardId-000000000000"]["checkpoint"] == {"S": "SHARD_END"} or \
@@ -94,7 +94,7 @@ def test_lease_table_mirror_and_resuming_from_kcl_checkpoints(ks):
     stream2 = ks.create_stream(1, "kclseed")
     acks = put_to_shard(ks, stream2, "shardId-000000000000", "k", 12)
     kcl_table = f"kclapp-{ks.job}"
-    dynamo = kh.dynamodb_client(ks.endpoint)
+    dynamo = kh.dynamodb_client(ks.dynamodb_endpoint)
     dynamo.create_table(TableName=kcl_table, KeySchema=[{"AttributeName": "leaseKey", "KeyType": "HASH"}],
                         AttributeDefinitions=[{"AttributeName": "leaseKey", "AttributeType": "S"}],
                         BillingMode="PAY_PER_REQUEST")
