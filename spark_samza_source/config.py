@@ -390,16 +390,19 @@ def starting_offsets_from_spark_checkpoint(checkpoint_location: str | os.PathLik
 _SAMZA_PREFIX = "org.apache.samza."
 _KAFKA_FACTORY = "KafkaSystemFactory"
 _KINESIS_FACTORY = "KinesisSystemFactory"
-_HASH_MAPPER_FACTORIES = {"hashsystemstreampartitionmapperfactory"}
+_HASH_MAPPER_FACTORIES = {
+    "hashsystemstreampartitionmapperfactory", "hashsystemstreampartitionmapper", "defaultpartitionexpansionalgorithm",
+}
 
 _GROUPER_KEY = "job.systemstreampartition.grouper.factory"
 _EXPANSION_KEY = "job.systemstreampartition.input.expansion.enabled"
 _MAPPER_KEY = "job.system.stream.partition.mapper.factory"
+_ALGORITHM_KEY = "job.systemstreampartition.expansion.algorithm"  # SEP-5's name for the same choice
 
 # Options of the sources themselves, passed through verbatim when a file carries them.
 _KAFKA_NATIVE = {
     "subscribe", "subscribePattern", "assign", "metadata.store", "grouper", "expansion.algorithm",
-    "expansion.ordering", "copartition", "startingOffsets", "startingTimestamp", "startingOffsetsByTimestamp",
+    "expansion.ordering", "expansion.settleTime", "jobModel.reset", "copartition", "startingOffsets", "startingTimestamp", "startingOffsetsByTimestamp",
     "startingOffsetsByTimestampStrategy", "maxOffsetsPerTrigger", "minOffsetsPerTrigger", "maxTriggerDelay",
     "failOnDataLoss", "includeHeaders", "startpoint.ttl", "startpoint.pollInterval", "commitOffsetsToKafka",
     "maxRowsPerArrowBatch", "kafkaConsumer.pollTimeoutMs", "job.ownership.ttl",
@@ -974,21 +977,23 @@ class _Importer:
             self.notes.append("Samza keeps tasks fixed across partition expansion only for jobs with persistent "
                               "stores; this source always does (identical until a stream grows). Set "
                               f"grouper={grouper_cls.base.name} for Samza's stateless behaviour")
-        mapper = self.get(_MAPPER_KEY)
-        if mapper:
+        for key in (_MAPPER_KEY, _ALGORITHM_KEY):
+            mapper = self.get(key)
+            if not mapper:
+                continue
             simple = mapper.rsplit(".", 1)[-1].lower()
             if simple in _HASH_MAPPER_FACTORIES:
                 if fixed and expansion:
-                    self.set_option("expansion.algorithm", "default", self.name(_MAPPER_KEY))
+                    self.set_option("expansion.algorithm", "default", self.name(key))
                 else:
-                    self.ignore(_MAPPER_KEY, "the expansion algorithm only applies to fixed-task groupers")
+                    self.ignore(key, "the expansion algorithm only applies to fixed-task groupers")
             elif fixed and expansion:
-                raise self.fail(_MAPPER_KEY, f"{mapper!r} is a custom partition mapper; a Java class cannot run "
-                                             "here: write it in Python as a subclass of spark_samza_source.core."
-                                             "expansion.PartitionExpansionAlgorithm and set the option "
-                                             "'expansion.algorithm' to its dotted path")
+                raise self.fail(key, f"{mapper!r} is a custom expansion algorithm; a Java class cannot run "
+                                     "here: write it in Python as a subclass of spark_samza_source.core."
+                                     "expansion.PartitionExpansionAlgorithm and set the option "
+                                     "'expansion.algorithm' to its dotted path")
             else:
-                self.ignore(_MAPPER_KEY, "the expansion algorithm only applies to fixed-task groupers")
+                self.ignore(key, "the expansion algorithm only applies to fixed-task groupers")
 
     # ---- Kinesis ----------------------------------------------------------------------------------------
     def _kinesis(self, system: str, inputs, patterns, broadcast, job_name: str) -> None:

@@ -20,6 +20,7 @@ for growth by an integer multiple, which :meth:`DefaultPartitionExpansionAlgorit
 from __future__ import annotations
 
 import importlib
+import math
 from abc import ABC, abstractmethod
 from typing import Any
 
@@ -52,6 +53,20 @@ class PartitionExpansionAlgorithm(ABC):
     def partition_before_expansion(self, partition: int, current_count: int, initial_count: int) -> int:
         """The partition (in ``[0, initial_count)``) whose keys ``partition`` now holds."""
 
+    def feeders(self, partition: int, current_count: int, previous_count: int, initial_count: int) -> frozenset[int]:
+        """The partitions of the previous layout (``previous_count``) whose keys may now be in ``partition``.
+
+        The drain-first barrier makes ``partition`` wait until each of these (other than itself) has been read
+        up to where the growth was cut, so keys that moved keep their order. The base rule is the conservative
+        one: every previous partition that maps to the same pre-expansion partition (so the same task) as
+        ``partition``. Override it when you know the producers' partitioner, to wait for fewer partitions.
+        """
+        target = self.partition_before_expansion(partition, current_count, initial_count)
+        return frozenset(
+            p for p in range(previous_count)
+            if self.partition_before_expansion(p, previous_count, initial_count) == target
+        )
+
     def validate(self, stream: SystemStream, current_count: int, initial_count: int) -> None:
         """Reject a (current, initial) pair this algorithm cannot map; raise :class:`PartitionExpansionError`.
 
@@ -72,6 +87,17 @@ class DefaultPartitionExpansionAlgorithm(PartitionExpansionAlgorithm):
 
     def partition_before_expansion(self, partition: int, current_count: int, initial_count: int) -> int:
         return partition % initial_count
+
+    def feeders(self, partition: int, current_count: int, previous_count: int, initial_count: int) -> frozenset[int]:
+        """Under ``hash % N`` a key with hash h moves from ``h % previous`` to ``h % current``.
+
+        The keys now in ``partition`` q have h = q + k * current; their previous partitions are
+        ``(q + k * current) % previous``, i.e. every r < previous with r = q (mod gcd(current, previous)).
+        Growth by a multiple (previous divides current) gives the single sibling ``q % previous``; other
+        growth (4 -> 6) also moves keys between partitions that existed before.
+        """
+        step = math.gcd(current_count, previous_count)
+        return frozenset(range(partition % step, previous_count, step))
 
     def validate(self, stream: SystemStream, current_count: int, initial_count: int) -> None:
         super().validate(stream, current_count, initial_count)
@@ -117,6 +143,27 @@ def checked_partition_before_expansion(
             f"partitions below the initial count ({initial_count}) to map to themselves. Fix the algorithm."
         )
     return result
+
+
+def checked_feeders(
+    algorithm: PartitionExpansionAlgorithm, stream: SystemStream, partition: int, current_count: int,
+    previous_count: int, initial_count: int,
+) -> frozenset[int]:
+    """Call ``algorithm.feeders`` and check that it names partitions of the previous layout."""
+    result = algorithm.feeders(partition, current_count, previous_count, initial_count)
+    try:
+        found = frozenset(result)
+    except TypeError:
+        found = None
+    if found is None or not all(
+        isinstance(p, int) and not isinstance(p, bool) and 0 <= p < previous_count for p in found
+    ):
+        raise PartitionExpansionError(
+            f"{EXPANSION_ALGORITHM_OPTION} {algorithm!r}: feeders of partition {partition} of stream {stream} "
+            f"(grown from {previous_count} to {current_count} partitions) returned {result!r:.200}; it must return "
+            f"a set of ints in [0, {previous_count}). Fix the algorithm."
+        )
+    return found
 
 
 def resolve_expansion_algorithm(spec: Any = None) -> PartitionExpansionAlgorithm:
@@ -185,6 +232,12 @@ class _DuckTypedAlgorithm(PartitionExpansionAlgorithm):
 
     def partition_before_expansion(self, partition: int, current_count: int, initial_count: int) -> int:
         return self._inner.partition_before_expansion(partition, current_count, initial_count)
+
+    def feeders(self, partition: int, current_count: int, previous_count: int, initial_count: int) -> frozenset[int]:
+        inner = getattr(self._inner, "feeders", None)
+        if callable(inner):
+            return frozenset(inner(partition, current_count, previous_count, initial_count))
+        return super().feeders(partition, current_count, previous_count, initial_count)
 
     def validate(self, stream: SystemStream, current_count: int, initial_count: int) -> None:
         super().validate(stream, current_count, initial_count)

@@ -11,8 +11,8 @@ Fields (DESIGN.md section 4):
 - ``rebases``: (task, SSP) whose batch *ending here* does not start at the previous end: an applied
   Startpoint (with its creation timestamp), a new partition, a broadcast SSP in a new task, or a data-loss
   skip. ``partitions(start, end)`` starts such an SSP at the rebase position;
-- ``barriers``: drain-first expansion barriers still in force: new SSP -> (its pre-expansion sibling, the
-  sibling offset to drain to);
+- ``barriers``: drain-first expansion barriers still in force: held SSP -> one barrier per growth that holds
+  it (the partitions whose keys it may now hold, and the offset each must be read to first);
 - ``applied``: for every (task, SSP) the creation timestamp of the last Startpoint applied, carried forward
   so that the same Startpoint can never be applied twice, even if its deletion was lost.
 """
@@ -28,7 +28,7 @@ from .errors import FormatVersionError, SamzaSourceError
 from .jobmodel import JobModel
 from .model import SystemStreamPartition, TaskName
 
-OFFSET_FORMAT_VERSION = 1
+OFFSET_FORMAT_VERSION = 2  # 2: barriers name every feeding partition (1: one sibling); 1 is still read
 
 TaskSsp = tuple[TaskName, SystemStreamPartition]
 
@@ -60,10 +60,38 @@ class Rebase:
 
 @dataclass(frozen=True)
 class Barrier:
-    """A new partition is not read until ``sibling`` has been consumed up to ``drain_to``."""
+    """Drain-first ordering for one SSP after its stream grew to ``grown_to`` partitions.
 
-    sibling: SystemStreamPartition
-    drain_to: int
+    The held SSP is read freely below ``hold_at`` (None: no cap, an old partition while the growth settles)
+    and past it only once every feeder (a partition whose keys it may now hold) has been read up to its
+    target. Targets are None while the growth settles (until ``settle_until``, epoch ms): the plan that ends
+    the settle time fixes them, and ``hold_at``, at the high watermarks it sees (the cut).
+    """
+
+    grown_to: int
+    hold_at: int | None
+    feeders: Mapping[SystemStreamPartition, int | None]
+    settle_until: int | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "feeders", dict(sorted(self.feeders.items())))
+
+    @property
+    def settling(self) -> bool:
+        return self.settle_until is not None
+
+    def cut(self, hold_at: int, targets: Mapping[SystemStreamPartition, int]) -> Barrier:
+        """The same barrier with its cut fixed: ``hold_at`` if none yet, feeder targets from ``targets``."""
+        held = self.hold_at if self.hold_at is not None else hold_at
+        return Barrier(self.grown_to, held, {f: targets[f] for f in self.feeders})
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "feeders": {f.key: t for f, t in self.feeders.items()},
+            "grownTo": self.grown_to,
+            "holdAt": self.hold_at,
+            "settleUntil": self.settle_until,
+        }
 
 
 @dataclass(frozen=True)
@@ -71,7 +99,7 @@ class LogOffset:
     job_model: JobModel
     positions: Mapping[TaskSsp, int]
     rebases: Mapping[TaskSsp, Rebase] = field(default_factory=dict)
-    barriers: Mapping[SystemStreamPartition, Barrier] = field(default_factory=dict)
+    barriers: Mapping[SystemStreamPartition, tuple[Barrier, ...]] = field(default_factory=dict)
     applied: Mapping[TaskSsp, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -108,9 +136,7 @@ class LogOffset:
 
         return {
             "applied": nested(self.applied, int),
-            "barriers": {
-                ssp.key: {"drainTo": b.drain_to, "sibling": b.sibling.key} for ssp, b in sorted(self.barriers.items())
-            },
+            "barriers": {ssp.key: [b.to_json() for b in held] for ssp, held in sorted(self.barriers.items())},
             "jobModel": self.job_model.to_json(),
             "positions": nested(self.positions, int),
             "rebases": nested(self.rebases, lambda r: r.to_json()),
@@ -168,9 +194,15 @@ class LogOffset:
             raise OffsetFormatError("'barriers' must be an object")
         barriers = {}
         for key, item in barriers_json.items():
-            if not isinstance(item, dict):
-                raise OffsetFormatError(f"barrier {key!r:.80} must be an object")
-            barriers[parse_ssp_key(key)] = Barrier(parse_ssp_key(item["sibling"]), _as_int(item["drainTo"]))
+            if version == 1:  # one sibling per new partition, held from its start
+                if not isinstance(item, dict):
+                    raise OffsetFormatError(f"barrier {key!r:.80} must be an object")
+                held = (Barrier(0, 0, {parse_ssp_key(item["sibling"]): _as_int(item["drainTo"])}),)
+            else:
+                if not isinstance(item, list) or not item:
+                    raise OffsetFormatError(f"barriers of {key!r:.80} must be a non-empty list")
+                held = tuple(_barrier_from_json(b) for b in item)
+            barriers[parse_ssp_key(key)] = held
         return cls(job_model, positions, rebases, barriers, applied)
 
     @classmethod
@@ -198,6 +230,20 @@ def _as_int(value: Any) -> int:
     if not isinstance(value, int) or isinstance(value, bool):
         raise OffsetFormatError(f"expected an integer position, got {value!r:.80}")
     return value
+
+
+def _optional_int(value: Any) -> int | None:
+    return None if value is None else _as_int(value)
+
+
+def _barrier_from_json(value: Any) -> Barrier:
+    if not isinstance(value, dict) or not isinstance(value.get("feeders"), dict) or not value["feeders"]:
+        raise OffsetFormatError(f"bad barrier {value!r:.120}")
+    feeders = {parse_ssp_key(k): _optional_int(v) for k, v in value["feeders"].items()}
+    settle_until = _optional_int(value.get("settleUntil"))
+    if (settle_until is None) == any(t is None for t in feeders.values()):
+        raise OffsetFormatError(f"bad barrier {value!r:.120}: feeder targets are null exactly while it settles")
+    return Barrier(_as_int(value["grownTo"]), _optional_int(value.get("holdAt")), feeders, settle_until)
 
 
 def _rebase_from_json(value: Any) -> Rebase:

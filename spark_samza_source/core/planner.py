@@ -1,4 +1,4 @@
-"""Pure planning of the next micro-batch of a partitioned log (Kafka): DESIGN.md sections 4-7.
+"""Pure planning of the next micro-batch of a partitioned log (Kafka).
 
 ``plan_next`` takes the previous offset, the job model computed for this trigger, the watermarks observed,
 the startpoints already resolved to positions, and the read limit; it returns the next offset. It does no
@@ -13,8 +13,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from .errors import SamzaSourceError
+from .expansion import DefaultPartitionExpansionAlgorithm, PartitionExpansionAlgorithm, checked_feeders
 from .jobmodel import JobModel
-from .model import SystemStreamPartition, TaskName
+from .model import SystemStream, SystemStreamPartition, TaskName
 from .offset import (
     REBASE_DATA_LOSS,
     REBASE_NEW_PARTITION,
@@ -75,14 +76,6 @@ class PlanResult:
     new_barriers: list[SystemStreamPartition] = field(default_factory=list)
 
 
-SiblingFn = Callable[[SystemStreamPartition, int, int], SystemStreamPartition]
-"""(new ssp, current count, previous count) -> the SSP that held its keys before this expansion."""
-
-
-def default_sibling(ssp: SystemStreamPartition, current: int, previous: int) -> SystemStreamPartition:
-    return SystemStreamPartition(ssp.system, ssp.stream, ssp.partition % previous)
-
-
 def plan_next(
     previous: LogOffset,
     job_model: JobModel,
@@ -93,14 +86,19 @@ def plan_next(
     until: Mapping[SystemStreamPartition, int] | None = None,
     ordering: str = DRAIN_FIRST,
     fail_on_data_loss: bool = True,
-    sibling_of: SiblingFn = default_sibling,
+    expansion_algorithm: PartitionExpansionAlgorithm | None = None,
+    now_ms: int = 0,
+    settle_ms: int = 0,
 ) -> PlanResult:
     """Plan the batch after ``previous``.
 
     ``until`` caps every SSP (``Trigger.AvailableNow``: the high watermarks seen when it was prepared; SSPs
-    missing from it are not read). Raises :class:`DataLossError` when ``fail_on_data_loss`` and an unread
-    range is gone. Returns ``previous`` itself (same object) when nothing changes, so Spark sees an equal
-    offset string and plans no empty batch.
+    missing from it are not read). ``expansion_algorithm`` names the partitions that feed a grown one
+    (default: ``hash % N``); a growth seen now is cut ``settle_ms`` after ``now_ms`` (wall clock, epoch ms),
+    so producers with stale metadata have written their last old-layout records before it.
+    Raises :class:`DataLossError` when ``fail_on_data_loss`` and an unread range is gone. Returns
+    ``previous`` itself (same object) when nothing changes, so Spark sees an equal offset string and plans no
+    empty batch.
     """
     startpoints = dict(startpoints or {})
     result = PlanResult(offset=previous)
@@ -167,40 +165,33 @@ def plan_next(
 
     applied = {k: v for k, v in applied.items() if k in starts}
 
-    # Expansion barriers: carry the ones in force, add one per partition new to a stream that grew.
-    barriers: dict[SystemStreamPartition, Barrier] = {
-        s: b for s, b in previous.barriers.items() if s in job_model.ssps()
-    }
+    lowest_start: dict[SystemStreamPartition, int] = {}
+    for (_task, ssp), start in starts.items():
+        lowest_start[ssp] = min(start, lowest_start.get(ssp, start))
+    start_of = lowest_start.get  # the lowest start over the tasks holding an SSP (broadcast: several)
+
+    def cut_position(ssp: SystemStreamPartition) -> int:
+        """Where a growth is cut in ``ssp``: its high watermark now (its start if the broker lost it)."""
+        if ssp in watermarks and ssp not in missing:
+            return watermarks[ssp].high
+        return lowest_start.get(ssp, 0)
+
+    barriers = _carry_barriers(previous, job_model)
     if ordering == DRAIN_FIRST:
-        counts = job_model.partition_counts()
-        for (_task, ssp), rebase in rebases.items():
-            prev = prev_counts.get(ssp.system_stream)
-            if rebase.reason != REBASE_NEW_PARTITION or not prev or ssp in job_model.broadcast:
-                continue
-            if ssp.partition < prev:
-                continue
-            sibling = sibling_of(ssp, counts[ssp.system_stream], prev)
-            if sibling == ssp or sibling not in watermarks:
-                continue
-            barriers[ssp] = Barrier(sibling, watermarks[sibling].high)
-            result.new_barriers.append(ssp)
-
-    def sibling_start(sibling: SystemStreamPartition) -> int | None:
-        found = [pos for (t, s), pos in starts.items() if s == sibling]
-        return min(found) if found else None
-
-    # Release barriers whose sibling had been drained before this batch starts (and is itself unblocked).
-    changed = True
-    while changed:
-        changed = False
-        for ssp, barrier in list(barriers.items()):
-            sib_pos = sibling_start(barrier.sibling)
-            if barrier.sibling in barriers:
-                continue
-            if sib_pos is None or sib_pos >= barrier.drain_to:
-                del barriers[ssp]
-                result.released_barriers.append(ssp)
-                changed = True
+        for held, barrier in _growth_barriers(
+            prev_counts, job_model, expansion_algorithm, start_of, now_ms + settle_ms
+        ):
+            barriers[held] = barriers.get(held, ()) + (barrier,)
+            result.new_barriers.append(held)
+    # The plan that ends a growth's settle time cuts it: from here on the feeders' targets are fixed.
+    for held, chain in list(barriers.items()):
+        if any(b.settling and now_ms >= b.settle_until for b in chain):
+            barriers[held] = tuple(
+                b.cut(cut_position(held), {f: cut_position(f) for f in b.feeders})
+                if b.settling and now_ms >= b.settle_until else b
+                for b in chain
+            )
+    result.released_barriers = _release_drained(barriers, start_of)
 
     # End positions: everything available up to the cap, minus blocked SSPs, limited in proportion to backlog.
     caps: dict[TaskSsp, int] = {}
@@ -212,7 +203,8 @@ def plan_next(
         high = watermarks[ssp].high
         if until is not None:
             high = min(high, until.get(ssp, start))
-        caps[key] = start if ssp in barriers else max(start, high)
+        holds = [b.hold_at for b in barriers.get(ssp, ()) if b.hold_at is not None]
+        caps[key] = max(start, min([high, *holds]))
     ends = split_read_limit(starts, caps, max_rows)
 
     new_offset = LogOffset(job_model, ends, rebases, barriers, applied)
@@ -228,6 +220,97 @@ def plan_next(
     # when nothing moved means no empty batch is planned just to drop them.)
     result.offset = new_offset
     return result
+
+
+def _carry_barriers(previous: LogOffset, job_model: JobModel) -> dict[SystemStreamPartition, tuple[Barrier, ...]]:
+    """The barriers still in force, restricted to SSPs (held and feeding) the job model still has."""
+    ssps = job_model.ssps()
+    out: dict[SystemStreamPartition, tuple[Barrier, ...]] = {}
+    for held, chain in previous.barriers.items():
+        if held not in ssps:
+            continue
+        kept = []
+        for b in chain:
+            feeders = {f: t for f, t in b.feeders.items() if f in ssps}
+            if feeders:
+                kept.append(b if len(feeders) == len(b.feeders) else
+                            Barrier(b.grown_to, b.hold_at, feeders, b.settle_until))
+        if kept:
+            out[held] = tuple(kept)
+    return out
+
+
+def _growth_barriers(
+    prev_counts: Mapping[SystemStream, int],
+    job_model: JobModel,
+    algorithm: PartitionExpansionAlgorithm | None,
+    start_of: Callable[[SystemStreamPartition], int | None],
+    settle_until: int,
+) -> list[tuple[SystemStreamPartition, Barrier]]:
+    """One barrier for every partition of a grown stream that may now hold keys of other partitions.
+
+    A new partition is held from its start; a partition that existed before (growth that is not a multiple
+    of the previous count moves keys between old partitions too) is read freely up to the cut. While the
+    growth settles its targets are unknown (None); the caller cuts it once ``settle_until`` has passed (in
+    this same plan when there is no settle time).
+    """
+    algorithm = algorithm or DefaultPartitionExpansionAlgorithm()
+    out: list[tuple[SystemStreamPartition, Barrier]] = []
+    for stream, count in job_model.partition_counts().items():
+        before = prev_counts.get(stream)
+        if before is None or count <= before:
+            continue
+        initial = job_model.initial_partition_counts.get(stream, before)
+        for partition in range(count):
+            held = SystemStreamPartition(stream.system, stream.stream, partition)
+            start = start_of(held)
+            if start is None:
+                continue
+            others = checked_feeders(algorithm, stream, partition, count, before, initial) - {partition}
+            if not others:
+                continue
+            feeders = {SystemStreamPartition(stream.system, stream.stream, f): None for f in others}
+            hold_at = start if partition >= before else None
+            out.append((held, Barrier(count, hold_at, feeders, settle_until)))
+    return out
+
+
+def _release_drained(
+    barriers: dict[SystemStreamPartition, tuple[Barrier, ...]],
+    start_of: Callable[[SystemStreamPartition], int | None],
+) -> list[SystemStreamPartition]:
+    """Drop (in place) every cut barrier whose feeders started this batch at or past their targets.
+
+    A feeder still held by a barrier of an *earlier* growth has not delivered everything its own feeders
+    gave it, even if it reached the target (an empty partition reaches any target at once), so it does not
+    count as drained until that barrier is gone. Returns the SSPs left with no barrier at all.
+    """
+    def drained(b: Barrier) -> bool:
+        if b.settling:
+            return False
+        for feeder, target in b.feeders.items():
+            start = start_of(feeder)
+            if start is not None and start < target:
+                return False
+            if any(other.grown_to < b.grown_to for other in barriers.get(feeder, ())):
+                return False
+        return True
+
+    released: list[SystemStreamPartition] = []
+    changed = True
+    while changed:
+        changed = False
+        for held, chain in list(barriers.items()):
+            kept = tuple(b for b in chain if not drained(b))
+            if len(kept) == len(chain):
+                continue
+            changed = True
+            if kept:
+                barriers[held] = kept
+            else:
+                del barriers[held]
+                released.append(held)
+    return released
 
 
 def split_read_limit(

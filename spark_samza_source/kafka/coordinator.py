@@ -43,9 +43,10 @@ JOB_MODEL_NAMESPACE = "jobmodel"
 class KafkaCoordinator(DriverJobResources):
     """Plans batches for one query. Lives in Spark's long-lived driver-side Python runner."""
 
-    def __init__(self, options: KafkaSourceOptions, *, clock=time.monotonic) -> None:
+    def __init__(self, options: KafkaSourceOptions, *, clock=time.monotonic, wall_clock=time.time) -> None:
         self.options = options
         self._clock = clock
+        self._wall_clock = wall_clock
         self._admin: KafkaAdmin | None = None
         self._store = None
         self._startpoints: StartpointManager | None = None
@@ -172,18 +173,15 @@ class KafkaCoordinator(DriverJobResources):
             until=until,
             ordering=self.options.ordering,
             fail_on_data_loss=self.options.fail_on_data_loss,
-            sibling_of=self._sibling_of,
+            expansion_algorithm=self._algorithm,
+            now_ms=int(self._wall_clock() * 1000),
+            settle_ms=self.options.expansion_settle_ms,
         )
         self.last_plan = result
         for (task, ssp), sp in result.applied.items():
             log.info("startpoint applied: %s in %s starts at offset %d (created %d)",
                      ssp, task, result.offset.rebases[(task, ssp)].position, sp.creation_timestamp)
-        for ssp in result.new_barriers:
-            b = result.offset.barriers.get(ssp)
-            if b is None:  # the sibling was drained already (a caught-up query): released in the same plan
-                log.info("partition expansion: %s is read at once, its sibling is drained", ssp)
-                continue
-            log.info("partition expansion: %s waits until %s is drained to offset %d", ssp, b.sibling, b.drain_to)
+        _log_barriers(start, result)
         return result.offset
 
     def commit(self, end: LogOffset) -> None:
@@ -221,15 +219,6 @@ class KafkaCoordinator(DriverJobResources):
         return {s: m.high for s, m in marks.items()}
 
     # ---- helpers -------------------------------------------------------------------------------------
-    def _sibling_of(self, ssp: SystemStreamPartition, current: int, previous: int) -> SystemStreamPartition:
-        """The partition that held a new partition's keys just before this expansion (the drain barrier).
-
-        The algorithm is asked with the *previous* count as its base, not the initial one: after 2 -> 4 -> 8,
-        partition 7's keys were in 3 (not 1) until now. Modulo algorithms like the default answer both.
-        """
-        p = self._algorithm.partition_before_expansion(ssp.partition, current, previous)
-        return SystemStreamPartition(ssp.system, ssp.stream, p)
-
     def _due_startpoints(
         self, model: JobModel, start: LogOffset, marks: Mapping[SystemStreamPartition, Watermarks]
     ) -> dict[TaskSsp, ResolvedStartpoint]:
@@ -319,3 +308,23 @@ class KafkaCoordinator(DriverJobResources):
                     offset = marks[ssp].high
                 out[ssp] = offset
         return out
+
+
+def _log_barriers(start: LogOffset, result: PlanResult) -> None:
+    """One line per barrier that appeared, was cut or was released in this plan (operators follow growth here)."""
+    before = start.barriers
+    after = result.offset.barriers
+    for ssp in result.new_barriers:
+        for b in after.get(ssp, ()):
+            if b.settling:
+                log.info("partition expansion to %d: %s waits for %s; cut in %.1f s (expansion.settleTime)",
+                         b.grown_to, ssp, ", ".join(map(str, b.feeders)),
+                         max(0, b.settle_until - int(time.time() * 1000)) / 1000)
+    for ssp, chain in after.items():
+        for b in chain:
+            if not b.settling and b not in before.get(ssp, ()):
+                targets = ", ".join(f"{f} to offset {t}" for f, t in b.feeders.items())
+                log.info("partition expansion to %d: %s is read past offset %s once %s are read", b.grown_to, ssp,
+                         b.hold_at, targets)
+    for ssp in result.released_barriers:
+        log.info("partition expansion: %s released (every partition feeding it was drained)", ssp)

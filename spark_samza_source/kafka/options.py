@@ -39,6 +39,13 @@ _REFUSED_KAFKA = {
 
 EARLIEST, LATEST, SPECIFIC, BY_TIMESTAMP = "earliest", "latest", "specific", "timestamp"
 
+EXPANSION_SETTLE_OPTION = "expansion.settleTime"
+#: How long after a growth is seen the old partitions keep being drained before the cut. Producers learn of new
+#: partitions only when they refresh their metadata: the Java client's metadata.max.age.ms and librdkafka's
+#: topic.metadata.refresh.interval.ms both default to 5 minutes, and until then they write keys to their old
+#: partitions. Five minutes covers producers left at those defaults.
+DEFAULT_SETTLE_MS = 5 * 60_000
+
 
 @dataclass(frozen=True)
 class StartingOffsets:
@@ -62,6 +69,7 @@ class KafkaSourceOptions:
     grouper: str
     expansion_algorithm: str | None
     ordering: str
+    expansion_settle_ms: int
     broadcast: tuple[SystemStreamPartition, ...]
     copartition: tuple[CoPartitionGroup, ...]
     starting: StartingOffsets
@@ -131,6 +139,7 @@ class KafkaSourceOptions:
         grouper = opts.string("grouper", "GroupByPartitionFixedTasks")
         algorithm = opts.string("expansion.algorithm")
         ordering = opts.choice("expansion.ordering", "drain-first", ("drain-first", "none"))
+        settle_ms = opts.duration_ms(EXPANSION_SETTLE_OPTION, DEFAULT_SETTLE_MS)
         broadcast_raw = opts.string("task.broadcast.inputs")
         broadcast = tuple(sorted(parse_broadcast_inputs(broadcast_raw))) if broadcast_raw else ()
         for ssp in broadcast:
@@ -159,6 +168,7 @@ class KafkaSourceOptions:
             grouper=grouper,
             expansion_algorithm=algorithm,
             ordering=ordering,
+            expansion_settle_ms=settle_ms,
             broadcast=broadcast,
             copartition=copartition,
             starting=_parse_starting(opts),

@@ -504,14 +504,17 @@ def test_expansion_enabled_must_be_boolean():
     assert "job.systemstreampartition.input.expansion.enabled: must be true or false" in message
 
 
-def test_mapper_factory():
-    key = "job.system.stream.partition.mapper.factory"
+@pytest.mark.parametrize("key", ["job.system.stream.partition.mapper.factory",
+                                 "job.systemstreampartition.expansion.algorithm"])
+def test_mapper_factory(key):
     result = import_mapping(kafka(**{key: GROUPERS + "HashSystemStreamPartitionMapperFactory"}))
     assert result.options["expansion.algorithm"] == "default"
     algo = resolve_expansion_algorithm(parse_kafka(result.options).expansion_algorithm)
     assert isinstance(algo, DefaultPartitionExpansionAlgorithm)
     message = error(kafka(**{key: "com.acme.RangeMapperFactory"}))
     assert message.startswith(key) and "PartitionExpansionAlgorithm" in message
+    sep5 = import_mapping(kafka(**{key: "org.apache.samza.container.grouper.stream.DefaultPartitionExpansionAlgorithm"}))
+    assert sep5.options["expansion.algorithm"] == "default"
     disabled = import_mapping(kafka(**{key: "com.acme.RangeMapperFactory",
                                        "job.systemstreampartition.input.expansion.enabled": "false"}))
     assert key in disabled.ignored and "expansion.algorithm" not in disabled.options

@@ -17,7 +17,10 @@ class KafkaQueryHarness(QueryHarness):
         self.bootstrap = bootstrap
 
     def options(self, **extra: str) -> dict[str, str]:
-        return self.job_options({"kafka.bootstrap.servers": self.bootstrap, "startingOffsets": "earliest"}, extra)
+        # The tests' producers are made per call, after any growth: no stale metadata to wait for (a test that
+        # has a stale producer sets expansion.settleTime itself).
+        return self.job_options({"kafka.bootstrap.servers": self.bootstrap, "startingOffsets": "earliest",
+                                 "expansion.settleTime": "0"}, extra)
 
     def stream(self, **extra: str):
         return self.spark.readStream.format("samza-kafka").options(**self.options(**extra)).load()

@@ -109,7 +109,8 @@ def test_expansion_adds_barriers_and_new_partitions_wait_for_their_sibling():
     # New partitions start at their earliest offset.
     assert off.rebases[(T0, ssp(2))].position == 0 and off.rebases[(T1, ssp(3))].position == 0
     # Partition 0 had not reached its end (15) when the batch started: partition 2 waits.
-    assert off.barriers[ssp(2)].sibling == ssp(0) and off.barriers[ssp(2)].drain_to == 15
+    (barrier,) = off.barriers[ssp(2)]
+    assert barrier.feeders == {ssp(0): 15} and barrier.hold_at == 0
     assert off.positions[(T0, ssp(2))] == 0
     # Partition 1 was already drained to its end (20) when the batch started: partition 3 is read at once.
     assert ssp(3) in first.released_barriers and ssp(3) not in off.barriers
@@ -120,6 +121,47 @@ def test_expansion_adds_barriers_and_new_partitions_wait_for_their_sibling():
     second = plan_next(off, grown, wm).offset
     assert second.barriers == {}
     assert second.positions[(T0, ssp(2))] == 7
+
+
+def test_growth_that_is_not_a_multiple_of_the_previous_count_holds_old_partitions_at_the_cut():
+    """4 -> 6 (initial 2): key hash 6 moves from partition 2 to partition 0, hash 8 from 0 to 2, so old
+    partitions 0 and 2 feed each other; each is read up to its cut, and past it only once the other reached
+    its own cut in an earlier batch."""
+    prev = offset({0: 10, 1: 10, 2: 3, 3: 10}, count=4)
+    grown = model(6)
+    wm = marks(p0=(0, 20), p1=(0, 10), p2=(0, 9), p3=(0, 10), p4=(0, 5), p5=(0, 5))
+    first = plan_next(prev, grown, wm).offset
+    assert {f.partition for b in first.barriers[ssp(0)] for f in b.feeders} == {2}
+    assert {f.partition for b in first.barriers[ssp(4)] for f in b.feeders} == {0, 2}
+    # Cuts are the high watermarks seen: 0 reads up to 20, 2 up to 9; the new partitions wait.
+    assert first.positions[(T0, ssp(0))] == 20 and first.positions[(T0, ssp(2))] == 9
+    assert first.positions[(T0, ssp(4))] == 0
+    # 1 and 3 were drained at the start of this batch: 5 is read at once, and 1/3 are free again.
+    assert ssp(5) not in first.barriers and first.positions[(T1, ssp(5))] == 5
+    more = marks(p0=(0, 25), p1=(0, 10), p2=(0, 12), p3=(0, 10), p4=(0, 8), p5=(0, 5))
+    second = plan_next(first, grown, more).offset
+    assert second.barriers == {}
+    assert second.positions[(T0, ssp(0))] == 25 and second.positions[(T0, ssp(4))] == 8
+
+
+def test_settle_time_keeps_feeders_draining_before_the_cut():
+    """A producer with stale metadata keeps writing to the old partition: the cut waits ``settle_ms``."""
+    prev = offset({0: 10, 1: 20})
+    grown = model(4)
+    wm = marks(p0=(0, 10), p1=(0, 20), p2=(0, 7), p3=(0, 4))
+    first = plan_next(prev, grown, wm, now_ms=1_000, settle_ms=60_000).offset
+    assert all(b.settling and b.settle_until == 61_000 for b in first.barriers[ssp(2)])
+    assert first.positions[(T0, ssp(2))] == 0 and first.positions[(T1, ssp(3))] == 0
+    stale = marks(p0=(0, 14), p1=(0, 21), p2=(0, 9), p3=(0, 4))
+    second = plan_next(first, grown, stale, now_ms=30_000, settle_ms=60_000).offset
+    assert second.positions[(T0, ssp(0))] == 14 and second.positions[(T0, ssp(2))] == 0
+    later = marks(p0=(0, 16), p1=(0, 21), p2=(0, 9), p3=(0, 4))
+    cut = plan_next(second, grown, later, now_ms=61_000, settle_ms=60_000).offset
+    (barrier,) = cut.barriers[ssp(2)]
+    assert barrier.feeders == {ssp(0): 16} and not barrier.settling
+    assert cut.positions[(T0, ssp(0))] == 16 and cut.positions[(T0, ssp(2))] == 0
+    released = plan_next(cut, grown, later, now_ms=62_000, settle_ms=60_000).offset
+    assert released.barriers == {} and released.positions[(T0, ssp(2))] == 9
 
 
 def test_no_ordering_reads_new_partitions_at_once():
