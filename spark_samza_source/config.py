@@ -402,7 +402,8 @@ _ALGORITHM_KEY = "job.systemstreampartition.expansion.algorithm"  # SEP-5's name
 # Options of the sources themselves, passed through verbatim when a file carries them.
 _KAFKA_NATIVE = {
     "subscribe", "subscribePattern", "assign", "metadata.store", "grouper", "expansion.algorithm",
-    "expansion.ordering", "expansion.settleTime", "jobModel.reset", "copartition", "startingOffsets", "startingTimestamp", "startingOffsetsByTimestamp",
+    "expansion.ordering", "expansion.settleTime", "jobModel.reset", "copartition", "startingOffsets",
+    "startingTimestamp", "startingOffsetsByTimestamp",
     "startingOffsetsByTimestampStrategy", "maxOffsetsPerTrigger", "minOffsetsPerTrigger", "maxTriggerDelay",
     "failOnDataLoss", "includeHeaders", "startpoint.ttl", "startpoint.pollInterval", "commitOffsetsToKafka",
     "maxRowsPerArrowBatch", "kafkaConsumer.pollTimeoutMs", "job.ownership.ttl",

@@ -102,6 +102,8 @@ def main() -> int:
             .option("startingOffsets", "earliest")
             .option("startpoint.pollInterval", "1s")
             .option("maxOffsetsPerTrigger", "200")
+            # the demo produces after the growth with a new producer: no stale producer metadata to wait for
+            .option("expansion.settleTime", "0")
             .load()
             .writeStream.foreachBatch(on_batch)
             .option("checkpointLocation", str(work / "checkpoint"))

@@ -10,10 +10,11 @@ the bad fragment and the expected form, because a silently dropped broadcast inp
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from .errors import ConfigError
-from .model import SystemStreamPartition
+from .jobmodel import JobModel
+from .model import SystemStream, SystemStreamPartition
 
 BROADCAST_OPTION = "task.broadcast.inputs"
 
@@ -98,3 +99,23 @@ def format_broadcast_inputs(ssps: Iterable[SystemStreamPartition]) -> str:
             if p is not None:
                 start = prev = p
     return ", ".join(parts)
+
+
+def effective_broadcast(
+    configured: Iterable[SystemStreamPartition],
+    previous: JobModel | None,
+    counts: Mapping[SystemStream, int],
+) -> frozenset[SystemStreamPartition]:
+    """The broadcast SSPs of the next job model: the configured ones, plus every partition that a stream read
+    only as broadcast input (none of its partitions is a regular input of ``previous``) has gained since.
+
+    So growing a broadcast topic adds its new partitions to every existing task instead of adding tasks. On the
+    first model a stream with partitions beyond the configured ones keeps them as regular inputs (Samza's rule).
+    """
+    out = set(configured)
+    if previous is None:
+        return frozenset(out)
+    regular = {ssp.system_stream for ssp in previous.ssp_to_task()}
+    for stream in {ssp.system_stream for ssp in previous.broadcast} - regular:
+        out.update(SystemStreamPartition(stream.system, stream.stream, p) for p in range(counts.get(stream, 0)))
+    return frozenset(out)

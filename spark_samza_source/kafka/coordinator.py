@@ -18,20 +18,21 @@ import re
 import time
 from collections.abc import Mapping
 
+from ..core.broadcast import effective_broadcast
 from ..core.checkpoint import Checkpoint, CheckpointMirror
 from ..core.copartition import check_copartitioning
-from ..core.errors import ConfigError, SamzaSourceError
+from ..core.errors import ConfigError, PartitionExpansionError, SamzaSourceError
 from ..core.expansion import resolve_expansion_algorithm
 from ..core.grouping import resolve_grouper
 from ..core.jobmodel import JobModel
-from ..core.model import SystemStreamPartition, TaskName
+from ..core.model import SystemStream, SystemStreamPartition, TaskName
 from ..core.offset import REBASE_STARTPOINT, LogOffset, TaskSsp
 from ..core.planner import PlanResult, ResolvedStartpoint, Watermarks, plan_next
 from ..core.startpoint_manager import StartpointManager
 from ..metadata.lease import DriverLease, offset_identity
 from ..spark.reader_glue import DriverJobResources
 from .admin import KafkaAdmin
-from .options import BY_TIMESTAMP, EARLIEST, LATEST, SPECIFIC, SYSTEM, KafkaSourceOptions
+from .options import BY_TIMESTAMP, EARLIEST, JOB_MODEL_RESET_OPTION, LATEST, SPECIFIC, SYSTEM, KafkaSourceOptions
 from .reader import KafkaRange
 from .startpoints import KafkaStartpointResolver
 
@@ -58,6 +59,7 @@ class KafkaCoordinator(DriverJobResources):
         self._cleaned: set[tuple[TaskSsp, int]] = set()
         self._unresolvable: set[tuple[TaskSsp, int]] = set()
         self.latest_watermarks: dict[SystemStreamPartition, Watermarks] = {}
+        self._last_model: JobModel | None = None
         self.last_plan: PlanResult | None = None
 
     # ---- lazily opened clients -------------------------------------------------------------------------
@@ -81,8 +83,11 @@ class KafkaCoordinator(DriverJobResources):
         return self._startpoints
 
     # ---- discovery ---------------------------------------------------------------------------------------
-    def discover(self) -> list[SystemStreamPartition]:
-        """Every SSP the query reads now (broadcast ones included)."""
+    def discover(self, previous: JobModel | None) -> tuple[list[SystemStreamPartition], frozenset]:
+        """Every SSP the query reads now (broadcast ones included), and which of them are broadcast.
+
+        A stream read only as broadcast input in ``previous`` keeps every partition it gains broadcast.
+        """
         opts = self.options
         if opts.assign is not None:
             counts = self.admin.list_partition_counts(topics=list(opts.assign))
@@ -102,21 +107,23 @@ class KafkaCoordinator(DriverJobResources):
                 counts = self.admin.list_partition_counts(pattern=re.compile(opts.pattern))
             ssps = [SystemStreamPartition(SYSTEM, t, p) for t, n in counts.items() for p in range(n)]
         broadcast_streams = {b.stream for b in opts.broadcast}
-        missing = [b for b in opts.broadcast if b not in set(ssps) and b.stream not in counts]
-        if missing or broadcast_streams - set(counts):
-            extra = self.admin.list_partition_counts(topics=sorted(broadcast_streams - set(counts)))
-            for topic, n in extra.items():
-                counts[topic] = n
+        if previous is not None:
+            broadcast_streams |= {b.stream for b in previous.broadcast}
+        if broadcast_streams - set(counts):
+            counts.update(self.admin.list_partition_counts(topics=sorted(broadcast_streams - set(counts))))
         for b in opts.broadcast:
             if b.partition >= counts.get(b.stream, 0):
                 raise ConfigError(
                     f"option 'task.broadcast.inputs' names {b.system}.{b.stream}#{b.partition}, but topic "
                     f"'{b.stream}' has {counts.get(b.stream, 0)} partitions"
                 )
-        return sorted(set(ssps) | set(opts.broadcast))
+        stream_counts = {SystemStream(SYSTEM, t): n for t, n in counts.items()}
+        broadcast = effective_broadcast(opts.broadcast, previous, stream_counts)
+        return sorted(set(ssps) | broadcast), broadcast
 
-    def job_model(self, previous: JobModel | None, ssps: list[SystemStreamPartition]) -> JobModel:
-        model = self._grouper.group(previous, ssps, self.options.broadcast)
+    def job_model(self, previous: JobModel | None, ssps: list[SystemStreamPartition], broadcast) -> JobModel:
+        model = self._grouper.group(previous, ssps, broadcast)
+        self._last_model = model
         if self.options.copartition:
             check_copartitioning(self.options.copartition, model, self._algorithm)
         if previous is None or model != previous:
@@ -125,6 +132,43 @@ class KafkaCoordinator(DriverJobResources):
                 log.info("job model changed for %s: %s", self.options.job_name, "; ".join(diff.describe()))
             self._persist_job_model(model, previous)
         return model
+
+    def _stored_job_model(self, quiet: bool = False) -> JobModel | None:
+        """The job model an earlier query of this job.name stored, unless jobModel.reset says to start afresh."""
+        value = self.store.get(JOB_MODEL_NAMESPACE, "current")
+        job = self.options.job_name
+        if value is None:
+            if not quiet:
+                log.info("job model: none stored for job.name=%s; grouping the current partitions", job)
+            return None
+        if self.options.job_model_reset:
+            if not quiet:
+                log.warning("job model: the one stored for job.name=%s is replaced (%s=true): tasks are regrouped "
+                            "from the current partitions", job, JOB_MODEL_RESET_OPTION)
+            return None
+        try:
+            model = JobModel.from_json(value)
+        except SamzaSourceError as err:
+            raise SamzaSourceError(
+                f"the job model stored for job.name={job} cannot be read ({err}); set {JOB_MODEL_RESET_OPTION}=true "
+                "to replace it with a new one"
+            ) from None
+        if not quiet:
+            log.info("job model: restored the one stored for job.name=%s (%d tasks); set %s=true to regroup",
+                     job, len(model.tasks), JOB_MODEL_RESET_OPTION)
+        return model
+
+    def _check_restorable(self, stored: JobModel, ssps: list[SystemStreamPartition], broadcast) -> None:
+        """Fail at query start, naming the reset option, when the stored model cannot carry on (a topic shrank,
+        vanished or is no longer subscribed)."""
+        try:
+            self._grouper.group(stored, ssps, broadcast)
+        except PartitionExpansionError as err:
+            raise PartitionExpansionError(
+                f"{err} This query starts from the job model stored for job.name={self.options.job_name}; to "
+                f"regroup from the current partitions instead (new tasks, state per task lost), set "
+                f"{JOB_MODEL_RESET_OPTION}=true."
+            ) from None
 
     def _persist_job_model(self, model: JobModel, previous: JobModel | None) -> None:
         current = self.store.get(JOB_MODEL_NAMESPACE, "current")
@@ -142,10 +186,21 @@ class KafkaCoordinator(DriverJobResources):
 
     # ---- Spark entry points ----------------------------------------------------------------------------
     def initial_offset(self) -> LogOffset:
-        """Where a query with no checkpoint starts: startingOffsets, overridden by any Startpoint."""
+        """Where a query with no checkpoint starts: startingOffsets, overridden by any Startpoint.
+
+        The job model is the one stored for ``job.name`` when there is one (SEP-5: the previous model is the
+        input of every grouper, so a new checkpoint keeps the same tasks); partitions added since are left to
+        the first plan, which handles them as an expansion.
+        """
         self.lease.hold()
-        ssps = self.discover()
-        model = self.job_model(None, ssps)
+        stored = self._stored_job_model()
+        ssps, broadcast = self.discover(stored)
+        if stored is not None:
+            self._check_restorable(stored, ssps, broadcast)
+            streams = {s.system_stream for s in stored.ssp_to_task()}
+            stored_ssps = stored.ssps()
+            ssps = [s for s in ssps if s in broadcast or s.system_stream not in streams or s in stored_ssps]
+        model = self.job_model(stored, ssps, broadcast)
         marks = self.watermarks(model.ssps())
         starts = self._starting_positions(model, marks)
         positions = {(t, s): starts[s] for t, group in model.tasks.items() for s in group}
@@ -160,8 +215,8 @@ class KafkaCoordinator(DriverJobResources):
     ) -> LogOffset:
         self.lease.hold(offset_identity(start.to_json_str()))
         self._delete_applied_startpoints(start)
-        ssps = self.discover()
-        model = self.job_model(start.job_model, ssps)
+        ssps, broadcast = self.discover(start.job_model)
+        model = self.job_model(start.job_model, ssps, broadcast)
         marks = self.watermarks(model.ssps())
         startpoints = self._due_startpoints(model, start, marks)
         result = plan_next(
@@ -215,7 +270,7 @@ class KafkaCoordinator(DriverJobResources):
         return out
 
     def available_now_target(self) -> dict[SystemStreamPartition, int]:
-        marks = self.watermarks(self.discover())
+        marks = self.watermarks(self.discover(self._last_model or self._stored_job_model(quiet=True))[0])
         return {s: m.high for s, m in marks.items()}
 
     # ---- helpers -------------------------------------------------------------------------------------

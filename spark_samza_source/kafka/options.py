@@ -39,6 +39,7 @@ _REFUSED_KAFKA = {
 
 EARLIEST, LATEST, SPECIFIC, BY_TIMESTAMP = "earliest", "latest", "specific", "timestamp"
 
+JOB_MODEL_RESET_OPTION = "jobModel.reset"
 EXPANSION_SETTLE_OPTION = "expansion.settleTime"
 #: How long after a growth is seen the old partitions keep being drained before the cut. Producers learn of new
 #: partitions only when they refresh their metadata: the Java client's metadata.max.age.ms and librdkafka's
@@ -70,6 +71,7 @@ class KafkaSourceOptions:
     expansion_algorithm: str | None
     ordering: str
     expansion_settle_ms: int
+    job_model_reset: bool
     broadcast: tuple[SystemStreamPartition, ...]
     copartition: tuple[CoPartitionGroup, ...]
     starting: StartingOffsets
@@ -169,6 +171,7 @@ class KafkaSourceOptions:
             expansion_algorithm=algorithm,
             ordering=ordering,
             expansion_settle_ms=settle_ms,
+            job_model_reset=opts.boolean(JOB_MODEL_RESET_OPTION, False),
             broadcast=broadcast,
             copartition=copartition,
             starting=_parse_starting(opts),

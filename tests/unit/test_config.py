@@ -513,7 +513,7 @@ def test_mapper_factory(key):
     assert isinstance(algo, DefaultPartitionExpansionAlgorithm)
     message = error(kafka(**{key: "com.acme.RangeMapperFactory"}))
     assert message.startswith(key) and "PartitionExpansionAlgorithm" in message
-    sep5 = import_mapping(kafka(**{key: "org.apache.samza.container.grouper.stream.DefaultPartitionExpansionAlgorithm"}))
+    sep5 = import_mapping(kafka(**{key: GROUPERS + "DefaultPartitionExpansionAlgorithm"}))
     assert sep5.options["expansion.algorithm"] == "default"
     disabled = import_mapping(kafka(**{key: "com.acme.RangeMapperFactory",
                                        "job.systemstreampartition.input.expansion.enabled": "false"}))

@@ -75,7 +75,9 @@ STEP = st.one_of(
 )
 
 
-@settings(max_examples=int(os.environ.get("SAMZA_PROPERTY_EXAMPLES", "300")), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# SAMZA_PROPERTY_EXAMPLES=6000 for a deeper search by hand (about 30 s)
+@settings(max_examples=int(os.environ.get("SAMZA_PROPERTY_EXAMPLES", "300")), deadline=None,
+          suppress_health_check=[HealthCheck.too_slow])
 @given(
     chain=growth_chains(),
     steps=st.lists(STEP, min_size=5, max_size=60),
