@@ -140,6 +140,15 @@ def tick(ks, stream, n):
     return kh.put_records(ks.client, stream, [("tick", f"tick:{n}:{i}".encode(), 0) for i in range(3)])
 
 
+def fired(ks, stream, state, acks):
+    """True once the armed hook ran; until then tick, so that a batch is planned (its hook may have run just
+    before arming, with its rows read after: then it did not fire and another batch is needed)."""
+    if state["done"]:
+        return True
+    acks.extend(tick(ks, stream, len(acks)))
+    return False
+
+
 def same_batch_drain(offsets, parents, children):
     """Spark batches whose offset first lists ``children`` and also finds ``parents`` drained by the batch before
     (so no earlier offset had the children: they were placed after the parents' slots were released)."""
@@ -174,18 +183,19 @@ def check_exactly_once_and_key_order(rows_by_batch, acks):
 def test_split_of_the_last_tasks_shard_while_caught_up_keeps_the_children_in_its_task(ks, emulator):
     stream = ks.create_stream(2, "csplit")
     acks = put_keyed(ks, stream, 0, 10)
-    state = {"armed": False, "split_in": None}
+    state = {"armed": False, "split_in": None, "done": False}
 
     def before_read(batch_id):
         if state["armed"] and state["split_in"] is None:
             state["split_in"] = batch_id  # planned with shard 1 open and caught up; split before it is read
             kh.split_shard(ks.client, stream, S1)
             acks.extend(put_keyed(ks, stream, 10, 10))  # into shard 0 and the children
+            state["done"] = True
 
     query = start_with_hook(ks, "csplit", stream, before_read)
     ks.wait_for(lambda: len(ks.collected("csplit")) >= len(acks), what="records before the split")
     state["armed"] = True
-    acks.extend(tick(ks, stream, 0))
+    ks.wait_for(lambda: fired(ks, stream, state, acks), what="a batch planned after arming")
     ks.wait_for(lambda: len(ks.collected("csplit")) >= len(acks), timeout=180, what="records after the split")
     query.stop()
     batches = ks.batches["csplit"]
@@ -215,18 +225,19 @@ def test_merge_while_caught_up_puts_the_child_in_the_lower_parents_task(ks, emul
     # answers with an iterator first (null one call later), so there they drain one batch after the child is listed.
     stream = ks.create_stream(3, "cmerge")
     acks = tick(ks, stream, 0)
-    state = {"armed": False, "merged_in": None}
+    state = {"armed": False, "merged_in": None, "done": False}
 
     def before_read(batch_id):
         if state["armed"] and state["merged_in"] is None:
             state["merged_in"] = batch_id
             kh.merge_shards(ks.client, stream, S1, S2)
             acks.extend(put_keyed(ks, stream, 0, 5))
+            state["done"] = True
 
     query = start_with_hook(ks, "cmerge", stream, before_read, tasks="2")
     ks.wait_for(lambda: len(ks.collected("cmerge")) >= len(acks), what="first records")
     state["armed"] = True
-    acks.extend(tick(ks, stream, 1))
+    ks.wait_for(lambda: fired(ks, stream, state, acks), what="a batch planned after arming")
     ks.wait_for(lambda: len(ks.collected("cmerge")) >= len(acks), what="records after the merge")
     acks.extend(put_keyed(ks, stream, 5, 5))
     ks.wait_for(lambda: len(ks.collected("cmerge")) >= len(acks), what="more records after the merge")
