@@ -72,6 +72,8 @@ def main(argv: list[str] | None = None) -> int:
         .option("startingOffsets", "earliest")
         .option("startpoint.pollInterval", args.poll)
         .option("maxOffsetsPerTrigger", str(args.max_offsets))
+        # the soak's producer switches to the new partition count at the very moment of the growth
+        .option("expansion.settleTime", "0")
         .load()
         .selectExpr("CAST(key AS STRING) AS key", "CAST(value AS STRING) AS value", "partition", "offset", "task")
     )

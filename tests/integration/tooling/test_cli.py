@@ -37,7 +37,8 @@ def _harness(system: str):
 
 
 kq = _harness("kafka").kq
-ks = _harness("kinesis").ks
+_kinesis = _harness("kinesis")
+ks, kinesis_endpoint = _kinesis.ks, _kinesis.kinesis_endpoint  # ks runs on the endpoint fixture (moto here)
 
 SCRIPT = Path(sys.executable).parent / "samza-source"
 
