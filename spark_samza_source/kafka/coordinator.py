@@ -13,6 +13,7 @@ also carries every applied startpoint's creation timestamp, so none can be appli
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 import time
@@ -27,7 +28,7 @@ from ..core.grouping import resolve_grouper
 from ..core.jobmodel import JobModel
 from ..core.model import SystemStream, SystemStreamPartition, TaskName
 from ..core.offset import REBASE_STARTPOINT, LogOffset, TaskSsp
-from ..core.planner import PlanResult, ResolvedStartpoint, Watermarks, plan_next
+from ..core.planner import DataLoss, DataLossError, PlanResult, ResolvedStartpoint, Watermarks, plan_next
 from ..core.startpoint_manager import StartpointManager
 from ..metadata.lease import DriverLease, offset_identity
 from ..spark.reader_glue import DriverJobResources
@@ -61,6 +62,7 @@ class KafkaCoordinator(DriverJobResources):
         self.latest_watermarks: dict[SystemStreamPartition, Watermarks] = {}
         self._last_model: JobModel | None = None
         self.last_plan: PlanResult | None = None
+        self.initial_data_loss: list[DataLoss] = []  # startingOffsets below the log start (failOnDataLoss=false)
 
     # ---- lazily opened clients -------------------------------------------------------------------------
     @property
@@ -195,6 +197,7 @@ class KafkaCoordinator(DriverJobResources):
         self.lease.hold()
         stored = self._stored_job_model()
         ssps, broadcast = self.discover(stored)
+        discovered = list(ssps)
         if stored is not None:
             self._check_restorable(stored, ssps, broadcast)
             streams = {s.system_stream for s in stored.ssp_to_task()}
@@ -202,7 +205,7 @@ class KafkaCoordinator(DriverJobResources):
             ssps = [s for s in ssps if s in broadcast or s.system_stream not in streams or s in stored_ssps]
         model = self.job_model(stored, ssps, broadcast)
         marks = self.watermarks(model.ssps())
-        starts = self._starting_positions(model, marks)
+        starts = self._starting_positions(model, marks, discovered)
         positions = {(t, s): starts[s] for t, group in model.tasks.items() for s in group}
         return LogOffset(model, positions)
 
@@ -318,11 +321,27 @@ class KafkaCoordinator(DriverJobResources):
             self._cleaned.add(marker)
 
     def _starting_positions(
-        self, model: JobModel, marks: Mapping[SystemStreamPartition, Watermarks]
+        self,
+        model: JobModel,
+        marks: Mapping[SystemStreamPartition, Watermarks],
+        discovered: list[SystemStreamPartition] | None = None,
     ) -> dict[SystemStreamPartition, int]:
+        """Where each SSP of a new checkpoint starts, from ``startingOffsets`` / ``startingTimestamp`` /
+        ``startingOffsetsByTimestamp``.
+
+        Entries that cannot apply fail, naming them, as Spark's source does ("Specified: ... Assigned: ..."):
+        a partition the topic does not have, a topic the query does not read, an offset beyond the log end. An
+        offset below the log start is data loss: with ``failOnDataLoss=true`` the query stops naming the
+        partition and the lost range, otherwise it starts at the log start and the loss is logged and counted
+        (``self.initial_data_loss``, reported in the progress like the planner's).
+        """
         starting = self.options.starting
+        self.initial_data_loss = []
+        if starting.per_partition:
+            _check_named_partitions(starting, discovered if discovered is not None else sorted(model.ssps()))
         out: dict[SystemStreamPartition, int] = {}
         lookups: dict[tuple[str, int], int] = {}
+        beyond: list[str] = []
         for ssp in sorted(model.ssps()):
             m = marks[ssp]
             if starting.kind == EARLIEST:
@@ -338,8 +357,12 @@ class KafkaCoordinator(DriverJobResources):
                     out[ssp] = m.low
                 elif wanted == -1:
                     out[ssp] = m.high
+                elif wanted > m.high:
+                    beyond.append(f"{ssp.stream} partition {ssp.partition}: offset {wanted} (log end {m.high})")
+                elif wanted < m.low:
+                    out[ssp] = self._starting_below_log_start(model, ssp, wanted, m)
                 else:
-                    out[ssp] = min(max(wanted, m.low), m.high)
+                    out[ssp] = wanted
             elif starting.kind == BY_TIMESTAMP:
                 ts = starting.timestamp_ms
                 if ts is None:
@@ -348,6 +371,12 @@ class KafkaCoordinator(DriverJobResources):
                     out[ssp] = m.high
                 else:
                     lookups[(ssp.stream, ssp.partition)] = ts
+        if beyond:
+            raise ConfigError(
+                f"option 'startingOffsets' names offsets beyond the end of their partition's log, where nothing "
+                f"can be read: {'; '.join(beyond)}. The log end is the next offset to be written; give an offset "
+                "up to it, or -1 for latest, -2 for earliest"
+            )
         if lookups:
             found = self.admin.offsets_for_times(lookups)
             for (topic, p), ts in lookups.items():
@@ -364,6 +393,58 @@ class KafkaCoordinator(DriverJobResources):
                 out[ssp] = offset
         return out
 
+    def _starting_below_log_start(
+        self, model: JobModel, ssp: SystemStreamPartition, wanted: int, m: Watermarks
+    ) -> int:
+        task = min(model.tasks_for(ssp), key=lambda t: t.sort_key)
+        loss = DataLoss(ssp, task, wanted, m.low)
+        if self.options.fail_on_data_loss:
+            raise DataLossError(
+                f"option 'startingOffsets' asks to start {ssp} at offset {wanted}, below its log start {m.low}: "
+                f"{loss.describe()}. The query stops so nothing is skipped silently. To start at the earliest "
+                f"available offset, give -2 (earliest) for this partition; or set failOnDataLoss=false to go on "
+                f"from offset {m.low} with the loss logged and counted in the progress (latestOffset[\"dataLoss\"])"
+            )
+        log.warning("data loss: startingOffsets asks for offset %d of %s: %s; starting at offset %d",
+                    wanted, ssp, loss.describe(), m.low)
+        self.initial_data_loss.append(loss)
+        return m.low
+
+
+def _check_named_partitions(starting, assigned: list[SystemStreamPartition]) -> None:
+    """Every partition a per-partition starting option names must be one the query reads (Spark's rule)."""
+    option = "startingOffsets" if starting.kind == SPECIFIC else "startingOffsetsByTimestamp"
+    have: dict[str, list[int]] = {}
+    for s in assigned:
+        have.setdefault(s.stream, []).append(s.partition)
+    problems = []
+    for topic, parts in sorted(starting.per_partition.items()):
+        if topic not in have:
+            problems.append(f"topic '{topic}' is not read by this query")
+            continue
+        unknown = sorted(p for p in parts if p not in have[topic])
+        if unknown:
+            problems.append(f"topic '{topic}' has no partition {', '.join(map(str, unknown))} among those read "
+                            f"({_ranges(sorted(have[topic]))})")
+    if problems:
+        specified = {t: sorted(ps) for t, ps in sorted(starting.per_partition.items())}
+        assigned_json = {t: _ranges(sorted(ps)) for t, ps in sorted(have.items())}
+        raise ConfigError(
+            f"option '{option}' names partitions this query does not read: {'; '.join(problems)}. "
+            f"Specified: {json.dumps(specified)} Assigned: {json.dumps(assigned_json)}. Name only subscribed "
+            "topics and existing partitions (partitions not named start at latest)"
+        )
+
+
+def _ranges(parts: list[int]) -> str:
+    """``[0, 1, 2, 5]`` -> ``0-2,5``."""
+    out: list[str] = []
+    for p in parts:
+        if out and p == int(out[-1].rsplit("-", 1)[-1]) + 1:
+            out[-1] = f"{out[-1].split('-')[0]}-{p}"
+        else:
+            out.append(str(p))
+    return ",".join(out)
 
 def _log_barriers(start: LogOffset, result: PlanResult) -> None:
     """One line per barrier that appeared, was cut or was released in this plan (operators follow growth here)."""

@@ -63,6 +63,7 @@ class SamzaKafkaStreamReader(OptionsOnlyPickling, DataSourceStreamReader, Suppor
     # ---- driver -----------------------------------------------------------------------------------------
     def initialOffset(self) -> dict:
         self._initial = self.coordinator.initial_offset().to_json()
+        self._count_data_loss_list(self.coordinator.initial_data_loss)
         return self._initial
 
     def getDefaultReadLimit(self):
@@ -107,7 +108,10 @@ class SamzaKafkaStreamReader(OptionsOnlyPickling, DataSourceStreamReader, Suppor
         return out or None
 
     def _count_data_loss(self, plan) -> None:
-        for loss in getattr(plan, "data_loss", None) or ():
+        self._count_data_loss_list(getattr(plan, "data_loss", None) or ())
+
+    def _count_data_loss_list(self, losses) -> None:
+        for loss in losses:
             key = (loss.ssp.key, loss.lost_from)
             # re-planned from the same start (a held-back batch): the same loss again, perhaps grown
             self._data_loss[key] = max(self._data_loss.get(key, loss.lost_until), loss.lost_until)
