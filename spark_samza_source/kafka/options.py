@@ -131,6 +131,10 @@ class KafkaSourceOptions:
                                "checkpoint mirror in the metadata store, e.g. .option('job.name', 'orders-enricher')")
         validate_job_name(job_name)
         store = opts.string("metadata.store")
+        if store is not None:
+            from ..metadata import check_store_uri
+
+            check_store_uri(store)  # refused at load(), not at the first trigger
         if store is None:
             store = DEFAULT_METADATA_STORE
             log.warning(

@@ -39,6 +39,7 @@ __all__ = [
     "MemoryMetadataStore",
     "FileSystemMetadataStore",
     "DynamoDBMetadataStore",
+    "check_store_uri",
     "open_store",
     "redact_uri",
     "scrub_secrets",
@@ -191,6 +192,54 @@ def _file_uri_path(uri: str) -> str:
     return os.path.abspath(os.path.expanduser(path))
 
 
+#: object-store schemes whose first URI component is a bucket (or container) that must be named
+_BUCKET_SCHEMES = {"s3": "bucket", "gs": "bucket", "gcs": "bucket", "abfs": "container", "abfss": "container"}
+
+
+def _check_bucket(uri: str, scheme: str) -> None:
+    """``s3://`` without a bucket would make pyarrow take the job name for the bucket: refuse it."""
+    what = _BUCKET_SCHEMES.get(scheme)
+    if what is None:
+        return
+    rest = uri[len(scheme) + 1:]
+    if not rest.startswith("//"):
+        raise _config_error(uri, f"{scheme}: URIs are {scheme}://{what.upper()}/PREFIX")
+    span = _userinfo_span(uri)
+    authority_start = span[1] + 1 if span is not None and scheme.startswith("s3") else len(scheme) + 3
+    authority = re.split(r"[/?#]", uri[authority_start:], maxsplit=1)[0]
+    if not authority.strip():
+        raise _config_error(uri, f"the {what} is missing; write {scheme}://{what.upper()}/PREFIX (the data goes "
+                            f"under PREFIX/<job.name> in that {what})")
+
+
+def check_store_uri(uri: str) -> None:
+    """Refuse a ``metadata.store`` URI that cannot name a store, without any I/O (a query checks it at
+    ``load()``): an empty value, an unknown scheme, ``s3://`` / ``gs://`` without a bucket, ``dynamodb://``
+    without a valid table, a ``file:`` URI naming a host. Raises ConfigError naming the option and the fix."""
+    if not isinstance(uri, str) or not uri.strip():
+        raise ConfigError(f"{OPTION} is empty: set it to one of {SUPPORTED_FORMS}")
+    uri = uri.strip()
+    m = _SCHEME_RE.match(uri)
+    if m is None:
+        return  # a plain path
+    scheme = m.group(1).lower()
+    if scheme == "memory":
+        return
+    if scheme == "file":
+        _file_uri_path(uri)
+    elif scheme == "dynamodb":
+        from .dynamodb import _parse_uri
+
+        after = uri[m.end() + 2:] if uri.startswith("//", m.end()) else ""
+        if not re.split(r"[/?#]", after, maxsplit=1)[0].strip():
+            raise _config_error(uri, "the table is missing; write dynamodb://TABLE?region=REGION")
+        _parse_uri(uri)
+    elif scheme in PYARROW_SCHEMES:
+        _check_bucket(uri, scheme)
+    else:
+        raise _config_error(uri, f"unknown scheme {scheme!r}")
+
+
 def open_store(uri: str, job_name: str) -> MetadataStore:
     """Open the metadata store named by ``uri`` (the ``metadata.store`` option) for job ``job_name``.
 
@@ -199,8 +248,7 @@ def open_store(uri: str, job_name: str) -> MetadataStore:
     the first operation; ``dynamodb:`` checks (or creates) its table on first use.
     """
     validate_job_name(job_name)
-    if not isinstance(uri, str) or not uri.strip():
-        raise ConfigError(f"{OPTION} is empty: set it to one of {SUPPORTED_FORMS}")
+    check_store_uri(uri)
     uri = uri.strip()
     m = _SCHEME_RE.match(uri)
     if m is None:  # a plain path
