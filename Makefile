@@ -1,7 +1,9 @@
 # Two commands matter on a fresh machine: `make demo` and `make test`.
 # The editable install uses compat mode (a .pth adding the repo root to sys.path) so that Spark's static
 # lookup of top-level pyspark_* modules (pkgutil.iter_modules) finds pyspark_samza_kafka without register().
-# Both create the virtualenv at .venv when it is missing or pyproject.toml changed.
+# The development kit (devkit/: development broker, moto launcher, fixtures, pytest plugin, the demo) is a
+# distribution of its own, installed editable next to the package; it is never in the runtime wheel.
+# Both create the virtualenv at .venv when it is missing or a pyproject.toml changed.
 
 PYTHON ?= python3
 VENV   := .venv
@@ -16,10 +18,10 @@ export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
 
 setup: $(STAMP)
 
-$(STAMP): pyproject.toml Makefile
+$(STAMP): pyproject.toml devkit/pyproject.toml Makefile
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet --config-settings editable_mode=compat -e '.[dev]'
+	$(PY) -m pip install --quiet --config-settings editable_mode=compat -e '.[dev]' -e ./devkit
 	touch $(STAMP)
 
 # pytest exits 5 when it collected no test: that must fail, never pass silently.
@@ -27,10 +29,10 @@ test: $(STAMP)
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 demo: $(STAMP)
-	$(PY) -m spark_samza_source.demo
+	$(PY) -m samza_devkit.demo
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check spark_samza_source pyspark_samza_kafka pyspark_samza_kinesis tests benchmarks examples
+	$(VENV)/bin/ruff check spark_samza_source pyspark_samza_kafka pyspark_samza_kinesis devkit tests benchmarks examples conftest.py
 
 # Where `make wheel` and `make package` write (overridable: the spark-submit tests build into a temp dir).
 DIST         ?= dist

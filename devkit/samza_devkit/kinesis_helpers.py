@@ -24,7 +24,7 @@ moto 5.2's resharding differs from Kinesis (verified against moto 5.2.5 in serve
   keys, so filling a shard is quadratic.
 
 :func:`apply_moto_kinesis_fixes` patches the first three and the last (only for the process it runs in: call it
-in the moto server process before it starts serving, e.g. in ``testing/moto_server.py``).  The reader and admin
+in the moto server process before it starts serving, e.g. in ``samza_devkit/moto_server.py``).  The reader and admin
 cope with the rest as real Kinesis allows (ending sequence numbers, ``StreamName`` retried with ``NextToken``).
 """
 
@@ -39,7 +39,7 @@ from typing import Any
 
 import boto3
 
-from ..kinesis import kpl
+from spark_samza_source.kinesis import kpl
 
 __all__ = [
     "Put",
