@@ -14,7 +14,7 @@ STAMP  := $(VENV)/.installed
 export PYSPARK_PYTHON := $(abspath $(PY))
 export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
 
-.PHONY: setup test demo lint wheel package clean
+.PHONY: setup test demo lint wheel package clean check-java
 
 setup: $(STAMP)
 
@@ -28,8 +28,23 @@ $(STAMP): pyproject.toml devkit/pyproject.toml Makefile
 test: $(STAMP)
 	$(PY) -m pytest $(PYTEST_ARGS)
 
-demo: $(STAMP)
+demo: check-java $(STAMP)
 	$(PY) -m samza_devkit.demo
+
+# Spark 4 runs on Java 17 or newer: say so, and what to install, before anything else starts.
+check-java:
+	@v=$$($${JAVA_HOME:+$$JAVA_HOME/bin/}java -version 2>&1 | sed -n 's/.* version "\([0-9][0-9]*\).*/\1/p' | head -1); \
+	if [ -z "$$v" ]; then \
+	  echo "make demo: no Java found. Spark needs Java 17 or newer: install a JDK, e.g."; \
+	  echo "  Debian/Ubuntu: sudo apt-get install openjdk-17-jre-headless"; \
+	  echo "  macOS:         brew install openjdk@17"; \
+	  echo "and make sure 'java' is on PATH (or JAVA_HOME points at it)."; exit 1; \
+	elif [ "$$v" -lt 17 ]; then \
+	  echo "make demo: Java $$v found, Spark needs Java 17 or newer: install a JDK 17+, e.g."; \
+	  echo "  Debian/Ubuntu: sudo apt-get install openjdk-17-jre-headless"; \
+	  echo "  macOS:         brew install openjdk@17"; \
+	  echo "and put it first on PATH (or set JAVA_HOME)."; exit 1; \
+	fi
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check spark_samza_source pyspark_samza_kafka pyspark_samza_kinesis devkit tests benchmarks examples conftest.py
