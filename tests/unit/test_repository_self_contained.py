@@ -1,7 +1,7 @@
 """No file of the repository names a document outside it: users and new developers only have the repository.
 
-Every tracked text file is scanned for references to the design notes that lived beside the repository during
-its early development; the project's design document is ``docs/architecture.md``, and README and code cite it.
+Every tracked text file is scanned for references to design notes kept outside the repository during its early
+development; the project's design document is ``docs/architecture.md``, and README and code cite it.
 """
 
 from __future__ import annotations

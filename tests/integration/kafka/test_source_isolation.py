@@ -23,8 +23,11 @@ def pid_gone(pid: int) -> bool:
         os.kill(pid, 0)
     except ProcessLookupError:
         return True
-    with open(f"/proc/{pid}/stat") as f:
-        return f.read().rsplit(")", 1)[1].split()[0] in ("Z", "X")
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] in ("Z", "X")
+    except (ProcessLookupError, FileNotFoundError):  # it exited between the kill(0) and the read
+        return True
 
 
 def foreign_lease(kq, *, ttl_ms: int, query: list[str] | None = None) -> dict:
