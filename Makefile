@@ -1,7 +1,9 @@
 # Two commands matter on a fresh machine: `make demo` and `make test`.
 # The editable install uses compat mode (a .pth adding the repo root to sys.path) so that Spark's static
 # lookup of top-level pyspark_* modules (pkgutil.iter_modules) finds pyspark_samza_kafka without register().
-# Both create the virtualenv at .venv when it is missing or pyproject.toml changed.
+# The development kit (devkit/: development broker, moto launcher, fixtures, pytest plugin, the demo) is a
+# distribution of its own, installed editable next to the package; it is never in the runtime wheel.
+# Both create the virtualenv at .venv when it is missing or a pyproject.toml changed.
 
 PYTHON ?= python3
 VENV   := .venv
@@ -12,25 +14,40 @@ STAMP  := $(VENV)/.installed
 export PYSPARK_PYTHON := $(abspath $(PY))
 export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
 
-.PHONY: setup test demo lint wheel package clean
+.PHONY: setup test demo lint wheel package clean check-java
 
 setup: $(STAMP)
 
-$(STAMP): pyproject.toml Makefile
+$(STAMP): pyproject.toml devkit/pyproject.toml Makefile
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet --config-settings editable_mode=compat -e '.[dev]'
+	$(PY) -m pip install --quiet --config-settings editable_mode=compat -e '.[dev]' -e ./devkit
 	touch $(STAMP)
 
 # pytest exits 5 when it collected no test: that must fail, never pass silently.
 test: $(STAMP)
 	$(PY) -m pytest $(PYTEST_ARGS)
 
-demo: $(STAMP)
-	$(PY) -m spark_samza_source.demo
+demo: check-java $(STAMP)
+	$(PY) -m samza_devkit.demo
+
+# Spark 4 runs on Java 17 or newer: say so, and what to install, before anything else starts.
+check-java:
+	@v=$$($${JAVA_HOME:+$$JAVA_HOME/bin/}java -version 2>&1 | sed -n 's/.* version "\([0-9][0-9]*\).*/\1/p' | head -1); \
+	if [ -z "$$v" ]; then \
+	  echo "make demo: no Java found. Spark needs Java 17 or newer: install a JDK, e.g."; \
+	  echo "  Debian/Ubuntu: sudo apt-get install openjdk-17-jre-headless"; \
+	  echo "  macOS:         brew install openjdk@17"; \
+	  echo "and make sure 'java' is on PATH (or JAVA_HOME points at it)."; exit 1; \
+	elif [ "$$v" -lt 17 ]; then \
+	  echo "make demo: Java $$v found, Spark needs Java 17 or newer: install a JDK 17+, e.g."; \
+	  echo "  Debian/Ubuntu: sudo apt-get install openjdk-17-jre-headless"; \
+	  echo "  macOS:         brew install openjdk@17"; \
+	  echo "and put it first on PATH (or set JAVA_HOME)."; exit 1; \
+	fi
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check spark_samza_source pyspark_samza_kafka pyspark_samza_kinesis tests benchmarks examples
+	$(VENV)/bin/ruff check spark_samza_source pyspark_samza_kafka pyspark_samza_kinesis devkit tests benchmarks examples conftest.py
 
 # Where `make wheel` and `make package` write (overridable: the spark-submit tests build into a temp dir).
 DIST         ?= dist

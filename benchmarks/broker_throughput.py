@@ -118,11 +118,11 @@ class RdkafkaMockCluster:
 
 
 def start_dev_broker_process(data_dir: str, timeout: float = 60.0) -> tuple[subprocess.Popen, str]:
-    """Start ``python -m spark_samza_source.testing.kafka_broker`` and wait for its ``listening on`` line."""
+    """Start ``python -m samza_devkit.kafka_broker`` and wait for its ``listening on`` line."""
     # stderr goes to a file: a pipe nobody reads would block the broker once it fills (~64 KiB).
     log = open(os.path.join(data_dir, "broker.stderr.log"), "w")  # noqa: SIM115 - lives as long as the broker
     proc = subprocess.Popen(
-        [sys.executable, "-m", "spark_samza_source.testing.kafka_broker", "--port", "0", "--data-dir", data_dir],
+        [sys.executable, "-m", "samza_devkit.kafka_broker", "--port", "0", "--data-dir", data_dir],
         stdout=subprocess.PIPE,
         stderr=log,
         text=True,

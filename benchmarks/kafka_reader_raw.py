@@ -94,7 +94,7 @@ def main() -> int:
     broker = None
     bootstrap = args.bootstrap
     if bootstrap is None:
-        from spark_samza_source.testing.kafka_broker import KafkaDevBroker
+        from samza_devkit.kafka_broker import KafkaDevBroker
 
         broker = KafkaDevBroker().start()
         bootstrap = broker.bootstrap_servers

@@ -371,10 +371,10 @@ def part_spark(args, work: Path) -> None:
     say(f"== 1. Spark query vs raw read_ranges loop ({PARTITIONS} partitions, {VALUE_SIZE} B values); {load()}")
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    from samza_devkit.kafka_broker import KafkaDevBroker
+    from samza_devkit.kafka_helpers import create_topic
+    from samza_devkit.spark_fixtures import make_local_spark
     from spark_samza_source import register
-    from spark_samza_source.testing.kafka_broker import KafkaDevBroker
-    from spark_samza_source.testing.kafka_helpers import create_topic
-    from spark_samza_source.testing.spark_fixtures import make_local_spark
 
     started = time.monotonic()
     spark = make_local_spark("samza-kafka-benchmark", {"spark.ui.showConsoleProgress": "false"})
@@ -420,11 +420,11 @@ def part_planning(args, work: Path) -> None:
     say(f"== 2. planning: latestOffset + partitions over {PLANNING_PARTITIONS:,} partitions (no Spark); {load()}")
     from pyspark.sql.streaming.datasource import ReadAllAvailable
 
+    from samza_devkit.kafka_broker import KafkaDevBroker
+    from samza_devkit.kafka_helpers import create_topic
     from spark_samza_source.kafka.options import KafkaSourceOptions
     from spark_samza_source.kafka.schema import kafka_schema
     from spark_samza_source.kafka.source import SamzaKafkaStreamReader
-    from spark_samza_source.testing.kafka_broker import KafkaDevBroker
-    from spark_samza_source.testing.kafka_helpers import create_topic
 
     with KafkaDevBroker() as broker:
         bootstrap = broker.bootstrap_servers
@@ -590,8 +590,8 @@ def _parse_shape(text: str) -> tuple[int, int]:
 def part_memory(args, work: Path) -> None:
     from concurrent.futures import ProcessPoolExecutor
 
-    from spark_samza_source.testing.kafka_broker import KafkaDevBroker
-    from spark_samza_source.testing.kafka_helpers import create_topic
+    from samza_devkit.kafka_broker import KafkaDevBroker
+    from samza_devkit.kafka_helpers import create_topic
 
     extra = dict(kv.split("=", 1) for kv in args.memory_kafka_conf)
     say(f"== 4. memory: peak RSS of a fresh Python process reading ~1 GB with read_ranges (one task holding all "

@@ -13,7 +13,7 @@ Two parts (both by default, or one with ``--only``), then a summary table (figur
    wall time from the end of the first data batch to the end of the last (end = progress ``timestamp`` +
    ``durationMs.triggerExecution``, from ``query.recentProgress``): session start, Python worker start, the first
    boto3 clients and the trailing empty batch that ends ``AvailableNow`` are excluded.  Baseline: a plain boto3
-   ``GetRecords`` loop (``testing.kinesis_helpers.read_shard_raw``, ``Limit`` 10,000) in 2 spawned processes
+   ``GetRecords`` loop (``samza_devkit.kinesis_helpers.read_shard_raw``, ``Limit`` 10,000) in 2 spawned processes
    (= ``local[2]``), each reading half of the shards one after the other, against the same stream on the same
    moto server, timed from a barrier after a warm-up call.  Target: Spark / raw >= 0.8.  For diagnosis (no
    target): the product reader alone (``reader.read_shard``, same 2 processes, same per-batch limits, no Spark)
@@ -73,7 +73,7 @@ SPARK_TARGET = 0.8
 LINEAGE_SHARDS = 500
 PLANNING_TARGET_S = 1.0
 HASH_SPACE = 2**128
-DUMMY_AWS_ENV = {  # moto accepts anything; the same values as the test fixtures (testing.aws_fixtures)
+DUMMY_AWS_ENV = {  # moto accepts anything; the same values as the test fixtures (samza_devkit.aws_fixtures)
     "AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_SESSION_TOKEN": "testing",
     "AWS_SECURITY_TOKEN": "testing", "AWS_DEFAULT_REGION": "us-east-1", "AWS_REGION": "us-east-1",
 }
@@ -120,7 +120,7 @@ def _proc_tree_cpu() -> dict[str, float]:
             up, seen = stats[up][0], seen + 1
         if up != me or pid == me:
             continue
-        out["moto" if "testing.moto_server" in cmd else "spark"] += cpu
+        out["moto" if "samza_devkit.moto_server" in cmd else "spark"] += cpu
     return out
 
 
@@ -174,7 +174,7 @@ def aws_env() -> None:
 def fill_stream(client, stream: str, records: int, chunk: int = 10_000) -> list[str]:
     """``records`` x ``VALUE_SIZE`` B, round robin over the shards (explicit hash keys, so every shard gets exactly
     its share), put in chunks so moto's put rate can be printed as the shards grow; returns the shard ids."""
-    from spark_samza_source.testing import kinesis_helpers as kh
+    from samza_devkit import kinesis_helpers as kh
 
     shards = kh.list_shards(client, stream)
     ids = [s["ShardId"] for s in shards]
@@ -195,7 +195,7 @@ def fill_stream(client, stream: str, records: int, chunk: int = 10_000) -> list[
     say(f"  put {records:,} x {VALUE_SIZE} B in {total:.1f} s ({records / total:,.0f} rec/s overall); per chunk of "
         f"{chunk:,} (PutRecords, 500 per call): {shown}")
     say("    (moto 5.2's own Shard.put_record is O(records in the shard); the test moto server replaces its last-"
-        "sequence lookup with an O(1) one, testing.kinesis_helpers.apply_moto_kinesis_fixes)")
+        "sequence lookup with an O(1) one, samza_devkit.kinesis_helpers.apply_moto_kinesis_fixes)")
     return ids
 
 
@@ -208,7 +208,7 @@ def _warm(client, stream: str, shard_id: str) -> None:
 
 def moto_get_rate(client, stream: str, shard_ids: list[str], expected: int) -> float:
     """moto's own GetRecords rate: one client, one shard after the other (also checks every shard's count)."""
-    from spark_samza_source.testing.kinesis_helpers import read_shard_raw
+    from samza_devkit.kinesis_helpers import read_shard_raw
 
     _warm(client, stream, shard_ids[0])
     started, total = time.monotonic(), 0
@@ -276,7 +276,7 @@ def resumed_read_profile(endpoint: str, stream: str, shard_id: str, per_batch: i
 
 def _raw_worker(endpoint: str, stream: str, shard_ids, per_shard: int, barrier, results) -> None:
     """One of the 2 baseline processes: a plain boto3 GetRecords loop (read_shard_raw) over its shards."""
-    from spark_samza_source.testing.kinesis_helpers import kinesis_client, read_shard_raw
+    from samza_devkit.kinesis_helpers import kinesis_client, read_shard_raw
 
     client = kinesis_client(endpoint)
     _warm(client, stream, shard_ids[0])
@@ -505,10 +505,10 @@ def part_spark(args, work: Path) -> None:
         "5 batches of.")
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    from samza_devkit import kinesis_helpers as kh
+    from samza_devkit.moto_server import MotoServerProcess
+    from samza_devkit.spark_fixtures import make_local_spark
     from spark_samza_source import register
-    from spark_samza_source.testing import kinesis_helpers as kh
-    from spark_samza_source.testing.moto_server import MotoServerProcess
-    from spark_samza_source.testing.spark_fixtures import make_local_spark
 
     with MotoServerProcess() as endpoint:
         client = kh.kinesis_client(endpoint)
@@ -799,7 +799,7 @@ def _moto_lineage_stream(client, created: int, splits: int) -> tuple[str, dict[s
     """A stream of ``created`` shards, the first ``splits`` of them split: ``created + splits`` open shards and
     ``splits`` closed parents.  One record in every shard before the splits, two in every open shard after.
     Returns the stream name and shard id -> sequence number of its last record."""
-    from spark_samza_source.testing import kinesis_helpers as kh
+    from samza_devkit import kinesis_helpers as kh
 
     stream = kh.create_stream(client, kh.unique_stream_name("wide"), created)
     before = kh.list_shards(client, stream)
@@ -916,8 +916,8 @@ def _coordinator_sequence(endpoint: str, stream: str, last_seq: dict[str, str], 
 
 def _coordinator_on_moto(args, work: Path) -> None:
     """The driver's real path: KinesisCoordinator against moto with 500 listed shards (250 created, 125 split)."""
-    from spark_samza_source.testing import kinesis_helpers as kh
-    from spark_samza_source.testing.moto_server import MotoServerProcess
+    from samza_devkit import kinesis_helpers as kh
+    from samza_devkit.moto_server import MotoServerProcess
 
     created, splits = args.lineage_shards // 2, args.lineage_shards // 4
     say(f"  [coordinator on moto] {created} shards created, {splits} of them split -> {created + 2 * splits} listed "

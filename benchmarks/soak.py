@@ -148,7 +148,7 @@ class KafkaProducer(Producer):
 
     def expand(self, bootstrap: str, total: int) -> None:
         """Add partitions (call with ``pause`` held) and wait until this producer's metadata shows them."""
-        from spark_samza_source.testing.kafka_helpers import add_partitions
+        from samza_devkit.kafka_helpers import add_partitions
 
         add_partitions(bootstrap, TOPIC, total)
         deadline = time.monotonic() + 60
@@ -192,7 +192,7 @@ class KinesisProducer(Producer):
         self.client = client
 
     def send(self, records: list[tuple[str, int]]) -> None:
-        from spark_samza_source.testing.kinesis_helpers import put_records
+        from samza_devkit.kinesis_helpers import put_records
 
         put_records(self.client, STREAM, [(key, f"{key}:{seq}".encode()) for key, seq in records])
 
@@ -350,7 +350,7 @@ class Rec:
 def kafka_truth(bootstrap: str) -> dict[int, list[Rec]]:
     from confluent_kafka import Consumer, TopicPartition
 
-    from spark_samza_source.testing.kafka_helpers import partition_count
+    from samza_devkit.kafka_helpers import partition_count
 
     count = partition_count(bootstrap, TOPIC)
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "soak-checker", "enable.auto.commit": False,
@@ -378,7 +378,7 @@ def kafka_truth(bootstrap: str) -> dict[int, list[Rec]]:
 
 def kinesis_truth(client) -> tuple[dict[str, list[Rec]], dict[str, dict[str, int]], dict[str, list[str]]]:
     """Per shard: its records in order, sequence number -> index, and its parents."""
-    from spark_samza_source.testing.kinesis_helpers import list_shards, read_shard_raw
+    from samza_devkit.kinesis_helpers import list_shards, read_shard_raw
 
     records: dict[str, list[Rec]] = {}
     index: dict[str, dict[str, int]] = {}
@@ -834,10 +834,10 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 
     import spark_samza_source
-    from spark_samza_source.testing import kinesis_helpers as kh
-    from spark_samza_source.testing.kafka_broker import KafkaDevBroker
-    from spark_samza_source.testing.kafka_helpers import create_topic
-    from spark_samza_source.testing.moto_server import MotoServerProcess
+    from samza_devkit import kinesis_helpers as kh
+    from samza_devkit.kafka_broker import KafkaDevBroker
+    from samza_devkit.kafka_helpers import create_topic
+    from samza_devkit.moto_server import MotoServerProcess
 
     work = Path(args.work_dir or tempfile.mkdtemp(prefix="samza-soak-"))
     work.mkdir(parents=True, exist_ok=True)

@@ -50,8 +50,8 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     import spark_samza_source
+    from samza_devkit.spark_fixtures import make_local_spark
     from spark_samza_source import register
-    from spark_samza_source.testing.spark_fixtures import make_local_spark
 
     spark = make_local_spark("samza-soak-driver", {
         "spark.driver.memory": "1g",

@@ -4,7 +4,9 @@ The pure coordination model lives in :mod:`spark_samza_source.core` and imports 
 client library, so it can be used (and tested) anywhere.
 """
 
-__version__ = "0.1.0.dev0"
+from ._version import __version__
+
+__all__ = ["__version__", "register"]
 
 
 def register(spark) -> None:

@@ -15,6 +15,8 @@ import sys
 from datetime import datetime
 from typing import NoReturn
 
+from .._version import __version__
+
 __all__ = [
     "STORE_ENV",
     "UsageError",
@@ -176,6 +178,7 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--json", action="store_true", help="print machine-readable JSON instead of text")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     groups = parser.add_subparsers(dest="group", metavar="COMMAND", required=True, parser_class=_Parser)
 
     # -- startpoint ----------------------------------------------------------------------------------------

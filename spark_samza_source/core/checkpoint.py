@@ -1,19 +1,16 @@
 """Checkpoints: the committed position of every (task, SSP), mirrored to the metadata store for tools.
 
-The Spark offset log stays the source of truth (DESIGN.md section 2); this mirror exists so operators and tools
-(the CLI, dashboards, a Samza-minded on-call) can see where each task stands without parsing Spark's checkpoint
-directory. A position is an opaque JSON value because systems differ: a Kafka offset is an int, a Kinesis
-position a sequence-number string, or a per-shard map when an SSP slot carries several shards.
+Written by both coordinators at ``commit``; read by the CLI (``checkpoint show``), ``lag`` and the KCL lease-table
+mirror. The Spark offset log stays the source of truth; this mirror lets operators see where each task stands
+without parsing Spark's checkpoint directory (docs/architecture.md §9). Positions are opaque JSON (a Kafka offset,
+a Kinesis position, or a per-shard map for an overloaded slot).
 
-Layout: namespace ``checkpoint``, one key per task (the task name, verbatim), so a tool reads one task without
-parsing the others and a job with many tasks never hits a store's value-size limit::
+Layout: namespace ``checkpoint``, one key per task (the task name)::
 
     "Partition 0" -> {"batchId": 12, "positions": [{"partition": 0, "position": 42, "stream": "orders",
                       "system": "kafka"}], "task": "Partition 0", "timestamp": 1700000000000, "version": 1}
 
-Positions are listed with their SSP as an object rather than keyed by ``system.stream.partition``, which is
-ambiguous when stream names contain dots. Every record carries the format version; a newer version raises
-:class:`FormatVersionError` so an old release never misreads a newer layout.
+A newer format version raises :class:`FormatVersionError`.
 """
 
 from __future__ import annotations

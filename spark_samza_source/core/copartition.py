@@ -1,19 +1,13 @@
 """Co-partition planner: streams joined in one task must agree in partition count (Samza's execution planner).
 
-A stream-stream join, or a stream-table join whose table is filled from another stream (side inputs
-included), only sees both sides of a key if the key lands in the same task on both sides. With
-``hash(key) % N`` partitioning and a grouper that puts partition p of every stream in one task, that holds
-exactly when the joined streams have the same partition count. Samza rejects such an application before it
-runs (SAMZA-1889); so do we, before the query reads anything, with every stream of the group and its count.
+Called by the Kafka coordinator before the first batch and at every new job model (option ``copartition``).
+:func:`check_partition_counts` requires every stream of a group to share its initial partition count and each
+current count to be one the expansion algorithm accepts; :func:`check_task_affinity` requires the grouper to
+place those partitions in a common task. A violation fails the query before it reads anything, naming every
+stream of the group and its count.
 
-Across expansion (SEP-5) the check is on the counts each stream had when the job was first planned: all
-members of a group must share that initial count, and each member's current count must be one the expansion
-algorithm accepts for it (under the default, a multiple of the initial count). Then key k sits in partition
-``h % c_s`` of stream s, whose pre-expansion partition is ``(h % c_s) % n == h % n`` for every member, so
-joint growth by different multiples (orders 4 -> 8, payments 4 -> 16) keeps the join correct.
-
-:func:`check_task_affinity` adds the job-model side: the grouper must actually place those partitions in a
-common task (``GroupBySystemStreamPartition`` does not, ``GroupByPartition`` does).
+Why the counts must agree, and why growth by different multiples still keeps a join correct:
+docs/architecture.md §5.
 """
 
 from __future__ import annotations

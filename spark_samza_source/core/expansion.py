@@ -1,20 +1,12 @@
 """Partition expansion algorithms (SEP-5): which partition a new partition's keys lived in before expansion.
 
-A fixed-task grouper keeps every task when a stream grows. To send the keys of a new partition to the task that
-already holds their state, it asks an algorithm for the partition those keys belonged to *before any
-expansion*, i.e. relative to the stream's initial partition count (SEP-5's
-``getPartitionBeforeExpansion(currentPartitionIdx, currentPartitionCount, initialPartitionCount)``).
+Called by the fixed-task groupers (``core.grouping``) and the co-partition planner. An algorithm answers
+``partition_before_expansion(p, current_count, initial_count)``; :func:`checked_partition_before_expansion`
+enforces SEP-5's two requirements on every answer (in ``[0, initial_count)``; identity below ``initial_count``),
+so a faulty plug-in fails loudly. The default, :class:`DefaultPartitionExpansionAlgorithm`, is ``p % initial``
+and accepts only growth by an integer multiple. Users plug their own by dotted path (``expansion.algorithm``).
 
-SEP-5 puts two requirements on every algorithm, which :func:`checked_partition_before_expansion` enforces so a
-faulty plug-in fails loudly instead of silently scattering keys:
-
-- the result lies in ``[0, initial_count)``;
-- a partition below ``initial_count`` maps to itself (those partitions existed from the start).
-
-The default, ``p % initial``, matches Kafka's default partitioner (``murmur2(key) % N``): when N' = k*N,
-``(h % N') % N == h % N``, so every key of old partition p lands in ``{p, p+N, ..., p+(k-1)N}``. It only holds
-for growth by an integer multiple, which :meth:`DefaultPartitionExpansionAlgorithm.validate` demands (Samza's
-``HashSystemStreamPartitionMapper`` has the same precondition).
+Why ``p % initial`` keeps every key in its task: docs/architecture.md §5.
 """
 
 from __future__ import annotations

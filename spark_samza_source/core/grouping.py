@@ -1,30 +1,15 @@
 """SSP groupers: turn the current SSPs (and the previous job model) into the next job model.
 
-A grouper is a pure function object (SEP-11's "grouper as a pure function"): ``group(previous, ssps,
-broadcast)`` never does I/O, so the driver can call it at every trigger and a replay recomputes the same model.
+Called by the Kafka coordinator at every trigger (and by the CLI and the properties import). A grouper is a pure
+function object: ``group(previous, ssps, broadcast)`` never does I/O, so a replay recomputes the same model.
 
-- :class:`GroupByPartition`: task ``Partition N`` holds partition N of every input stream (joins co-located).
-- :class:`GroupBySystemStreamPartition`: one task per SSP, named ``SystemStreamPartition [system, stream, N]``.
-- :class:`AllSspToSingleTask`: ``num_tasks`` tasks ``Task-0`` .. ``Task-<n-1>``, each holding every SSP
-  (Samza's ``AllSspToSingleTaskGrouper`` names its one task ``Task-<processorId>``; used by Kinesis).
-- :class:`GroupByPartitionFixedTasks` / :class:`GroupBySystemStreamPartitionFixedTasks` (SEP-5): the base
-  grouper on the first model; afterwards every SSP keeps its previous task and a partition added by expansion
-  joins the task of its pre-expansion partition, so the task set (and per-task state) survives expansion.
+- :class:`GroupByPartition`: task ``Partition N`` holds partition N of every input stream.
+- :class:`GroupBySystemStreamPartition`: one task per SSP, ``SystemStreamPartition [system, stream, N]``.
+- :class:`AllSspToSingleTask`: ``Task-0`` .. ``Task-<n-1>``, each holding every SSP (Kinesis).
+- :class:`GroupByPartitionFixedTasks` / :class:`GroupBySystemStreamPartitionFixedTasks` (SEP-5): the base grouper
+  on the first model; afterwards a partition added by expansion joins the task of its pre-expansion partition.
 
-Common rules, all groupers:
-
-- Broadcast SSPs are removed from the grouped input and added to every task (each task reads them at its
-  own position). A model with no regular SSP has no task, so broadcast SSPs are then only recorded in
-  ``JobModel.broadcast``.
-- A stream's partition count is its number of non-broadcast SSPs (as Samza's ``SSPGrouperProxy`` and
-  :meth:`JobModel.partition_counts` count it).
-- ``initial_partition_counts``: on the first model, the current count of every stream; afterwards carried
-  over from the previous model, and a stream new to the job (e.g. a new topic matched by a subscribe pattern)
-  starts at its current count. Plain groupers regroup freely, so when a stream shrank below its initial
-  count (topic re-created) its history is void and its initial count restarts at the current count; the
-  fixed-task groupers reject that case instead.
-
-Cost is linear in the number of SSPs plus sorting the tasks (and streams); see ``_group_regular``.
+Broadcast SSPs go to every task. Rules and reasons: docs/architecture.md §5.
 """
 
 from __future__ import annotations

@@ -1,20 +1,15 @@
 """The source offset of a partitioned log (Kafka): everything needed to rebuild a batch's input partitions.
 
-Spark stores the dict we return from ``latestOffset`` verbatim and compares offsets as JSON *strings*, so the
-JSON form here is deterministic: sorted keys, sorted lists, no floats. One offset is self-contained: from a
-(start, end) pair alone, ``partitions`` rebuilds exactly the same tasks and ranges on replay.
+Built by the pure planner (``core.planner``) from ``latestOffset``, parsed back by the Kafka coordinator and the
+CLI. Spark compares offsets as JSON *strings*, so the JSON form is deterministic (sorted keys and lists, no
+floats), and one offset is self-contained: ``partitions(start, end)`` rebuilds the same tasks and ranges on replay.
 
-Fields (DESIGN.md section 4):
+Fields: ``job_model`` (task -> SSPs, initial partition counts); ``positions`` (per (task, SSP) the next offset to
+read); ``rebases`` (SSPs whose batch does not start at the previous end: startpoint, new partition, broadcast SSP
+in a new task, data-loss skip); ``barriers`` (drain-first barriers in force); ``applied`` (last startpoint
+creation timestamp per (task, SSP), so none applies twice).
 
-- ``job_model``: task -> SSPs and each stream's initial partition count;
-- ``positions``: for every (task, SSP) the next offset to read, i.e. where this batch ended;
-- ``rebases``: (task, SSP) whose batch *ending here* does not start at the previous end: an applied
-  Startpoint (with its creation timestamp), a new partition, a broadcast SSP in a new task, or a data-loss
-  skip. ``partitions(start, end)`` starts such an SSP at the rebase position;
-- ``barriers``: drain-first expansion barriers still in force: held SSP -> one barrier per growth that holds
-  it (the partitions whose keys it may now hold, and the offset each must be read to first);
-- ``applied``: for every (task, SSP) the creation timestamp of the last Startpoint applied, carried forward
-  so that the same Startpoint can never be applied twice, even if its deletion was lost.
+Why each field exists: docs/architecture.md §4.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Pure planning of the next micro-batch of a partitioned log (Kafka).
+"""Pure planning of the next micro-batch of a partitioned log (Kafka): docs/architecture.md §4-7.
 
 ``plan_next`` takes the previous offset, the job model computed for this trigger, the watermarks observed,
 the startpoints already resolved to positions, and the read limit; it returns the next offset. It does no

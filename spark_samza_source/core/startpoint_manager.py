@@ -1,51 +1,15 @@
 """StartpointManager (SEP-18): write, read, fan out and safely delete startpoints in a metadata store.
 
-The manager does no I/O of its own: every read and write goes through the ``MetadataStore`` object it is given
-(memory, file/object store or DynamoDB), so it stays in the pure core and is unit-tested on the memory store.
+Called by tools (the CLI, user code: :meth:`write`, :meth:`read`, :meth:`list`) and by both coordinators at
+planning (:meth:`fan_out`) and commit (:meth:`delete_if_unchanged`). It does no I/O of its own: every operation
+goes through the ``MetadataStore`` it is given, so it stays in the pure core.
 
-Storage layout
---------------
-One namespace, ``startpoint``, one key per startpoint, value = the startpoint's Samza JSON exactly
-(``{"@type":"StartpointSpecific","creationTimestamp":...,"specificOffset":"42"}``)::
+Layout: namespace ``startpoint``, one key per startpoint (Samza's ``system.stream.partition[.taskName]``, with
+``%`` -> ``%25`` and ``.`` -> ``%2E`` inside names so a key maps back to one (SSP, task)), value = Samza's JSON.
+Startpoints older than the TTL are ignored (``purge_expired`` removes them); a malformed value is an error for
+operator calls and a warning, reported in ``FanOutResult.malformed``, inside a live query.
 
-    kafka.orders.3                   SSP-only startpoint (as written by a user or tool)
-    kafka.orders.3.Partition 3       SSP + task startpoint (written for a broadcast SSP, or by fan-out)
-
-Keys are Samza's read-write keys (``system.stream.partition[.taskName]``), made unambiguous: inside the
-system, stream and task name, ``%`` is written ``%25`` and ``.`` is written ``%2E``. Samza's own form is
-ambiguous (SSP ``kafka/a/1`` + task ``2`` and SSP ``kafka/a.1/2`` are both ``kafka.a.1.2``), so two different
-startpoints could overwrite each other; with the escaping a key splits on ``.`` into exactly 3 or 4 parts and
-maps back to one (SSP, task). For the usual names (no dots) the key is byte-identical to Samza's.
-
-Why no separate fan-out namespace: Samza moves fanned-out startpoints into one document per task
-(``StartpointFanOutPerTask``). Removing one SSP from such a document at commit is a read-modify-write of a
-document shared with other SSPs, and the store offers no compare-and-swap ``put``, only ``put_if_absent`` and
-``delete_if_equal``. With one key per (SSP, task) every update is a single conditional operation: fan-out
-writes the SSP+task key (the key SEP-18 itself describes: "Startpoints keyed only by SSP will be remapped to
-SSP+TaskName"), and a commit deletes exactly the startpoint it applied with ``delete_if_equal``. The
-``startpoint-fan-out`` namespace is therefore not used.
-
-Lifecycle
----------
-1. A tool calls :meth:`StartpointManager.write` (SSP-only, or SSP + task for broadcast streams).
-2. At planning the driver calls :meth:`StartpointManager.fan_out` with the current job model: each SSP-only
-   startpoint is merged into the SSP+task key of every task holding the SSP (newest ``creationTimestamp``
-   wins; on a tie the existing SSP+task startpoint stays, as in Samza), then the SSP-only key is deleted only
-   if it is unchanged since it was read, so a startpoint rewritten meanwhile survives for the next fan-out.
-3. The system's visitor resolves the returned startpoints; the batch records (SSP, task, creation timestamp).
-4. ``commit`` calls :meth:`StartpointManager.delete_if_unchanged` with that creation timestamp, so a newer
-   startpoint written while the batch ran is never deleted.
-
-Expiry and malformed values
----------------------------
-Startpoints older than the TTL (12 h by default, as Samza) are ignored, reported in the fan-out result and
-logged once per manager; they stay in the store (:meth:`purge_expired` removes them). A stored value that is not
-a valid startpoint, or a key that does not decode, is an error for the explicit operator calls (:meth:`read`,
-:meth:`list`), naming the store URI and key. :meth:`fan_out`, which runs inside a live query, skips it with a
-warning and reports it in ``FanOutResult.malformed`` instead of failing: skipping leaves the query at its
-checkpoint, exactly where it would be without the startpoint, while failing would stop processing (and every
-restart) until someone repaired the store. The typical cause is a ``StartpointCustom`` type whose module the
-driver did not import; the value is left untouched so nothing the operator wrote is lost.
+The life cycle (write, fan out, resolve, apply, delete only if unchanged) and its reasons: docs/architecture.md §6.
 """
 
 from __future__ import annotations

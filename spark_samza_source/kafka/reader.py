@@ -1,31 +1,13 @@
 """Executor side of ``samza-kafka``: read a task's offset ranges and stream them out as Arrow RecordBatches.
 
-``read_ranges`` is what ``DataSourceStreamReader.read(partition)`` returns for one Spark input partition (= one
-Samza task).  Design choices and why:
+``read_ranges`` is what ``DataSourceStreamReader.read(partition)`` returns for one Spark input partition (one
+Samza task). One consumer per task, borrowed from :mod:`consumer_cache`, every range assigned at once. Output is
+deterministic (round robin over partitions, each in offset order, batches cut by a rule that depends only on the
+records), never past a range's end, never duplicated. Data loss is detected (``auto.offset.reset=error``) and
+fails with :class:`KafkaDataLossError` unless ``failOnDataLoss`` is off; no progress for ``poll_timeout_ms`` fails
+the task naming what is pending. Batches are built column by column with exactly :func:`kafka_arrow_schema`.
 
-* **One consumer, every range assigned at once** (``assign``, never ``subscribe``), borrowed from the per-process
-  :mod:`consumer_cache`.  librdkafka then fetches all partitions concurrently, so a task with many small ranges
-  costs about one fetch round trip, not one per partition.
-* **Deterministic output.** Batches come out round robin over the partitions in the order of ``ranges`` (one
-  batch per partition per turn), each partition in offset order, cut by a rule that depends only on the records
-  (``max_rows_per_batch`` rows, or fewer once the key+value bytes reach ``max_bytes_per_batch``).  A replayed
-  range set therefore yields the same rows, in the same order, in the same batches, whatever the fetch timing.
-  Balanced partitions keep about one batch buffered each; a partition that runs ahead is paused once it holds
-  three batches (or its share of 64 MiB) -- librdkafka drops its prefetched data on pause and refetches on
-  resume, and offsets already buffered are skipped.
-* **Never more than the range.** A record with offset >= ``end`` is never yielded, offsets below the next
-  expected one (refetches) are dropped, so no duplicates.  A partition is finished when the record at ``end - 1``
-  has been read, when a record >= ``end`` arrives, or when ``consumer.position()`` reaches ``end`` (the range ends
-  in a gap: compaction, transaction markers).
-* **Data loss is detected, not guessed.** The consumer runs with ``auto.offset.reset=error``; an out-of-range
-  fetch, a first record above the range start while the log start offset is above it too, or a partition that no
-  longer exists, is data loss: with ``failOnDataLoss`` a :class:`KafkaDataLossError` names the topic, partition and
-  lost offsets; otherwise a warning is logged and reading continues from the earliest available offset.  Gaps
-  above the log start offset (compaction, aborted transactions) are not data loss.
-* **Bounded.** No progress for ``poll_timeout_ms`` (Spark's ``kafkaConsumer.pollTimeoutMs``, default 120 s) fails
-  the task with the partitions and offsets still pending, instead of hanging on a dead broker.
-* **Columnar.** Batches are built column by column (list comprehensions over the messages, ``pa.array`` with
-  explicit types, vectorised timestamp conversion), with exactly :func:`kafka_arrow_schema`, never per-row tuples.
+The read protocol and the reasons for these choices: docs/architecture.md §7.
 """
 
 from __future__ import annotations

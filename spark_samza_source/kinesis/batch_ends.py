@@ -1,40 +1,14 @@
 """Per-batch, per-shard end positions in the metadata store: how a Kinesis batch gets a deterministic end.
 
-The driver's offset for batch N carries the start positions; the end of each shard is decided by the first task
-attempt that reads it (DESIGN §8).  That attempt records the end it reached with ``put_if_absent``; any other
-attempt of the same batch -- a retry after a failure, a speculative copy, a replay after a driver restart -- finds
-the recorded end and reads exactly up to it.  The next ``latestOffset`` turns the recorded ends of batch N into the
-starts of batch N+1 (:meth:`BatchEnds.ends_for`).
+Called by the executors' ``read()`` (:func:`stream_and_record`, :func:`read_and_record`) and by the driver's
+``latestOffset`` (:meth:`BatchEnds.ends_for` turns batch N's recorded ends into batch N+1's starts). The first
+task attempt that reads a shard records the end it reached with ``put_if_absent``; every other attempt of that
+batch (retry, speculative copy, replay) reads exactly to the recorded end; an attempt that already yielded rows
+past it raises :class:`AttemptPassedRecordedEnd` (Spark discards a failed attempt's rows).
 
-Executor flow for one shard (:func:`stream_and_record`; ``read()`` runs it for each shard of its task and yields
-the rows as they are read, so Spark's work on them overlaps the next ``GetRecords``)::
-
-    recorded = ends.get(batch, shard)                         # an earlier attempt's end, if any
-    if recorded:  yield rows of read_shard(..., recorded_end=recorded)      # exactly to it
-    else:
-        yield rows of read_shard(...) as they come            # up to the limits; reached end E
-        winner = ends.record(batch, shard, E)                 # put-if-absent: first attempt wins
-        if winner == E:                 done
-        elif no row was yielded:        yield rows of read_shard(start, recorded_end=winner)
-        elif winner is after E:         yield rows of read_shard(E, recorded_end=winner)   # read on to it
-        else:                           raise AttemptPassedRecordedEnd    # this attempt yielded too much
-
-So every attempt that *succeeds* yields exactly the rows from the start up to the one recorded end, and an attempt
-that fails has its rows discarded by Spark (a failed task attempt's output never reaches the sink); its retry finds
-the recorded end and reads exactly to it.  The last case needs two attempts of one batch running at once (a
-speculative copy, or a zombie task of a dead driver) and is the only one that costs a task failure.
-:func:`read_and_record` is the same protocol for a caller that holds the rows until the end is recorded: it
-recovers from that case by re-reading.
-
-Store layout (namespace ``kinesis-batch-ends``; keys sort by batch)::
-
-    key   = "<batch, 20 digits>/<shard id>"          (or "<batch>/<stream>/<shard id>" with ``stream``; the
-                                                     stream scope may itself contain '/', e.g. "clicks/<query id>")
-    value = {"end": <ShardPosition JSON>, "task": "<task>", "recordedAtMs": <epoch ms>}
-
-On an object store without conditional writes (``atomic_conditionals = False``: S3, GCS through pyarrow) two
-racing attempts can both believe they won; use a ``file:`` (shared file system) or ``dynamodb:`` store when
-speculative execution is on.
+Store layout (namespace ``kinesis-batch-ends``): key ``"<batch, 20 digits>/<shard id>"`` (or
+``"<batch>/<stream scope>/<shard id>"``), value ``{"end": <ShardPosition JSON>, "task": ..., "recordedAtMs": ...}``.
+Why, and what it needs from the store (atomic put-if-absent): docs/architecture.md §8.
 """
 
 from __future__ import annotations

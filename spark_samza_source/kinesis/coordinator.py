@@ -2,7 +2,7 @@
 
 Kinesis has no "latest offset" to plan against, so the offset of batch N carries the positions batch N starts
 from; executors record where each shard stopped (``BatchEnds``, put-if-absent) and ``latest_offset`` turns those
-recorded ends into the next batch's starts (DESIGN.md section 8). To avoid an empty batch every trigger, a
+recorded ends into the next batch's starts (docs/architecture.md §8). To avoid an empty batch every trigger, a
 batch is planned only when the previous one made progress, something changed (new shards, released children,
 startpoints), a closed shard still has to reach ``SHARD_END``, or a probe finds records waiting.
 """

@@ -1,46 +1,15 @@
-"""ShardPartitionMapper: Kinesis shards onto the SSP slots of fixed tasks (the Samza Kinesis proposal, DESIGN 8).
+"""ShardPartitionMapper: Kinesis shards onto the SSP slots of fixed tasks (the Samza Kinesis proposal).
 
-Pure: no boto3, no Spark, no I/O. The state is explicit (``num_tasks``, ``slots_per_task`` and shard -> slot)
-and JSON-serialisable; the planner copies it, changes the copy and writes it into the next Spark offset.
+Pure: no boto3, no Spark, no I/O. The state (``num_tasks``, ``slots_per_task``, shard -> slot) is explicit and
+JSON-serialisable; the Kinesis planner copies it, changes the copy and writes it into the next Spark offset.
 
-Tasks and slots
----------------
-- Tasks are ``Task-0`` .. ``Task-<n-1>`` (the names of ``core.grouping.AllSspToSingleTask``); one task is one
-  Spark input partition in every micro-batch.
-- Every task owns ``slots_per_task`` SSP slots. Slots are numbered globally: task ``i`` owns the SSPs
-  ``SystemStreamPartition("kinesis", stream, p)`` for ``p`` in ``[i * S, (i + 1) * S)``, ``S = slots_per_task``.
-  So an SSP belongs to exactly one task (the ``JobModel`` is a plain partition of the SSPs, no SSP is in two
-  tasks), a startpoint keyed by SSP alone addresses one slot of one task, and ``p // S`` is the task index.
-  This is how "task -> its slot SSPs" is represented in the ``JobModel``: ``Task-i -> {SSP p : i*S <= p < (i+1)*S}``.
-- ``S`` is fixed for the life of a job model. By default (``build``) it is the open-shard count when the model
-  is made (the proposal: every task has as many slots as the stream had shards), raised if needed so that the
-  new model is always 1:1 (each live shard its own slot); an explicit ``slots_per_task`` is taken as is.
+- Tasks ``Task-0`` .. ``Task-<n-1>``; task ``i`` owns the slot SSPs ``[i * S, (i + 1) * S)``, ``S = slots_per_task``.
+- ``build``: a new job model: the readable shards, sorted by starting hash key, cut into contiguous hash ranges
+  per task; children follow their parents.
+- ``place``: a new shard joins its parent's task (``lineage``) or the least-loaded one (``balanced``), and takes a
+  free slot, a slot holding only its parents, or overloads the least-loaded slot. ``release``: a drained shard.
 
-Initial assignment (``build``, a new job model)
------------------------------------------------
-The live shards (not yet drained) whose parents are not live ("roots": the shards readable now) are sorted
-by starting hash key and cut into ``num_tasks`` **contiguous hash ranges** of (almost) equal shard counts:
-root ``k`` of ``m`` goes to task ``k * num_tasks // m``. Contiguity was chosen over round-robin because it keeps
-key affinity: a task owns one stretch of the hash-key space, so the keys of a task stay together, and since
-children inherit their parent's task (below) the task keeps that stretch across splits and merges.
-Live shards with a live parent (children still blocked behind an undrained parent) then follow the child rule.
-Within a task, shards take the lowest free slot in that order (roots by hash key, then children parents-first).
-
-New shards (``place``)
-----------------------
-- Task: with ``assignment="lineage"`` (default) the task of its parent; for a merge the parent with the lower
-  starting hash key. A parent counts whether it is still mapped or already drained and released: the caller
-  passes ``retired`` (drained shard -> the task it was in when drained), so a child keeps its parent's task
-  when the parent was drained in an earlier plan or in the very plan that first lists the child. With
-  ``"balanced"`` (KCL style), or when no parent's task is known, the least-loaded task: fewest open shards, then
-  fewest shards, then lowest index.
-- Slot within the task, first match wins:
-  1. a free slot (no shard), lowest number;
-  2. succession: a slot holding only parents of the new shard (a parent and its blocked child are never read
-     in the same batch, and the parent leaves the slot when drained);
-  3. overload: the slot with the fewest open shards, then fewest shards, then the lowest number. That SSP
-     then holds several shards at once and its "position" is a per-shard map (``KinesisOffset.ssp_positions``).
-- Drained shards are released (``release``); a merge frees two slots and takes at most one.
+The reasons behind each rule: docs/architecture.md §8.
 """
 
 from __future__ import annotations

@@ -1,50 +1,15 @@
 """The samza-kinesis Spark offset: a self-contained, deterministic description of one micro-batch.
 
-Kinesis has no "latest offset" to plan against (DESIGN 8), so the offset of batch ``N`` says where batch ``N``
-**starts**, not where it ends: ``partitions(start, end)`` builds the input partitions from the END offset alone
-(``planner.tasks_for_batch(end)``), each task reads its readable shards from these start positions up to its
-limit and records the position it stopped at under ``(N, shard)``; planning batch ``N + 1`` turns those
-recorded ends into the next offset's starts. A replay of batch ``N`` finds the recorded ends and reads exactly
-up to them. Batch 0 is the initial offset and is never read: Spark's first micro-batch is batch 1.
+The offset of batch ``N`` says where batch ``N`` **starts**: ``partitions(start, end)`` builds the input
+partitions from the END offset alone (``planner.tasks_for_batch(end)``); each task records where it stopped, and
+planning batch ``N + 1`` turns those recorded ends into the next starts. Batch 0 is never read.
 
-JSON layout (every object in sorted key order, so ``json.dumps(offset.to_json())`` equals the sorted form and
-Spark's string comparison of offsets is stable; no floats; 128-bit values never appear)::
+JSON fields (sorted keys, no floats): ``batch``; ``jobModel`` (generation, numTasks, slotsPerTask, system,
+stream); ``shards`` (per shard: ``start``, ``status`` readable / blocked / drained, ``endingSequence``, ``slot``,
+``task``); ``startpoints`` applied in this batch per (task, slot SSP); ``applied`` (last startpoint creation
+timestamp per (task, SSP), carried forward); ``latestTimestampMs``; ``version``.
 
-    {
-      "applied": {"Task-0": {"kinesis.clicks.1": 1700000000000}},
-      "batch": 7,
-      "jobModel": {"generation": 1, "numTasks": 2, "slotsPerTask": 2, "stream": "clicks", "system": "kinesis"},
-      "latestTimestampMs": null,
-      "shards": {
-        "shardId-000000000000": {"endingSequence": "4960...", "lastTask": "Task-0", "start": {"type": "SHARD_END"},
-                                 "status": "drained"},
-        "shardId-000000000002": {"slot": 0, "start": {"sequence": "4961...", "sub": -1,
-                                 "type": "AFTER_SEQUENCE_NUMBER"}, "status": "readable", "task": "Task-0"},
-        "shardId-000000000003": {"slot": 1, "start": {"type": "TRIM_HORIZON"}, "status": "readable",
-                                 "task": "Task-0"}
-      },
-      "startpoints": {"Task-0": {"kinesis.clicks.1": {"creationTimestamp": 1700000000000,
-                                                      "shards": {"shardId-000000000003": {"type": "TRIM_HORIZON"}}}}},
-      "version": 2
-    }
-
-- ``batch``: the batch that ends at this offset (it reads from the starts below).
-- ``jobModel``: generation (+1 at every new job model), task count, slots per task, system and stream. The
-  ``core.jobmodel.JobModel`` is derived (``KinesisOffset.job_model``): ``Task-i`` holds the slot SSPs
-  ``[i*S, (i+1)*S)`` (see ``mapper``). It is not spelled out SSP by SSP, as tasks x slots can be large.
-- ``shards``: every known shard: ``start`` (where this batch starts reading it; ``SHARD_END`` once drained),
-  ``status`` (``readable``: read in this batch; ``blocked``: a parent is not drained yet; ``drained``: read to
-  its end, never read again), ``endingSequence`` once closed, and for every non-drained shard its ``slot``
-  (the SSP partition) and ``task``. Together with ``jobModel`` this is the ShardPartitionMapper's state. A
-  drained shard has no slot; ``lastTask`` is the task it was in when it was drained (absent if it was drained
-  before it ever had a task, e.g. closed before a LATEST start, or before a new job model), so a child listed
-  in the same plan that learns of the drain, or later, still joins its parent's task (lineage), and a
-  replay or restart rebuilds the same placement from the offset alone.
-- ``startpoints``: the startpoints applied in this batch, per (task, slot SSP): the startpoint's creation
-  timestamp and the position each shard of that slot starts from in this batch (the "rebase").
-- ``applied``: (task, SSP) -> creation timestamp of the last startpoint applied, carried forward so a startpoint
-  is never applied twice, even if its deletion at commit was lost (as in ``core.offset.LogOffset``).
-- ``latestTimestampMs``: when ``startingPosition=LATEST`` was resolved to ``AT_TIMESTAMP`` (else null).
+Built by the pure planner, parsed by the coordinator and the CLI. Design: docs/architecture.md §4 and §8.
 """
 
 from __future__ import annotations

@@ -1,46 +1,16 @@
-"""Pure planning of samza-kinesis micro-batches: lineage, shard mapping, startpoints (DESIGN 4, 6, 8).
+"""Pure planning of samza-kinesis micro-batches: lineage, shard mapping, startpoints.
 
-No boto3, no Spark, no I/O: the caller lists the shards (``ListShards``), reads what executors recorded, resolves
-startpoints to shard positions, and hands everything in; every rule below is unit-tested without Kinesis.
+No boto3, no Spark, no I/O: the coordinator lists the shards, reads what executors recorded, resolves startpoints
+to shard positions and hands everything in; every rule is unit-tested without Kinesis.
 
-The batch cycle (see ``offset``): the offset of batch ``N`` holds the positions batch ``N`` STARTS from.
-``initial_offset`` makes batch 0, which is never read. ``plan_next(offset N, shards, ends recorded for N)``
-makes batch ``N + 1``: a shard read in batch ``N`` starts where batch ``N`` recorded it stopped; a shard
-recorded at ``SHARD_END`` is drained and never read again. ``tasks_for_batch(end)`` is what
-``partitions(start, end)`` builds, from the end offset alone (so a replay, which skips ``latestOffset``, gets
-exactly the same partitions).
+- ``initial_offset`` makes batch 0 (never read); ``plan_next(offset N, shards, ends recorded for N)`` makes batch
+  ``N + 1``; ``tasks_for_batch(end)`` is what ``partitions(start, end)`` builds, from the end offset alone.
+- Lineage: a shard is readable once every parent is drained (learnt from the previous batch's recorded ends),
+  otherwise blocked; a known shard gone before it was drained is data loss (``fail_on_data_loss``).
+- Startpoints apply when newer than the one recorded in ``applied`` for their (task, SSP), never twice.
+- The job model is kept unless ``num_tasks`` changes or ``new_job_model=True`` (then 1:1 again, ``mapper.build``).
 
-Lineage (as KCL's ``BlockOnParentShardTask``):
-
-- A shard is *readable* when every parent is drained: its start is ``SHARD_END`` in the new offset, or the
-  parent is not known (no longer listed by ``ListShards``: expired past retention counts as drained).
-  Drains are learnt from the recorded ends of the batch that just completed (Spark calls ``latestOffset``
-  for ``N + 1`` only after batch ``N`` has been written to the sink), so a child is readable from the batch
-  after the one that drained its last parent, and never in the same batch as a parent.
-- Otherwise it is *blocked*: it keeps its start position (``TRIM_HORIZON`` for a child discovered while the
-  query runs) and is mapped to a slot, but not read.
-- A drained shard keeps an entry (``drained``, no slot) while ``ListShards`` lists it, so its children know;
-  when it is no longer listed the entry is dropped. The entry keeps the task the shard was in when it was
-  drained (``lastTask``), and new shards are placed with it (``mapper.place_many(retired=...)``): a child goes
-  to its parent's task whether the parent was drained in an earlier plan or in the very plan that first lists
-  the child (real Kinesis ends a closed shard with a null ``NextShardIterator``, so a caught-up query drains a
-  parent in the batch that sees its split), and a merged child to the task of the parent with the lower
-  starting hash key, whichever of the two was drained first. It is in the offset, so a replay or a restart
-  from the checkpoint places the same way. A new job model starts without it (its tasks are cut afresh).
-- A known shard that is no longer listed but not drained lost data: ``fail_on_data_loss`` raises
-  :class:`DataLossError` (the one of ``core.planner``) naming the shard and its position; otherwise it is
-  logged, reported in ``KinesisPlan.data_loss`` and dropped (its children then count it as drained).
-
-Startpoints: the caller resolves each (task, slot SSP) startpoint for every shard mapped to that slot
-(``KinesisOffset.shards_in_slot``) into a :class:`ShardStartpoint` keyed by shard id. A startpoint applies when
-its creation timestamp is newer than the one recorded in ``applied`` for its (task, SSP); it replaces the
-shard's start (a blocked shard stays blocked; ``SHARD_END`` drains the shard), and is recorded under its
-(task, SSP) in the offset's ``startpoints`` (this batch) and ``applied`` (carried forward, so never twice). A
-startpoint does not reopen a drained shard, nor apply to a shard that is gone: those are logged and recorded
-as applied without a position, so the commit still deletes them.
-
-Job model: kept from the previous offset unless ``num_tasks`` differs from it or ``new_job_model=True`` (the
-caller's restart policy); a new model (generation + 1) maps the live shards 1:1 again (``mapper.build``).
+Design and reasons: docs/architecture.md §4, §6 and §8.
 """
 
 from __future__ import annotations

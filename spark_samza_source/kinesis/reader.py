@@ -1,44 +1,14 @@
 """Executor side of ``samza-kinesis``: read one shard from a position, as Arrow RecordBatches, and say where it ended.
 
-Kinesis has no "latest offset" a driver could plan against, so the end of a batch is decided here (DESIGN §8):
-:func:`stream_shard` reads from ``start`` until a stop condition, handing out the rows as they are read, and then
-says where it ended (:func:`read_shard` does the same and returns all rows at once); the caller records that end
-(``batch_ends``), and a retried or speculative attempt passes the recorded end back as ``recorded_end`` and gets
-*exactly* the same rows.
+Called by ``batch_ends`` for each shard of a task. :func:`stream_shard` reads from ``start`` until the first stop
+condition (``recorded_end`` reached exactly, ``max_records`` user records, ``max_fetch_time_ms``, caught up, or
+shard end), handing out rows as they are read, then reports the end; :func:`read_shard` returns all rows at once.
+A retried or speculative attempt passes the recorded end back and gets exactly the same rows.
 
-Stop conditions (first one wins):
-
-* ``recorded_end`` given: read exactly up to it, inclusive of the record / sub-record it names -- no more (even if
-  more data arrived), no less (keep reading through throttling, empty pages and expired iterators, for at most
-  ``exact_timeout_ms``).  If the data needed is gone, :class:`KinesisDataLossError` names the shard and positions;
-* ``max_records`` user records (after KPL de-aggregation: a batch may end inside an aggregate, and the end position
-  then carries the sub-sequence number of the last user record read);
-* ``max_fetch_time_ms`` elapsed;
-* caught up: a response with ``MillisBehindLatest == 0`` that returned fewer records than asked for;
-* shard end: the shard is closed and its ending sequence number was read (``ending_sequence``, from
-  ``ListShards``), or ``NextShardIterator`` came back null, or -- closed shard -- a caught-up response: end
-  ``SHARD_END``.  moto never returns a null iterator for a closed shard, real Kinesis does; both work.
-
-Robustness, all bounded:
-
-* throttling (``ProvisionedThroughputExceededException``, ``LimitExceededException``, KMS throttling): exponential
-  backoff with jitter, the same iterator again; more than ``max_retries`` in a row -> :class:`KinesisThrottledError`
-  (outside exact reads, running into ``max_fetch_time_ms`` while throttled just ends the batch early);
-* ``ExpiredIteratorException``: a new iterator from the position reached (never loses or repeats a record);
-* at most one ``GetRecords`` per ``min_call_interval_ms`` (200 ms: Kinesis allows 5 reads/s per shard);
-* ``GetRecords`` ``Limit`` caps the records held per call (``records_per_call``, and never more than the user
-  records still wanted), batches hold at most ``max_rows_per_batch`` rows.
-
-Trimmed data is detected where Kinesis lets us: a position *after* sequence number S (the end of a previous batch)
-is resumed with an ``AT_SEQUENCE_NUMBER`` iterator on S and S itself is skipped, so if S is no longer there (older
-than the retention period) the gap is seen; a shard that no longer exists is gone.  With ``fail_on_data_loss`` a
-:class:`KinesisDataLossError` names shard and positions; otherwise a warning is logged and reading continues from
-the oldest record still available.  ``TRIM_HORIZON``, ``AT_TIMESTAMP`` and ``AT_SEQUENCE_NUMBER`` starts (user
-choices) are never reported as loss.
-
-KPL aggregates are de-aggregated like the KCL does (``kpl``); with ``hash_range`` (the shard's hash-key range), an
-aggregate holding a user record outside the range is dropped whole, as the KCL does (the KPL put it on a shard
-that was being split and re-put it on the right one).
+Bounded robustness: throttling retried with exponential backoff, expired iterators renewed from the position
+reached, at most one ``GetRecords`` per 200 ms per shard. Trimmed data is detected (a position after S resumes
+AT_SEQUENCE_NUMBER S) and fails with :class:`KinesisDataLossError` unless ``fail_on_data_loss`` is off. KPL
+aggregates are de-aggregated (``kpl``). The read protocol and its reasons: docs/architecture.md §8.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 ``read`` runs on executors in a pickled reader that only holds the parsed options: each task reads its shards
 from the batch's start positions, yielding rows as they arrive, and records where each shard stopped
 (put-if-absent); a retried or speculative attempt reads exactly to the recorded end, and an attempt that read past
-an end another attempt recorded first fails, so Spark discards its rows (``batch_ends``, DESIGN.md section 8).
+an end another attempt recorded first fails, so Spark discards its rows (``batch_ends``, docs/architecture.md §8).
 """
 
 from __future__ import annotations

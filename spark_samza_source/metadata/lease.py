@@ -1,36 +1,15 @@
 """Job ownership: at most one running query per ``job.name`` and metadata store.
 
-Two queries started with the same ``job.name`` and ``metadata.store`` would share startpoints (one deletes what
-the other was about to apply), overwrite each other's job model and checkpoint mirrors, and commit to the same
-consumer group / KCL lease table. The driver of each query therefore holds a **lease** in the metadata store,
-namespace ``owner``, key ``driver``::
+Called by both coordinators on the driver: a :class:`DriverLease` is acquired with ``put_if_absent`` (namespace
+``owner``, key ``driver``) at the driver's first call, before the query writes anything else; renewed by a
+daemon thread every ``ttl / 3`` and by the driver calls; taken over only when expired, when the newcomer is the
+same query restarted from its checkpoint (the lease records the query's identity as its offsets show it), or when
+the owner ran on this machine and its process is gone. Anyone else fails fast with :class:`JobOwnershipError`
+naming the job, the (redacted) store, the owner's host and pid and when its lease expires. A driver whose lease
+was taken over fails at its next call.
 
-    {"version": 1, "owner": "<uuid per coordinator>", "host": "...", "pid": 1234, "machine": "<boot id/pid ns>",
-     "query": ["query:<id>" | "offset:<digest>", ...], "acquiredMs": ..., "renewedMs": ..., "ttlMs": 60000}
-
-- **Acquired** with ``put_if_absent`` on the driver's first call (``initialOffset``, or ``latestOffset`` /
-  ``partitions`` of a query restarted from its checkpoint), before the query writes anything else to the store.
-- **Renewed** with a compare-and-swap built from ``delete_if_equal`` + ``put_if_absent``: by a daemon thread of the
-  driver-side Python runner every ``ttl / 3`` (so a batch or a trigger interval longer than the TTL never lets
-  the lease lapse), and by the driver calls themselves whenever the query's identity advances or the last
-  renewal is older than ``ttl / 3``. Spark never calls ``stop()``; it kills the runner process when the query
-  stops, which ends the renewals, and the lease then expires ``ttl`` after its last renewal.
-- **Taken over** by another query only when the lease expired, or at once when
-  (a) the newcomer is the *same query* restarted from its checkpoint: Spark hands a source no checkpoint
-  identity, so the lease carries the query's identity as the offsets show it (samza-kinesis: the query id every
-  offset carries; samza-kafka: digests of the last offsets the driver planned or read, one of which is where a
-  restart resumes), or (b) the owner ran on this very machine (same boot id and pid namespace) and its process is
-  gone. Anyone else fails fast with :class:`JobOwnershipError`, naming the job, the (redacted) store, the owner's
-  host and pid, when its lease expires and how to fix it.
-- A driver whose lease was taken over (it stalled longer than the TTL and another query moved in, or the same
-  query was started a second time elsewhere) finds out at its next renewal, at most ``ttl / 3`` later, and fails
-  at its next call: two drivers never keep running silently. A renewal leaves the key absent for the instant
-  between its delete and its put; a newcomer that finds it absent right after failing to create it waits a
-  moment before trying again, so it does not move in on a live driver. On object stores without atomic
-  conditionals (``atomic_conditionals`` False) all of this is best-effort.
-
-Pure logic over the :class:`~spark_samza_source.metadata.base.MetadataStore` interface plus the local process
-facts it records (host name, pid); clocks are injectable for tests.
+Pure logic over the ``MetadataStore`` interface plus the local process facts it records; clocks are injectable.
+Why a lease, and its limits on object stores: docs/architecture.md §3 and the README's "One query per job".
 """
 
 from __future__ import annotations

@@ -30,8 +30,8 @@ from pathlib import Path
 
 import pytest
 
-from spark_samza_source.testing import kinesis_helpers as kh
-from spark_samza_source.testing.kafka_helpers import create_topic, produce, unique_topic
+from samza_devkit import kinesis_helpers as kh
+from samza_devkit.kafka_helpers import create_topic, produce, unique_topic
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 

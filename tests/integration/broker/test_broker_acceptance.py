@@ -609,7 +609,7 @@ def test_concurrent_producers_and_consumers_account_for_everything(bootstrap):
                     reason="restarts the broker: dev broker only (SAMZA_TEST_KAFKA_BOOTSTRAP names a real cluster)")
 @pytest.mark.parametrize("how", ["restart", "kill"])
 def test_restart_on_same_data_dir_keeps_every_acknowledged_message(tmp_path, how):
-    from spark_samza_source.testing.kafka_broker import KafkaDevBroker
+    from samza_devkit.kafka_broker import KafkaDevBroker
 
     data_dir = tmp_path / "broker-data"
     broker = KafkaDevBroker(data_dir=data_dir, port=0)

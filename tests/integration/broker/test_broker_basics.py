@@ -27,7 +27,7 @@ from confluent_kafka import (
 )
 from confluent_kafka.admin import AdminClient, NewPartitions, OffsetSpec
 
-from spark_samza_source.testing.kafka_broker import KafkaDevBroker
+from samza_devkit.kafka_broker import KafkaDevBroker
 
 TIMEOUT = 30
 
@@ -425,7 +425,7 @@ def test_malformed_frames_close_only_that_connection(kafka_broker, kafka_topic):
 def test_cli_prints_listening_line_and_exits_on_sigterm(tmp_path):
     env = dict(os.environ)
     proc = subprocess.Popen(
-        [sys.executable, "-m", "spark_samza_source.testing.kafka_broker", "--port", "0",
+        [sys.executable, "-m", "samza_devkit.kafka_broker", "--port", "0",
          "--data-dir", str(tmp_path / "data")],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
     try:
@@ -497,7 +497,7 @@ def test_delete_topic_then_recreate_empty(kafka_broker, kafka_topic):
     admin = _admin(kafka_broker.bootstrap_servers)
     admin.delete_topics([topic])[topic].result(TIMEOUT)
     assert topic not in admin.list_topics(timeout=TIMEOUT).topics
-    from spark_samza_source.testing.kafka_fixtures import create_topic
+    from samza_devkit.kafka_fixtures import create_topic
 
     create_topic(kafka_broker.bootstrap_servers, topic, partitions=1)
     c = _consumer(kafka_broker.bootstrap_servers)

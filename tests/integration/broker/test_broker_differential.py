@@ -206,7 +206,7 @@ def dev_results(kafka_broker_fresh_module):
 @pytest.fixture(scope="module")
 def kafka_broker_fresh_module():
     """A dev broker of the module's own: the script uses fixed topic and group names."""
-    from spark_samza_source.testing.kafka_broker import KafkaDevBroker
+    from samza_devkit.kafka_broker import KafkaDevBroker
 
     with KafkaDevBroker() as broker:
         yield broker

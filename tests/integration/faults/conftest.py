@@ -26,10 +26,10 @@ from pathlib import Path
 
 import pytest
 
+from samza_devkit.query_harness import QueryHarness, stop_active_queries
 from spark_samza_source.core.offset import LogOffset
 from spark_samza_source.core.startpoint_manager import StartpointManager
 from spark_samza_source.metadata import open_store
-from spark_samza_source.testing.query_harness import QueryHarness, stop_active_queries
 
 
 # ---- waiting ------------------------------------------------------------------------------------------------------
@@ -300,14 +300,14 @@ class KinesisFaultQueries(QueryHarness):
     default_trigger = {"processingTime": "300 milliseconds"}
 
     def __init__(self, spark, moto_endpoint: str, proxy: CuttableProxy, root: Path) -> None:
-        from spark_samza_source.testing import kinesis_helpers as kh
+        from samza_devkit import kinesis_helpers as kh
 
         super().__init__(spark, root)
         self.proxy = proxy
         self.client = kh.kinesis_client(moto_endpoint)
 
     def create_stream(self, shards: int, prefix: str = "s") -> str:
-        from spark_samza_source.testing import kinesis_helpers as kh
+        from samza_devkit import kinesis_helpers as kh
 
         return kh.create_stream(self.client, kh.unique_stream_name(prefix), shards)
 

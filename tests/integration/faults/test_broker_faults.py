@@ -14,14 +14,14 @@ from functools import partial
 
 import pytest
 
+from samza_devkit import kinesis_helpers as kh
+from samza_devkit.fault_driver import slow_stage
+from samza_devkit.kafka_helpers import create_topic, produce, unique_topic
 from spark_samza_source.kinesis.admin import KinesisAdmin
 from spark_samza_source.kinesis.client import AwsClientSettings, kinesis_client
 from spark_samza_source.kinesis.errors import KinesisSourceError
 from spark_samza_source.kinesis.positions import ShardPosition
 from spark_samza_source.kinesis.reader import read_shard
-from spark_samza_source.testing import kinesis_helpers as kh
-from spark_samza_source.testing.fault_driver import slow_stage
-from spark_samza_source.testing.kafka_helpers import create_topic, produce, unique_topic
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 

@@ -23,12 +23,12 @@ import json
 import pytest
 from pyspark.sql.streaming.datasource import ReadAllAvailable
 
+from samza_devkit import kinesis_helpers as kh
+from samza_devkit.kafka_helpers import create_topic, delete_records_before, produce, unique_topic
 from spark_samza_source.kafka.errors import KafkaDataLossError
 from spark_samza_source.kafka.options import KafkaSourceOptions
 from spark_samza_source.kafka.source import SamzaKafkaStreamReader
 from spark_samza_source.metrics import lag_from_progress
-from spark_samza_source.testing import kinesis_helpers as kh
-from spark_samza_source.testing.kafka_helpers import create_topic, delete_records_before, produce, unique_topic
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 

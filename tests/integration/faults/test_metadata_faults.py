@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from samza_devkit import kinesis_helpers as kh
+from samza_devkit.kafka_helpers import create_topic, produce, unique_topic
 from spark_samza_source.core.errors import FormatVersionError, MetadataStoreError
 from spark_samza_source.core.model import SystemStreamPartition
 from spark_samza_source.core.offset import LogOffset
@@ -24,8 +26,6 @@ from spark_samza_source.kafka.coordinator import KafkaCoordinator
 from spark_samza_source.kafka.options import KafkaSourceOptions
 from spark_samza_source.metadata import open_store
 from spark_samza_source.metadata.filesystem import encode_key
-from spark_samza_source.testing import kinesis_helpers as kh
-from spark_samza_source.testing.kafka_helpers import create_topic, produce, unique_topic
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 

@@ -1,6 +1,6 @@
 """Process faults: the whole Spark driver SIGKILLed mid-batch, a Python worker dying inside ``read()``.
 
-The driver test runs ``spark_samza_source.testing.fault_driver`` in a process group of its own and kills the group
+The driver test runs ``samza_devkit.fault_driver`` in a process group of its own and kills the group
 (Python driver, JVM, every Python worker) with SIGKILL, as a machine dying would; then runs it again from the same
 checkpoint. Atomicity of the metadata store's own writes under SIGKILL is proven at store level in
 ``tests/integration/metadata/test_metadata_fs_concurrency.py`` (test_sigkilled_writers_never_leave_a_torn_value...).
@@ -18,14 +18,14 @@ from collections import Counter
 
 import pytest
 
-from spark_samza_source.testing.kafka_helpers import create_topic, produce, unique_topic
+from samza_devkit.kafka_helpers import create_topic, produce, unique_topic
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
 
 def _driver(tmp_path, bootstrap, topic, job, run, *extra):
     out = tmp_path / f"driver-{run}.jsonl"
-    cmd = [sys.executable, "-m", "spark_samza_source.testing.fault_driver", "--bootstrap", bootstrap,
+    cmd = [sys.executable, "-m", "samza_devkit.fault_driver", "--bootstrap", bootstrap,
            "--topic", topic, "--job", job, "--store", f"file://{tmp_path}/metadata",
            "--checkpoint", str(tmp_path / "ck"), "--sink", str(tmp_path / "sink"),
            "--markers", str(tmp_path / f"inflight-{run}"), *extra]

@@ -16,9 +16,9 @@ from collections import Counter
 
 import pytest
 
+from samza_devkit.kafka_helpers import create_topic, produce, unique_topic
 from spark_samza_source.core.startpoint_manager import NAMESPACE, startpoint_key
 from spark_samza_source.metadata import open_store
-from spark_samza_source.testing.kafka_helpers import create_topic, produce, unique_topic
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
@@ -53,7 +53,7 @@ def test_startpoints_racing_a_running_query_apply_once_and_only_applied_ones_are
 
     log_path = tmp_path / "writer.jsonl"
     writer = subprocess.run(
-        [sys.executable, "-m", "spark_samza_source.testing.fault_driver", "startpoint-writer", "--store", q.store_uri,
+        [sys.executable, "-m", "samza_devkit.fault_driver", "startpoint-writer", "--store", q.store_uri,
          "--job", q.job, "--topic", topic, "--partition", "0", "--task", task, "--max-offset", str(RECORDS),
          "--duration", str(WRITER_SECONDS), "--log", str(log_path), "--seed", "7"],
         capture_output=True, text=True, timeout=WRITER_SECONDS + 60)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from spark_samza_source.testing.query_harness import QueryHarness, await_available_now, stop_active_queries
+from samza_devkit.query_harness import QueryHarness, await_available_now, stop_active_queries
 
 
 class KafkaQueryHarness(QueryHarness):

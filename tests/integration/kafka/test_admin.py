@@ -7,10 +7,10 @@ import uuid
 
 import pytest
 
+from samza_devkit.kafka_broker import KafkaDevBroker
+from samza_devkit.kafka_helpers import produce
 from spark_samza_source.kafka.admin import KafkaAdmin
 from spark_samza_source.kafka.errors import KafkaSourceError
-from spark_samza_source.testing.kafka_broker import KafkaDevBroker
-from spark_samza_source.testing.kafka_helpers import produce
 
 SECRET = "s3cr3t-Pa55word"
 

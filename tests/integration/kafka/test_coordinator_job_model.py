@@ -10,11 +10,11 @@ import logging
 
 import pytest
 
+from samza_devkit.kafka_helpers import add_partitions, create_topic, produce, unique_topic
 from spark_samza_source.core.errors import PartitionExpansionError
 from spark_samza_source.core.model import SystemStreamPartition, TaskName
 from spark_samza_source.kafka.coordinator import KafkaCoordinator
 from spark_samza_source.kafka.options import KafkaSourceOptions
-from spark_samza_source.testing.kafka_helpers import add_partitions, create_topic, produce, unique_topic
 
 P0, P1 = TaskName("Partition 0"), TaskName("Partition 1")
 

@@ -10,11 +10,11 @@ import pytest
 from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
+from samza_devkit.kafka_helpers import produce
 from spark_samza_source.kafka.consumer_cache import ConsumerCache
 from spark_samza_source.kafka.errors import KafkaDataLossError, KafkaSourceError
 from spark_samza_source.kafka.reader import KafkaRange, read_ranges
 from spark_samza_source.kafka.schema import kafka_arrow_schema
-from spark_samza_source.testing.kafka_helpers import produce
 
 TASK = "Partition 7"
 MIB = 1024 * 1024

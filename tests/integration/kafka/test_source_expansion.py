@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Producer
 
+from samza_devkit.kafka_helpers import add_partitions, create_topic, produce, unique_topic
 from spark_samza_source.core.jobmodel import JobModel
 from spark_samza_source.metadata import open_store
-from spark_samza_source.testing.kafka_helpers import add_partitions, create_topic, produce, unique_topic
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 

@@ -8,10 +8,10 @@ import time
 
 import pytest
 
+from samza_devkit.kafka_helpers import create_topic, produce, unique_topic
+from samza_devkit.query_harness import failure_of, lease_of
 from spark_samza_source.metadata import open_store
 from spark_samza_source.metadata.lease import KEY, NAMESPACE
-from spark_samza_source.testing.kafka_helpers import create_topic, produce, unique_topic
-from spark_samza_source.testing.query_harness import failure_of, lease_of
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
@@ -23,8 +23,11 @@ def pid_gone(pid: int) -> bool:
         os.kill(pid, 0)
     except ProcessLookupError:
         return True
-    with open(f"/proc/{pid}/stat") as f:
-        return f.read().rsplit(")", 1)[1].split()[0] in ("Z", "X")
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] in ("Z", "X")
+    except (ProcessLookupError, FileNotFoundError):  # it exited between the kill(0) and the read
+        return True
 
 
 def foreign_lease(kq, *, ttl_ms: int, query: list[str] | None = None) -> dict:

@@ -2,7 +2,7 @@
 
 import pytest
 
-from spark_samza_source.testing.kafka_helpers import create_topic, produce, unique_topic
+from samza_devkit.kafka_helpers import create_topic, produce, unique_topic
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 

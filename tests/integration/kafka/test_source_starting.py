@@ -7,11 +7,11 @@ from __future__ import annotations
 import pytest
 from pyspark.sql.streaming.datasource import ReadAllAvailable
 
+from samza_devkit.kafka_helpers import create_topic, delete_records_before, produce, unique_topic
 from spark_samza_source.core.errors import ConfigError
 from spark_samza_source.core.planner import DataLossError
 from spark_samza_source.kafka.options import KafkaSourceOptions
 from spark_samza_source.kafka.source import SamzaKafkaStreamReader
-from spark_samza_source.testing.kafka_helpers import create_topic, delete_records_before, produce, unique_topic
 
 
 @pytest.fixture

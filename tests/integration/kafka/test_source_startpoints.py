@@ -5,9 +5,9 @@ import time
 import pytest
 from confluent_kafka import Consumer, TopicPartition
 
+from samza_devkit.kafka_helpers import create_topic, produce, unique_topic
 from spark_samza_source.core.model import SystemStreamPartition, TaskName
 from spark_samza_source.core.startpoint import StartpointOldest, StartpointTimestamp, StartpointUpcoming
-from spark_samza_source.testing.kafka_helpers import create_topic, produce, unique_topic
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from spark_samza_source.testing import kinesis_helpers as kh
-from spark_samza_source.testing.query_harness import QueryHarness, await_available_now, stop_active_queries
+from samza_devkit import kinesis_helpers as kh
+from samza_devkit.query_harness import QueryHarness, await_available_now, stop_active_queries
 
 EMULATORS = ["moto", "kinesalite"]
 

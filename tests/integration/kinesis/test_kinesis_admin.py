@@ -1,6 +1,6 @@
 """KinesisAdmin and the client factory against moto in server mode (real boto3 over HTTP), or a real endpoint.
 
-Also pins down what moto 5.2 does on SplitShard / MergeShards (see ``testing/kinesis_helpers.py``) and checks the
+Also pins down what moto 5.2 does on SplitShard / MergeShards (see ``samza_devkit/kinesis_helpers.py``) and checks the
 opt-in fix that makes it reshard like Kinesis, on a private in-process moto server.
 """
 
@@ -11,6 +11,7 @@ import time
 import pytest
 from botocore.exceptions import ClientError
 
+from samza_devkit import kinesis_helpers as kh
 from spark_samza_source.core.errors import ConfigError
 from spark_samza_source.kinesis import admin as admin_module
 from spark_samza_source.kinesis.admin import KinesisAdmin, iterator_request
@@ -20,7 +21,6 @@ from spark_samza_source.kinesis.kpl import UserRecord
 from spark_samza_source.kinesis.positions import ShardPosition
 from spark_samza_source.kinesis.reader import read_shard
 from spark_samza_source.kinesis.shards import ShardInfo
-from spark_samza_source.testing import kinesis_helpers as kh
 
 MAX_HASH = 2**128 - 1
 

@@ -8,10 +8,10 @@ import time
 
 import pytest
 
+from samza_devkit import kinesis_helpers as kh
+from samza_devkit.query_harness import failure_of, lease_of
 from spark_samza_source.metadata import open_store
 from spark_samza_source.metadata.lease import KEY, NAMESPACE
-from spark_samza_source.testing import kinesis_helpers as kh
-from spark_samza_source.testing.query_harness import failure_of, lease_of
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 

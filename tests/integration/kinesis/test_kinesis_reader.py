@@ -15,6 +15,7 @@ import pyarrow as pa
 import pytest
 from botocore.exceptions import ClientError
 
+from samza_devkit import kinesis_helpers as kh
 from spark_samza_source.core.errors import MetadataStoreError
 from spark_samza_source.kinesis.batch_ends import (
     AttemptPassedRecordedEnd,
@@ -35,7 +36,6 @@ from spark_samza_source.kinesis.reader import (
 )
 from spark_samza_source.kinesis.schema import kinesis_arrow_schema
 from spark_samza_source.metadata import open_store
-from spark_samza_source.testing import kinesis_helpers as kh
 
 SHARD0 = "shardId-000000000000"
 TASK = "Partition 0"

@@ -4,7 +4,7 @@ import threading
 
 import pytest
 
-from spark_samza_source.testing import kinesis_helpers as kh
+from samza_devkit import kinesis_helpers as kh
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow, pytest.mark.both_emulators]
 

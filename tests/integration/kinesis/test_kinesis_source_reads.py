@@ -2,7 +2,7 @@
 
 import pytest
 
-from spark_samza_source.testing import kinesis_helpers as kh
+from samza_devkit import kinesis_helpers as kh
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow, pytest.mark.both_emulators]
 

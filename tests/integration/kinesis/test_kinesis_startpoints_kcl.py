@@ -2,6 +2,7 @@
 
 import pytest
 
+from samza_devkit import kinesis_helpers as kh
 from spark_samza_source.core.model import SystemStreamPartition
 from spark_samza_source.core.startpoint import (
     StartpointOldest,
@@ -10,7 +11,6 @@ from spark_samza_source.core.startpoint import (
     StartpointUpcoming,
 )
 from spark_samza_source.kinesis.lease_table import KclLeaseTable
-from spark_samza_source.testing import kinesis_helpers as kh
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 

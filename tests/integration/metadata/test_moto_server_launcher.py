@@ -1,4 +1,4 @@
-"""The moto launcher works outside pytest: ``python -m spark_samza_source.testing.moto_server --port 0``."""
+"""The moto launcher works outside pytest: ``python -m samza_devkit.moto_server --port 0``."""
 
 from __future__ import annotations
 
@@ -10,11 +10,11 @@ import time
 
 import boto3
 
-from spark_samza_source.testing.moto_server import MotoServerProcess, wait_until_answering
+from samza_devkit.moto_server import MotoServerProcess, wait_until_answering
 
 
 def test_command_line_prints_endpoint_serves_aws_and_stops_on_sigterm() -> None:
-    proc = subprocess.Popen([sys.executable, "-m", "spark_samza_source.testing.moto_server", "--port", "0"],
+    proc = subprocess.Popen([sys.executable, "-m", "samza_devkit.moto_server", "--port", "0"],
                             stdout=subprocess.PIPE, text=True)
     try:
         line = proc.stdout.readline()
@@ -54,7 +54,7 @@ def test_process_wrapper_gives_distinct_free_ports_and_cleans_up() -> None:
 
 def test_server_exits_when_its_parent_dies() -> None:
     # a parent that starts the launcher and is then SIGKILLed: the launcher must not linger as an orphan
-    code = ("import sys, time; from spark_samza_source.testing.moto_server import MotoServerProcess; "
+    code = ("import sys, time; from samza_devkit.moto_server import MotoServerProcess; "
             "s = MotoServerProcess(); print(s.start(), s._proc.pid, flush=True); time.sleep(600)")
     parent = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
     endpoint, child_pid = parent.stdout.readline().split()

@@ -19,10 +19,10 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Consumer, TopicPartition
 
+from samza_devkit import kinesis_helpers as kh
+from samza_devkit.kafka_helpers import add_partitions, create_topic, produce, unique_topic
 from spark_samza_source.core.checkpoint import CheckpointMirror
 from spark_samza_source.metadata import open_store
-from spark_samza_source.testing import kinesis_helpers as kh
-from spark_samza_source.testing.kafka_helpers import add_partitions, create_topic, produce, unique_topic
 
 HERE = Path(__file__).resolve().parent
 

@@ -16,11 +16,11 @@ import pytest
 from confluent_kafka import Consumer, TopicPartition
 from pyspark.sql.streaming.listener import QueryProgressEvent, SourceProgress, StreamingQueryProgress
 
+from samza_devkit.kafka_helpers import create_topic, produce, unique_topic
 from spark_samza_source.core.jobmodel import JobModel
 from spark_samza_source.core.model import SystemStreamPartition, TaskName
 from spark_samza_source.core.offset import LogOffset
 from spark_samza_source.metrics import SamzaLagListener, lag_from_progress, source_lag
-from spark_samza_source.testing.kafka_helpers import create_topic, produce, unique_topic
 
 
 def _harness(system: str):

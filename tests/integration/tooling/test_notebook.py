@@ -45,8 +45,13 @@ def _text(cell) -> str:
 
 def test_quickstart_notebook_runs_top_to_bottom(kernel_name, tmp_path):
     notebook = nbformat.read(NOTEBOOK, as_version=4)
-    assert not [c for c in notebook.cells if c.cell_type == "code" and c.get("outputs")], \
-        "commit the notebook without outputs"
+    # committed with its outputs (readers see the pictures without running it): every picture is there
+    committed = [o for c in notebook.cells if c.cell_type == "code" for o in c.get("outputs", [])]
+    assert len([o for o in committed if "image/png" in o.get("data", {})]) == 3, "commit the executed notebook"
+    assert not [o for o in committed if o.get("output_type") == "error"]
+    for cell in notebook.cells:  # executed afresh below
+        if cell.cell_type == "code":
+            cell.outputs, cell.execution_count = [], None
     client = NotebookClient(notebook, kernel_name=kernel_name, timeout=300, startup_timeout=120,
                             resources={"metadata": {"path": str(tmp_path)}})
     started = time.monotonic()
@@ -70,4 +75,9 @@ def test_quickstart_notebook_runs_top_to_bottom(kernel_name, tmp_path):
     assert "$ samza-source startpoint set" in everything and "stored startpoint Oldest" in everything
     assert "no startpoints stored" in everything
     images = [o for c in code for o in c.get("outputs", []) if "image/png" in o.get("data", {})]
-    assert len(images) == 1 and len(images[0]["data"]["image/png"]) > 10_000  # the plot, base64 PNG
+    # throughput and lag, the expansion timeline, the Kinesis split and merge: base64 PNGs
+    assert len(images) == 3 and all(len(i["data"]["image/png"]) > 10_000 for i in images)
+    kinesis = [line for c in code for line in _text(c).splitlines() if line.startswith("KINESIS ")]
+    assert len(kinesis) == 1, kinesis
+    assert json.loads(kinesis[0][len("KINESIS "):]) == {"children_after_parent": True,
+                                                        "children_in_parent_task": True, "put": 600, "read": 600}

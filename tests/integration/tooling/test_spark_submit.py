@@ -29,7 +29,7 @@ from pathlib import Path
 
 import pytest
 
-from spark_samza_source.testing.kafka_helpers import create_topic, produce, unique_topic
+from samza_devkit.kafka_helpers import create_topic, produce, unique_topic
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 

@@ -37,7 +37,7 @@ def wait_for(condition, timeout: float, what: str):
 
 
 def produce_round(bootstrap: str, round_no: int, per_key: int) -> int:
-    from .testing.kafka_helpers import produce
+    from .kafka_helpers import produce
 
     records = [(k.encode(), f"{k}:order-{round_no}-{n}".encode()) for n in range(per_key) for k in KEYS]
     return len(produce(bootstrap, TOPIC, records))
@@ -49,14 +49,15 @@ def main() -> int:
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     logging.getLogger("spark_samza_source").setLevel(logging.INFO)
 
-    from . import register
-    from .core.model import SystemStreamPartition
-    from .core.startpoint import StartpointOldest
-    from .core.startpoint_manager import StartpointManager
-    from .metadata import open_store
-    from .testing.kafka_broker import KafkaDevBroker
-    from .testing.kafka_helpers import add_partitions, create_topic
-    from .testing.spark_fixtures import make_local_spark
+    from spark_samza_source import register
+    from spark_samza_source.core.model import SystemStreamPartition
+    from spark_samza_source.core.startpoint import StartpointOldest
+    from spark_samza_source.core.startpoint_manager import StartpointManager
+    from spark_samza_source.metadata import open_store
+
+    from .kafka_broker import KafkaDevBroker
+    from .kafka_helpers import add_partitions, create_topic
+    from .spark_fixtures import make_local_spark
 
     work = Path(tempfile.mkdtemp(prefix="samza-demo-"))
     store_uri = f"file://{work}/metadata"

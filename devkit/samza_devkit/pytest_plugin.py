@@ -1,4 +1,5 @@
-"""pytest plugin (registered through the ``pytest11`` entry point): fixtures backed by real local parts.
+"""pytest plugin, loaded only where asked (``pytest_plugins = ["samza_devkit.pytest_plugin"]`` in a conftest.py,
+or ``pytest -p samza_devkit.pytest_plugin``): fixtures backed by real local parts.
 
 - ``spark``: a session-scoped local SparkSession (``local[2]``), Python workers on this interpreter.
 - ``kafka_broker``: the Kafka wire-protocol development broker (or ``SAMZA_TEST_KAFKA_BOOTSTRAP``).

@@ -12,7 +12,7 @@ Usage::
         Producer({"bootstrap.servers": broker.bootstrap_servers}) ...
         broker.restart()                         # same port, same data
         broker.kill(); broker.start()            # crash (SIGKILL) and recover
-    python -m spark_samza_source.testing.kafka_broker --port 0 --data-dir DIR
+    python -m samza_devkit.kafka_broker --port 0 --data-dir DIR
         # prints "listening on 127.0.0.1:PORT", serves until SIGTERM/SIGINT, exits 0
 
 ``KafkaDevBroker`` runs the broker in a child Python process (the CLI above) so that it neither competes
@@ -169,7 +169,7 @@ class KafkaDevBroker:
             os.close(fd)
             self.log_path = Path(name)
         self._log_file = open(self.log_path, "ab")
-        cmd = [sys.executable, "-m", "spark_samza_source.testing.kafka_broker", "--host", self.host,
+        cmd = [sys.executable, "-m", "samza_devkit.kafka_broker", "--host", self.host,
                "--port", str(self.port), "--data-dir", str(self.data_dir), "--log-level", self.log_level,
                "--default-partitions", str(self.default_partitions), "--exit-on-stdin-eof"]
         if self.fsync:

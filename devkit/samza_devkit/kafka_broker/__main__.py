@@ -1,4 +1,4 @@
-"""``python -m spark_samza_source.testing.kafka_broker --port 0 --data-dir DIR``
+"""``python -m samza_devkit.kafka_broker --port 0 --data-dir DIR``
 
 Prints exactly one line, ``listening on HOST:PORT``, once the broker accepts connections, then
 serves until SIGTERM or SIGINT and exits 0. Logs go to stderr. Test and demo infrastructure only.
@@ -18,7 +18,7 @@ from .server import DEFAULT_MAX_FRAME_BYTES, BrokerServer
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m spark_samza_source.testing.kafka_broker",
+    parser = argparse.ArgumentParser(prog="python -m samza_devkit.kafka_broker",
                                      description="Kafka wire-protocol development broker (tests/demo only).")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=9092, help="0 picks a free port")

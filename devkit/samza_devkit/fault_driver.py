@@ -4,7 +4,7 @@ A test runs it in a subprocess of its own process group, so that it can kill the
 process, its JVM and every Python worker -- with SIGKILL at a chosen moment, exactly like a machine dying, and then
 run it again from the same checkpoint::
 
-    python -m spark_samza_source.testing.fault_driver --bootstrap HOST:PORT --topic orders --job orders-etl \\
+    python -m samza_devkit.fault_driver --bootstrap HOST:PORT --topic orders --job orders-etl \\
         --store file:///tmp/meta --checkpoint /tmp/ck --sink /tmp/sink --markers /tmp/inflight \\
         [--startpoint 0:specific:100] [--starting-offsets earliest] [--max-offsets 150] [--slow-ms 2000] \\
         [--fail-on-data-loss false] [--trigger available-now | --trigger processing:500]
@@ -18,7 +18,7 @@ flight) and sleeps ``--slow-ms``.
 metadata store *before* the query starts (TYPE: ``specific`` with an offset, ``oldest``, ``upcoming``, ``timestamp``
 with epoch ms).
 
-``python -m spark_samza_source.testing.fault_driver startpoint-writer ...`` is the other process of the startpoint
+``python -m samza_devkit.fault_driver startpoint-writer ...`` is the other process of the startpoint
 concurrency test: it writes and deletes startpoints in a loop and logs each step (see :func:`startpoint_writer`).
 
 Progress goes to stdout as JSON lines: ``{"event": "startpoint", "key": ..., "creationTimestamp": ...}``,
@@ -62,7 +62,12 @@ def slow_stage(markers: str, slow_ms: int, _value) -> bool:
 
 
 def parse_startpoint(text: str):
-    from ..core.startpoint import StartpointOldest, StartpointSpecific, StartpointTimestamp, StartpointUpcoming
+    from spark_samza_source.core.startpoint import (
+        StartpointOldest,
+        StartpointSpecific,
+        StartpointTimestamp,
+        StartpointUpcoming,
+    )
 
     partition, _, rest = text.partition(":")
     kind, _, value = rest.partition(":")
@@ -93,10 +98,10 @@ def startpoint_writer(argv: list[str]) -> int:
     """
     import random
 
-    from ..core.model import SystemStreamPartition
-    from ..core.startpoint import StartpointOldest, StartpointSpecific
-    from ..core.startpoint_manager import NAMESPACE, StartpointManager, startpoint_key
-    from ..metadata import open_store
+    from spark_samza_source.core.model import SystemStreamPartition
+    from spark_samza_source.core.startpoint import StartpointOldest, StartpointSpecific
+    from spark_samza_source.core.startpoint_manager import NAMESPACE, StartpointManager, startpoint_key
+    from spark_samza_source.metadata import open_store
 
     parser = argparse.ArgumentParser(prog="fault_driver startpoint-writer")
     parser.add_argument("--store", required=True)
@@ -172,9 +177,9 @@ def main(argv: list[str] | None = None) -> int:
     os.makedirs(args.markers, exist_ok=True)
 
     if args.startpoint:
-        from ..core.model import SystemStreamPartition
-        from ..core.startpoint_manager import StartpointManager
-        from ..metadata import open_store
+        from spark_samza_source.core.model import SystemStreamPartition
+        from spark_samza_source.core.startpoint_manager import StartpointManager
+        from spark_samza_source.metadata import open_store
 
         manager = StartpointManager(open_store(args.store, args.job))
         for text in args.startpoint:

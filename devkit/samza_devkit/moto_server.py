@@ -7,7 +7,7 @@ port and binding it; the launcher reports the port it actually bound.
 
 Command line (runs until SIGTERM or SIGINT)::
 
-    python -m spark_samza_source.testing.moto_server --port 0
+    python -m samza_devkit.moto_server --port 0
     listening on http://127.0.0.1:PORT
 
 From Python::
@@ -53,7 +53,7 @@ def wait_until_answering(endpoint: str, timeout: float = 30.0) -> None:
 
 
 class MotoServerProcess:
-    """A moto server in a child process (``python -m spark_samza_source.testing.moto_server``).
+    """A moto server in a child process (``python -m samza_devkit.moto_server``).
 
     ``start()`` returns the endpoint URL once the server answers HTTP; ``stop()`` sends SIGTERM and waits.
     The child exits by itself if this process dies (it watches its parent), so no orphan survives a killed
@@ -68,7 +68,7 @@ class MotoServerProcess:
         self._proc: subprocess.Popen[str] | None = None
 
     def start(self) -> str:
-        cmd = [sys.executable, "-m", "spark_samza_source.testing.moto_server",
+        cmd = [sys.executable, "-m", "samza_devkit.moto_server",
                "--host", self.host, "--port", str(self.port), "--parent-pid", str(os.getpid())]
         self._proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, bufsize=1)
         lines: queue.Queue[str] = queue.Queue()

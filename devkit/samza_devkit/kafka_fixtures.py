@@ -1,7 +1,7 @@
 """pytest fixtures for Kafka: the development broker, or a real cluster.
 
 - ``kafka_broker`` (session): the Kafka wire-protocol development broker
-  (:class:`spark_samza_source.testing.kafka_broker.KafkaDevBroker`), or, when the environment variable
+  (:class:`samza_devkit.kafka_broker.KafkaDevBroker`), or, when the environment variable
   ``SAMZA_TEST_KAFKA_BOOTSTRAP`` is set, a handle on that real cluster whose ``restart()``/``stop()``/
   ``kill()`` skip the test (fault control needs the dev broker).  Everything the tests do goes through
   ``.bootstrap_servers`` and a Kafka client.

@@ -26,7 +26,7 @@ moto 5.2's resharding differs from Kinesis (verified against moto 5.2.5 in serve
   keys, so filling a shard is quadratic.
 
 :func:`apply_moto_kinesis_fixes` patches the first four and the last (only for the process it runs in: call it
-in the moto server process before it starts serving, e.g. in ``testing/moto_server.py``).  The patched
+in the moto server process before it starts serving, e.g. in ``samza_devkit/moto_server.py``).  The patched
 ``GetRecords`` returns a null ``NextShardIterator`` in the response that reaches a closed shard's last record (or
 at once for a closed shard with nothing after the iterator): AWS allows that and the later order kinesalite
 uses (null one call after the last records), so between the two emulators the reader sees both.  The reader and
@@ -45,7 +45,7 @@ from typing import Any
 
 import boto3
 
-from ..kinesis import kpl
+from spark_samza_source.kinesis import kpl
 
 __all__ = [
     "Put",

@@ -1,0 +1,8 @@
+"""spark-samza-source's development kit: test and demo tooling, never part of the runtime wheel.
+
+- ``kafka_broker``: the Kafka wire-protocol development broker (``python -m samza_devkit.kafka_broker``);
+- ``moto_server``, ``kinesis_helpers``: moto in server mode on loopback, with its Kinesis fixes;
+- ``pytest_plugin`` and the ``*_fixtures`` modules: pytest fixtures backed by those real local parts;
+- ``kafka_helpers``, ``query_harness``, ``fault_driver``: what integration tests, benchmarks and the notebook use;
+- ``demo``: ``make demo``.
+"""
