@@ -412,7 +412,7 @@ _KINESIS_NATIVE = {
     "streamName", "region", "endpointUrl", "dynamodbEndpointUrl", "awsAccessKeyId", "awsSecretKey", "sessionToken",
     "roleArn", "roleSessionName", "metadata.store", "tasks", "assignment", "startingPosition", "maxRecordsPerShard",
     "maxFetchTimePerShard", "kcl.leaseTable", "failOnDataLoss", "startpoint.ttl", "startpoint.pollInterval",
-    "job.ownership.ttl",
+    "job.ownership.ttl", "endpoint.retryTimeout",
 }
 _EXCLUSIVE = (("subscribe", "subscribePattern", "assign"),
               ("startingOffsets", "startingTimestamp", "startingOffsetsByTimestamp"))
