@@ -187,6 +187,20 @@ class LogOffset:
             return out
 
         positions = nested(value["positions"], _as_int)
+        model_pairs = {(t, ssp) for t, ssps in job_model.tasks.items() for ssp in ssps}
+        if model_pairs and not positions:
+            # An offset this source wrote always has positions; none would re-read every partition from its start.
+            raise OffsetFormatError(
+                f"'positions' is empty while the job model has {len(job_model.tasks)} task(s) reading "
+                f"{len(job_model.ssps())} partition(s); the offset was edited or damaged"
+            )
+        stray = sorted(k for k in positions if k not in model_pairs)
+        if stray:
+            task, ssp = stray[0]
+            raise OffsetFormatError(
+                f"'positions' has {ssp.key} in task {task.name!r}, which the offset's job model does not give that "
+                "task; the offset was edited or damaged"
+            )
         rebases = nested(value.get("rebases", {}), _rebase_from_json)
         applied = nested(value.get("applied", {}), _as_int)
         barriers_json = value.get("barriers", {})

@@ -149,15 +149,26 @@ def plan_next(
             if start < marks.low or start > marks.high:
                 if start < marks.low:
                     loss = DataLoss(ssp, task, start, marks.low)
-                else:  # offsets went backwards: the topic was re-created or truncated
+                    advice = (f"To continue from the earliest available offset ({marks.low}), restart with "
+                              "failOnDataLoss=false, or write a Startpoint for this partition.")
+                    described = loss.describe()
+                else:  # offsets went backwards: the topic was re-created or truncated, or the offset was edited
                     loss = DataLoss(ssp, task, marks.high, start)
-                if fail_on_data_loss:
-                    raise DataLossError(
-                        f"{loss.describe()}. The query stops so nothing is skipped silently. To continue from "
-                        f"the earliest available offset ({marks.low}), restart with failOnDataLoss=false, or "
-                        "write a Startpoint for this partition."
+                    described = (
+                        f"{ssp} (task {task}): the position to read next, {start}, is past the end of the log "
+                        f"({marks.high}, the next offset to be written): the topic was re-created or truncated, or "
+                        "the checkpoint's offset was edited"
                     )
-                log.warning("data loss: %s; continuing from offset %d", loss.describe(), marks.low)
+                    advice = (
+                        "Records the query has not read may be gone, and which ones cannot be told from here. "
+                        "Write a Startpoint for this partition to say where to go on: StartpointUpcoming to read "
+                        f"only new records (offset {marks.high}), StartpointSpecific for an offset you choose, or "
+                        f"StartpointOldest to re-read the whole partition from offset {marks.low} (which is also "
+                        "what failOnDataLoss=false does, reporting the loss)."
+                    )
+                if fail_on_data_loss:
+                    raise DataLossError(f"{described}. The query stops so nothing is skipped silently. {advice}")
+                log.warning("data loss: %s; continuing from offset %d", described, marks.low)
                 result.data_loss.append(loss)
                 start = marks.low
                 rebases[key] = Rebase(start, REBASE_DATA_LOSS)
