@@ -29,13 +29,13 @@ from ..core.jobmodel import JobModel
 from ..core.model import SystemStream, SystemStreamPartition, TaskName
 from ..core.offset import REBASE_STARTPOINT, LogOffset, TaskSsp
 from ..core.planner import DataLoss, DataLossError, PlanResult, ResolvedStartpoint, Watermarks, plan_next
-from ..core.startpoint_manager import StartpointManager
+from ..core.startpoint_manager import StartpointManager, startpoint_key
 from ..metadata.lease import DriverLease, offset_identity
 from ..spark.reader_glue import DriverJobResources
 from .admin import KafkaAdmin
 from .options import BY_TIMESTAMP, EARLIEST, JOB_MODEL_RESET_OPTION, LATEST, SPECIFIC, SYSTEM, KafkaSourceOptions
 from .reader import KafkaRange
-from .startpoints import KafkaStartpointResolver
+from .startpoints import KafkaStartpointResolver, kafka_startpoint_problem
 
 log = logging.getLogger(__name__)
 
@@ -62,7 +62,9 @@ class KafkaCoordinator(DriverJobResources):
         self.latest_watermarks: dict[SystemStreamPartition, Watermarks] = {}
         self._last_model: JobModel | None = None
         self.last_plan: PlanResult | None = None
-        self.initial_data_loss: list[DataLoss] = []  # startingOffsets below the log start (failOnDataLoss=false)
+        self.initial_data_loss: list[DataLoss] = []
+        # startpoint key -> why it is malformed, as of the last startpoint poll (reported in the progress)
+        self.malformed_startpoints: dict[str, str] = {}  # startingOffsets below the log start (failOnDataLoss=false)
 
     # ---- lazily opened clients -------------------------------------------------------------------------
     @property
@@ -285,10 +287,21 @@ class KafkaCoordinator(DriverJobResources):
         if self._last_startpoint_poll is not None and now - self._last_startpoint_poll < poll_s:
             return {}
         self._last_startpoint_poll = now
-        effective = self.startpoints.fan_out(model)
+        effective = self.startpoints.fan_out(model)  # warns once per malformed value itself
+        malformed = {bad.key: bad.error for bad in effective.malformed}
         resolver = KafkaStartpointResolver(marks, self.admin.offsets_for_times)
         resolved: dict[TaskSsp, ResolvedStartpoint] = {}
         for (ssp, task), startpoint in effective.items():
+            problem = kafka_startpoint_problem(startpoint)
+            if problem is not None:
+                key = startpoint_key(ssp, task)
+                malformed[key] = problem
+                if (key, startpoint.creation_timestamp) not in self._unresolvable:
+                    self._unresolvable.add((key, startpoint.creation_timestamp))
+                    log.warning("skipping malformed startpoint %s for %s in %s (metadata store %s, key %r): %s; it "
+                                "stays in the store until replaced or deleted (samza-source startpoint delete)",
+                                startpoint.to_json_str(), ssp, task, self.store.uri, key, problem)
+                continue
             key = (task, ssp)
             if startpoint.creation_timestamp <= start.applied.get(key, -1):
                 # Applied in an earlier batch; its deletion was lost (e.g. the run stopped before commit).
@@ -302,9 +315,10 @@ class KafkaCoordinator(DriverJobResources):
                 # As Samza: a startpoint that cannot be resolved is reported and the checkpoint is kept.
                 if (key, startpoint.creation_timestamp) not in self._unresolvable:
                     self._unresolvable.add((key, startpoint.creation_timestamp))
-                    log.error("ignoring startpoint for %s in %s: %s", ssp, task, err)
+                    log.warning("ignoring startpoint for %s in %s: %s", ssp, task, err)
                 continue
             resolved[key] = ResolvedStartpoint(position, startpoint.creation_timestamp)
+        self.malformed_startpoints = dict(sorted(malformed.items()))
         return resolved
 
     def _delete_applied_startpoints(self, offset: LogOffset) -> None:

@@ -100,7 +100,9 @@ class SamzaKafkaStreamReader(OptionsOnlyPickling, DataSourceStreamReader, Suppor
     def reportLatestOffset(self) -> dict | None:
         """The high watermarks by SSP key (``progress.sources[i].latestOffset``), plus, once a batch skipped lost
         records (``failOnDataLoss=false``), ``"dataLoss": {SSP key: records skipped since this run started}``
-        (no SSP key lacks a '.', so the entry cannot collide with one)."""
+        and ``"malformedStartpoints": N`` while the store holds startpoints that can never apply (unknown
+        ``@type``, a negative offset ...; skipped, logged once each at WARN). No SSP key lacks a '.', so these
+        entries cannot collide with one."""
         marks = self.coordinator.latest_watermarks
         out: dict[str, Any] = {s.key: m.high for s, m in sorted(marks.items())}
         if self._data_loss:
@@ -108,6 +110,9 @@ class SamzaKafkaStreamReader(OptionsOnlyPickling, DataSourceStreamReader, Suppor
             for (ssp_key, lost_from), lost_until in self._data_loss.items():
                 lost[ssp_key] = lost.get(ssp_key, 0) + lost_until - lost_from
             out["dataLoss"] = dict(sorted(lost.items()))
+        malformed = self.coordinator.malformed_startpoints
+        if malformed:
+            out["malformedStartpoints"] = len(malformed)
         return out or None
 
     def _count_data_loss(self, plan) -> None:
