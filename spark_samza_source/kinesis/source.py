@@ -87,6 +87,12 @@ class SamzaKinesisStreamReader(OptionsOnlyPickling, DataSourceStreamReader, Supp
     def commit(self, end: dict) -> None:
         self.coordinator.commit(_load_offset(end, "commit", "the end of the batch being committed"))
 
+    # ---- executors --------------------------------------------------------------------------------------
+    def read(self, partition: TaskInputPartition) -> Iterator:
+        if not partition.ranges:
+            return iter(())
+        return _read_task(self.options, partition)
+
 
 def _load_offset(value, call: str, role: str):
     """The offset Spark hands to ``call``, or an :class:`OffsetFormatError` naming the offset log file and what is
@@ -113,12 +119,6 @@ def _load_offset(value, call: str, role: str):
                                 "lists no shards, and a Kinesis stream always has at least one (a damaged or "
                                 f"hand-edited file? reading on from it would re-read the whole stream).{fix}")
     return offset
-
-    # ---- executors --------------------------------------------------------------------------------------
-    def read(self, partition: TaskInputPartition) -> Iterator:
-        if not partition.ranges:
-            return iter(())
-        return _read_task(self.options, partition)
 
 
 def _read_task(options: KinesisSourceOptions, partition: TaskInputPartition) -> Iterator:
