@@ -4,7 +4,7 @@ Spark stores the dict we return from ``latestOffset`` verbatim and compares offs
 JSON form here is deterministic: sorted keys, sorted lists, no floats. One offset is self-contained: from a
 (start, end) pair alone, ``partitions`` rebuilds exactly the same tasks and ranges on replay.
 
-Fields (DESIGN.md section 4):
+Fields:
 
 - ``job_model``: task -> SSPs and each stream's initial partition count;
 - ``positions``: for every (task, SSP) the next offset to read, i.e. where this batch ended;
@@ -14,7 +14,9 @@ Fields (DESIGN.md section 4):
 - ``barriers``: drain-first expansion barriers still in force: held SSP -> one barrier per growth that holds
   it (the partitions whose keys it may now hold, and the offset each must be read to first);
 - ``applied``: for every (task, SSP) the creation timestamp of the last Startpoint applied, carried forward
-  so that the same Startpoint can never be applied twice, even if its deletion was lost.
+  so that the same Startpoint can never be applied twice, even if its deletion was lost;
+- ``topicIds`` (optional, absent when unknown): topic -> Kafka topic ID when the offset was planned, so a topic
+  deleted and re-created under the same name is told apart from the one the positions belong to.
 """
 
 from __future__ import annotations
@@ -101,6 +103,9 @@ class LogOffset:
     rebases: Mapping[TaskSsp, Rebase] = field(default_factory=dict)
     barriers: Mapping[SystemStreamPartition, tuple[Barrier, ...]] = field(default_factory=dict)
     applied: Mapping[TaskSsp, int] = field(default_factory=dict)
+    # topic -> Kafka topic ID seen when this offset was planned (optional: offsets written before topic IDs were
+    # recorded have none); tells a topic deleted and re-created under the same name from the one read before
+    topic_ids: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         for name in ("positions", "rebases", "applied"):
@@ -108,6 +113,7 @@ class LogOffset:
             # key-based sort: comparing TaskNames pairwise re-splits their names on every comparison
             object.__setattr__(self, name, dict(sorted(items, key=lambda kv: (kv[0][0].sort_key, kv[0][1]))))
         object.__setattr__(self, "barriers", dict(sorted(self.barriers.items())))
+        object.__setattr__(self, "topic_ids", dict(sorted(self.topic_ids.items())))
 
     # ---- queries -------------------------------------------------------------------------------------
     def position_of(self, ssp: SystemStreamPartition) -> int | None:
@@ -134,7 +140,7 @@ class LogOffset:
                 out.setdefault(task.name, {})[ssp.key] = conv(value)
             return {t: dict(sorted(v.items())) for t, v in sorted(out.items())}
 
-        return {
+        out = {
             "applied": nested(self.applied, int),
             "barriers": {ssp.key: [b.to_json() for b in held] for ssp, held in sorted(self.barriers.items())},
             "jobModel": self.job_model.to_json(),
@@ -142,6 +148,9 @@ class LogOffset:
             "rebases": nested(self.rebases, lambda r: r.to_json()),
             "version": OFFSET_FORMAT_VERSION,
         }
+        if self.topic_ids:  # optional: written only when known, so offsets without it stay exactly as they were
+            out["topicIds"] = dict(self.topic_ids)
+        return dict(sorted(out.items()))
 
     def to_json_str(self) -> str:
         return json.dumps(self.to_json(), sort_keys=True, separators=(",", ":"))
@@ -217,7 +226,12 @@ class LogOffset:
                     raise OffsetFormatError(f"barriers of {key!r:.80} must be a non-empty list")
                 held = tuple(_barrier_from_json(b) for b in item)
             barriers[parse_ssp_key(key)] = held
-        return cls(job_model, positions, rebases, barriers, applied)
+        topic_ids = value.get("topicIds", {})
+        if not isinstance(topic_ids, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) and v for k, v in topic_ids.items()
+        ):
+            raise OffsetFormatError(f"'topicIds' must be an object of topic -> topic ID string, got {topic_ids!r:.120}")
+        return cls(job_model, positions, rebases, barriers, applied, topic_ids)
 
     @classmethod
     def from_json_str(cls, text: str) -> LogOffset:

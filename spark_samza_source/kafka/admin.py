@@ -25,7 +25,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeVar
 
-from confluent_kafka import Consumer, IsolationLevel, KafkaError, KafkaException, TopicPartition
+from confluent_kafka import Consumer, IsolationLevel, KafkaError, KafkaException, TopicCollection, TopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
 from .errors import KafkaSourceError
@@ -39,6 +39,7 @@ _RETRY_BACKOFF_S = 0.2
 # Errors meaning "this topic or partition does not exist (any more)".
 _MISSING = {KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_PARTITION, KafkaError._UNKNOWN_TOPIC}
 _OFFSET_INVALID = -1001
+_ZERO_TOPIC_ID = "AAAAAAAAAAAAAAAAAAAAAA"  # Kafka's Uuid.ZERO_UUID in base64: "no topic ID"
 
 TP = tuple[str, int]
 T = TypeVar("T")
@@ -198,6 +199,34 @@ class KafkaAdmin:
             return {t: int(found[t]) for t in names}  # type: ignore[arg-type]
 
         return self._retrying(what, attempt)
+
+    def topic_ids(self, topics: Iterable[str]) -> dict[str, str]:
+        """Kafka's topic ID (base64, as Kafka's tools show it) per existing topic; missing topics are left out.
+
+        A topic deleted and re-created under the same name gets a new ID. One DescribeTopics call for all.
+        Brokers too old to have topic IDs (before Kafka 2.8) answer the all-zero ID: left out too.
+        """
+        wanted = sorted(set(topics))
+        if not wanted:
+            return {}
+
+        def attempt(left: float) -> dict[str, str]:
+            futures = self.admin.describe_topics(TopicCollection(wanted), request_timeout=left)
+            deadline = time.monotonic() + left
+            out: dict[str, str] = {}
+            for name, fut in futures.items():
+                try:
+                    desc = fut.result(timeout=max(0.001, deadline - time.monotonic()))
+                except KafkaException as err:
+                    if err.args and isinstance(err.args[0], KafkaError) and err.args[0].code() in _MISSING:
+                        continue
+                    raise
+                topic_id = str(desc.topic_id) if desc.topic_id is not None else ""
+                if topic_id and topic_id != _ZERO_TOPIC_ID:
+                    out[name] = topic_id
+            return dict(sorted(out.items()))
+
+        return self._retrying(f"topic IDs of {', '.join(wanted[:6])}{' ...' if len(wanted) > 6 else ''}", attempt)
 
     # ---- offsets ------------------------------------------------------------------------------------------
     def _list_offsets(self, specs: dict[str, Callable[[TP], OffsetSpec]], tps: list[TP], left: float,

@@ -28,7 +28,16 @@ from ..core.grouping import resolve_grouper
 from ..core.jobmodel import JobModel
 from ..core.model import SystemStream, SystemStreamPartition, TaskName
 from ..core.offset import REBASE_STARTPOINT, LogOffset, TaskSsp
-from ..core.planner import DataLoss, DataLossError, PlanResult, ResolvedStartpoint, Watermarks, plan_next
+from ..core.planner import (
+    DataLoss,
+    DataLossError,
+    PlanResult,
+    ResolvedStartpoint,
+    Watermarks,
+    plan_next,
+    recreated_topic_error,
+    recreated_topics,
+)
 from ..core.startpoint_manager import StartpointManager, startpoint_key
 from ..metadata.lease import DriverLease, offset_identity
 from ..spark.reader_glue import DriverJobResources
@@ -182,6 +191,11 @@ class KafkaCoordinator(DriverJobResources):
             self.store.put(JOB_MODEL_NAMESPACE, "previous", current)
         self.store.put(JOB_MODEL_NAMESPACE, "current", model.to_json())
 
+    def topic_ids(self, model: JobModel, more=()) -> dict[str, str]:
+        """The Kafka topic ID of every topic ``model`` (and the SSPs ``more``) reads."""
+        topics = {s.stream for s in model.ssps()} | {s.stream for s in more}
+        return self.admin.topic_ids(topics)
+
     def watermarks(self, ssps) -> dict[SystemStreamPartition, Watermarks]:
         raw = self.admin.watermarks([(s.stream, s.partition) for s in ssps])
         marks = {s: Watermarks(*raw[(s.stream, s.partition)]) for s in ssps if (s.stream, s.partition) in raw}
@@ -209,7 +223,7 @@ class KafkaCoordinator(DriverJobResources):
         marks = self.watermarks(model.ssps())
         starts = self._starting_positions(model, marks, discovered)
         positions = {(t, s): starts[s] for t, group in model.tasks.items() for s in group}
-        return LogOffset(model, positions)
+        return LogOffset(model, positions, topic_ids=self.topic_ids(model))
 
     def latest_offset(
         self,
@@ -221,6 +235,11 @@ class KafkaCoordinator(DriverJobResources):
         self.lease.hold(offset_identity(start.to_json_str()))
         self._delete_applied_startpoints(start)
         ssps, broadcast = self.discover(start.job_model)
+        topic_ids = self.topic_ids(start.job_model, ssps)
+        recreated = recreated_topics(start, topic_ids)
+        if recreated and self.options.fail_on_data_loss:  # before grouping: a re-created topic may have fewer
+            topic = min(recreated)                          # partitions, which the grouper would misreport
+            raise recreated_topic_error(topic, recreated[topic])
         model = self.job_model(start.job_model, ssps, broadcast)
         marks = self.watermarks(model.ssps())
         startpoints = self._due_startpoints(model, start, marks)
@@ -236,6 +255,7 @@ class KafkaCoordinator(DriverJobResources):
             expansion_algorithm=self._algorithm,
             now_ms=int(self._wall_clock() * 1000),
             settle_ms=self.options.expansion_settle_ms,
+            topic_ids=topic_ids,
         )
         self.last_plan = result
         for (task, ssp), sp in result.applied.items():

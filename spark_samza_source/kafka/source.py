@@ -56,6 +56,8 @@ class SamzaKafkaStreamReader(OptionsOnlyPickling, DataSourceStreamReader, Suppor
         # reportLatestOffset; (SSP key, first lost offset) -> end of the lost range (exclusive), since this run began
         self._data_loss: dict[tuple[str, int], int] = {}
         self._initial: dict | None = None  # what initialOffset returned, until the first latestOffset
+        # failOnDataLoss=false: topics found deleted and re-created (read again from their start) -> new topic ID
+        self._recreated: dict[str, str] = {}
         log.info("created reader: %s", options.describe())
 
     def _make_coordinator(self):
@@ -80,6 +82,8 @@ class SamzaKafkaStreamReader(OptionsOnlyPickling, DataSourceStreamReader, Suppor
         previous = parse_offset(start, LATEST_START)
         planned = self.coordinator.latest_offset(previous, max_rows=max_rows_of(limit), until=self._until)
         self._count_data_loss(self.coordinator.last_plan)
+        for topic, (_old, new) in (getattr(self.coordinator.last_plan, "recreated", None) or {}).items():
+            self._recreated[topic] = new
         initial, self._initial = self._initial, None
         if planned is previous:
             return start  # hand Spark back the very same dict: equal offset strings mean "no new batch"
@@ -98,11 +102,16 @@ class SamzaKafkaStreamReader(OptionsOnlyPickling, DataSourceStreamReader, Suppor
         return planned.to_json()
 
     def reportLatestOffset(self) -> dict | None:
-        """The high watermarks by SSP key (``progress.sources[i].latestOffset``), plus, once a batch skipped lost
-        records (``failOnDataLoss=false``), ``"dataLoss": {SSP key: records skipped since this run started}``
-        and ``"malformedStartpoints": N`` while the store holds startpoints that can never apply (unknown
-        ``@type``, a negative offset ...; skipped, logged once each at WARN). No SSP key lacks a '.', so these
-        entries cannot collide with one."""
+        """The high watermarks by SSP key (``progress.sources[i].latestOffset``), plus:
+
+        - ``"dataLoss": {SSP key: records skipped since this run started}`` once a batch (or ``startingOffsets``)
+          skipped lost records (``failOnDataLoss=false``);
+        - ``"recreatedTopics": {topic: new topic ID}`` for topics found deleted and re-created (read again from
+          their start, ``failOnDataLoss=false``);
+        - ``"malformedStartpoints": N`` while the store holds startpoints that can never apply (unknown ``@type``,
+          a negative offset ...; skipped, logged once each at WARN).
+
+        No SSP key lacks a '.', so these entries cannot collide with one."""
         marks = self.coordinator.latest_watermarks
         out: dict[str, Any] = {s.key: m.high for s, m in sorted(marks.items())}
         if self._data_loss:
@@ -110,6 +119,8 @@ class SamzaKafkaStreamReader(OptionsOnlyPickling, DataSourceStreamReader, Suppor
             for (ssp_key, lost_from), lost_until in self._data_loss.items():
                 lost[ssp_key] = lost.get(ssp_key, 0) + lost_until - lost_from
             out["dataLoss"] = dict(sorted(lost.items()))
+        if self._recreated:
+            out["recreatedTopics"] = dict(sorted(self._recreated.items()))
         malformed = self.coordinator.malformed_startpoints
         if malformed:
             out["malformedStartpoints"] = len(malformed)
@@ -250,7 +261,8 @@ def _record_first_batch_starts(initial: LogOffset, planned: LogOffset) -> LogOff
             rebases[key] = Rebase(initial.positions[key], REBASE_NEW_PARTITION)
     if len(rebases) == len(planned.rebases):
         return planned
-    return LogOffset(planned.job_model, planned.positions, rebases, planned.barriers, planned.applied)
+    return LogOffset(planned.job_model, planned.positions, rebases, planned.barriers, planned.applied,
+                     planned.topic_ids)
 
 
 def _die_once_in_read(marker: str, task: str, batches: Iterator) -> Iterator:
