@@ -406,7 +406,7 @@ _KAFKA_NATIVE = {
     "startingTimestamp", "startingOffsetsByTimestamp",
     "startingOffsetsByTimestampStrategy", "maxOffsetsPerTrigger", "minOffsetsPerTrigger", "maxTriggerDelay",
     "failOnDataLoss", "includeHeaders", "startpoint.ttl", "startpoint.pollInterval", "commitOffsetsToKafka",
-    "maxRowsPerArrowBatch", "kafkaConsumer.pollTimeoutMs", "job.ownership.ttl",
+    "maxRowsPerArrowBatch", "kafkaConsumer.pollTimeoutMs", "job.ownership.ttl", "endpoint.retryTimeout",
 }
 _KINESIS_NATIVE = {
     "streamName", "region", "endpointUrl", "dynamodbEndpointUrl", "awsAccessKeyId", "awsSecretKey", "sessionToken",

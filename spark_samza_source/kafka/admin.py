@@ -36,6 +36,7 @@ log = logging.getLogger(__name__)
 
 DEFAULT_API_TIMEOUT_MS = 30_000
 _RETRY_BACKOFF_S = 0.2
+_MIN_ATTEMPT_S = 10.0  # each attempt of a retried call gets max(this, timeout / 6), at most what is left
 # Errors meaning "this topic or partition does not exist (any more)".
 _MISSING = {KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_PARTITION, KafkaError._UNKNOWN_TOPIC}
 _OFFSET_INVALID = -1001
@@ -62,8 +63,10 @@ class KafkaAdmin:
     ...).  It is never logged nor put into error messages, except ``bootstrap.servers``.
     """
 
-    def __init__(self, client_conf: Mapping[str, str], *, api_timeout_ms: int = DEFAULT_API_TIMEOUT_MS) -> None:
+    def __init__(self, client_conf: Mapping[str, str], *, api_timeout_ms: int = DEFAULT_API_TIMEOUT_MS,
+                 timeout_option: str | None = None) -> None:
         self._conf = {str(k): str(v) for k, v in client_conf.items()}
+        self._timeout_option = timeout_option  # the option that set api_timeout_ms, named in timeout errors
         self._timeout_s = max(0.001, api_timeout_ms / 1000.0)
         self._isolation = isolation_level_of(self._conf)
         self._admin: AdminClient | None = None
@@ -120,15 +123,20 @@ class KafkaAdmin:
         return time.monotonic() + self._timeout_s
 
     def _retrying(self, what: str, fn: Callable[[float], T]) -> T:
-        """Run ``fn(seconds_left)``, retrying retriable Kafka errors until the API timeout; raise a clear error."""
+        """Run ``fn(seconds)``, retrying retriable Kafka errors until the API timeout; raise a clear error.
+
+        Each attempt gets at most max(10 s, timeout / 6): a broker that is down makes librdkafka wait out the
+        whole timeout it is given, and the first failure is logged (once per call) while retries go on."""
         deadline = self._deadline()
         last: BaseException | None = None
+        warned = False  # one line per call that has to retry: operators see an outage while it is ridden out
         while True:
             left = deadline - time.monotonic()
             if left <= 0:
                 break
             try:
-                return fn(left)
+                # Attempts in slices, so an outage is seen (and logged) while it is ridden out, not only at the end.
+                return fn(min(left, max(_MIN_ATTEMPT_S, self._timeout_s / 6)))
             except KafkaSourceError:
                 raise
             except KafkaException as err:
@@ -139,9 +147,17 @@ class KafkaAdmin:
                     raise KafkaSourceError(f"Kafka operation '{what}' failed {self._where()}: {_msg(err)}") from None
             except TimeoutError as err:  # concurrent.futures.TimeoutError is TimeoutError on 3.11
                 last = err
-            time.sleep(min(_RETRY_BACKOFF_S, max(0.0, deadline - time.monotonic())))
+            left = deadline - time.monotonic()
+            if not warned and left > 0:
+                warned = True
+                log.warning("Kafka operation '%s' failed %s: %s; retrying for up to %.0f s more%s", what,
+                            self._where(), _msg(last) or type(last).__name__, left,
+                            f" ({self._timeout_option})" if self._timeout_option else "")
+            time.sleep(min(_RETRY_BACKOFF_S, max(0.0, left)))
+        option = (f" (option '{self._timeout_option}'; raise it to ride out longer outages)"
+                  if self._timeout_option else "")
         raise KafkaSourceError(
-            f"Kafka operation '{what}' did not complete within {self._timeout_s:g} s {self._where()}"
+            f"Kafka operation '{what}' did not complete within {self._timeout_s:g} s{option} {self._where()}"
             + (f": {_msg(last)}" if last is not None and str(last) else "")
             + ". Is the cluster reachable from the driver?"
         )

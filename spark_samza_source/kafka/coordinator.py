@@ -42,7 +42,16 @@ from ..core.startpoint_manager import StartpointManager, startpoint_key
 from ..metadata.lease import DriverLease, offset_identity
 from ..spark.reader_glue import DriverJobResources
 from .admin import KafkaAdmin
-from .options import BY_TIMESTAMP, EARLIEST, JOB_MODEL_RESET_OPTION, LATEST, SPECIFIC, SYSTEM, KafkaSourceOptions
+from .options import (
+    BY_TIMESTAMP,
+    EARLIEST,
+    JOB_MODEL_RESET_OPTION,
+    LATEST,
+    RETRY_TIMEOUT_OPTION,
+    SPECIFIC,
+    SYSTEM,
+    KafkaSourceOptions,
+)
 from .reader import KafkaRange
 from .startpoints import KafkaStartpointResolver, kafka_startpoint_problem
 
@@ -79,7 +88,8 @@ class KafkaCoordinator(DriverJobResources):
     @property
     def admin(self) -> KafkaAdmin:
         if self._admin is None:
-            self._admin = KafkaAdmin(self.options.client_conf)
+            self._admin = KafkaAdmin(self.options.client_conf, api_timeout_ms=self.options.retry_timeout_ms,
+                                     timeout_option=RETRY_TIMEOUT_OPTION)
         return self._admin
 
 

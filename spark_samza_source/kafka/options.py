@@ -48,6 +48,14 @@ EXPANSION_SETTLE_OPTION = "expansion.settleTime"
 DEFAULT_SETTLE_MS = 5 * 60_000
 
 
+RETRY_TIMEOUT_OPTION = "endpoint.retryTimeout"
+#: How long the driver keeps retrying Kafka calls that fail for a reachable-again reason (broker down, refusing
+#: connections, not answering, leader moving) before the query fails: rides out a broker restart. Same option and
+#: default as samza-kinesis.
+DEFAULT_RETRY_TIMEOUT_MS = 60_000
+MIN_RETRY_TIMEOUT_MS = 1_000
+
+
 @dataclass(frozen=True)
 class StartingOffsets:
     """Where a query with no checkpoint starts. Startpoints override it."""
@@ -86,6 +94,7 @@ class KafkaSourceOptions:
     commit_offsets_to_kafka: bool
     max_rows_per_arrow_batch: int
     poll_timeout_ms: int
+    retry_timeout_ms: int  # endpoint.retryTimeout: driver-side Kafka calls are retried this long, then fail
     # Test-only fault hook, off by default (option ``testing.failInReadOnce``): a file path; the first task attempt
     # that reads records while the file does not exist creates it and kills its Python worker process outright
     # (``os._exit``) right after yielding its first batch, so tests can prove a worker dying in read() is retried
@@ -190,6 +199,8 @@ class KafkaSourceOptions:
             commit_offsets_to_kafka=opts.boolean("commitOffsetsToKafka", True),
             max_rows_per_arrow_batch=opts.integer("maxRowsPerArrowBatch", 10_000, minimum=1),
             poll_timeout_ms=opts.duration_ms("kafkaConsumer.pollTimeoutMs", 120_000, minimum_ms=1),
+            retry_timeout_ms=opts.duration_ms(RETRY_TIMEOUT_OPTION, DEFAULT_RETRY_TIMEOUT_MS,
+                                              minimum_ms=MIN_RETRY_TIMEOUT_MS),
             fail_in_read_once_marker=opts.string("testing.failInReadOnce"),
         )
 
