@@ -47,7 +47,8 @@ def test_an_outage_longer_than_endpoint_retry_timeout_fails_naming_the_option(pl
     with pytest.raises(KafkaSourceError) as err:
         r.latestOffset(end, ReadAllAvailable())
     message = str(err.value)
-    assert "did not complete within 2 s (option 'endpoint.retryTimeout'; raise it to ride out longer outages)" in message
+    assert ("did not complete within 2 s (option 'endpoint.retryTimeout'; raise it to ride out longer outages)"
+            in message)
     assert broker.bootstrap_servers in message
 
 
