@@ -407,6 +407,7 @@ _KAFKA_NATIVE = {
     "startingOffsetsByTimestampStrategy", "maxOffsetsPerTrigger", "minOffsetsPerTrigger", "maxTriggerDelay",
     "failOnDataLoss", "includeHeaders", "startpoint.ttl", "startpoint.pollInterval", "commitOffsetsToKafka",
     "maxRowsPerArrowBatch", "kafkaConsumer.pollTimeoutMs", "job.ownership.ttl", "endpoint.retryTimeout",
+    "dropTopics",
 }
 _KINESIS_NATIVE = {
     "streamName", "region", "endpointUrl", "dynamodbEndpointUrl", "awsAccessKeyId", "awsSecretKey", "sessionToken",

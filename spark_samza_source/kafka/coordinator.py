@@ -44,6 +44,7 @@ from ..spark.reader_glue import DriverJobResources
 from .admin import KafkaAdmin
 from .options import (
     BY_TIMESTAMP,
+    DROP_TOPICS_OPTION,
     EARLIEST,
     JOB_MODEL_RESET_OPTION,
     LATEST,
@@ -181,6 +182,39 @@ class KafkaCoordinator(DriverJobResources):
                      job, len(model.tasks), JOB_MODEL_RESET_OPTION)
         return model
 
+    def _without_dropped_topics(self, previous: JobModel | None, ssps) -> JobModel | None:
+        """``previous`` without the topics that left the job: gone from the cluster or from the subscription.
+
+        Only topics named in ``dropTopics`` may leave (their tasks and positions are forgotten, every other
+        topic keeps its tasks and positions); any other topic that left fails here, naming the option, before
+        the grouper would report it as a stream that disappeared.
+        """
+        if previous is None:
+            return None
+        present = {s.stream for s in ssps}
+        gone = sorted({s.stream for s in previous.ssps()} - present)
+        if not gone:
+            return previous
+        allowed = set(self.options.drop_topics)
+        refused = [t for t in gone if t not in allowed]
+        if refused:
+            counts = {t: len([s for s in previous.ssps() if s.stream == t]) for t in refused}
+            raise PartitionExpansionError(
+                f"topic(s) {', '.join(f'{t!r} ({counts[t]} partitions)' for t in refused)} are in the job model of "
+                f"job.name={self.options.job_name} but no longer read: deleted, or no longer matched by "
+                "'subscribe' / 'subscribePattern' / 'assign'. Fixed tasks keep every topic's tasks, so a topic "
+                f"leaves only when you say so: to drop it (its positions and the tasks holding only it are "
+                f"forgotten; every other topic keeps its tasks and positions, the checkpoint is kept) add it to "
+                f"the option '{DROP_TOPICS_OPTION}', e.g. .option('{DROP_TOPICS_OPTION}', '{','.join(refused)}'). "
+                "If it was deleted by mistake, re-create it with the same partition count (a re-created topic is "
+                "data loss: see failOnDataLoss)."
+            )
+        for topic in gone:
+            log.warning("topic '%s' leaves job %s (%s): its partitions are removed from the job model and their "
+                        "positions forgotten; the other topics keep their tasks and positions", topic,
+                        self.options.job_name, DROP_TOPICS_OPTION)
+        return previous.without_streams(gone)
+
     def _check_restorable(self, stored: JobModel, ssps: list[SystemStreamPartition], broadcast) -> None:
         """Fail at query start, naming the reset option, when the stored model cannot carry on (a topic shrank,
         vanished or is no longer subscribed)."""
@@ -224,6 +258,7 @@ class KafkaCoordinator(DriverJobResources):
         stored = self._stored_job_model()
         ssps, broadcast = self.discover(stored)
         discovered = list(ssps)
+        stored = self._without_dropped_topics(stored, ssps)
         if stored is not None:
             self._check_restorable(stored, ssps, broadcast)
             streams = {s.system_stream for s in stored.ssp_to_task()}
@@ -245,12 +280,13 @@ class KafkaCoordinator(DriverJobResources):
         self.lease.hold(offset_identity(start.to_json_str()))
         self._delete_applied_startpoints(start)
         ssps, broadcast = self.discover(start.job_model)
-        topic_ids = self.topic_ids(start.job_model, ssps)
+        previous = self._without_dropped_topics(start.job_model, ssps)
+        topic_ids = self.topic_ids(previous, ssps)
         recreated = recreated_topics(start, topic_ids)
         if recreated and self.options.fail_on_data_loss:  # before grouping: a re-created topic may have fewer
             topic = min(recreated)                          # partitions, which the grouper would misreport
             raise recreated_topic_error(topic, recreated[topic])
-        model = self.job_model(start.job_model, ssps, broadcast)
+        model = self.job_model(previous, ssps, broadcast)
         marks = self.watermarks(model.ssps())
         startpoints = self._due_startpoints(model, start, marks)
         result = plan_next(

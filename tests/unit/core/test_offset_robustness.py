@@ -80,3 +80,11 @@ def test_a_position_past_the_log_end_does_not_advise_reading_from_the_earliest_o
     message = str(err.value)
     assert "the position to read next, 500, is past the end of the log (40" in message
     assert "continue from the earliest available offset" not in message and "StartpointUpcoming" in message
+
+
+def test_without_streams_removes_a_stream_and_the_tasks_left_empty_keeping_the_others():
+    jm = JobModel({T0: {ssp(0), ssp(0, "old")}, T1: {ssp(1)}, TaskName("Partition 2"): {ssp(2, "old")}},
+                  {SystemStream("kafka", "orders"): 2, SystemStream("kafka", "old"): 3}, frozenset())
+    dropped = jm.without_streams(["old"])
+    assert dropped.tasks == {T0: frozenset({ssp(0)}), T1: frozenset({ssp(1)})}
+    assert dropped.initial_partition_counts == {SystemStream("kafka", "orders"): 2}
