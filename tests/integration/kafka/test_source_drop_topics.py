@@ -79,6 +79,7 @@ def test_a_topic_taken_out_of_subscribe_leaves_through_drop_topics(kafka_broker,
     reader, keep, gone, end = two_topics
     with pytest.raises(PartitionExpansionError, match="dropTopics"):
         reader(subscribePattern=None, subscribe=keep).latestOffset(end, ReadAllAvailable())
-    nxt = reader(subscribePattern=None, subscribe=keep, dropTopics=f"{gone},never-existed").latestOffset(end, ReadAllAvailable())
+    dropping = reader(subscribePattern=None, subscribe=keep, dropTopics=f"{gone},never-existed")
+    nxt = dropping.latestOffset(end, ReadAllAvailable())
     assert {key: pos for by in nxt["positions"].values() for key, pos in by.items()} == {
         f"kafka.{keep}.0": 5, f"kafka.{keep}.1": 5}
