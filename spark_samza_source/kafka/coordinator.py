@@ -182,7 +182,8 @@ class KafkaCoordinator(DriverJobResources):
                      job, len(model.tasks), JOB_MODEL_RESET_OPTION)
         return model
 
-    def _without_dropped_topics(self, previous: JobModel | None, ssps) -> JobModel | None:
+    def _without_dropped_topics(self, previous: JobModel | None, ssps, *, stored_model: bool = False,
+                                ) -> JobModel | None:
         """``previous`` without the topics that left the job: gone from the cluster or from the subscription.
 
         Only topics named in ``dropTopics`` may leave (their tasks and positions are forgotten, every other
@@ -208,6 +209,9 @@ class KafkaCoordinator(DriverJobResources):
                 f"the option '{DROP_TOPICS_OPTION}', e.g. .option('{DROP_TOPICS_OPTION}', '{','.join(refused)}'). "
                 "If it was deleted by mistake, re-create it with the same partition count (a re-created topic is "
                 "data loss: see failOnDataLoss)."
+                + (f" This query starts from the job model stored for job.name={self.options.job_name}; to regroup "
+                   f"from the current partitions instead (new tasks, state per task lost), set "
+                   f"{JOB_MODEL_RESET_OPTION}=true." if stored_model else "")
             )
         for topic in gone:
             log.warning("topic '%s' leaves job %s (%s): its partitions are removed from the job model and their "
@@ -258,7 +262,7 @@ class KafkaCoordinator(DriverJobResources):
         stored = self._stored_job_model()
         ssps, broadcast = self.discover(stored)
         discovered = list(ssps)
-        stored = self._without_dropped_topics(stored, ssps)
+        stored = self._without_dropped_topics(stored, ssps, stored_model=True)
         if stored is not None:
             self._check_restorable(stored, ssps, broadcast)
             streams = {s.system_stream for s in stored.ssp_to_task()}
