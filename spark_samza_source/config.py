@@ -406,13 +406,14 @@ _KAFKA_NATIVE = {
     "startingTimestamp", "startingOffsetsByTimestamp",
     "startingOffsetsByTimestampStrategy", "maxOffsetsPerTrigger", "minOffsetsPerTrigger", "maxTriggerDelay",
     "failOnDataLoss", "includeHeaders", "startpoint.ttl", "startpoint.pollInterval", "commitOffsetsToKafka",
-    "maxRowsPerArrowBatch", "kafkaConsumer.pollTimeoutMs", "job.ownership.ttl",
+    "maxRowsPerArrowBatch", "kafkaConsumer.pollTimeoutMs", "job.ownership.ttl", "endpoint.retryTimeout",
+    "dropTopics",
 }
 _KINESIS_NATIVE = {
     "streamName", "region", "endpointUrl", "dynamodbEndpointUrl", "awsAccessKeyId", "awsSecretKey", "sessionToken",
     "roleArn", "roleSessionName", "metadata.store", "tasks", "assignment", "startingPosition", "maxRecordsPerShard",
     "maxFetchTimePerShard", "kcl.leaseTable", "failOnDataLoss", "startpoint.ttl", "startpoint.pollInterval",
-    "job.ownership.ttl",
+    "job.ownership.ttl", "endpoint.retryTimeout",
 }
 _EXCLUSIVE = (("subscribe", "subscribePattern", "assign"),
               ("startingOffsets", "startingTimestamp", "startingOffsetsByTimestamp"))

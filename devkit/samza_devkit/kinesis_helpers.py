@@ -64,6 +64,7 @@ __all__ = [
     "read_shard_raw",
     "apply_moto_kinesis_fixes",
     "moto_kinesis_fixes",
+    "FaultyEndpoint",
 ]
 
 TIMEOUT_S = 60.0
@@ -386,3 +387,99 @@ def moto_kinesis_fixes() -> Iterator[None]:
 
                 KinesisBackend.get_records = _ORIGINAL_GET_RECORDS.pop()
             Stream._samza_fixed = False
+
+
+class FaultyEndpoint:
+    """A TCP endpoint on loopback in front of ``target`` (``http://host:port``) that misbehaves on purpose, for
+    outage tests: its first ``drop_first`` connections are reset at once (as a restarting load balancer does), and
+    with ``hang=True`` every connection is accepted and never answered. Later connections are forwarded to
+    ``target`` byte for byte. ``accepted`` counts connections, so tests count attempts instead of timing them.
+
+    ``with FaultyEndpoint(moto, drop_first=8) as url: ...``
+    """
+
+    def __init__(self, target: str | None, *, drop_first: int = 0, hang: bool = False) -> None:
+        import socket
+        import threading
+        from urllib.parse import urlparse
+
+        self._target = None
+        if target is not None:
+            parsed = urlparse(target)
+            self._target = (parsed.hostname, parsed.port)
+        self.drop_first = drop_first
+        self.hang = hang
+        self.accepted = 0
+        self._lock = threading.Lock()
+        self._closing = False
+        self._held: list = []
+        self._server = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self._server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self._server.bind(("127.0.0.1", 0))
+        self._server.listen(64)
+        self.url = f"http://127.0.0.1:{self._server.getsockname()[1]}"
+        self._thread = threading.Thread(target=self._serve, name="faulty-endpoint", daemon=True)
+        self._thread.start()
+
+    def _serve(self) -> None:
+        import socket
+        import struct
+        import threading
+
+        while not self._closing:
+            try:
+                conn, _ = self._server.accept()
+            except OSError:
+                return
+            with self._lock:
+                self.accepted += 1
+                n = self.accepted
+            if self.hang:
+                self._held.append(conn)  # never answered, closed at the end
+                continue
+            if n <= self.drop_first or self._target is None:
+                conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))  # RST
+                conn.close()
+                continue
+            try:
+                upstream = socket.create_connection(self._target)
+            except OSError:
+                conn.close()
+                continue
+            for a, b in ((conn, upstream), (upstream, conn)):
+                threading.Thread(target=self._pump, args=(a, b), daemon=True).start()
+
+    @staticmethod
+    def _pump(src, dst) -> None:
+        import socket
+
+        try:
+            while True:
+                data = src.recv(65536)
+                if not data:
+                    break
+                dst.sendall(data)
+        except OSError:
+            pass
+        finally:
+            for s in (src, dst):
+                with contextlib.suppress(OSError):
+                    s.shutdown(socket.SHUT_RDWR)
+
+    def close(self) -> None:
+        import socket
+
+        self._closing = True
+        with contextlib.suppress(OSError):
+            self._server.shutdown(socket.SHUT_RDWR)  # wakes the accept() (Linux)
+        with contextlib.suppress(OSError):
+            self._server.close()
+        for conn in self._held:
+            with contextlib.suppress(OSError):
+                conn.close()
+
+    def __enter__(self) -> FaultyEndpoint:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -195,10 +195,23 @@ def _scan_startpoints(store) -> tuple[list[dict[str, Any]], list[dict[str, Any]]
         except StartpointFormatError as err:
             malformed.append({**base, "error": str(err), "value": raw})
             continue
+        problem = _system_problem(ssp, sp)
+        if problem is not None:  # valid JSON, but it can never position this system's SSP: the query skips it
+            malformed.append({**base, "error": problem, "value": raw})
+            continue
         entries.append({**base, "type": sp.type_name, "value": _startpoint_value(sp), "startpoint": sp.to_json(),
                         "created": iso_ms(sp.creation_timestamp), "expired": manager.is_expired(sp),
                         "_ssp": ssp, "_task": task})
     return entries, malformed
+
+
+def _system_problem(ssp, startpoint: Startpoint) -> str | None:
+    """Why ``startpoint`` can never apply to ``ssp``'s system (e.g. a negative Kafka offset), or None."""
+    if ssp.system == KAFKA:
+        from ..kafka.startpoints import kafka_startpoint_problem
+
+        return kafka_startpoint_problem(startpoint)
+    return None
 
 
 def _public(entry: dict[str, Any]) -> dict[str, Any]:

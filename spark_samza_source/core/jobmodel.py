@@ -37,6 +37,17 @@ class JobModel:
     def __hash__(self) -> int:
         return hash(self.to_json_str())
 
+    def without_streams(self, streams: Iterable[str]) -> JobModel:
+        """This model with every SSP of the named streams removed (tasks left with no SSP are removed too):
+        the stream leaves the job, every other stream keeps its tasks."""
+        gone = set(streams)
+        tasks = {t: frozenset(s for s in ssps if s.stream not in gone) for t, ssps in self.tasks.items()}
+        return JobModel(
+            {t: ssps for t, ssps in tasks.items() if ssps},
+            {s: n for s, n in self.initial_partition_counts.items() if s.stream not in gone},
+            frozenset(s for s in self.broadcast if s.stream not in gone),
+        )
+
     # ---- queries -------------------------------------------------------------------------------------
     @property
     def task_names(self) -> list[TaskName]:

@@ -7,7 +7,8 @@ floats), and one offset is self-contained: ``partitions(start, end)`` rebuilds t
 Fields: ``job_model`` (task -> SSPs, initial partition counts); ``positions`` (per (task, SSP) the next offset to
 read); ``rebases`` (SSPs whose batch does not start at the previous end: startpoint, new partition, broadcast SSP
 in a new task, data-loss skip); ``barriers`` (drain-first barriers in force); ``applied`` (last startpoint
-creation timestamp per (task, SSP), so none applies twice).
+creation timestamp per (task, SSP), so none applies twice); ``topicIds`` (optional: topic -> Kafka topic ID,
+so a topic deleted and re-created under the same name is told apart).
 
 Why each field exists: docs/architecture.md §4.
 """
@@ -96,6 +97,9 @@ class LogOffset:
     rebases: Mapping[TaskSsp, Rebase] = field(default_factory=dict)
     barriers: Mapping[SystemStreamPartition, tuple[Barrier, ...]] = field(default_factory=dict)
     applied: Mapping[TaskSsp, int] = field(default_factory=dict)
+    # topic -> Kafka topic ID seen when this offset was planned (optional: offsets written before topic IDs were
+    # recorded have none); tells a topic deleted and re-created under the same name from the one read before
+    topic_ids: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         for name in ("positions", "rebases", "applied"):
@@ -103,6 +107,7 @@ class LogOffset:
             # key-based sort: comparing TaskNames pairwise re-splits their names on every comparison
             object.__setattr__(self, name, dict(sorted(items, key=lambda kv: (kv[0][0].sort_key, kv[0][1]))))
         object.__setattr__(self, "barriers", dict(sorted(self.barriers.items())))
+        object.__setattr__(self, "topic_ids", dict(sorted(self.topic_ids.items())))
 
     # ---- queries -------------------------------------------------------------------------------------
     def position_of(self, ssp: SystemStreamPartition) -> int | None:
@@ -129,7 +134,7 @@ class LogOffset:
                 out.setdefault(task.name, {})[ssp.key] = conv(value)
             return {t: dict(sorted(v.items())) for t, v in sorted(out.items())}
 
-        return {
+        out = {
             "applied": nested(self.applied, int),
             "barriers": {ssp.key: [b.to_json() for b in held] for ssp, held in sorted(self.barriers.items())},
             "jobModel": self.job_model.to_json(),
@@ -137,6 +142,9 @@ class LogOffset:
             "rebases": nested(self.rebases, lambda r: r.to_json()),
             "version": OFFSET_FORMAT_VERSION,
         }
+        if self.topic_ids:  # optional: written only when known, so offsets without it stay exactly as they were
+            out["topicIds"] = dict(self.topic_ids)
+        return dict(sorted(out.items()))
 
     def to_json_str(self) -> str:
         return json.dumps(self.to_json(), sort_keys=True, separators=(",", ":"))
@@ -182,6 +190,20 @@ class LogOffset:
             return out
 
         positions = nested(value["positions"], _as_int)
+        model_pairs = {(t, ssp) for t, ssps in job_model.tasks.items() for ssp in ssps}
+        if model_pairs and not positions:
+            # An offset this source wrote always has positions; none would re-read every partition from its start.
+            raise OffsetFormatError(
+                f"'positions' is empty while the job model has {len(job_model.tasks)} task(s) reading "
+                f"{len(job_model.ssps())} partition(s); the offset was edited or damaged"
+            )
+        stray = sorted(k for k in positions if k not in model_pairs)
+        if stray:
+            task, ssp = stray[0]
+            raise OffsetFormatError(
+                f"'positions' has {ssp.key} in task {task.name!r}, which the offset's job model does not give that "
+                "task; the offset was edited or damaged"
+            )
         rebases = nested(value.get("rebases", {}), _rebase_from_json)
         applied = nested(value.get("applied", {}), _as_int)
         barriers_json = value.get("barriers", {})
@@ -198,7 +220,12 @@ class LogOffset:
                     raise OffsetFormatError(f"barriers of {key!r:.80} must be a non-empty list")
                 held = tuple(_barrier_from_json(b) for b in item)
             barriers[parse_ssp_key(key)] = held
-        return cls(job_model, positions, rebases, barriers, applied)
+        topic_ids = value.get("topicIds", {})
+        if not isinstance(topic_ids, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) and v for k, v in topic_ids.items()
+        ):
+            raise OffsetFormatError(f"'topicIds' must be an object of topic -> topic ID string, got {topic_ids!r:.120}")
+        return cls(job_model, positions, rebases, barriers, applied, topic_ids)
 
     @classmethod
     def from_json_str(cls, text: str) -> LogOffset:

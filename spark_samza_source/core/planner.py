@@ -67,10 +67,35 @@ class DataLoss:
         )
 
 
+def recreated_topics(previous: LogOffset, topic_ids: Mapping[str, str]) -> dict[str, tuple[str, str]]:
+    """Topics whose ID differs from the one ``previous`` recorded: deleted and re-created under the same name.
+
+    topic -> (recorded ID, current ID). A topic without a recorded ID (an offset written before IDs were
+    recorded) or without a current one (not reported) is never counted as re-created.
+    """
+    out: dict[str, tuple[str, str]] = {}
+    for topic, now in sorted(topic_ids.items()):
+        before = previous.topic_ids.get(topic)
+        if before is not None and now and before != now:
+            out[topic] = (before, now)
+    return out
+
+
+def recreated_topic_error(topic: str, ids: tuple[str, str]) -> DataLossError:
+    return DataLossError(
+        f"topic '{topic}' was deleted and re-created: its topic ID is {ids[1]}, the checkpoint's positions belong "
+        f"to topic ID {ids[0]}. Records of the old topic the query had not read are gone, and its positions mean "
+        "nothing in the new one. The query stops so nothing is skipped silently. To read the new topic from its "
+        "start with the loss reported, restart with failOnDataLoss=false; or write a Startpoint for each of its "
+        "partitions to choose where to begin"
+    )
+
+
 @dataclass
 class PlanResult:
     offset: LogOffset
     data_loss: list[DataLoss] = field(default_factory=list)
+    recreated: dict[str, tuple[str, str]] = field(default_factory=dict)  # topic -> (old ID, new ID)
     applied: dict[TaskSsp, ResolvedStartpoint] = field(default_factory=dict)
     released_barriers: list[SystemStreamPartition] = field(default_factory=list)
     new_barriers: list[SystemStreamPartition] = field(default_factory=list)
@@ -89,6 +114,7 @@ def plan_next(
     expansion_algorithm: PartitionExpansionAlgorithm | None = None,
     now_ms: int = 0,
     settle_ms: int = 0,
+    topic_ids: Mapping[str, str] | None = None,
 ) -> PlanResult:
     """Plan the batch after ``previous``.
 
@@ -96,7 +122,10 @@ def plan_next(
     missing from it are not read). ``expansion_algorithm`` names the partitions that feed a grown one
     (default: ``hash % N``); a growth seen now is cut ``settle_ms`` after ``now_ms`` (wall clock, epoch ms),
     so producers with stale metadata have written their last old-layout records before it.
-    Raises :class:`DataLossError` when ``fail_on_data_loss`` and an unread range is gone. Returns
+    ``topic_ids`` (topic -> Kafka topic ID now) are recorded in the offset; a topic whose ID differs from the
+    one ``previous`` recorded was re-created: data loss (its SSPs restart at the log start with
+    ``fail_on_data_loss`` false). Raises :class:`DataLossError` when ``fail_on_data_loss`` and an unread range
+    is gone. Returns
     ``previous`` itself (same object) when nothing changes, so Spark sees an equal offset string and plans no
     empty batch.
     """
@@ -107,6 +136,17 @@ def plan_next(
     rebases: dict[TaskSsp, Rebase] = {}
     applied = {k: v for k, v in previous.applied.items()}
     missing: set[SystemStreamPartition] = set()
+    topic_ids = dict(topic_ids or {})
+    recreated = recreated_topics(previous, topic_ids)
+    model_streams = {s.stream for s in job_model.ssps()}
+    recreated = {t: ids for t, ids in recreated.items() if t in model_streams}
+    if recreated and fail_on_data_loss:
+        topic = min(recreated)
+        raise recreated_topic_error(topic, recreated[topic])
+    for topic, (old_id, new_id) in recreated.items():
+        log.warning("data loss: topic '%s' was deleted and re-created (topic ID %s, was %s); reading the new topic "
+                    "from its start", topic, new_id, old_id)
+    result.recreated = recreated
 
     for task, ssps in job_model.tasks.items():
         for ssp in sorted(ssps):
@@ -136,6 +176,10 @@ def plan_next(
                 applied[key] = sp.creation_timestamp
                 result.applied[key] = sp
                 continue
+            if ssp.stream in recreated:
+                starts[key] = marks.low
+                rebases[key] = Rebase(marks.low, REBASE_DATA_LOSS)
+                continue
             if key in previous.positions:
                 start = previous.positions[key]
             elif ssp in job_model.broadcast and previous.position_of(ssp) is not None:
@@ -149,15 +193,26 @@ def plan_next(
             if start < marks.low or start > marks.high:
                 if start < marks.low:
                     loss = DataLoss(ssp, task, start, marks.low)
-                else:  # offsets went backwards: the topic was re-created or truncated
+                    advice = (f"To continue from the earliest available offset ({marks.low}), restart with "
+                              "failOnDataLoss=false, or write a Startpoint for this partition.")
+                    described = loss.describe()
+                else:  # offsets went backwards: the topic was re-created or truncated, or the offset was edited
                     loss = DataLoss(ssp, task, marks.high, start)
-                if fail_on_data_loss:
-                    raise DataLossError(
-                        f"{loss.describe()}. The query stops so nothing is skipped silently. To continue from "
-                        f"the earliest available offset ({marks.low}), restart with failOnDataLoss=false, or "
-                        "write a Startpoint for this partition."
+                    described = (
+                        f"{ssp} (task {task}): the position to read next, {start}, is past the end of the log "
+                        f"({marks.high}, the next offset to be written): the topic was re-created or truncated, or "
+                        "the checkpoint's offset was edited"
                     )
-                log.warning("data loss: %s; continuing from offset %d", loss.describe(), marks.low)
+                    advice = (
+                        "Records the query has not read may be gone, and which ones cannot be told from here. "
+                        "Write a Startpoint for this partition to say where to go on: StartpointUpcoming to read "
+                        f"only new records (offset {marks.high}), StartpointSpecific for an offset you choose, or "
+                        f"StartpointOldest to re-read the whole partition from offset {marks.low} (which is also "
+                        "what failOnDataLoss=false does, reporting the loss)."
+                    )
+                if fail_on_data_loss:
+                    raise DataLossError(f"{described}. The query stops so nothing is skipped silently. {advice}")
+                log.warning("data loss: %s; continuing from offset %d", described, marks.low)
                 result.data_loss.append(loss)
                 start = marks.low
                 rebases[key] = Rebase(start, REBASE_DATA_LOSS)
@@ -207,7 +262,10 @@ def plan_next(
         caps[key] = max(start, min([high, *holds]))
     ends = split_read_limit(starts, caps, max_rows)
 
-    new_offset = LogOffset(job_model, ends, rebases, barriers, applied)
+    # Topic IDs: the ones seen now, else the ones recorded before, for the topics the job model reads. A change
+    # of IDs alone plans no batch (an offset written before IDs were recorded gets them with the next batch).
+    ids = {t: topic_ids.get(t) or previous.topic_ids.get(t) for t in sorted(model_streams)}
+    new_offset = LogOffset(job_model, ends, rebases, barriers, applied, {t: i for t, i in ids.items() if i})
     if (
         not rebases
         and ends == dict(previous.positions)

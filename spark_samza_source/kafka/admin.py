@@ -25,7 +25,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeVar
 
-from confluent_kafka import Consumer, IsolationLevel, KafkaError, KafkaException, TopicPartition
+from confluent_kafka import Consumer, IsolationLevel, KafkaError, KafkaException, TopicCollection, TopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
 from .errors import KafkaSourceError
@@ -36,9 +36,11 @@ log = logging.getLogger(__name__)
 
 DEFAULT_API_TIMEOUT_MS = 30_000
 _RETRY_BACKOFF_S = 0.2
+_MIN_ATTEMPT_S = 10.0  # each attempt of a retried call gets max(this, timeout / 6), at most what is left
 # Errors meaning "this topic or partition does not exist (any more)".
 _MISSING = {KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_PARTITION, KafkaError._UNKNOWN_TOPIC}
 _OFFSET_INVALID = -1001
+_ZERO_TOPIC_ID = "AAAAAAAAAAAAAAAAAAAAAA"  # Kafka's Uuid.ZERO_UUID in base64: "no topic ID"
 
 TP = tuple[str, int]
 T = TypeVar("T")
@@ -61,8 +63,10 @@ class KafkaAdmin:
     ...).  It is never logged nor put into error messages, except ``bootstrap.servers``.
     """
 
-    def __init__(self, client_conf: Mapping[str, str], *, api_timeout_ms: int = DEFAULT_API_TIMEOUT_MS) -> None:
+    def __init__(self, client_conf: Mapping[str, str], *, api_timeout_ms: int = DEFAULT_API_TIMEOUT_MS,
+                 timeout_option: str | None = None) -> None:
         self._conf = {str(k): str(v) for k, v in client_conf.items()}
+        self._timeout_option = timeout_option  # the option that set api_timeout_ms, named in timeout errors
         self._timeout_s = max(0.001, api_timeout_ms / 1000.0)
         self._isolation = isolation_level_of(self._conf)
         self._admin: AdminClient | None = None
@@ -119,15 +123,20 @@ class KafkaAdmin:
         return time.monotonic() + self._timeout_s
 
     def _retrying(self, what: str, fn: Callable[[float], T]) -> T:
-        """Run ``fn(seconds_left)``, retrying retriable Kafka errors until the API timeout; raise a clear error."""
+        """Run ``fn(seconds)``, retrying retriable Kafka errors until the API timeout; raise a clear error.
+
+        Each attempt gets at most max(10 s, timeout / 6): a broker that is down makes librdkafka wait out the
+        whole timeout it is given, and the first failure is logged (once per call) while retries go on."""
         deadline = self._deadline()
         last: BaseException | None = None
+        warned = False  # one line per call that has to retry: operators see an outage while it is ridden out
         while True:
             left = deadline - time.monotonic()
             if left <= 0:
                 break
             try:
-                return fn(left)
+                # Attempts in slices, so an outage is seen (and logged) while it is ridden out, not only at the end.
+                return fn(min(left, max(_MIN_ATTEMPT_S, self._timeout_s / 6)))
             except KafkaSourceError:
                 raise
             except KafkaException as err:
@@ -138,9 +147,17 @@ class KafkaAdmin:
                     raise KafkaSourceError(f"Kafka operation '{what}' failed {self._where()}: {_msg(err)}") from None
             except TimeoutError as err:  # concurrent.futures.TimeoutError is TimeoutError on 3.11
                 last = err
-            time.sleep(min(_RETRY_BACKOFF_S, max(0.0, deadline - time.monotonic())))
+            left = deadline - time.monotonic()
+            if not warned and left > 0:
+                warned = True
+                log.warning("Kafka operation '%s' failed %s: %s; retrying for up to %.0f s more%s", what,
+                            self._where(), _msg(last) or type(last).__name__, left,
+                            f" ({self._timeout_option})" if self._timeout_option else "")
+            time.sleep(min(_RETRY_BACKOFF_S, max(0.0, left)))
+        option = (f" (option '{self._timeout_option}'; raise it to ride out longer outages)"
+                  if self._timeout_option else "")
         raise KafkaSourceError(
-            f"Kafka operation '{what}' did not complete within {self._timeout_s:g} s {self._where()}"
+            f"Kafka operation '{what}' did not complete within {self._timeout_s:g} s{option} {self._where()}"
             + (f": {_msg(last)}" if last is not None and str(last) else "")
             + ". Is the cluster reachable from the driver?"
         )
@@ -198,6 +215,34 @@ class KafkaAdmin:
             return {t: int(found[t]) for t in names}  # type: ignore[arg-type]
 
         return self._retrying(what, attempt)
+
+    def topic_ids(self, topics: Iterable[str]) -> dict[str, str]:
+        """Kafka's topic ID (base64, as Kafka's tools show it) per existing topic; missing topics are left out.
+
+        A topic deleted and re-created under the same name gets a new ID. One DescribeTopics call for all.
+        Brokers too old to have topic IDs (before Kafka 2.8) answer the all-zero ID: left out too.
+        """
+        wanted = sorted(set(topics))
+        if not wanted:
+            return {}
+
+        def attempt(left: float) -> dict[str, str]:
+            futures = self.admin.describe_topics(TopicCollection(wanted), request_timeout=left)
+            deadline = time.monotonic() + left
+            out: dict[str, str] = {}
+            for name, fut in futures.items():
+                try:
+                    desc = fut.result(timeout=max(0.001, deadline - time.monotonic()))
+                except KafkaException as err:
+                    if err.args and isinstance(err.args[0], KafkaError) and err.args[0].code() in _MISSING:
+                        continue
+                    raise
+                topic_id = str(desc.topic_id) if desc.topic_id is not None else ""
+                if topic_id and topic_id != _ZERO_TOPIC_ID:
+                    out[name] = topic_id
+            return dict(sorted(out.items()))
+
+        return self._retrying(f"topic IDs of {', '.join(wanted[:6])}{' ...' if len(wanted) > 6 else ''}", attempt)
 
     # ---- offsets ------------------------------------------------------------------------------------------
     def _list_offsets(self, specs: dict[str, Callable[[TP], OffsetSpec]], tps: list[TP], left: float,

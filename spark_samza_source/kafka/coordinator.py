@@ -28,14 +28,33 @@ from ..core.grouping import resolve_grouper
 from ..core.jobmodel import JobModel
 from ..core.model import SystemStream, SystemStreamPartition, TaskName
 from ..core.offset import REBASE_STARTPOINT, LogOffset, TaskSsp
-from ..core.planner import DataLoss, DataLossError, PlanResult, ResolvedStartpoint, Watermarks, plan_next
-from ..core.startpoint_manager import StartpointManager
+from ..core.planner import (
+    DataLoss,
+    DataLossError,
+    PlanResult,
+    ResolvedStartpoint,
+    Watermarks,
+    plan_next,
+    recreated_topic_error,
+    recreated_topics,
+)
+from ..core.startpoint_manager import StartpointManager, startpoint_key
 from ..metadata.lease import DriverLease, offset_identity
 from ..spark.reader_glue import DriverJobResources
 from .admin import KafkaAdmin
-from .options import BY_TIMESTAMP, EARLIEST, JOB_MODEL_RESET_OPTION, LATEST, SPECIFIC, SYSTEM, KafkaSourceOptions
+from .options import (
+    BY_TIMESTAMP,
+    DROP_TOPICS_OPTION,
+    EARLIEST,
+    JOB_MODEL_RESET_OPTION,
+    LATEST,
+    RETRY_TIMEOUT_OPTION,
+    SPECIFIC,
+    SYSTEM,
+    KafkaSourceOptions,
+)
 from .reader import KafkaRange
-from .startpoints import KafkaStartpointResolver
+from .startpoints import KafkaStartpointResolver, kafka_startpoint_problem
 
 log = logging.getLogger(__name__)
 
@@ -62,13 +81,16 @@ class KafkaCoordinator(DriverJobResources):
         self.latest_watermarks: dict[SystemStreamPartition, Watermarks] = {}
         self._last_model: JobModel | None = None
         self.last_plan: PlanResult | None = None
-        self.initial_data_loss: list[DataLoss] = []  # startingOffsets below the log start (failOnDataLoss=false)
+        self.initial_data_loss: list[DataLoss] = []
+        # startpoint key -> why it is malformed, as of the last startpoint poll (reported in the progress)
+        self.malformed_startpoints: dict[str, str] = {}  # startingOffsets below the log start (failOnDataLoss=false)
 
     # ---- lazily opened clients -------------------------------------------------------------------------
     @property
     def admin(self) -> KafkaAdmin:
         if self._admin is None:
-            self._admin = KafkaAdmin(self.options.client_conf)
+            self._admin = KafkaAdmin(self.options.client_conf, api_timeout_ms=self.options.retry_timeout_ms,
+                                     timeout_option=RETRY_TIMEOUT_OPTION)
         return self._admin
 
 
@@ -160,6 +182,43 @@ class KafkaCoordinator(DriverJobResources):
                      job, len(model.tasks), JOB_MODEL_RESET_OPTION)
         return model
 
+    def _without_dropped_topics(self, previous: JobModel | None, ssps, *, stored_model: bool = False,
+                                ) -> JobModel | None:
+        """``previous`` without the topics that left the job: gone from the cluster or from the subscription.
+
+        Only topics named in ``dropTopics`` may leave (their tasks and positions are forgotten, every other
+        topic keeps its tasks and positions); any other topic that left fails here, naming the option, before
+        the grouper would report it as a stream that disappeared.
+        """
+        if previous is None:
+            return None
+        present = {s.stream for s in ssps}
+        gone = sorted({s.stream for s in previous.ssps()} - present)
+        if not gone:
+            return previous
+        allowed = set(self.options.drop_topics)
+        refused = [t for t in gone if t not in allowed]
+        if refused:
+            counts = {t: len([s for s in previous.ssps() if s.stream == t]) for t in refused}
+            raise PartitionExpansionError(
+                f"topic(s) {', '.join(f'{t!r} ({counts[t]} partitions)' for t in refused)} are in the job model of "
+                f"job.name={self.options.job_name} but no longer read: deleted, or no longer matched by "
+                "'subscribe' / 'subscribePattern' / 'assign'. Fixed tasks keep every topic's tasks, so a topic "
+                f"leaves only when you say so: to drop it (its positions and the tasks holding only it are "
+                f"forgotten; every other topic keeps its tasks and positions, the checkpoint is kept) add it to "
+                f"the option '{DROP_TOPICS_OPTION}', e.g. .option('{DROP_TOPICS_OPTION}', '{','.join(refused)}'). "
+                "If it was deleted by mistake, re-create it with the same partition count (a re-created topic is "
+                "data loss: see failOnDataLoss)."
+                + (f" This query starts from the job model stored for job.name={self.options.job_name}; to regroup "
+                   f"from the current partitions instead (new tasks, state per task lost), set "
+                   f"{JOB_MODEL_RESET_OPTION}=true." if stored_model else "")
+            )
+        for topic in gone:
+            log.warning("topic '%s' leaves job %s (%s): its partitions are removed from the job model and their "
+                        "positions forgotten; the other topics keep their tasks and positions", topic,
+                        self.options.job_name, DROP_TOPICS_OPTION)
+        return previous.without_streams(gone)
+
     def _check_restorable(self, stored: JobModel, ssps: list[SystemStreamPartition], broadcast) -> None:
         """Fail at query start, naming the reset option, when the stored model cannot carry on (a topic shrank,
         vanished or is no longer subscribed)."""
@@ -180,6 +239,11 @@ class KafkaCoordinator(DriverJobResources):
             self.store.put(JOB_MODEL_NAMESPACE, "previous", current)
         self.store.put(JOB_MODEL_NAMESPACE, "current", model.to_json())
 
+    def topic_ids(self, model: JobModel, more=()) -> dict[str, str]:
+        """The Kafka topic ID of every topic ``model`` (and the SSPs ``more``) reads."""
+        topics = {s.stream for s in model.ssps()} | {s.stream for s in more}
+        return self.admin.topic_ids(topics)
+
     def watermarks(self, ssps) -> dict[SystemStreamPartition, Watermarks]:
         raw = self.admin.watermarks([(s.stream, s.partition) for s in ssps])
         marks = {s: Watermarks(*raw[(s.stream, s.partition)]) for s in ssps if (s.stream, s.partition) in raw}
@@ -198,6 +262,7 @@ class KafkaCoordinator(DriverJobResources):
         stored = self._stored_job_model()
         ssps, broadcast = self.discover(stored)
         discovered = list(ssps)
+        stored = self._without_dropped_topics(stored, ssps, stored_model=True)
         if stored is not None:
             self._check_restorable(stored, ssps, broadcast)
             streams = {s.system_stream for s in stored.ssp_to_task()}
@@ -207,7 +272,7 @@ class KafkaCoordinator(DriverJobResources):
         marks = self.watermarks(model.ssps())
         starts = self._starting_positions(model, marks, discovered)
         positions = {(t, s): starts[s] for t, group in model.tasks.items() for s in group}
-        return LogOffset(model, positions)
+        return LogOffset(model, positions, topic_ids=self.topic_ids(model))
 
     def latest_offset(
         self,
@@ -219,7 +284,13 @@ class KafkaCoordinator(DriverJobResources):
         self.lease.hold(offset_identity(start.to_json_str()))
         self._delete_applied_startpoints(start)
         ssps, broadcast = self.discover(start.job_model)
-        model = self.job_model(start.job_model, ssps, broadcast)
+        previous = self._without_dropped_topics(start.job_model, ssps)
+        topic_ids = self.topic_ids(previous, ssps)
+        recreated = recreated_topics(start, topic_ids)
+        if recreated and self.options.fail_on_data_loss:  # before grouping: a re-created topic may have fewer
+            topic = min(recreated)                          # partitions, which the grouper would misreport
+            raise recreated_topic_error(topic, recreated[topic])
+        model = self.job_model(previous, ssps, broadcast)
         marks = self.watermarks(model.ssps())
         startpoints = self._due_startpoints(model, start, marks)
         result = plan_next(
@@ -234,6 +305,7 @@ class KafkaCoordinator(DriverJobResources):
             expansion_algorithm=self._algorithm,
             now_ms=int(self._wall_clock() * 1000),
             settle_ms=self.options.expansion_settle_ms,
+            topic_ids=topic_ids,
         )
         self.last_plan = result
         for (task, ssp), sp in result.applied.items():
@@ -285,10 +357,21 @@ class KafkaCoordinator(DriverJobResources):
         if self._last_startpoint_poll is not None and now - self._last_startpoint_poll < poll_s:
             return {}
         self._last_startpoint_poll = now
-        effective = self.startpoints.fan_out(model)
+        effective = self.startpoints.fan_out(model)  # warns once per malformed value itself
+        malformed = {bad.key: bad.error for bad in effective.malformed}
         resolver = KafkaStartpointResolver(marks, self.admin.offsets_for_times)
         resolved: dict[TaskSsp, ResolvedStartpoint] = {}
         for (ssp, task), startpoint in effective.items():
+            problem = kafka_startpoint_problem(startpoint)
+            if problem is not None:
+                key = startpoint_key(ssp, task)
+                malformed[key] = problem
+                if (key, startpoint.creation_timestamp) not in self._unresolvable:
+                    self._unresolvable.add((key, startpoint.creation_timestamp))
+                    log.warning("skipping malformed startpoint %s for %s in %s (metadata store %s, key %r): %s; it "
+                                "stays in the store until replaced or deleted (samza-source startpoint delete)",
+                                startpoint.to_json_str(), ssp, task, self.store.uri, key, problem)
+                continue
             key = (task, ssp)
             if startpoint.creation_timestamp <= start.applied.get(key, -1):
                 # Applied in an earlier batch; its deletion was lost (e.g. the run stopped before commit).
@@ -302,9 +385,10 @@ class KafkaCoordinator(DriverJobResources):
                 # As Samza: a startpoint that cannot be resolved is reported and the checkpoint is kept.
                 if (key, startpoint.creation_timestamp) not in self._unresolvable:
                     self._unresolvable.add((key, startpoint.creation_timestamp))
-                    log.error("ignoring startpoint for %s in %s: %s", ssp, task, err)
+                    log.warning("ignoring startpoint for %s in %s: %s", ssp, task, err)
                 continue
             resolved[key] = ResolvedStartpoint(position, startpoint.creation_timestamp)
+        self.malformed_startpoints = dict(sorted(malformed.items()))
         return resolved
 
     def _delete_applied_startpoints(self, offset: LogOffset) -> None:

@@ -48,6 +48,15 @@ EXPANSION_SETTLE_OPTION = "expansion.settleTime"
 DEFAULT_SETTLE_MS = 5 * 60_000
 
 
+DROP_TOPICS_OPTION = "dropTopics"
+RETRY_TIMEOUT_OPTION = "endpoint.retryTimeout"
+#: How long the driver keeps retrying Kafka calls that fail for a reachable-again reason (broker down, refusing
+#: connections, not answering, leader moving) before the query fails: rides out a broker restart. Same option and
+#: default as samza-kinesis.
+DEFAULT_RETRY_TIMEOUT_MS = 60_000
+MIN_RETRY_TIMEOUT_MS = 1_000
+
+
 @dataclass(frozen=True)
 class StartingOffsets:
     """Where a query with no checkpoint starts. Startpoints override it."""
@@ -86,6 +95,8 @@ class KafkaSourceOptions:
     commit_offsets_to_kafka: bool
     max_rows_per_arrow_batch: int
     poll_timeout_ms: int
+    retry_timeout_ms: int  # endpoint.retryTimeout: driver-side Kafka calls are retried this long, then fail
+    drop_topics: tuple[str, ...]  # dropTopics: topics that may leave the job (deleted or no longer subscribed)
     # Test-only fault hook, off by default (option ``testing.failInReadOnce``): a file path; the first task attempt
     # that reads records while the file does not exist creates it and kills its Python worker process outright
     # (``os._exit``) right after yielding its first batch, so tests can prove a worker dying in read() is retried
@@ -190,8 +201,21 @@ class KafkaSourceOptions:
             commit_offsets_to_kafka=opts.boolean("commitOffsetsToKafka", True),
             max_rows_per_arrow_batch=opts.integer("maxRowsPerArrowBatch", 10_000, minimum=1),
             poll_timeout_ms=opts.duration_ms("kafkaConsumer.pollTimeoutMs", 120_000, minimum_ms=1),
+            retry_timeout_ms=opts.duration_ms(RETRY_TIMEOUT_OPTION, DEFAULT_RETRY_TIMEOUT_MS,
+                                              minimum_ms=MIN_RETRY_TIMEOUT_MS),
+            drop_topics=_parse_drop_topics(opts.string(DROP_TOPICS_OPTION)),
             fail_in_read_once_marker=opts.string("testing.failInReadOnce"),
         )
+
+
+def _parse_drop_topics(value: str | None) -> tuple[str, ...]:
+    if value is None or not value.strip():
+        return ()
+    topics = tuple(t.strip() for t in value.split(","))
+    if any(not t for t in topics):
+        raise ConfigError(f"option '{DROP_TOPICS_OPTION}' has an empty topic name in {value!r}; use e.g. "
+                          "'orders-2023,clicks-old'")
+    return tuple(sorted(set(topics)))
 
 
 def _parse_subscription(opts: Options):

@@ -24,6 +24,20 @@ from ..core.startpoint import (
 OffsetsForTimes = Callable[[Mapping[tuple[str, int], int]], Mapping[tuple[str, int], int | None]]
 
 
+def kafka_startpoint_problem(startpoint) -> str | None:
+    """Why ``startpoint`` can never position a Kafka partition (a malformed startpoint), or None.
+
+    Parsing accepts any non-empty ``specificOffset`` string (Kinesis sequence numbers are strings too); for Kafka
+    it must be a non-negative whole number. The CLI marks such startpoints malformed and the query skips them.
+    """
+    if isinstance(startpoint, StartpointSpecific):
+        text = startpoint.position.strip()
+        if not (text.isascii() and text.isdigit()):
+            return (f"StartpointSpecific has specificOffset {startpoint.position!r:.40}; a Kafka offset must be a "
+                    "non-negative whole number written as a string, e.g. \"42\"")
+    return None
+
+
 class KafkaStartpointResolver(StartpointVisitor[int]):
     def __init__(self, watermarks: Mapping[SystemStreamPartition, Watermarks], offsets_for_times: OffsetsForTimes):
         self._watermarks = watermarks
@@ -33,13 +47,10 @@ class KafkaStartpointResolver(StartpointVisitor[int]):
         return self._watermarks[ssp]
 
     def visit_specific(self, ssp: SystemStreamPartition, startpoint: StartpointSpecific) -> int:
-        text = startpoint.position.strip()
-        if not (text.isascii() and text.isdigit()):
-            raise StartpointFormatError(
-                f"StartpointSpecific for {ssp} has specificOffset {startpoint.position!r}; a Kafka offset must be a "
-                "non-negative whole number written as a string, e.g. \"42\""
-            )
-        return int(text)
+        problem = kafka_startpoint_problem(startpoint)
+        if problem is not None:
+            raise StartpointFormatError(f"{problem} (for {ssp})")
+        return int(startpoint.position.strip())
 
     def visit_timestamp(self, ssp: SystemStreamPartition, startpoint: StartpointTimestamp) -> int:
         tp = (ssp.stream, ssp.partition)

@@ -14,8 +14,12 @@ Secrets never appear in text: ``repr`` and :meth:`AwsClientSettings.describe` om
 :meth:`AwsClientSettings.scrub` removes them (and the access key id) from any message built from a botocore error.
 The settings object is a small frozen dataclass, cheap to pickle to executors.
 
-Retries: botocore's ``standard`` mode with ``max_attempts`` (default 5) and bounded connect/read timeouts (10 s /
-30 s).  The reader adds its own bounded backoff for throttling on top (see ``reader``).
+Retries: Kinesis clients make one attempt per call (botocore's own retries are off) with connect/read timeouts no
+longer than ``retry_timeout_s`` (option ``endpoint.retryTimeout``, default 60 s): the admin and the reader retry an
+endpoint that does not answer (refused, reset, timed out, HTTP 5xx) and throttling themselves, with backoff, for up
+to that long, then fail naming the endpoint (``admin.RetryClock``). Stacking botocore's retries (5 attempts x 30 s
+read timeout) under those loops made a hung endpoint take minutes to report. DynamoDB and STS clients keep
+botocore's ``standard`` mode with ``max_attempts`` (default 5) and 10 s / 30 s timeouts.
 
 Clients are cached per process and per settings (``kinesis_client``, ``dynamodb_client``): building a boto3 client
 costs tens of milliseconds, and ``read()`` runs once per task and micro-batch.  boto3 clients are thread-safe;
@@ -61,6 +65,7 @@ class AwsClientSettings:
     connect_timeout_s: float = 10.0
     read_timeout_s: float = 30.0
     max_pool_connections: int = 10
+    retry_timeout_s: float = 60.0  # option endpoint.retryTimeout: how long the Kinesis endpoint is retried
 
     def __post_init__(self) -> None:
         if (self.access_key_id is None) != (self.secret_key is None):
@@ -68,7 +73,7 @@ class AwsClientSettings:
                               "(neither uses boto3's default credential chain)")
         if not isinstance(self.max_attempts, int) or not 1 <= self.max_attempts <= 20:
             raise ConfigError(f"AWS client max_attempts must be an integer from 1 to 20, got {self.max_attempts!r}")
-        for name in ("connect_timeout_s", "read_timeout_s"):
+        for name in ("connect_timeout_s", "read_timeout_s", "retry_timeout_s"):
             value = getattr(self, name)
             if not isinstance(value, (int, float)) or value <= 0:
                 raise ConfigError(f"AWS client {name} must be a positive number of seconds, got {value!r}")
@@ -119,13 +124,19 @@ _SESSIONS: dict[AwsClientSettings, Any] = {}
 _CLIENTS: dict[tuple[AwsClientSettings, str], Any] = {}
 
 
-def _config(settings: AwsClientSettings):
+def _config(settings: AwsClientSettings, service: str = ""):
     from botocore.config import Config
 
+    if service == "kinesis":  # one attempt per call: the admin and the reader retry, bounded by retry_timeout_s
+        attempts = 1
+        connect = min(settings.connect_timeout_s, settings.retry_timeout_s)
+        read = min(settings.read_timeout_s, settings.retry_timeout_s)
+    else:
+        attempts, connect, read = settings.max_attempts, settings.connect_timeout_s, settings.read_timeout_s
     return Config(
-        retries={"max_attempts": settings.max_attempts, "mode": "standard"},
-        connect_timeout=settings.connect_timeout_s,
-        read_timeout=settings.read_timeout_s,
+        retries={"max_attempts": attempts, "mode": "standard"},
+        connect_timeout=connect,
+        read_timeout=read,
         max_pool_connections=settings.max_pool_connections,
         user_agent_extra="spark-samza-source",
     )
@@ -205,7 +216,7 @@ def _client(settings: Mapping[str, Any] | AwsClientSettings, service: str, endpo
         client = _CLIENTS.get(key)
         if client is None:
             try:
-                client = _session(cfg).client(service, endpoint_url=endpoint, config=_config(cfg))
+                client = _session(cfg).client(service, endpoint_url=endpoint, config=_config(cfg, service))
             except ConfigError:
                 raise
             except Exception as err:
@@ -235,7 +246,9 @@ def clear_client_cache() -> None:
 
 def client_where(client: Any) -> str:
     """``region R, endpoint URL`` of a boto3 client: where a stream was looked for, for error messages."""
+    from ..metadata import redact_uri
+
     try:
-        return f"region {client.meta.region_name}, endpoint {client.meta.endpoint_url}"
+        return f"region {client.meta.region_name}, endpoint {redact_uri(client.meta.endpoint_url)}"
     except AttributeError:
         return "an unknown endpoint"

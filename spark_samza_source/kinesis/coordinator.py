@@ -9,26 +9,37 @@ startpoints), a closed shard still has to reach ``SHARD_END``, or a probe finds 
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 import uuid
 from collections.abc import Mapping
 
+from botocore.exceptions import ClientError
+
 from ..core.checkpoint import Checkpoint, CheckpointMirror
-from ..core.errors import SamzaSourceError
+from ..core.errors import ConfigError, SamzaSourceError
 from ..core.offset import TaskSsp
 from ..core.startpoint import StartpointVisitor
 from ..core.startpoint_manager import StartpointManager
 from ..metadata.lease import DriverLease, offset_identity, query_identity
 from ..spark.reader_glue import DriverJobResources
-from .admin import KinesisAdmin
+from .admin import KinesisAdmin, error_code, iterator_request
 from .batch_ends import BatchEnds
 from .client import AwsClientSettings, dynamodb_client, kinesis_client
-from .errors import KclLeaseConflictError
+from .errors import KclLeaseConflictError, KinesisDataLossError
 from .lease_table import KclLeaseTable
-from .offset import READABLE, KinesisOffset
+from .offset import READABLE, KinesisOffset, StreamIdentity
 from .options import AT_TIMESTAMP, KCL, LATEST, PER_SHARD, SYSTEM, TRIM_HORIZON, KinesisSourceOptions
-from .planner import ShardStartpoint, initial_offset, plan_next, tasks_for_batch
+from .planner import (
+    ShardStartpoint,
+    check_not_future,
+    initial_offset,
+    per_shard_starts,
+    plan_next,
+    recreated_stream_offset,
+    tasks_for_batch,
+)
 from .positions import ShardPosition
 from .shards import ShardInfo
 
@@ -86,6 +97,8 @@ class KinesisCoordinator(DriverJobResources):
         self._lease: DriverLease | None = None
         self.available_now_until_ms: int | None = None
         self.last_plan = None
+        self._identity_checked = False  # the stream identity was compared with an offset in this process
+        self.data_loss: dict[str, list[str]] = {}  # reported in the progress (reportLatestOffset)
 
     # ---- clients ---------------------------------------------------------------------------------------
     @property
@@ -135,9 +148,13 @@ class KinesisCoordinator(DriverJobResources):
         elif starting.kind == TRIM_HORIZON:
             positions = {s.shard_id: ShardPosition.trim_horizon() for s in shards}
         elif starting.kind == AT_TIMESTAMP:
+            check_not_future(starting.timestamp_ms, self._wall_ms(), "option 'startingPosition'")
             positions = {s.shard_id: ShardPosition.at_timestamp(starting.timestamp_ms) for s in shards}
         elif starting.kind == PER_SHARD:
-            positions = dict(starting.per_shard)
+            latest_ms = self._wall_ms()
+            positions = per_shard_starts(starting.per_shard, shards, latest_timestamp_ms=latest_ms,
+                                         stream=self.options.stream)
+            self._check_sequences_with_kinesis(starting.per_shard)
         elif starting.kind == KCL:
             positions = self._kcl_positions()
         else:  # pragma: no cover - options validated the kinds
@@ -145,13 +162,22 @@ class KinesisCoordinator(DriverJobResources):
         offset = initial_offset(
             shards, self.options.tasks, positions, self.options.assignment, stream=self.options.stream,
             system=SYSTEM, default_position=default, latest_timestamp_ms=latest_ms, query_id=uuid.uuid4().hex,
+            stream_identity=self.stream_identity(),
         )
+        self._identity_checked = True
         log.info("samza-kinesis %s: %d shards, %d tasks", self.options.job_name, len(shards), offset.num_tasks)
         return offset
 
     def latest_offset(self, start: KinesisOffset) -> KinesisOffset:
         self._hold(start)
         self._delete_applied_startpoints(start)
+        identity = self.stream_identity()
+        if start.stream_identity is not None and start.stream_identity != identity:
+            self._stream_recreated(start, identity, "planning the next batch")
+            shards = self.list_shards()
+            self._identity_checked = True
+            return recreated_stream_offset(start, shards, identity)
+        self._identity_checked = True
         shards = self.list_shards()
         recorded = self.batch_ends(start).ends_for(start.batch) if start.batch > 0 else {}
         startpoints = self._due_startpoints(start)
@@ -162,9 +188,12 @@ class KinesisCoordinator(DriverJobResources):
             start, shards, recorded, startpoints=startpoints, fail_on_data_loss=self.options.fail_on_data_loss,
             assignment=self.options.assignment, num_tasks=self.options.tasks, new_job_model=rebuild,
         )
+        if start.stream_identity is None:  # an offset of an earlier release: record the stream from now on
+            plan.offset = dataclasses.replace(plan.offset, stream_identity=identity)
         self.last_plan = plan
         for loss in plan.data_loss:
             log.warning("data loss: %s", loss.describe())
+            self.data_loss.setdefault("shardsExpired", []).append(loss.shard_id)
         if not plan.has_work:
             return start if not (plan.drained or plan.new_shards or plan.released or plan.applied) else plan.offset
         if self._worth_a_batch(start, recorded, plan):
@@ -208,6 +237,14 @@ class KinesisCoordinator(DriverJobResources):
         the batch ending at ``end``:
         plain picklable values, so executors need none of the planner's classes."""
         self._hold(end)
+        if not self._identity_checked:  # a restart replaying its last planned batch: latest_offset did not run
+            self._identity_checked = True
+            identity = self.stream_identity()
+            if end.stream_identity is not None and end.stream_identity != identity:
+                self._stream_recreated(end, identity, f"replaying batch {end.batch} after a restart")
+                # failOnDataLoss=false: the replayed batch reads nothing (its positions belong to the old stream);
+                # the next plan starts the new stream from TRIM_HORIZON
+                return [(task, []) for task, _ in tasks_for_batch(end)]
         out = []
         for task, reads in tasks_for_batch(end):
             out.append((task, [(end.batch, end.query_id, sid, start.to_json(), end.shards[sid].ending_sequence,
@@ -217,6 +254,51 @@ class KinesisCoordinator(DriverJobResources):
     def prepare_available_now(self) -> None:
         self.available_now_until_ms = self._wall_ms()
         self._available_now_started = False
+
+    # ---- stream identity, start checks --------------------------------------------------------------------
+    def stream_identity(self) -> StreamIdentity:
+        arn, created_ms = self.admin.stream_identity(self.options.stream)
+        return StreamIdentity(arn, created_ms)
+
+    def _stream_recreated(self, offset: KinesisOffset, identity: StreamIdentity, when: str) -> None:
+        what = (f"samza-kinesis stream {self.options.stream!r} was deleted and re-created since the query read it "
+                f"(found while {when}): the checkpoint's positions belong to {offset.stream_identity.describe()}, "
+                f"the stream now is {identity.describe()}. The old stream's unread records are gone, and its "
+                "sequence numbers mean nothing in the new one")
+        if self.options.fail_on_data_loss:
+            raise KinesisDataLossError(
+                f"{what}. The query stops so nothing is skipped silently. To fix: restart with "
+                "failOnDataLoss=false to read the new stream from TRIM_HORIZON (the loss is logged and reported in "
+                "the progress), or start a new checkpoint location")
+        log.warning("data loss: %s; reading the new stream from TRIM_HORIZON (failOnDataLoss=false)", what)
+        self.data_loss.setdefault("streamRecreated", []).append(
+            f"{offset.stream_identity.describe()} -> {identity.describe()}")
+
+    def _check_sequences_with_kinesis(self, named: Mapping[str, ShardPosition]) -> None:
+        """Ask Kinesis for an iterator at every sequence number the per-shard option names: real Kinesis refuses
+        one that belongs to another shard (its sequence numbers encode the shard) with InvalidArgumentException.
+        One call per named sequence number, only when a query starts."""
+        for sid, pos in sorted(named.items()):
+            if pos.sequence is None:
+                continue
+            request = iterator_request(pos)
+            try:
+                self.admin._call(f"GetShardIterator for shard {sid}", self.admin.client.get_shard_iterator,
+                                 StreamName=self.options.stream, ShardId=sid, **request)
+            except ClientError as err:
+                if error_code(err) != "InvalidArgumentException":
+                    raise
+                raise ConfigError(
+                    f"option 'startingPosition': shard {sid} of stream {self.options.stream!r} starts {pos}, but "
+                    f"Kinesis refuses that sequence number for this shard ({self.settings.scrub(err)}). Use a "
+                    "sequence number read from this shard (the sequenceNumber column of a row whose shardId is "
+                    "this shard)") from None
+
+    def data_loss_report(self) -> dict | None:
+        """What this run skipped with failOnDataLoss=false, for Spark's progress (``latestOffset["dataLoss"]``)."""
+        if not self.data_loss:
+            return None
+        return {"dataLoss": {k: list(v) for k, v in sorted(self.data_loss.items())}}
 
     # ---- helpers -----------------------------------------------------------------------------------------
     def _worth_a_batch(self, start: KinesisOffset, recorded: Mapping[str, ShardPosition], plan) -> bool:

@@ -39,8 +39,38 @@ TaskSsp = tuple[TaskName, SystemStreamPartition]
 
 __all__ = [
     "BLOCKED", "DRAINED", "KINESIS_OFFSET_FORMAT_VERSION", "READABLE", "STATUSES", "AppliedStartpoint",
-    "KinesisOffset", "OffsetFormatError", "ShardState", "TaskSsp",
+    "KinesisOffset", "OffsetFormatError", "ShardState", "StreamIdentity", "TaskSsp",
 ]
+
+
+@dataclass(frozen=True)
+class StreamIdentity:
+    """Which incarnation of a stream name the offset's positions belong to (``DescribeStreamSummary``)."""
+
+    arn: str
+    created_ms: int
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.arn, str) or not self.arn or len(self.arn) > 2048:
+            raise OffsetFormatError(f"streamIdentity arn must be a non-empty string, got {self.arn!r:.80}")
+        if not _is_int(self.created_ms, 0):
+            raise OffsetFormatError(f"streamIdentity createdMs must be an int >= 0, got {self.created_ms!r:.80}")
+
+    def to_json(self) -> dict[str, Any]:
+        return {"arn": self.arn, "createdMs": self.created_ms}
+
+    @classmethod
+    def from_json(cls, value: Any) -> StreamIdentity:
+        value = _obj(value, "streamIdentity")
+        if set(value) != {"arn", "createdMs"}:
+            raise OffsetFormatError(f"streamIdentity must have exactly 'arn' and 'createdMs', got {sorted(value)}")
+        return cls(value["arn"], value["createdMs"])
+
+    def describe(self) -> str:
+        from datetime import UTC, datetime
+
+        created = datetime.fromtimestamp(self.created_ms / 1000, UTC).isoformat(timespec="milliseconds")
+        return f"{self.arn} created {created.replace('+00:00', 'Z')}"
 
 
 @dataclass(frozen=True)
@@ -100,6 +130,7 @@ class KinesisOffset:
     # Unique per query (per checkpoint), made with batch 0 and carried forward: recorded batch ends are keyed by
     # it, so a new checkpoint under an old job.name never reads the ends an earlier query recorded.
     query_id: str | None = None
+    stream_identity: StreamIdentity | None = None  # None: an offset of an earlier release (or not known yet)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "shards", dict(sorted(self.shards.items())))
@@ -214,7 +245,7 @@ class KinesisOffset:
             if slot is not None:
                 entry["task"] = f"Task-{slot // per}"
             shards[shard] = entry
-        return {
+        out = {
             "applied": nested(self.applied, int),
             "batch": self.batch,
             "jobModel": {
@@ -230,6 +261,9 @@ class KinesisOffset:
             "startpoints": nested(self.startpoints, lambda a: a.to_json()),
             "version": KINESIS_OFFSET_FORMAT_VERSION,
         }
+        if self.stream_identity is not None:
+            out["streamIdentity"] = self.stream_identity.to_json()
+        return dict(sorted(out.items()))
 
     def to_json_str(self) -> str:
         return json.dumps(self.to_json(), sort_keys=True, separators=(",", ":"))
@@ -277,7 +311,7 @@ class KinesisOffset:
                 f"({KINESIS_OFFSET_FORMAT_VERSION}); upgrade spark-samza-source on the driver"
             )
         unknown = set(value) - {"applied", "batch", "jobModel", "latestTimestampMs", "queryId", "shards",
-                                "startpoints", "version"}
+                                "startpoints", "streamIdentity", "version"}
         if unknown:
             raise OffsetFormatError(f"unknown offset fields {sorted(unknown)!r:.200}")
         model = _obj(value.get("jobModel"), "jobModel")
@@ -324,6 +358,8 @@ class KinesisOffset:
             applied=_nested(value.get("applied", {}), lambda v: _int(v, "applied creation timestamp")),
             latest_timestamp_ms=None if latest is None else _int(latest, "latestTimestampMs"),
             query_id=_query_id(value.get("queryId")),
+            stream_identity=(None if value.get("streamIdentity") is None
+                             else StreamIdentity.from_json(value["streamIdentity"])),
         )
 
 

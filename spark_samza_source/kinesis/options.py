@@ -24,6 +24,12 @@ from .positions import PositionFormatError, ShardPosition
 # GetRecords page, so a task holds one page (<= 10,000 records), never a whole batch.
 DEFAULT_MAX_RECORDS_PER_SHARD = 100_000
 
+#: How long an AWS endpoint that does not answer (connection refused, reset or timed out; HTTP 5xx) is retried,
+#: with backoff, before the query fails naming it. The one place this option's name and default live.
+RETRY_TIMEOUT_OPTION = "endpoint.retryTimeout"
+DEFAULT_RETRY_TIMEOUT_MS = 60_000
+MIN_RETRY_TIMEOUT_MS = 1_000
+
 log = logging.getLogger(__name__)
 
 SYSTEM = "kinesis"
@@ -61,6 +67,7 @@ class KinesisSourceOptions:
     startpoint_ttl_ms: int
     startpoint_poll_ms: int
     ownership_ttl_ms: int  # job.ownership.ttl: see metadata.lease
+    retry_timeout_ms: int = DEFAULT_RETRY_TIMEOUT_MS  # endpoint.retryTimeout
     # Test-only fault hook, off by default: a file path; the first task attempt that records a batch end while
     # the file does not exist creates it and fails, so tests can prove a retried attempt reads the same range.
     fail_after_record_marker: str | None = None
@@ -86,6 +93,7 @@ class KinesisSourceOptions:
             "session_token": self.session_token,
             "role_arn": self.role_arn,
             "role_session_name": self.role_session_name,
+            "retry_timeout_s": self.retry_timeout_ms / 1000.0,
         }
 
     @classmethod
@@ -135,6 +143,8 @@ class KinesisSourceOptions:
             startpoint_ttl_ms=opts.duration_ms("startpoint.ttl", 12 * 3_600_000, minimum_ms=1),
             startpoint_poll_ms=opts.duration_ms("startpoint.pollInterval", 10_000),
             ownership_ttl_ms=opts.duration_ms(TTL_OPTION, DEFAULT_TTL_MS, minimum_ms=MIN_TTL_MS),
+            retry_timeout_ms=opts.duration_ms(RETRY_TIMEOUT_OPTION, DEFAULT_RETRY_TIMEOUT_MS,
+                                              minimum_ms=MIN_RETRY_TIMEOUT_MS),
             fail_after_record_marker=opts.string("testing.failAfterRecord"),
         )
 

@@ -23,11 +23,19 @@ import pyarrow as pa
 from botocore.exceptions import ClientError
 
 from . import kpl
-from .admin import THROTTLING_CODES, UNREACHABLE, KinesisAdmin, error_code, iterator_request, unreachable
+from .admin import (
+    THROTTLING_CODES,
+    UNREACHABLE,
+    KinesisAdmin,
+    error_code,
+    is_outage,
+    iterator_request,
+    unreachable,
+)
 from .client import AwsClientSettings
 from .errors import KinesisDataLossError, KinesisSourceError, KinesisThrottledError
 from .options import DEFAULT_MAX_RECORDS_PER_SHARD
-from .positions import AFTER_SEQUENCE_NUMBER, AT_SEQUENCE_NUMBER, EVERY_SUB, SHARD_END, ShardPosition
+from .positions import AFTER_SEQUENCE_NUMBER, AT_SEQUENCE_NUMBER, AT_TIMESTAMP, EVERY_SUB, SHARD_END, ShardPosition
 from .schema import kinesis_arrow_schema
 
 __all__ = [
@@ -152,6 +160,10 @@ def read_shard(client: Any, stream: str, shard_id: str, start: ShardPosition, **
     return stream_shard(client, stream, shard_id, start, **options).run()
 
 
+class _NotYet(Exception):
+    """Kinesis refused an ``AT_TIMESTAMP`` later than its clock: nothing to read yet."""
+
+
 class _ShardGone(Exception):
     def __init__(self, err: BaseException) -> None:
         super().__init__(str(err))
@@ -232,9 +244,18 @@ class ShardStream:
         if (not self.exact and self.ending is not None and self.start.type == AFTER_SEQUENCE_NUMBER
                 and self.start.sub < 0 and int(self.start.sequence) >= self.ending):
             return self._finish(ShardPosition.shard_end(), STOP_SHARD_END)
-        iterator = self._acquire(self.pos)
+        try:
+            iterator = self._acquire(self.pos)
+        except _NotYet as err:
+            if self.exact:
+                why = f"Kinesis refuses the start as later than its clock: {self.scrub(err)}"
+                raise self._exact_error(why) from None
+            log.info("task %r: shard %s of %s: %s is later than Kinesis' clock; nothing to read yet", self.task,
+                     self.shard_id, self.stream, self.pos)
+            return self._finish(self.pos, STOP_CAUGHT_UP)
         retries = 0
         confirmations = 0
+        outage = self.admin.retry_clock()
         while True:
             if iterator is None:  # real Kinesis: a closed shard read to its end
                 return self._shard_end()
@@ -254,10 +275,13 @@ class ShardStream:
             self._pace()
             try:
                 resp = self.client.get_records(ShardIterator=iterator, Limit=limit)
-            except UNREACHABLE as err:
-                raise unreachable(f"task {self.task!r}: GetRecords on shard {self.shard_id} of stream {self.stream!r} "
-                                  f"at {self.pos}", self.admin.where(), err, self.scrub) from None
-            except ClientError as err:
+            except (*UNREACHABLE, ClientError) as err:
+                if is_outage(err):
+                    if outage.retry():  # the same iterator again (an expired one is renewed below)
+                        continue
+                    raise unreachable(f"task {self.task!r}: GetRecords on shard {self.shard_id} of stream "
+                                      f"{self.stream!r} at {self.pos}", self.admin.where(), err, self.scrub,
+                                      outage) from None
                 code = error_code(err)
                 retries += 1
                 res.retries += 1
@@ -274,11 +298,15 @@ class ShardStream:
                         f"{self.admin.where()}); another consumer may be using the shard's 5 reads/s or "
                         "2 MB/s") from None
                 if code == "ExpiredIteratorException":
-                    iterator = self._acquire(self.pos)
+                    try:
+                        iterator = self._acquire(self.pos)
+                    except _NotYet:
+                        return self._finish(self.pos, STOP_CAUGHT_UP)
                 else:
                     self._backoff(retries)
                 continue
             retries = 0
+            outage.ok()
             res.calls += 1
             records = resp.get("Records", [])
             behind = resp.get("MillisBehindLatest")
@@ -420,6 +448,10 @@ class ShardStream:
             code = error_code(err)
             if code == "ResourceNotFoundException":
                 raise _ShardGone(err) from None
+            if code == "InvalidArgumentException" and pos.type == AT_TIMESTAMP and "currentTimestamp" in str(err):
+                # Kinesis' clock has not reached the timestamp yet (AWS refuses a future AT_TIMESTAMP; the driver
+                # resolved LATEST or a startpoint by its own clock): nothing at or after it exists yet
+                raise _NotYet(err) from None
             if code == "InvalidArgumentException" and pos.type == AFTER_SEQUENCE_NUMBER:
                 # Kinesis may refuse a sequence number older than the trim horizon: resume at the oldest record
                 self._data_loss(int(pos.sequence), None, detail=f"Kinesis refused the position: {self.scrub(err)}")

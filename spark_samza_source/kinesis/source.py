@@ -58,40 +58,67 @@ class SamzaKinesisStreamReader(OptionsOnlyPickling, DataSourceStreamReader, Supp
         self.coordinator.prepare_available_now()
 
     def latestOffset(self, start: dict, limit) -> dict:
-        from .offset import KinesisOffset
-
-        previous = KinesisOffset.from_json(start)
+        previous = _load_offset(start, "latestOffset", "the start of the next batch: the last offset in the "
+                                "checkpoint's offsets/ directory")
         planned = self.coordinator.latest_offset(previous)
         return start if planned is previous else planned.to_json()
 
     def reportLatestOffset(self) -> dict | None:
-        """None on purpose: Kinesis has no per-shard "latest offset" to report.
+        """None, unless this run skipped data with ``failOnDataLoss=false`` (a re-created stream, expired
+        shards): then ``{"dataLoss": {...}}``, so it shows in the progress as ``sources[i].latestOffset``.
+
+        Otherwise None on purpose: Kinesis has no per-shard "latest offset" to report.
 
         The only measures are ``GetRecords`` from a position (records or ``MillisBehindLatest``), and those calls
         count against the shard's 5 reads/s that this query's readers need; the executors' recorded batch ends
         are already the next offset's starts, so reporting them would only repeat ``endOffset``. Lag is measured
         on demand instead: ``samza-source lag --stream ...`` (see ``spark_samza_source.lag``).
         """
-        return None
+        if self._coordinator is None:
+            return None
+        return self._coordinator.data_loss_report()
 
     def partitions(self, start: dict, end: dict):
-        from .offset import KinesisOffset
-
         if start == end:
             return []
-        plan = self.coordinator.partitions(KinesisOffset.from_json(end))
+        plan = self.coordinator.partitions(_load_offset(end, "partitions", "the end of the batch to run"))
         return [TaskInputPartition(task.name, tuple(reads)) for task, reads in plan]
 
     def commit(self, end: dict) -> None:
-        from .offset import KinesisOffset
-
-        self.coordinator.commit(KinesisOffset.from_json(end))
+        self.coordinator.commit(_load_offset(end, "commit", "the end of the batch being committed"))
 
     # ---- executors --------------------------------------------------------------------------------------
     def read(self, partition: TaskInputPartition) -> Iterator:
         if not partition.ranges:
             return iter(())
         return _read_task(self.options, partition)
+
+
+def _load_offset(value, call: str, role: str):
+    """The offset Spark hands to ``call``, or an :class:`OffsetFormatError` naming the offset log file and what is
+    wrong with it (PySpark's runner parses the file's JSON before the source sees it: a file that is not JSON at all
+    fails there, with PySpark's own error)."""
+    from .offset import FormatVersionError, KinesisOffset, OffsetFormatError
+
+    batch = value.get("batch") if isinstance(value, dict) else None
+    where = (f"offsets/{batch - 1} in the checkpoint location (samza-kinesis batch {batch})"
+             if isinstance(batch, int) and not isinstance(batch, bool) and batch > 0 else
+             "an entry of the checkpoint location's offsets/ directory")
+    fix = (" To fix: restore that file from a backup, or, if it is the newest entry and its batch was never "
+           "committed (no commits/ file with the same number), delete it so the batch is planned again; otherwise "
+           "start with a new checkpoint location (a startpoint or startingPosition says where)")
+    try:
+        offset = KinesisOffset.from_json(value)
+    except FormatVersionError:
+        raise
+    except OffsetFormatError as err:
+        raise OffsetFormatError(f"samza-kinesis cannot use the offset Spark passed to {call} ({role}), {where}: "
+                                f"{err}.{fix}") from None
+    if not offset.shards:
+        raise OffsetFormatError(f"samza-kinesis cannot use the offset Spark passed to {call} ({role}), {where}: it "
+                                "lists no shards, and a Kinesis stream always has at least one (a damaged or "
+                                f"hand-edited file? reading on from it would re-read the whole stream).{fix}")
+    return offset
 
 
 def _read_task(options: KinesisSourceOptions, partition: TaskInputPartition) -> Iterator:

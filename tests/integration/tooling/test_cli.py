@@ -231,3 +231,26 @@ def test_cli_kinesis_startpoint_by_shard_and_lag(ks):
     assert result.stdout.splitlines()[0].split() == ["TASK", "SLOT", "SHARD", "COMMITTED", "LATEST", "BEHIND",
                                                      "MS_BEHIND", "NOTE"]
     assert "total: 7 records behind over 2 shards" in result.stdout
+
+
+def test_startpoint_list_marks_malformed_startpoints(tmp_path):
+    """An unknown @type and a negative Kafka offset are listed as malformed (the query skips both), next to a valid
+    startpoint that is listed as usual (issue 18)."""
+    from spark_samza_source.core.model import SystemStreamPartition
+    from spark_samza_source.core.startpoint import StartpointSpecific
+    from spark_samza_source.core.startpoint_manager import NAMESPACE, StartpointManager
+
+    uri = f"file://{tmp_path}/meta"
+    store = open_store(uri, "sp-lint")
+    manager = StartpointManager(store)
+    manager.write(SystemStreamPartition("kafka", "orders", 0), StartpointSpecific("7"))
+    manager.write(SystemStreamPartition("kafka", "orders", 1), StartpointSpecific("-5"))
+    store.put(NAMESPACE, "kafka.orders.2", {"@type": "StartpointBogus", "creationTimestamp": 1})
+    listed = cli_json("startpoint", "list", "--store", uri, "--job", "sp-lint")
+    assert [e["key"] for e in listed["startpoints"]] == ["kafka.orders.0"]
+    bad = {m["key"]: m["error"] for m in listed["malformed"]}
+    assert set(bad) == {"kafka.orders.1", "kafka.orders.2"}
+    assert "'-5'" in bad["kafka.orders.1"] and "non-negative whole number" in bad["kafka.orders.1"]
+    assert "unknown startpoint @type 'StartpointBogus'" in bad["kafka.orders.2"]
+    text = cli("startpoint", "list", "--store", uri, "--job", "sp-lint").stdout
+    assert "malformed startpoint at key 'kafka.orders.1'" in text

@@ -1,0 +1,86 @@
+"""A Kafka broker outage on the driver side (issue 18): planning retries for up to ``endpoint.retryTimeout``
+(the option samza-kinesis has too), then fails with an error naming the option; an outage shorter than that is
+ridden out. On a dedicated development broker, driven as Spark's runner calls the reader."""
+
+from __future__ import annotations
+
+import logging
+import threading
+
+import pytest
+from pyspark.sql.streaming.datasource import ReadAllAvailable
+
+from samza_devkit.kafka_helpers import create_topic, produce, unique_topic
+from spark_samza_source.kafka.errors import KafkaSourceError
+from spark_samza_source.kafka.options import KafkaSourceOptions
+from spark_samza_source.kafka.source import SamzaKafkaStreamReader
+
+
+@pytest.fixture
+def planned(kafka_broker_fresh, tmp_path):
+    """(broker, reader factory, topic, the end offset of a first batch of 3 records)."""
+    broker = kafka_broker_fresh
+    topic = create_topic(broker.bootstrap_servers, unique_topic("outage"), 1)
+    produce(broker.bootstrap_servers, topic, [(b"k", f"{i}".encode()) for i in range(3)])
+    made = []
+
+    def reader(**extra: str) -> SamzaKafkaStreamReader:
+        r = SamzaKafkaStreamReader(KafkaSourceOptions.parse({
+            "kafka.bootstrap.servers": broker.bootstrap_servers, "subscribe": topic, "job.name": f"outage{len(made)}",
+            "metadata.store": f"file://{tmp_path}/meta{len(made)}", "startingOffsets": "earliest",
+            "commitOffsetsToKafka": "false", **extra}), None)
+        made.append(r)
+        return r
+
+    yield broker, reader, topic
+    for r in made:
+        lease = getattr(r.coordinator, "_lease", None)
+        if lease is not None:
+            lease.release()
+
+
+def test_an_outage_longer_than_endpoint_retry_timeout_fails_naming_the_option(planned):
+    broker, reader, topic = planned
+    r = reader(**{"endpoint.retryTimeout": "2s"})
+    end = r.latestOffset(r.initialOffset(), ReadAllAvailable())
+    broker.stop()
+    with pytest.raises(KafkaSourceError) as err:
+        r.latestOffset(end, ReadAllAvailable())
+    message = str(err.value)
+    assert ("did not complete within 2 s (option 'endpoint.retryTimeout'; raise it to ride out longer outages)"
+            in message)
+    assert broker.bootstrap_servers in message
+
+
+def test_an_outage_shorter_than_endpoint_retry_timeout_is_ridden_out(planned, caplog):
+    broker, reader, topic = planned
+    r = reader(**{"endpoint.retryTimeout": "90s"})
+    end = r.latestOffset(r.initialOffset(), ReadAllAvailable())
+    broker.kill()  # down, data kept: start() brings it back on the same port
+    outcome: dict = {}
+
+    def plan():
+        try:
+            outcome["offset"] = r.latestOffset(end, ReadAllAvailable())
+        except Exception as err:  # noqa: BLE001 - judged below
+            outcome["error"] = err
+
+    refused = threading.Event()  # the admin's warning that a call failed and is being retried
+
+    class Seen(logging.Handler):
+        def emit(self, record):
+            if "retrying for up to" in record.getMessage():
+                refused.set()
+
+    handler = Seen()
+    logging.getLogger("spark_samza_source.kafka.admin").addHandler(handler)
+    try:
+        planner = threading.Thread(target=plan, daemon=True)
+        planner.start()
+        assert refused.wait(60), "the driver never tried the stopped broker"
+        broker.start()
+        planner.join(120)
+    finally:
+        logging.getLogger("spark_samza_source.kafka.admin").removeHandler(handler)
+    assert "error" not in outcome, outcome.get("error")
+    assert outcome["offset"] == end  # nothing new: the same offset, planned across the outage

@@ -1,0 +1,76 @@
+"""samza-kinesis never skips silently: a stream deleted and re-created while the query was stopped, and an offset
+log entry the source cannot use, on local Spark."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+from samza_devkit import kinesis_helpers as kh
+from samza_devkit.query_harness import failure_of
+
+pytestmark = [pytest.mark.spark, pytest.mark.slow]
+
+
+def recreate(ks, stream: str) -> None:
+    """Delete ``stream`` and create it again under the same name, with a creation time of its own (kinesalite
+    keeps whole seconds: wait until the second has changed)."""
+    created = ks.client.describe_stream_summary(StreamName=stream)["StreamDescriptionSummary"][
+        "StreamCreationTimestamp"]
+    kh.delete_stream(ks.client, stream)
+    ks.wait_for(lambda: int(time.time()) > int(created.timestamp()), timeout=10, interval=0.05,
+                what="the next second")
+    ks.wait_for(lambda: _create(ks, stream), timeout=60, what="the stream to be created again")
+
+
+def _create(ks, stream: str) -> bool:
+    try:
+        kh.create_stream(ks.client, stream, 1)
+        return True
+    except ks.client.exceptions.ResourceInUseException:  # still being deleted
+        return False
+
+
+@pytest.mark.both_emulators
+def test_a_stream_recreated_while_stopped_is_data_loss_or_read_from_its_start(ks):
+    stream = ks.create_stream(1, "recreated")
+    kh.put_records(ks.client, stream, [f"old-{i}".encode() for i in range(5)])
+    assert sorted(r.data for r in ks.run_available_now("q", stream)) == [f"old-{i}".encode() for i in range(5)]
+
+    recreate(ks, stream)
+    new = [f"new-{i}".encode() for i in range(8)]  # sequence numbers start over on moto: the old positions skip 5
+    kh.put_records(ks.client, stream, new)
+
+    message = failure_of(ks.start_collecting("q", stream, trigger={"availableNow": True}))
+    assert f"stream {stream!r} was deleted and re-created" in message and "failOnDataLoss=false" in message
+    assert "testing" not in message  # the AWS keys of the harness
+
+    query = ks.start_collecting("q", stream, trigger={"availableNow": True}, failOnDataLoss="false")
+    assert query.awaitTermination(240) and query.exception() is None
+    after = [r.data for r in ks.collected("q")][5:]
+    assert sorted(after) == sorted(new)  # every record of the new stream, none skipped
+    reported = [p["sources"][0].get("latestOffset") for p in query.recentProgress]
+    losses = [json.loads(r)["dataLoss"] if isinstance(r, str) else r["dataLoss"] for r in reported if r]
+    assert losses and "streamRecreated" in losses[-1] and stream in losses[-1]["streamRecreated"][0]
+
+
+def test_an_offset_the_source_cannot_use_fails_naming_the_file(ks):
+    stream = ks.create_stream(1, "damaged")
+    kh.put_records(ks.client, stream, [b"a", b"b"])
+    assert len(ks.run_available_now("q", stream)) == 2
+    offsets = Path(ks.checkpoint("q")) / "offsets"
+    last = max(int(p.name) for p in offsets.iterdir() if p.name.isdigit())
+    path = offsets / str(last)
+    lines = path.read_text().splitlines()
+    offset = json.loads(lines[-1])
+    offset["shards"] = {}  # read on from this, the source would re-read the whole stream
+    lines[-1] = json.dumps(offset)
+    path.write_text("\n".join(lines))
+
+    message = failure_of(ks.start_collecting("q", stream, trigger={"availableNow": True}))
+    assert f"offsets/{last} in the checkpoint location" in message and "lists no shards" in message
+    assert "latestOffset" in message and "new checkpoint location" in message
+    assert len(ks.collected("q")) == 2  # nothing was read again
