@@ -116,6 +116,10 @@ class KinesisSourceOptions:
                                "batch ends in the metadata store, e.g. .option('job.name', 'clicks-etl')")
         validate_job_name(job_name)
         store = opts.string("metadata.store")
+        if store is not None:
+            from ..metadata import check_store_uri
+
+            check_store_uri(store)  # refused at load(), not at the first trigger
         if store is None:
             store = "samza-metadata"
             log.warning("option 'metadata.store' is not set: using the local directory 'samza-metadata'. Executors "

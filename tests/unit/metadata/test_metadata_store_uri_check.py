@@ -7,6 +7,7 @@ import pytest
 
 from spark_samza_source.core.errors import ConfigError
 from spark_samza_source.kafka.options import KafkaSourceOptions
+from spark_samza_source.kinesis.options import KinesisSourceOptions
 from spark_samza_source.metadata import check_store_uri, open_store
 
 
@@ -42,3 +43,10 @@ def test_kafka_options_refuse_it_at_load(uri):
     with pytest.raises(ConfigError, match="metadata.store"):
         KafkaSourceOptions.parse({"kafka.bootstrap.servers": "b:9092", "subscribe": "t", "job.name": "j",
                                   "metadata.store": uri})
+
+
+@pytest.mark.parametrize("uri", ["s3://", "dynamodb://?region=x"])
+def test_kinesis_options_refuse_it_at_load(uri):
+    with pytest.raises(ConfigError, match="metadata.store"):
+        KinesisSourceOptions.parse({"streamName": "clicks", "region": "us-east-1", "job.name": "j",
+                                    "metadata.store": uri})
