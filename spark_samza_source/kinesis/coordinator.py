@@ -99,6 +99,7 @@ class KinesisCoordinator(DriverJobResources):
         self.last_plan = None
         self._identity_checked = False  # the stream identity was compared with an offset in this process
         self.data_loss: dict[str, list[str]] = {}  # reported in the progress (reportLatestOffset)
+        self.malformed_startpoints = 0  # as of the last startpoint poll, reported in the progress too
 
     # ---- clients ---------------------------------------------------------------------------------------
     @property
@@ -295,10 +296,14 @@ class KinesisCoordinator(DriverJobResources):
                     "this shard)") from None
 
     def data_loss_report(self) -> dict | None:
-        """What this run skipped with failOnDataLoss=false, for Spark's progress (``latestOffset["dataLoss"]``)."""
-        if not self.data_loss:
-            return None
-        return {"dataLoss": {k: list(v) for k, v in sorted(self.data_loss.items())}}
+        """For Spark's progress: what this run skipped with failOnDataLoss=false (``latestOffset["dataLoss"]``),
+        and how many stored startpoints can never apply (``latestOffset["malformedStartpoints"]``), as samza-kafka."""
+        out: dict = {}
+        if self.data_loss:
+            out["dataLoss"] = {k: list(v) for k, v in sorted(self.data_loss.items())}
+        if self.malformed_startpoints:
+            out["malformedStartpoints"] = self.malformed_startpoints
+        return out or None
 
     # ---- helpers -----------------------------------------------------------------------------------------
     def _worth_a_batch(self, start: KinesisOffset, recorded: Mapping[str, ShardPosition], plan) -> bool:
@@ -361,7 +366,9 @@ class KinesisCoordinator(DriverJobResources):
         self._last_poll = now
         resolver = KinesisStartpointResolver(self._wall_ms())
         out: dict[str, ShardStartpoint] = {}
-        for (ssp, task), startpoint in self.startpoints.fan_out(self._job_model_of(start)).items():
+        effective = self.startpoints.fan_out(self._job_model_of(start))  # warns once per malformed value itself
+        self.malformed_startpoints = len(effective.malformed)
+        for (ssp, task), startpoint in effective.items():
             key = (task, ssp)
             if startpoint.creation_timestamp <= start.applied.get(key, -1):
                 # applied in an earlier batch; its deletion was lost (the run stopped before the commit)

@@ -65,7 +65,8 @@ class SamzaKinesisStreamReader(OptionsOnlyPickling, DataSourceStreamReader, Supp
 
     def reportLatestOffset(self) -> dict | None:
         """None, unless this run skipped data with ``failOnDataLoss=false`` (a re-created stream, expired
-        shards): then ``{"dataLoss": {...}}``, so it shows in the progress as ``sources[i].latestOffset``.
+        shards): then ``{"dataLoss": {...}}``, so it shows in the progress as ``sources[i].latestOffset``; and
+        ``"malformedStartpoints": N`` while the store holds startpoints that can never apply.
 
         Otherwise None on purpose: Kinesis has no per-shard "latest offset" to report.
 
