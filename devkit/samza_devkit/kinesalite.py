@@ -19,15 +19,11 @@ from __future__ import annotations
 
 import fcntl
 import os
-import queue
 import shutil
-import signal
 import subprocess
-import threading
-import time
 from pathlib import Path
 
-from .moto_server import wait_until_answering
+from .moto_server import ListeningChildProcess
 
 __all__ = ["KINESALITE_VERSION", "KinesaliteNotAvailable", "KinesaliteProcess", "ensure_kinesalite"]
 
@@ -83,58 +79,18 @@ def ensure_kinesalite(prefix: Path | None = None, timeout_s: float = 300.0) -> P
     return modules
 
 
-class KinesaliteProcess:
+class KinesaliteProcess(ListeningChildProcess):
     """A kinesalite server in a child ``node`` process; ``start()`` returns its endpoint once it answers HTTP."""
 
-    def __init__(self, host: str = "127.0.0.1", startup_timeout: float = 60.0, modules: Path | None = None) -> None:
-        self.host = host
-        self.startup_timeout = startup_timeout
-        self.modules = modules
-        self.endpoint: str | None = None
-        self._proc: subprocess.Popen[str] | None = None
+    name = "kinesalite"
 
-    def start(self) -> str:
+    def __init__(self, host: str = "127.0.0.1", startup_timeout: float = 60.0, modules: Path | None = None) -> None:
+        super().__init__(startup_timeout)
+        self.host = host
+        self.modules = modules
+
+    def command(self) -> tuple[list[str], dict[str, str] | None]:
         modules = self.modules or ensure_kinesalite()
         env = {**os.environ, "NODE_PATH": str(modules)}
-        self._proc = subprocess.Popen([shutil.which("node") or "node", "-e", _LAUNCHER, self.host],
-                                      stdout=subprocess.PIPE, text=True, bufsize=1, env=env)
-        lines: queue.Queue[str] = queue.Queue()
+        return [shutil.which("node") or "node", "-e", _LAUNCHER, self.host], env
 
-        def pump() -> None:
-            assert self._proc is not None and self._proc.stdout is not None
-            for line in self._proc.stdout:
-                lines.put(line)
-            lines.put("")
-
-        threading.Thread(target=pump, name="kinesalite-stdout", daemon=True).start()
-        deadline = time.monotonic() + self.startup_timeout
-        while True:
-            try:
-                line = lines.get(timeout=max(deadline - time.monotonic(), 0.01))
-            except queue.Empty:
-                self.stop()
-                raise RuntimeError(f"kinesalite did not start within {self.startup_timeout:.0f}s") from None
-            if line.startswith(_LISTENING):
-                self.endpoint = line[len(_LISTENING):].strip()
-                break
-            if line == "":
-                raise RuntimeError(f"kinesalite exited with code {self._proc.wait()} before listening")
-        wait_until_answering(self.endpoint, timeout=max(deadline - time.monotonic(), 1.0))
-        return self.endpoint
-
-    def stop(self) -> None:
-        proc, self._proc = self._proc, None
-        if proc is None or proc.poll() is not None:
-            return
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-
-    def __enter__(self) -> str:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()

@@ -29,6 +29,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
+from abc import ABC, abstractmethod
 
 __all__ = ["MotoServerProcess", "wait_until_answering", "main"]
 
@@ -52,25 +53,27 @@ def wait_until_answering(endpoint: str, timeout: float = 30.0) -> None:
     raise RuntimeError(f"moto server at {endpoint} did not answer within {timeout:.0f}s (last error: {last})")
 
 
-class MotoServerProcess:
-    """A moto server in a child process (``python -m samza_devkit.moto_server``).
+class ListeningChildProcess(ABC):
+    """A server in a child process that prints ``listening on <endpoint>`` once bound (port 0: the kernel picks).
 
-    ``start()`` returns the endpoint URL once the server answers HTTP; ``stop()`` sends SIGTERM and waits.
-    The child exits by itself if this process dies (it watches its parent), so no orphan survives a killed
-    test run.
+    ``start()`` returns the endpoint once the server answers HTTP; ``stop()`` sends SIGTERM and waits. Subclasses
+    say what to run (:meth:`command`) and under which name errors speak of it.
     """
 
-    def __init__(self, host: str = "127.0.0.1", port: int = 0, startup_timeout: float = 60.0) -> None:
-        self.host = host
-        self.port = port
+    name = "server"
+
+    def __init__(self, startup_timeout: float = 60.0) -> None:
         self.startup_timeout = startup_timeout
         self.endpoint: str | None = None
         self._proc: subprocess.Popen[str] | None = None
 
+    @abstractmethod
+    def command(self) -> tuple[list[str], dict[str, str] | None]:
+        """The command line and environment (None: this process's) of the child."""
+
     def start(self) -> str:
-        cmd = [sys.executable, "-m", "samza_devkit.moto_server",
-               "--host", self.host, "--port", str(self.port), "--parent-pid", str(os.getpid())]
-        self._proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, bufsize=1)
+        cmd, env = self.command()
+        self._proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, bufsize=1, env=env)
         lines: queue.Queue[str] = queue.Queue()
 
         def pump() -> None:
@@ -79,21 +82,20 @@ class MotoServerProcess:
                 lines.put(line)
             lines.put("")  # EOF
 
-        threading.Thread(target=pump, name="moto-server-stdout", daemon=True).start()
+        threading.Thread(target=pump, name=f"{self.name}-stdout", daemon=True).start()
         deadline = time.monotonic() + self.startup_timeout
         while True:
-            remaining = deadline - time.monotonic()
             try:
-                line = lines.get(timeout=max(remaining, 0.01))
+                line = lines.get(timeout=max(deadline - time.monotonic(), 0.01))
             except queue.Empty:
                 self.stop()
-                raise RuntimeError(f"moto server did not start within {self.startup_timeout:.0f}s") from None
+                raise RuntimeError(f"{self.name} did not start within {self.startup_timeout:.0f}s") from None
             if line.startswith(_LISTENING):
                 self.endpoint = line[len(_LISTENING):].strip()
                 break
             if line == "":
                 code = self._proc.wait()
-                raise RuntimeError(f"moto server exited with code {code} before listening (see stderr above)")
+                raise RuntimeError(f"{self.name} exited with code {code} before listening (see stderr above)")
         wait_until_answering(self.endpoint, timeout=max(deadline - time.monotonic(), 1.0))
         return self.endpoint
 
@@ -113,6 +115,25 @@ class MotoServerProcess:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+class MotoServerProcess(ListeningChildProcess):
+    """A moto server in a child process (``python -m samza_devkit.moto_server``).
+
+    The child exits by itself if this process dies (it watches its parent), so no orphan survives a killed
+    test run.
+    """
+
+    name = "moto server"
+
+    def __init__(self, host: str = "127.0.0.1", port: int = 0, startup_timeout: float = 60.0) -> None:
+        super().__init__(startup_timeout)
+        self.host = host
+        self.port = port
+
+    def command(self) -> tuple[list[str], dict[str, str] | None]:
+        return ([sys.executable, "-m", "samza_devkit.moto_server",
+                 "--host", self.host, "--port", str(self.port), "--parent-pid", str(os.getpid())], None)
 
 
 def serialize_methods(owner: type, names: tuple[str, ...], flag: str) -> None:
