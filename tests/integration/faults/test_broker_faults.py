@@ -126,7 +126,7 @@ def test_kinesis_endpoint_cut_mid_get_records_and_restored(ks_proxy, fh):
     failure = query.exception()
     if failure is not None:  # allowed: a clear error, then a restart from the checkpoint
         text = str(failure)
-        assert proxy.endpoint in text and "no answer from AWS" in text and stream in text, text[-2000:]
+        assert proxy.endpoint in text and "no answer from the Kinesis endpoint" in text and stream in text, text[-2000:]
         query = ks.start_collecting("cut", stream, maxRecordsPerShard="100")
         fh.wait_for(lambda: len(ks.collected("cut")) >= len(acks), timeout=120, what="reads after a restart")
     took = time.monotonic() - cut_at[0]
@@ -137,17 +137,17 @@ def test_kinesis_endpoint_cut_mid_get_records_and_restored(ks_proxy, fh):
     assert sorted(r.data for r in rows) == sorted(a.data for a in acks)
     assert proxy.requests["Kinesis_20131202.GetRecords"] > 0
 
-    # An endpoint that stays away: once botocore's retries are spent, the driver's and the executors' calls fail
+    # An endpoint that stays away: once endpoint.retryTimeout is spent, the driver's and the executors' calls fail
     # with our error naming the call, the stream (and shard) and the endpoint -- no bare botocore exception.
     proxy.cut()
     settings = AwsClientSettings(region="us-east-1", endpoint_url=proxy.endpoint, access_key_id="testing",
-                                 secret_key="testing", max_attempts=2, connect_timeout_s=1)
+                                 secret_key="testing", max_attempts=2, connect_timeout_s=1, retry_timeout_s=2)
     client = kinesis_client(settings)
-    with pytest.raises(KinesisSourceError, match=rf"ListShards of stream '{stream}': no answer from AWS "
-                                                 rf"\(region us-east-1, endpoint {proxy.endpoint}\)"):
+    with pytest.raises(KinesisSourceError, match=rf"ListShards of stream '{stream}': no answer from the Kinesis "
+                                                 rf"endpoint \(region us-east-1, endpoint {proxy.endpoint}\)"):
         KinesisAdmin(client, settings=settings).list_shards(stream)
     with pytest.raises(KinesisSourceError, match=rf"GetShardIterator for shard shardId-000000000000 of stream "
-                                                 rf"'{stream}'.*no answer from AWS.*{proxy.endpoint}"):
+                                                 rf"'{stream}'.*no answer from the Kinesis endpoint.*{proxy.endpoint}"):
         read_shard(client, stream, "shardId-000000000000", ShardPosition.trim_horizon(), task="Task-0",
                    settings=settings)
     print(f"recovered {took:.1f}s after the cut; query {'failed and was restarted' if failure else 'rode it out'}")
