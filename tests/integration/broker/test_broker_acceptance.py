@@ -605,8 +605,10 @@ def test_concurrent_producers_and_consumers_account_for_everything(bootstrap):
             assert seqs == sorted(seqs), f"producer {pid} reordered in partition {p}"
 
 
-@pytest.mark.skipif(bool(os.environ.get(REAL_CLUSTER_ENV)),
-                    reason="restarts the broker: dev broker only (SAMZA_TEST_KAFKA_BOOTSTRAP names a real cluster)")
+ON_REAL_CLUSTER = bool(os.environ.get(REAL_CLUSTER_ENV))
+
+
+@pytest.mark.skipif(ON_REAL_CLUSTER, reason="restarts the broker: dev broker only (SAMZA_TEST_KAFKA_BOOTSTRAP set)")
 @pytest.mark.parametrize("how", ["restart", "kill"])
 def test_restart_on_same_data_dir_keeps_every_acknowledged_message(tmp_path, how):
     from samza_devkit.kafka_broker import KafkaDevBroker
