@@ -293,6 +293,7 @@ class KafkaCoordinator(DriverJobResources):
         model = self.job_model(previous, ssps, broadcast)
         marks = self.watermarks(model.ssps())
         startpoints = self._due_startpoints(model, start, marks)
+        now_ms = int(self._wall_clock() * 1000)
         result = plan_next(
             start,
             model,
@@ -303,7 +304,7 @@ class KafkaCoordinator(DriverJobResources):
             ordering=self.options.ordering,
             fail_on_data_loss=self.options.fail_on_data_loss,
             expansion_algorithm=self._algorithm,
-            now_ms=int(self._wall_clock() * 1000),
+            now_ms=now_ms,
             settle_ms=self.options.expansion_settle_ms,
             topic_ids=topic_ids,
         )
@@ -311,7 +312,7 @@ class KafkaCoordinator(DriverJobResources):
         for (task, ssp), sp in result.applied.items():
             log.info("startpoint applied: %s in %s starts at offset %d (created %d)",
                      ssp, task, result.offset.rebases[(task, ssp)].position, sp.creation_timestamp)
-        _log_barriers(start, result)
+        _log_barriers(start, result, now_ms)
         return result.offset
 
     def commit(self, end: LogOffset) -> None:
@@ -530,7 +531,7 @@ def _ranges(parts: list[int]) -> str:
             out.append(str(p))
     return ",".join(out)
 
-def _log_barriers(start: LogOffset, result: PlanResult) -> None:
+def _log_barriers(start: LogOffset, result: PlanResult, now_ms: int) -> None:
     """One line per barrier that appeared, was cut or was released in this plan (operators follow growth here)."""
     before = start.barriers
     after = result.offset.barriers
@@ -539,7 +540,7 @@ def _log_barriers(start: LogOffset, result: PlanResult) -> None:
             if b.settling:
                 log.info("partition expansion to %d: %s waits for %s; cut in %.1f s (expansion.settleTime)",
                          b.grown_to, ssp, ", ".join(map(str, b.feeders)),
-                         max(0, b.settle_until - int(time.time() * 1000)) / 1000)
+                         max(0, b.settle_until - now_ms) / 1000)
     for ssp, chain in after.items():
         for b in chain:
             if not b.settling and b not in before.get(ssp, ()):
