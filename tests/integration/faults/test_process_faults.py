@@ -49,6 +49,9 @@ def test_driver_sigkilled_mid_batch_resumes_exactly_once_and_applies_its_startpo
     lease passes over as its owner process is gone) and reads on to the end. The Parquet
     sink then holds every record exactly once and the Startpoint's effect exactly once (p0 from 100, nothing of p0
     twice); the Startpoint is recorded as applied in batch 0 only and is gone from the store.
+
+    Backs README Guarantees: exactly once "when the Spark driver is SIGKILLed mid-batch and restarted from its
+    checkpoint, with a startpoint applied exactly once and deleted".
     """
     bootstrap = kafka_broker.bootstrap_servers
     topic = create_topic(bootstrap, unique_topic("kill"), 2)
@@ -103,7 +106,10 @@ def test_driver_sigkilled_mid_batch_resumes_exactly_once_and_applies_its_startpo
 
 def test_python_worker_killed_inside_read_is_retried_exactly_once(kafka_broker, fault_queries, tmp_path, fh):
     """A Python worker dies (``os._exit``) inside ``read()`` after handing Spark its first Arrow batch: Spark fails
-    that attempt, retries the task, and the Parquet sink holds every record exactly once."""
+    that attempt, retries the task, and the Parquet sink holds every record exactly once.
+
+    Backs README Guarantees: exactly once "when a Python worker dies inside read() (the task is retried)".
+    """
     q = fault_queries(kafka_broker.bootstrap_servers)
     topic = create_topic(q.bootstrap, unique_topic("wdie"), 2)
     produce(q.bootstrap, topic, [(b"k", f"{p}-{i}".encode(), None, p) for i in range(1500) for p in (0, 1)])
