@@ -218,3 +218,16 @@ def test_a_feeder_still_held_by_an_earlier_growth_does_not_release_a_later_barri
     assert ssp(2) in second.offset.barriers
     assert ssp(6) in second.offset.barriers and ssp(6) not in second.released_barriers
     assert {f for b in second.offset.barriers[ssp(6)] for f in b.feeders} == {ssp(2)}
+
+
+def test_offsets_gone_backwards_are_data_loss():
+    """The topic was re-created (or truncated): the broker's end is below where the query stands. Fails with
+    failOnDataLoss=true; else reported and read from the new log's start (mutation check:
+    no-loss-offsets-backwards)."""
+    prev = offset({0: 30, 1: 20})
+    with pytest.raises(DataLossError, match="SystemStreamPartition \\[kafka, orders, 0\\]"):
+        plan_next(prev, prev.job_model, marks(p0=(0, 5), p1=(0, 20)))
+    result = plan_next(prev, prev.job_model, marks(p0=(0, 5), p1=(0, 20)), fail_on_data_loss=False)
+    assert result.offset.rebases[(T0, ssp(0))].position == 0
+    assert result.offset.positions[(T0, ssp(0))] == 5
+    assert [(d.lost_from, d.lost_until) for d in result.data_loss] == [(5, 30)]
