@@ -9,7 +9,11 @@ run it again from the same checkpoint::
         [--startpoint 0:specific:100] [--starting-offsets earliest] [--max-offsets 150] [--slow-ms 2000] \\
         [--fail-on-data-loss false] [--trigger available-now | --trigger processing:500]
 
-It runs a samza-kafka query that writes Parquet files (Spark's file sink, exactly once through its
+With ``--kinesis-endpoint URL --stream NAME`` (instead of ``--bootstrap`` and ``--topic``) it reads a Kinesis stream
+with samza-kinesis from TRIM_HORIZON (``--max-offsets`` is then ``maxRecordsPerShard``; DynamoDB and the
+credentials are the emulator's).
+
+It runs a samza-kafka (or samza-kinesis) query that writes Parquet files (Spark's file sink, exactly once through its
 ``_spark_metadata`` log). Between the source and the sink sits a deliberately slow filter (a Python UDF keeping
 every row): the first row of each task attempt creates a file in ``--markers`` (the test's sign that a batch is in
 flight) and sleeps ``--slow-ms``.
@@ -159,8 +163,10 @@ def main(argv: list[str] | None = None) -> int:
     if argv[:1] == ["startpoint-writer"]:
         return startpoint_writer(argv[1:])
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--bootstrap", required=True)
-    parser.add_argument("--topic", required=True)
+    parser.add_argument("--bootstrap")
+    parser.add_argument("--topic")
+    parser.add_argument("--kinesis-endpoint")
+    parser.add_argument("--stream")
     parser.add_argument("--job", required=True)
     parser.add_argument("--store", required=True)
     parser.add_argument("--checkpoint", required=True)
@@ -174,6 +180,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--trigger", default="available-now")
     parser.add_argument("--timeout", type=float, default=300)
     args = parser.parse_args(argv)
+    kinesis = args.kinesis_endpoint is not None
+    if kinesis != (args.stream is not None) or kinesis == (args.bootstrap is not None and args.topic is not None):
+        raise SystemExit("give --bootstrap and --topic (samza-kafka), or --kinesis-endpoint and --stream")
+    if kinesis and args.startpoint:
+        raise SystemExit("--startpoint is for samza-kafka only")
     os.makedirs(args.markers, exist_ok=True)
 
     if args.startpoint:
@@ -190,6 +201,30 @@ def main(argv: list[str] | None = None) -> int:
     from .spark_fixtures import make_local_spark
 
     spark = make_local_spark("samza-fault-driver", {"spark.driver.memory": "1g"})
+    if kinesis:
+        options = {
+            "streamName": args.stream, "endpointUrl": args.kinesis_endpoint,
+            "dynamodbEndpointUrl": args.kinesis_endpoint, "region": "us-east-1", "awsAccessKeyId": "testing",
+            "awsSecretKey": "testing", "startingPosition": "TRIM_HORIZON", "maxFetchTimePerShard": "2s",
+            "job.name": args.job, "metadata.store": args.store, "startpoint.pollInterval": "0",
+            "failOnDataLoss": args.fail_on_data_loss,
+        }
+        if args.max_offsets:
+            options["maxRecordsPerShard"] = str(args.max_offsets)
+    else:
+        options = kafka_options(args)
+    source = "samza-kinesis" if kinesis else "samza-kafka"
+    df = spark.readStream.format(source).options(**options).load()
+    if args.slow_ms:
+        from pyspark.sql.functions import udf
+
+        # a plain (pickled-rows) Python UDF: needs no pandas; nondeterministic, so it stays where it is
+        slow = udf(partial(slow_stage, args.markers, args.slow_ms), "boolean").asNondeterministic()
+        df = df.filter(slow(df["sequenceNumber" if kinesis else "offset"]))
+    return run_parquet(args, df)
+
+
+def kafka_options(args) -> dict[str, str]:
     options = {
         "kafka.bootstrap.servers": args.bootstrap,
         "subscribe": args.topic,
@@ -202,13 +237,11 @@ def main(argv: list[str] | None = None) -> int:
     }
     if args.max_offsets:
         options["maxOffsetsPerTrigger"] = str(args.max_offsets)
-    df = spark.readStream.format("samza-kafka").options(**options).load()
-    if args.slow_ms:
-        from pyspark.sql.functions import udf
+    return options
 
-        # a plain (pickled-rows) Python UDF: needs no pandas; nondeterministic, so it stays where it is
-        slow = udf(partial(slow_stage, args.markers, args.slow_ms), "boolean").asNondeterministic()
-        df = df.filter(slow(df["offset"]))
+
+def run_parquet(args, df) -> int:
+    spark = df.sparkSession
     writer = (df.writeStream.format("parquet").option("path", args.sink)
               .option("checkpointLocation", args.checkpoint).queryName(f"fault_driver_{uuid.uuid4().hex[:6]}"))
     if args.trigger == "available-now":

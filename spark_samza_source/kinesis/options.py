@@ -71,6 +71,9 @@ class KinesisSourceOptions:
     # Test-only fault hook, off by default: a file path; the first task attempt that records a batch end while
     # the file does not exist creates it and fails, so tests can prove a retried attempt reads the same range.
     fail_after_record_marker: str | None = None
+    # ... and with ``testing.failAfterRecordHold`` (a file path), that attempt waits (up to 5 minutes) until the
+    # file exists before it fails, so a test can change the stream between the attempt and its retry.
+    fail_after_record_hold: str | None = None
 
     def __repr__(self) -> str:  # never show credentials, even in a debugger or a pickled-object dump
         return f"KinesisSourceOptions({self.describe()})"
@@ -150,6 +153,7 @@ class KinesisSourceOptions:
             retry_timeout_ms=opts.duration_ms(RETRY_TIMEOUT_OPTION, DEFAULT_RETRY_TIMEOUT_MS,
                                               minimum_ms=MIN_RETRY_TIMEOUT_MS),
             fail_after_record_marker=opts.string("testing.failAfterRecord"),
+            fail_after_record_hold=opts.string("testing.failAfterRecordHold"),
         )
 
 

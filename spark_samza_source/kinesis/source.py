@@ -154,6 +154,13 @@ def _maybe_inject_failure(options: KinesisSourceOptions, shard_id: str, result) 
 
     if not claim_once(marker, f"{shard_id} {json.dumps(result.end.to_json())}"):
         return
+    if options.fail_after_record_hold:  # testing.failAfterRecordHold: let the test act before the retry
+        import os
+        import time
+
+        deadline = time.monotonic() + 300
+        while not os.path.exists(options.fail_after_record_hold) and time.monotonic() < deadline:
+            time.sleep(0.05)
     raise RuntimeError(f"injected failure after recording the end of {shard_id} (option testing.failAfterRecord)")
 
 

@@ -3,8 +3,9 @@
 - ``FaultQueries`` (fixture factory ``fault_queries(bootstrap)``): samza-kafka queries against a given broker (the
   shared dev broker or a test's own), writing Parquet or collecting per batch;
 - ``offset_log(checkpoint)`` / ``committed_batches(checkpoint)``: Spark's offset and commit logs, parsed;
-- ``batch_ranges(log)``: per batch, the Kafka offset ranges each (task, SSP) read, rebuilt from the offsets alone
-  exactly as the source's ``partitions(start, end)`` does;
+- ``cursor_walk(log, batches, topic)``: an oracle independent of the source's offset code (no ``LogOffset``): a
+  cursor per partition walked over the rows each batch delivered, moved only by the rebases the raw offset JSON
+  records (as ``benchmarks/soak.py``'s checker);
 - ``CuttableProxy`` (fixture ``moto_proxy``): an HTTP/1.1 forwarder on loopback in front of the shared moto server.
   ``cut()`` closes its port and every open connection (clients see "connection refused"/reset, as with an
   endpoint that went away), ``restore()`` serves again on the same port; moto keeps its state throughout. An
@@ -27,7 +28,6 @@ from pathlib import Path
 import pytest
 
 from samza_devkit.query_harness import QueryHarness, stop_active_queries
-from spark_samza_source.core.offset import LogOffset
 from spark_samza_source.core.startpoint_manager import StartpointManager
 from spark_samza_source.metadata import open_store
 
@@ -60,31 +60,46 @@ def committed_batches(checkpoint: str | Path) -> set[int]:
     return set(_batch_files(Path(checkpoint) / "commits"))
 
 
-def batch_ranges(log: dict[int, dict]) -> dict[int, dict[tuple[str, str], tuple[int, int]]]:
-    """{batch: {(task, ssp key): (start, end)}} for every batch whose previous offset is known (batch 0: only with
-    its starts recorded as rebases)."""
-    parsed = {b: LogOffset.from_json(o) for b, o in log.items()}
-    out = {}
-    for batch, end in sorted(parsed.items()):
-        previous = parsed.get(batch - 1)
-        ranges = {}
-        for (task, ssp), until in end.positions.items():
-            begin = end.start_of(task, ssp, previous)
-            assert begin is not None, f"batch {batch}: no start for {ssp} in {task}"
-            ranges[(task.name, ssp.key)] = (begin, until)
-        out[batch] = ranges
+def cursor_walk(log: dict[int, dict], batches: list[tuple[int, list]], topic: str, start: int = 0) -> list[str]:
+    """Violations of exactly-once delivery, found without the source's own offset code.
+
+    A cursor per partition starts at ``start``; in batch order, a rebase the raw offset JSON records for the
+    partition (a startpoint applied in that batch, a new partition) moves it to the recorded position; the rows
+    the batch delivered for the partition must then be exactly the next offsets from the cursor, contiguous; the
+    cursor moves past them and must then equal the batch's end position in the raw JSON (the lowest over tasks).
+    """
+    cursor: dict[int, int] = {}
+    out = []
+    for batch_id, rows in batches:
+        raw = log.get(batch_id)
+        if raw is None:
+            out.append(f"batch {batch_id}: delivered but not in the offset log")
+            continue
+        ends: dict[int, int] = {}
+        for by_ssp in raw["positions"].values():
+            for key, end in by_ssp.items():
+                stream, partition = key.split(".", 1)[1].rsplit(".", 1)
+                if stream == topic:
+                    ends[int(partition)] = min(end, ends.get(int(partition), end))
+        for by_ssp in raw.get("rebases", {}).values():
+            for key, rebase in by_ssp.items():
+                stream, partition = key.split(".", 1)[1].rsplit(".", 1)
+                if stream == topic:
+                    cursor[int(partition)] = rebase["position"]
+        got: dict[int, list[int]] = {}
+        for r in rows:
+            got.setdefault(r.partition, []).append(r.offset)
+        for partition in sorted(set(ends) | set(got)):
+            here = cursor.get(partition, start)
+            offsets = sorted(got.get(partition, []))
+            if offsets != list(range(here, here + len(offsets))):
+                out.append(f"batch {batch_id} partition {partition}: cursor {here}, delivered "
+                           f"{offsets[:3]}..{offsets[-3:]} ({len(offsets)} rows)")
+            cursor[partition] = here + len(offsets)
+            if partition in ends and ends[partition] != cursor[partition]:
+                out.append(f"batch {batch_id} partition {partition}: the offset log ends at {ends[partition]}, "
+                           f"the delivered rows at {cursor[partition]}")
     return out
-
-
-def expected_offsets(log: dict[int, dict], topic: str) -> Counter:
-    """How many times each (partition, offset) must be in the sink, from the offset log alone."""
-    want: Counter = Counter()
-    for ranges in batch_ranges(log).values():
-        for (_task, key), (begin, until) in ranges.items():
-            stream, partition = key.split(".", 1)[1].rsplit(".", 1)
-            if stream == topic:
-                want.update((int(partition), o) for o in range(begin, until))
-    return want
 
 
 def startpoint_rebases(log: dict[int, dict]) -> list[tuple[int, str, str, int, int]]:
@@ -348,6 +363,6 @@ def fh():
     from types import SimpleNamespace
 
     return SimpleNamespace(wait_for=wait_for, offset_log=offset_log, committed_batches=committed_batches,
-                           batch_ranges=batch_ranges, expected_offsets=expected_offsets,
+                           cursor_walk=cursor_walk,
                            startpoint_rebases=startpoint_rebases, exactly_once=exactly_once,
                            kill_process_group=kill_process_group, startpoints_left=startpoints_left)

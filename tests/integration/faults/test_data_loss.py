@@ -73,7 +73,10 @@ def test_a_replayed_first_batch_reads_the_range_it_planned(kafka_broker, tmp_pat
     """Spark keeps only end offsets; when it replays an uncommitted batch 0 it asks ``initialOffset()`` again and
     that answer has moved on (``latest``: more records; ``earliest``: records deleted). Driven here exactly as
     Spark's runner calls the reader. Before the fix, the replay silently read from the *new* start: the records of
-    batch 0 were lost (latest), or skipped without a data-loss error even with failOnDataLoss=true (earliest)."""
+    batch 0 were lost (latest), or skipped without a data-loss error even with failOnDataLoss=true (earliest).
+
+    Backs README Guarantees: "A replay of an uncommitted first batch reads the range it planned".
+    """
     bootstrap = kafka_broker.bootstrap_servers
     topic = create_topic(bootstrap, unique_topic("replay0"), 1)
     produce(bootstrap, topic, [(b"k", f"{i}".encode()) for i in range(50)])

@@ -49,6 +49,9 @@ def test_driver_sigkilled_mid_batch_resumes_exactly_once_and_applies_its_startpo
     lease passes over as its owner process is gone) and reads on to the end. The Parquet
     sink then holds every record exactly once and the Startpoint's effect exactly once (p0 from 100, nothing of p0
     twice); the Startpoint is recorded as applied in batch 0 only and is gone from the store.
+
+    Backs README Guarantees: exactly once "when the Spark driver is SIGKILLed mid-batch and restarted from its
+    checkpoint, with a startpoint applied exactly once and deleted".
     """
     bootstrap = kafka_broker.bootstrap_servers
     topic = create_topic(bootstrap, unique_topic("kill"), 2)
@@ -66,8 +69,8 @@ def test_driver_sigkilled_mid_batch_resumes_exactly_once_and_applies_its_startpo
             return (0 in fh.offset_log(ck) and 0 not in fh.committed_batches(ck)
                     and markers.is_dir() and any(markers.iterdir()))
 
+        # killed at once: a task of batch 0 is inside the slow stage, which holds it 2.5 s
         fh.wait_for(batch0_in_flight, timeout=120, interval=0.05, what="batch 0 in flight")
-        time.sleep(0.5)  # the slow stage holds the batch for 2.5 s: well inside it
     finally:
         fh.kill_process_group(proc)
     killed_at = time.monotonic() - started
@@ -103,7 +106,10 @@ def test_driver_sigkilled_mid_batch_resumes_exactly_once_and_applies_its_startpo
 
 def test_python_worker_killed_inside_read_is_retried_exactly_once(kafka_broker, fault_queries, tmp_path, fh):
     """A Python worker dies (``os._exit``) inside ``read()`` after handing Spark its first Arrow batch: Spark fails
-    that attempt, retries the task, and the Parquet sink holds every record exactly once."""
+    that attempt, retries the task, and the Parquet sink holds every record exactly once.
+
+    Backs README Guarantees: exactly once "when a Python worker dies inside read() (the task is retried)".
+    """
     q = fault_queries(kafka_broker.bootstrap_servers)
     topic = create_topic(q.bootstrap, unique_topic("wdie"), 2)
     produce(q.bootstrap, topic, [(b"k", f"{p}-{i}".encode(), None, p) for i in range(1500) for p in (0, 1)])
@@ -120,3 +126,64 @@ def test_python_worker_killed_inside_read_is_retried_exactly_once(kafka_broker, 
     counts = q.sink_offsets("wdie")
     assert fh.exactly_once(counts, [(p, o) for p in (0, 1) for o in range(1500)]) == []
     assert len(fh.offset_log(q.checkpoint("wdie"))) == 3  # 3000 records, 1000 a batch
+
+
+def _put_every_shard(client, stream, per_shard, tag):
+    from samza_devkit import kinesis_helpers as kh
+
+    acks = []
+    for shard in kh.list_shards(client, stream):
+        key = shard["HashKeyRange"]["StartingHashKey"]
+        acks += kh.put_records(client, stream, [(f"pk-{i % 7}", f"{tag}-{shard['ShardId']}-{i}".encode(), key)
+                                                for i in range(per_shard)])
+    return acks
+
+
+def test_kinesis_driver_sigkilled_mid_batch_resumes_exactly_once(moto_server, spark, tmp_path, fh):
+    """SIGKILL of the whole samza-kinesis driver (Python, JVM, workers) while batch 0 is in flight, then a restart
+    from the same checkpoint into the same Parquet sink, with more records put between the kill and the restart.
+
+    Backs README Guarantees: "Every record reaches an idempotent sink (Parquet) exactly once across query stops and
+    restarts" for Kinesis, with the stop a SIGKILL of the driver mid-batch (the graceful twin:
+    ``kinesis/test_kinesis_source_reads.py::test_reads_4_shards_exactly_across_restarts``). The sink is compared
+    with the acknowledged puts on (shard id, sequence number, subsequence number).
+    """
+    from samza_devkit import kinesis_helpers as kh
+
+    client = kh.kinesis_client(moto_server)
+    stream = kh.create_stream(client, kh.unique_stream_name("kill"), 2)
+    acks = _put_every_shard(client, stream, 300, "a")
+    job = f"kkill-{uuid.uuid4().hex[:6]}"
+    ck, sink, markers = tmp_path / "ck", tmp_path / "sink", tmp_path / "inflight-1"
+    cmd = [sys.executable, "-m", "samza_devkit.fault_driver", "--kinesis-endpoint", moto_server, "--stream", stream,
+           "--job", job, "--store", f"file://{tmp_path}/metadata", "--checkpoint", str(ck), "--sink", str(sink),
+           "--markers", str(markers), "--max-offsets", "100", "--slow-ms", "3000", "--trigger", "processing:200"]
+    with open(tmp_path / "driver-1.jsonl", "w") as stdout, open(tmp_path / "driver-1.log", "w") as stderr:
+        proc = subprocess.Popen(cmd, stdout=stdout, stderr=stderr, start_new_session=True, cwd=tmp_path)
+    try:
+        # the kill comes as soon as a task of batch 0 is inside the slow stage (it holds the task 3 s)
+        fh.wait_for(lambda: (0 in fh.offset_log(ck) and 0 not in fh.committed_batches(ck)
+                             and markers.is_dir() and any(markers.iterdir())),
+                    timeout=180, interval=0.05, what="batch 0 in flight")
+    finally:
+        fh.kill_process_group(proc)
+    assert 0 not in fh.committed_batches(ck), "the kill came too late: batch 0 had committed"
+    assert not (sink / "_spark_metadata" / "0").exists()
+    more = _put_every_shard(client, stream, 50, "b")  # a replay that re-planned batch 0 would read these in it
+
+    rerun = (spark.readStream.format("samza-kinesis")
+             .options(**{"streamName": stream, "endpointUrl": moto_server, "dynamodbEndpointUrl": moto_server,
+                         "region": "us-east-1", "awsAccessKeyId": "testing", "awsSecretKey": "testing",
+                         "startingPosition": "TRIM_HORIZON", "maxFetchTimePerShard": "2s", "job.name": job,
+                         "metadata.store": f"file://{tmp_path}/metadata", "startpoint.pollInterval": "0",
+                         "maxRecordsPerShard": "100"}).load()
+             .writeStream.format("parquet").option("path", str(sink))
+             .option("checkpointLocation", str(ck)).trigger(availableNow=True).start())
+    assert rerun.awaitTermination(240), "the restarted query did not finish"
+    assert rerun.exception() is None
+    got = sorted((r.shardId, r.sequenceNumber, r.subSequenceNumber)
+                 for r in spark.read.parquet(str(sink)).select("shardId", "sequenceNumber", "subSequenceNumber")
+                 .collect())
+    assert got == sorted((a.shard_id, a.sequence, 0) for a in acks + more)
+    log = fh.offset_log(ck)
+    assert len(log) >= 4 and fh.committed_batches(ck) == set(log)  # 350 a shard, 100 a batch

@@ -190,7 +190,9 @@ def test_dead_broker_fails_the_read_clearly(kafka_broker_fresh, kafka_topic_fact
     started = time.monotonic()
     with pytest.raises(KafkaSourceError) as info:
         read(bs, [KafkaRange(topic, 0, 0, 10)], poll_timeout_ms=2000)
-    assert time.monotonic() - started < 15
+    # bounded-ness is the behaviour (a dead broker fails the read after pollTimeoutMs, 2 s, instead of hanging);
+    # 60 s is generous for a loaded machine
+    assert time.monotonic() - started < 60
     assert "kafkaConsumer.pollTimeoutMs" in str(info.value) and f"{topic}[0] at offset 0 of [0, 10)" in str(info.value)
 
 

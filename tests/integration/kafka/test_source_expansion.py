@@ -59,6 +59,7 @@ def assert_per_key_order(kq, name: str, rounds: int) -> dict[bytes, set[int]]:
 
 
 def test_expansion_2_4_8_keeps_two_tasks_and_per_key_order(kq):
+    """Backs README Guarantees: "Task identity survives Kafka partition expansion ... as well as 2 -> 4 -> 8"."""
     topic = create_topic(kq.bootstrap, unique_topic("grow"), 2)
     acks = produce(kq.bootstrap, topic, keyed_round(0, 30))
     query = kq.start_collecting("grow", subscribe=topic, maxOffsetsPerTrigger="500")
@@ -94,7 +95,11 @@ def test_expansion_2_4_8_keeps_two_tasks_and_per_key_order(kq):
 @pytest.mark.parametrize("chain", [(2, 4, 6), (2, 4, 8)], ids=["2-4-6", "2-4-8"])
 def test_growth_while_far_behind_keeps_the_initial_tasks_exactly_once_in_per_key_order(kq, chain):
     """4 -> 6 is a multiple of the initial count (2) but not of the previous one (4): keys also move between
-    partitions that existed before (hash 6: partition 2 of 4 -> partition 0 of 6), which the barriers must hold."""
+    partitions that existed before (hash 6: partition 2 of 4 -> partition 0 of 6), which the barriers must hold.
+
+    Backs README Guarantees: "Task identity survives Kafka partition expansion by any count the grouper accepts (2
+    -> 4 -> 6 ...), while the query is far behind, exactly once".
+    """
     per_round = 20
     topic = create_topic(kq.bootstrap, unique_topic("behind"), chain[0])
     acks = produce(kq.bootstrap, topic, keyed_round(0, per_round))
@@ -129,7 +134,11 @@ def test_growth_while_far_behind_keeps_the_initial_tasks_exactly_once_in_per_key
 def test_a_producer_with_stale_metadata_is_drained_first_within_the_settle_time(kq):
     """A producer that has not refreshed its metadata keeps writing keys to their old partitions after the growth
     (librdkafka's topic.metadata.refresh.interval.ms, Java's metadata.max.age.ms: 5 min by default). Its records
-    were produced before the fresh producer's, so they must be read first: the cut waits expansion.settleTime."""
+    were produced before the fresh producer's, so they must be read first: the cut waits expansion.settleTime.
+
+    Backs README Guarantees: "growth by a multiple of the current count (4 -> 8) ... a producer with stale metadata
+    ... is drained first".
+    """
     per_round = 10
     topic = create_topic(kq.bootstrap, unique_topic("stale"), 2)
     stale = Producer({"bootstrap.servers": kq.bootstrap, "partitioner": "murmur2_random", "linger.ms": 5,

@@ -52,6 +52,7 @@ def test_a_second_query_with_the_same_job_fails_fast_and_the_first_keeps_running
     second = kq.start_collecting("second", subscribe=topic)
     message = failure_of(second)
     took = time.monotonic() - started
+    # bounded-ness is the behaviour: "fails fast" means before the owner's lease (TTL 60 s) could expire
     assert took < 60, f"the second query took {took:.0f}s to fail"
     assert f"job.name '{kq.job}' is already in use in metadata store '{kq.store_uri}'" in message
     assert f"host {owner['host']}, pid {owner['pid']}" in message

@@ -32,6 +32,9 @@ def produced_set(acks):
 
 
 def test_reads_every_record_exactly_across_restarts(kq):
+    """Backs README Guarantees: every record reaches an idempotent sink (Parquet) exactly once across query stops and
+    restarts.
+    """
     # 1 MiB values plus key and headers exceed Kafka's default max.message.bytes (1 MiB + 12), as on a real cluster.
     topic = create_topic(kq.bootstrap, unique_topic("exact"), 3, config={"max.message.bytes": str(8 * 1024 * 1024)})
     acks = produce(kq.bootstrap, topic, records_for(3, 10_000, big_every=4000))

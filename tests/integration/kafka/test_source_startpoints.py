@@ -1,6 +1,5 @@
 """SEP-18 Startpoints on real queries: applied once, recorded in the offset, deleted only if unchanged."""
 
-import time
 
 import pytest
 from confluent_kafka import Consumer, TopicPartition
@@ -61,12 +60,15 @@ def test_oldest_startpoint_written_while_running_replays_the_ssp(kq):
     kq.wait_for(lambda: len(kq.collected("old")) == 100, what="the backlog")
     kq.startpoints().write(SystemStreamPartition("kafka", topic, 0), StartpointOldest())
     kq.wait_for(lambda: len(kq.collected("old")) == 150, timeout=60, what="partition 0 replayed")
-    time.sleep(3)
+    kq.wait_for(lambda: kq.startpoints().list() == [], timeout=60, what="startpoint deleted after commit")
+    # an observable later batch (not a sleep): a sentinel produced now is read by a batch planned after the
+    # deletion; had the startpoint been applied again, partition 0 would have been replayed once more by then
+    produce(kq.bootstrap, topic, [(b"k", b"sentinel", None, 1)])
+    kq.wait_for(lambda: any(r.value == b"sentinel" for r in kq.collected("old")), timeout=60, what="the sentinel")
     query.stop()
     rows = kq.collected("old")
-    assert len(rows) == 150
+    assert len(rows) == 151
     assert sorted(r.offset for r in rows if r.partition == 0) == sorted(list(range(50)) * 2)
-    kq.wait_for(lambda: kq.startpoints().list() == [], timeout=10, what="startpoint deleted after commit")
 
 
 def test_ssp_only_startpoint_on_broadcast_topic_applies_in_both_tasks(kq):

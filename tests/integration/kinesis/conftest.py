@@ -96,6 +96,19 @@ class KinesisQueryHarness(QueryHarness):
     def start_collecting(self, name: str, stream: str, trigger: dict | None = None, on_batch=None, **extra: str):
         return self.collect_batches(name, self.stream(stream, **extra), trigger, on_batch)
 
+    def run_available_now_parquet(self, name: str, stream: str, timeout: float = 240, **extra: str) -> None:
+        """An AvailableNow run of ``name`` into its Parquet sink (``sink_path(name)``, exactly once through Spark's
+        ``_spark_metadata`` log), from its checkpoint."""
+        query = self.write_parquet(name, self.stream(stream, **extra), trigger={"availableNow": True})
+        await_available_now(query, name, timeout)
+
+    def sink_keys(self, name: str) -> list[tuple[str, str, int]]:
+        """(shardId, sequenceNumber, subSequenceNumber) of every row in ``name``'s Parquet sink, sorted; a
+        duplicate stays in the list twice."""
+        rows = (self.spark.read.parquet(self.sink_path(name))
+                .select("shardId", "sequenceNumber", "subSequenceNumber").collect())
+        return sorted((r.shardId, r.sequenceNumber, r.subSequenceNumber) for r in rows)
+
     def run_available_now(self, name: str, stream: str, timeout: float = 240, **extra: str) -> list:
         """The rows an AvailableNow run of ``name`` collected (earlier runs' rows left out)."""
         before = len(self.collected(name))

@@ -270,7 +270,11 @@ def test_a_null_next_iterator_means_shard_end(kinesis, stream5000):
 def test_a_closed_shard_read_as_if_open_drains_on_the_null_iterator(kinesis, make_stream, emulator):
     """The plan listed the shard open (no ending sequence), then it was split: the reader learns the end only from
     GetRecords. moto (patched as AWS documents) returns the null NextShardIterator with the last records; kinesalite
-    returns them with an iterator and null one call later. Both orders end in SHARD_END without loss or repeat."""
+    returns them with an iterator and null one call later. Both orders end in SHARD_END without loss or repeat.
+
+    Backs README Guarantees: "Kinesis children are read only after every parent is drained ... real Kinesis ends a
+    closed shard with a null NextShardIterator".
+    """
     stream = make_stream(1)
     puts = kh.put_records(kinesis, stream, [f"p{i}".encode() for i in range(30)])
     first = read_shard(kinesis, stream, SHARD0, ShardPosition.trim_horizon(), task=TASK, max_records=20, **FAST)

@@ -203,3 +203,15 @@ def test_resolve_errors_name_the_option(spec, expected):
     assert "expansion.algorithm" in str(err.value)
     assert expected in str(err.value)
     assert isinstance(err.value, SamzaSourceError)
+
+
+def test_the_base_feeder_rule_names_every_previous_partition_of_the_same_task():
+    """The conservative rule a custom algorithm inherits (mutation check: feeders-base-none)."""
+
+    class Modulo(PartitionExpansionAlgorithm):
+        def partition_before_expansion(self, partition, current_count, initial_count):
+            return partition % initial_count
+
+    assert Modulo().feeders(5, 8, 4, 2) == frozenset({1, 3})
+    assert Modulo().feeders(6, 8, 4, 2) == frozenset({0, 2})
+    assert Modulo().feeders(2, 4, 2, 2) == frozenset({0})

@@ -203,3 +203,31 @@ def test_offset_json_round_trip_is_deterministic():
     again = LogOffset.from_json_str(text)
     assert again == off
     assert again.to_json_str() == text
+
+
+def test_a_feeder_still_held_by_an_earlier_growth_does_not_release_a_later_barrier():
+    """2 -> 4, then 4 -> 8 before partition 2 (new in the first growth, empty) was released: partition 6's only
+    feeder is partition 2, which "reached" its target at once (empty), but it has not yet delivered partition 0's
+    moved keys; partition 6 stays held until partition 2's own barrier is gone (mutation check:
+    release-ignores-earlier-growth)."""
+    prev = offset({0: 10, 1: 20})
+    first = plan_next(prev, model(4), marks(p0=(0, 15), p1=(0, 20), p2=(0, 0), p3=(0, 0)), max_rows=1).offset
+    assert first.positions[(T0, ssp(0))] < 15 and ssp(2) in first.barriers  # partition 0 not drained yet
+    wm8 = marks(p0=(0, 15), p1=(0, 20), **{f"p{p}": (0, 0) for p in range(2, 8)})
+    second = plan_next(first, model(8), wm8, max_rows=1)
+    assert ssp(2) in second.offset.barriers
+    assert ssp(6) in second.offset.barriers and ssp(6) not in second.released_barriers
+    assert {f for b in second.offset.barriers[ssp(6)] for f in b.feeders} == {ssp(2)}
+
+
+def test_offsets_gone_backwards_are_data_loss():
+    """The topic was re-created (or truncated): the broker's end is below where the query stands. Fails with
+    failOnDataLoss=true; else reported and read from the new log's start (mutation check:
+    no-loss-offsets-backwards)."""
+    prev = offset({0: 30, 1: 20})
+    with pytest.raises(DataLossError, match="SystemStreamPartition \\[kafka, orders, 0\\]"):
+        plan_next(prev, prev.job_model, marks(p0=(0, 5), p1=(0, 20)))
+    result = plan_next(prev, prev.job_model, marks(p0=(0, 5), p1=(0, 20)), fail_on_data_loss=False)
+    assert result.offset.rebases[(T0, ssp(0))].position == 0
+    assert result.offset.positions[(T0, ssp(0))] == 5
+    assert [(d.lost_from, d.lost_until) for d in result.data_loss] == [(5, 30)]
