@@ -36,6 +36,8 @@ def _create(ks, stream: str) -> bool:
 
 @pytest.mark.both_emulators
 def test_a_stream_recreated_while_stopped_is_data_loss_or_read_from_its_start(ks):
+    """Backs README Guarantees: "A Kinesis stream deleted and re-created under the same name ... stops the query
+    naming the stream, or is read from TRIM_HORIZON with the loss reported"."""
     stream = ks.create_stream(1, "recreated")
     kh.put_records(ks.client, stream, [f"old-{i}".encode() for i in range(5)])
     assert sorted(r.data for r in ks.run_available_now("q", stream)) == [f"old-{i}".encode() for i in range(5)]
@@ -58,6 +60,8 @@ def test_a_stream_recreated_while_stopped_is_data_loss_or_read_from_its_start(ks
 
 
 def test_an_offset_the_source_cannot_use_fails_naming_the_file(ks):
+    """Backs README Guarantees: "A damaged or hand-edited offset in the checkpoint fails with the source's own
+    error ... never re-reads silently"."""
     stream = ks.create_stream(1, "damaged")
     kh.put_records(ks.client, stream, [b"a", b"b"])
     assert len(ks.run_available_now("q", stream)) == 2
