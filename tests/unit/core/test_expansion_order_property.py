@@ -152,3 +152,77 @@ def test_every_key_in_produce_order_and_every_ssp_in_its_task(chain, steps, sett
         assert seq == last.get(key_hash, -1) + 1, f"key {key_hash}: {seq} came after {last.get(key_hash)}"
         last[key_hash] = seq
     assert set(task_of.values()) == initial_tasks
+
+
+CONFIG = "config"
+
+
+@settings(max_examples=int(os.environ.get("SAMZA_PROPERTY_EXAMPLES", "200")), deadline=None,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(
+    initial=st.integers(1, 4),
+    config_counts=st.lists(st.integers(1, 6), min_size=1, max_size=4).map(lambda c: sorted(set(c))),
+    steps=st.lists(st.one_of(
+        st.tuples(st.just("produce"), st.lists(st.integers(0, 40), min_size=1, max_size=8)),
+        st.tuples(st.just("plan"), st.one_of(st.none(), st.integers(1, 8))),
+        st.tuples(st.just("grow"), st.none()),
+    ), min_size=3, max_size=40),
+)
+def test_a_growing_broadcast_topic_adds_no_task_and_every_task_reads_every_record_once_in_order(
+        initial, config_counts, steps):
+    """Backs README Guarantees: "Growing a topic read only as broadcast input adds its new partitions to every task
+    and adds no task". Planned batch after batch with the real grouper, broadcast rule and planner."""
+    from spark_samza_source.core.broadcast import effective_broadcast
+    from spark_samza_source.core.model import SystemStream
+
+    grouper = GroupByPartitionFixedTasks()
+    config = Topic([[] for _ in range(config_counts[0])], config_counts[0])
+    growths = iter(config_counts[1:])
+    orders = [SystemStreamPartition("kafka", STREAM, p) for p in range(initial)]
+
+    def cfg(p: int) -> SystemStreamPartition:
+        return SystemStreamPartition("kafka", CONFIG, p)
+
+    configured = [cfg(p) for p in range(config_counts[0])]  # task.broadcast.inputs names the first partitions
+    model = grouper.group(None, orders + configured, configured)
+    tasks = set(model.tasks)
+    offset = LogOffset(model, {(t, s): 0 for t, group in model.tasks.items() for s in group})
+    read: dict[tuple, list[tuple[int, int]]] = {}  # (task, config partition) -> records in read order
+
+    def plan(max_rows):
+        nonlocal offset
+        counts = {SystemStream("kafka", CONFIG): len(config.logs)}
+        broadcast = effective_broadcast(configured, offset.job_model, counts)
+        ssps = orders + [cfg(p) for p in range(len(config.logs))]
+        current = grouper.group(offset.job_model, ssps, broadcast)
+        assert set(current.tasks) == tasks, "a growing broadcast topic added or removed a task"
+        marks = {s: Watermarks(0, 0) for s in orders} | {cfg(p): Watermarks(0, len(log))
+                                                        for p, log in enumerate(config.logs)}
+        end = plan_next(offset, current, marks, max_rows=max_rows).offset
+        if end is offset:
+            return
+        for task, group in end.job_model.tasks.items():
+            for s in sorted(group):
+                if s.stream != CONFIG:
+                    continue
+                begin = end.start_of(task, s, offset)
+                stop = end.positions[(task, s)]
+                read.setdefault((task, s.partition), []).extend(config.logs[s.partition][begin:stop])
+        offset = end
+
+    for kind, arg in steps:
+        if kind == "produce":
+            for key_hash in arg:
+                config.produce(key_hash)
+        elif kind == "plan":
+            plan(arg)
+        else:
+            count = next(growths, None)
+            if count is not None:
+                config.grow(count)
+                config.producer_count = count
+    plan(None)
+    plan(None)
+    for task in tasks:
+        for p, log in enumerate(config.logs):
+            assert read.get((task, p), []) == log, f"{task} did not read config partition {p} once, in order"
