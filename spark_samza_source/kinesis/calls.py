@@ -25,9 +25,9 @@ from typing import Any, TypeVar
 from botocore.exceptions import ClientError, HTTPClientError
 from botocore.exceptions import ConnectionError as BotoConnectionError
 
+from ..source.options import RETRY_TIMEOUT_OPTION
 from .client import AwsClientSettings, client_where
 from .errors import KinesisSourceError, KinesisThrottledError
-from .options import RETRY_TIMEOUT_OPTION
 from .positions import AFTER_SEQUENCE_NUMBER, AT_SEQUENCE_NUMBER, AT_TIMESTAMP, SHARD_END, TRIM_HORIZON, ShardPosition
 
 __all__ = ["KinesisCalls", "RetryClock", "THROTTLING_CODES", "UNREACHABLE", "error_code", "is_outage",

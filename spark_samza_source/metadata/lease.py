@@ -26,6 +26,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ..core.errors import SamzaSourceError
+from ..source.options import JOB_OWNERSHIP_TTL_OPTION
 from .base import MetadataStore
 
 __all__ = [
@@ -45,7 +46,7 @@ log = logging.getLogger(__name__)
 NAMESPACE = "owner"
 KEY = "driver"
 LEASE_FORMAT_VERSION = 1
-TTL_OPTION = "job.ownership.ttl"
+TTL_OPTION = JOB_OWNERSHIP_TTL_OPTION
 DEFAULT_TTL_MS = 60_000
 MIN_TTL_MS = 1_000
 #: identities kept in the lease: enough for every offset a restart may resume from (see ``offset_identity``)
