@@ -16,8 +16,9 @@ from ..core.broadcast import parse_broadcast_inputs
 from ..core.copartition import CoPartitionGroup, parse_copartition
 from ..core.errors import ConfigError
 from ..core.model import SystemStreamPartition
+from ..core.startpoint import DEFAULT_STARTPOINT_POLL_INTERVAL_MS, DEFAULT_STARTPOINT_TTL_MS
 from ..metadata.base import validate_job_name
-from ..metadata.lease import DEFAULT_TTL_MS, MIN_TTL_MS
+from ..metadata.lease import DEFAULT_OWNERSHIP_TTL_MS, MIN_TTL_MS
 from ..source.options import (
     BROADCAST_OPTION,
     COPARTITION_OPTION,
@@ -37,6 +38,10 @@ log = logging.getLogger(__name__)
 
 SYSTEM = "kafka"
 DEFAULT_METADATA_STORE = "samza-metadata"
+#: librdkafka poll timeout of a reader (option kafkaConsumer.pollTimeoutMs); the reader's default too.
+DEFAULT_POLL_TIMEOUT_MS = 120_000
+#: rows per Arrow batch handed to Spark (option maxRowsPerArrowBatch); the reader's default too.
+DEFAULT_MAX_ROWS_PER_BATCH = 10_000
 
 # Spark's Kafka source refuses these for the same reasons: the source manages groups and offsets itself.
 _REFUSED_KAFKA = {
@@ -225,12 +230,14 @@ class KafkaSourceOptions:
             max_trigger_delay_ms=max_delay,
             fail_on_data_loss=opts.boolean(FAIL_ON_DATA_LOSS_OPTION, True),
             include_headers=opts.boolean(INCLUDE_HEADERS_OPTION, False),
-            startpoint_ttl_ms=opts.duration_ms(STARTPOINT_TTL_OPTION, 12 * 3_600_000, minimum_ms=1),
-            startpoint_poll_ms=opts.duration_ms(STARTPOINT_POLL_INTERVAL_OPTION, 10_000),
-            ownership_ttl_ms=opts.duration_ms(JOB_OWNERSHIP_TTL_OPTION, DEFAULT_TTL_MS, minimum_ms=MIN_TTL_MS),
+            startpoint_ttl_ms=opts.duration_ms(STARTPOINT_TTL_OPTION, DEFAULT_STARTPOINT_TTL_MS, minimum_ms=1),
+            startpoint_poll_ms=opts.duration_ms(STARTPOINT_POLL_INTERVAL_OPTION, DEFAULT_STARTPOINT_POLL_INTERVAL_MS),
+            ownership_ttl_ms=opts.duration_ms(JOB_OWNERSHIP_TTL_OPTION, DEFAULT_OWNERSHIP_TTL_MS,
+                                              minimum_ms=MIN_TTL_MS),
             commit_offsets_to_kafka=opts.boolean(COMMIT_OFFSETS_TO_KAFKA_OPTION, True),
-            max_rows_per_arrow_batch=opts.integer(MAX_ROWS_PER_ARROW_BATCH_OPTION, 10_000, minimum=1),
-            poll_timeout_ms=opts.duration_ms(POLL_TIMEOUT_OPTION, 120_000, minimum_ms=1),
+            max_rows_per_arrow_batch=opts.integer(MAX_ROWS_PER_ARROW_BATCH_OPTION, DEFAULT_MAX_ROWS_PER_BATCH,
+                                                  minimum=1),
+            poll_timeout_ms=opts.duration_ms(POLL_TIMEOUT_OPTION, DEFAULT_POLL_TIMEOUT_MS, minimum_ms=1),
             retry_timeout_ms=opts.duration_ms(RETRY_TIMEOUT_OPTION, DEFAULT_RETRY_TIMEOUT_MS,
                                               minimum_ms=MIN_RETRY_TIMEOUT_MS),
             drop_topics=_parse_drop_topics(opts.string(DROP_TOPICS_OPTION)),

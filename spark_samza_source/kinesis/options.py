@@ -15,8 +15,9 @@ from datetime import datetime
 from typing import Any
 
 from ..core.errors import ConfigError
+from ..core.startpoint import DEFAULT_STARTPOINT_POLL_INTERVAL_MS, DEFAULT_STARTPOINT_TTL_MS
 from ..metadata.base import validate_job_name
-from ..metadata.lease import DEFAULT_TTL_MS, MIN_TTL_MS
+from ..metadata.lease import DEFAULT_OWNERSHIP_TTL_MS, MIN_TTL_MS
 from ..source.options import (
     FAIL_ON_DATA_LOSS_OPTION,
     JOB_NAME_OPTION,
@@ -32,6 +33,8 @@ from .positions import PositionFormatError, ShardPosition
 # Per shard per batch, as AWS's Kinesis connector (maxFetchRecordsPerShard 100000). Rows go to Spark after every
 # GetRecords page, so a task holds one page (<= 10,000 records), never a whole batch.
 DEFAULT_MAX_RECORDS_PER_SHARD = 100_000
+#: How long one task reads one shard per batch (option maxFetchTimePerShard); the reader's default too.
+DEFAULT_MAX_FETCH_TIME_MS = 10_000
 
 #: How long an AWS endpoint that does not answer (connection refused, reset or timed out; HTTP 5xx) is retried,
 #: with backoff, before the query fails naming it (option endpoint.retryTimeout).
@@ -167,12 +170,14 @@ class KinesisSourceOptions:
             assignment=opts.choice(ASSIGNMENT_OPTION, "lineage", ("lineage", "balanced")),
             starting=_parse_starting(opts.string(STARTING_POSITION_OPTION, LATEST)),
             max_records_per_shard=opts.integer(MAX_RECORDS_PER_SHARD_OPTION, DEFAULT_MAX_RECORDS_PER_SHARD, minimum=1),
-            max_fetch_time_ms=opts.duration_ms(MAX_FETCH_TIME_PER_SHARD_OPTION, 10_000, minimum_ms=100),
+            max_fetch_time_ms=opts.duration_ms(MAX_FETCH_TIME_PER_SHARD_OPTION, DEFAULT_MAX_FETCH_TIME_MS,
+                                               minimum_ms=100),
             kcl_lease_table=opts.string(KCL_LEASE_TABLE_OPTION),
             fail_on_data_loss=opts.boolean(FAIL_ON_DATA_LOSS_OPTION, True),
-            startpoint_ttl_ms=opts.duration_ms(STARTPOINT_TTL_OPTION, 12 * 3_600_000, minimum_ms=1),
-            startpoint_poll_ms=opts.duration_ms(STARTPOINT_POLL_INTERVAL_OPTION, 10_000),
-            ownership_ttl_ms=opts.duration_ms(JOB_OWNERSHIP_TTL_OPTION, DEFAULT_TTL_MS, minimum_ms=MIN_TTL_MS),
+            startpoint_ttl_ms=opts.duration_ms(STARTPOINT_TTL_OPTION, DEFAULT_STARTPOINT_TTL_MS, minimum_ms=1),
+            startpoint_poll_ms=opts.duration_ms(STARTPOINT_POLL_INTERVAL_OPTION, DEFAULT_STARTPOINT_POLL_INTERVAL_MS),
+            ownership_ttl_ms=opts.duration_ms(JOB_OWNERSHIP_TTL_OPTION, DEFAULT_OWNERSHIP_TTL_MS,
+                                              minimum_ms=MIN_TTL_MS),
             retry_timeout_ms=opts.duration_ms(RETRY_TIMEOUT_OPTION, DEFAULT_RETRY_TIMEOUT_MS,
                                               minimum_ms=MIN_RETRY_TIMEOUT_MS),
             fail_after_record_marker=opts.string(FAIL_AFTER_RECORD_OPTION),

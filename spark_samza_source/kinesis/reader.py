@@ -34,7 +34,7 @@ from .calls import (
 )
 from .client import AwsClientSettings
 from .errors import KinesisDataLossError, KinesisSourceError, KinesisThrottledError
-from .options import DEFAULT_MAX_RECORDS_PER_SHARD
+from .options import DEFAULT_MAX_FETCH_TIME_MS, DEFAULT_MAX_RECORDS_PER_SHARD
 from .positions import AFTER_SEQUENCE_NUMBER, AT_SEQUENCE_NUMBER, AT_TIMESTAMP, EVERY_SUB, SHARD_END, ShardPosition
 from .schema import kinesis_arrow_schema
 
@@ -58,7 +58,6 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 DEFAULT_MAX_RECORDS = DEFAULT_MAX_RECORDS_PER_SHARD
-DEFAULT_MAX_FETCH_TIME_MS = 10_000
 DEFAULT_RECORDS_PER_CALL = 10_000  # the GetRecords maximum
 DEFAULT_MIN_CALL_INTERVAL_MS = 200  # 5 GetRecords per second per shard
 DEFAULT_MAX_ROWS_PER_BATCH = 10_000
