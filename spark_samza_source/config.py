@@ -53,7 +53,57 @@ from .core.broadcast import format_broadcast_inputs, parse_broadcast_inputs
 from .core.errors import ConfigError
 from .core.grouping import SAMZA_GROUPER_FACTORIES, FixedTasksGrouper
 from .core.model import SystemStreamPartition
+from .kafka.options import (
+    ASSIGN_OPTION,
+    COMMIT_OFFSETS_TO_KAFKA_OPTION,
+    DROP_TOPICS_OPTION,
+    EXPANSION_ORDERING_OPTION,
+    EXPANSION_SETTLE_OPTION,
+    INCLUDE_HEADERS_OPTION,
+    JOB_MODEL_RESET_OPTION,
+    MAX_OFFSETS_PER_TRIGGER_OPTION,
+    MAX_ROWS_PER_ARROW_BATCH_OPTION,
+    MAX_TRIGGER_DELAY_OPTION,
+    MIN_OFFSETS_PER_TRIGGER_OPTION,
+    POLL_TIMEOUT_OPTION,
+    STARTING_OFFSETS_BY_TIMESTAMP_OPTION,
+    STARTING_OFFSETS_BY_TIMESTAMP_STRATEGY_OPTION,
+    STARTING_OFFSETS_OPTION,
+    STARTING_TIMESTAMP_OPTION,
+    SUBSCRIBE_OPTION,
+    SUBSCRIBE_PATTERN_OPTION,
+)
+from .kinesis.options import (
+    ACCESS_KEY_ID_OPTION,
+    ASSIGNMENT_OPTION,
+    DYNAMODB_ENDPOINT_URL_OPTION,
+    ENDPOINT_URL_OPTION,
+    KCL_LEASE_TABLE_OPTION,
+    MAX_FETCH_TIME_PER_SHARD_OPTION,
+    MAX_RECORDS_PER_SHARD_OPTION,
+    REGION_OPTION,
+    ROLE_ARN_OPTION,
+    ROLE_SESSION_NAME_OPTION,
+    SECRET_KEY_OPTION,
+    SESSION_TOKEN_OPTION,
+    STARTING_POSITION_OPTION,
+    STREAM_NAME_OPTION,
+    TASKS_OPTION,
+)
 from .metadata.base import validate_job_name
+from .source.options import (
+    BROADCAST_OPTION,
+    COPARTITION_OPTION,
+    EXPANSION_ALGORITHM_OPTION,
+    FAIL_ON_DATA_LOSS_OPTION,
+    GROUPER_OPTION,
+    JOB_NAME_OPTION,
+    JOB_OWNERSHIP_TTL_OPTION,
+    METADATA_STORE_OPTION,
+    RETRY_TIMEOUT_OPTION,
+    STARTPOINT_POLL_INTERVAL_OPTION,
+    STARTPOINT_TTL_OPTION,
+)
 from .spark.options import is_secret_option
 
 __all__ = [
@@ -398,25 +448,29 @@ _GROUPER_KEY = "job.systemstreampartition.grouper.factory"
 _EXPANSION_KEY = "job.systemstreampartition.input.expansion.enabled"
 _MAPPER_KEY = "job.system.stream.partition.mapper.factory"
 _ALGORITHM_KEY = "job.systemstreampartition.expansion.algorithm"  # SEP-5's name for the same choice
+# Samza properties whose names the sources' options carry over unchanged (so they are the same constants)
+_SAMZA_JOB_NAME_KEY = JOB_NAME_OPTION
+_SAMZA_BROADCAST_KEY = BROADCAST_OPTION
 
 # Options of the sources themselves, passed through verbatim when a file carries them.
 _KAFKA_NATIVE = {
-    "subscribe", "subscribePattern", "assign", "metadata.store", "grouper", "expansion.algorithm",
-    "expansion.ordering", "expansion.settleTime", "jobModel.reset", "copartition", "startingOffsets",
-    "startingTimestamp", "startingOffsetsByTimestamp",
-    "startingOffsetsByTimestampStrategy", "maxOffsetsPerTrigger", "minOffsetsPerTrigger", "maxTriggerDelay",
-    "failOnDataLoss", "includeHeaders", "startpoint.ttl", "startpoint.pollInterval", "commitOffsetsToKafka",
-    "maxRowsPerArrowBatch", "kafkaConsumer.pollTimeoutMs", "job.ownership.ttl", "endpoint.retryTimeout",
-    "dropTopics",
+    SUBSCRIBE_OPTION, SUBSCRIBE_PATTERN_OPTION, ASSIGN_OPTION, METADATA_STORE_OPTION, GROUPER_OPTION,
+    EXPANSION_ALGORITHM_OPTION, EXPANSION_ORDERING_OPTION, EXPANSION_SETTLE_OPTION, JOB_MODEL_RESET_OPTION,
+    COPARTITION_OPTION, STARTING_OFFSETS_OPTION, STARTING_TIMESTAMP_OPTION, STARTING_OFFSETS_BY_TIMESTAMP_OPTION,
+    STARTING_OFFSETS_BY_TIMESTAMP_STRATEGY_OPTION, MAX_OFFSETS_PER_TRIGGER_OPTION, MIN_OFFSETS_PER_TRIGGER_OPTION,
+    MAX_TRIGGER_DELAY_OPTION, FAIL_ON_DATA_LOSS_OPTION, INCLUDE_HEADERS_OPTION, STARTPOINT_TTL_OPTION,
+    STARTPOINT_POLL_INTERVAL_OPTION, COMMIT_OFFSETS_TO_KAFKA_OPTION, MAX_ROWS_PER_ARROW_BATCH_OPTION,
+    POLL_TIMEOUT_OPTION, JOB_OWNERSHIP_TTL_OPTION, RETRY_TIMEOUT_OPTION, DROP_TOPICS_OPTION,
 }
 _KINESIS_NATIVE = {
-    "streamName", "region", "endpointUrl", "dynamodbEndpointUrl", "awsAccessKeyId", "awsSecretKey", "sessionToken",
-    "roleArn", "roleSessionName", "metadata.store", "tasks", "assignment", "startingPosition", "maxRecordsPerShard",
-    "maxFetchTimePerShard", "kcl.leaseTable", "failOnDataLoss", "startpoint.ttl", "startpoint.pollInterval",
-    "job.ownership.ttl", "endpoint.retryTimeout",
+    STREAM_NAME_OPTION, REGION_OPTION, ENDPOINT_URL_OPTION, DYNAMODB_ENDPOINT_URL_OPTION, ACCESS_KEY_ID_OPTION,
+    SECRET_KEY_OPTION, SESSION_TOKEN_OPTION, ROLE_ARN_OPTION, ROLE_SESSION_NAME_OPTION, METADATA_STORE_OPTION,
+    TASKS_OPTION, ASSIGNMENT_OPTION, STARTING_POSITION_OPTION, MAX_RECORDS_PER_SHARD_OPTION,
+    MAX_FETCH_TIME_PER_SHARD_OPTION, KCL_LEASE_TABLE_OPTION, FAIL_ON_DATA_LOSS_OPTION, STARTPOINT_TTL_OPTION,
+    STARTPOINT_POLL_INTERVAL_OPTION, JOB_OWNERSHIP_TTL_OPTION, RETRY_TIMEOUT_OPTION,
 }
-_EXCLUSIVE = (("subscribe", "subscribePattern", "assign"),
-              ("startingOffsets", "startingTimestamp", "startingOffsetsByTimestamp"))
+_EXCLUSIVE = ((SUBSCRIBE_OPTION, SUBSCRIBE_PATTERN_OPTION, ASSIGN_OPTION),
+              (STARTING_OFFSETS_OPTION, STARTING_TIMESTAMP_OPTION, STARTING_OFFSETS_BY_TIMESTAMP_OPTION))
 
 # systems.<s>.consumer.<key>: Java consumer keys that mean something else here, or nothing to librdkafka.
 _CONSUMER_REJECTED = {
@@ -561,7 +615,7 @@ class _Importer:
         broadcast = self._broadcast()
         system = self._choose_system(inputs, patterns, broadcast)
         kind = self._system_type(system)
-        self.set_option("job.name", job_name, "job.name")
+        self.set_option(JOB_NAME_OPTION, job_name, _SAMZA_JOB_NAME_KEY)
         if kind == KAFKA_FORMAT:
             self._kafka(system, inputs, patterns, broadcast)
         else:
@@ -573,14 +627,14 @@ class _Importer:
                                 dict(sorted(self.ignored.items())))
 
     def _job_name(self) -> str:
-        name_key = "job.name" if self.props.get("job.name", "").strip() else "app.name"
+        name_key = _SAMZA_JOB_NAME_KEY if self.props.get(_SAMZA_JOB_NAME_KEY, "").strip() else "app.name"
         name = self.get(name_key)
         if not name:
             raise ConfigError("job.name is required: it names the job's startpoints, job model and checkpoint "
                               "mirror in the metadata store (Samza's app.name is accepted too)")
-        id_key = "job.id" if name_key == "job.name" else "app.id"
+        id_key = "job.id" if name_key == _SAMZA_JOB_NAME_KEY else "app.id"
         job_id = self.get(id_key) or "1"
-        for other in ("app.name", "app.id") if name_key == "job.name" else ("job.id",):
+        for other in ("app.name", "app.id") if name_key == _SAMZA_JOB_NAME_KEY else ("job.id",):
             if other in self.props:
                 self.ignore(other, f"{name_key} and {id_key} name the job")
         folded = name if job_id == "1" else f"{name}-{job_id}"
@@ -643,7 +697,7 @@ class _Importer:
         return inputs, patterns
 
     def _broadcast(self) -> list[SystemStreamPartition]:
-        raw = self.get("task.broadcast.inputs")
+        raw = self.get(_SAMZA_BROADCAST_KEY)
         if not raw:
             return []
         return parse_broadcast_inputs(raw)
@@ -671,7 +725,7 @@ class _Importer:
             system = systems[0]
         others = sorted({b.system for b in broadcast} - {system})
         if others:
-            raise self.fail("task.broadcast.inputs", f"names system(s) {', '.join(others)}, but this query reads "
+            raise self.fail(_SAMZA_BROADCAST_KEY, f"names system(s) {', '.join(others)}, but this query reads "
                                                      f"system '{system}': a broadcast input must come from the same "
                                                      "system as the other inputs")
         return system
@@ -795,14 +849,14 @@ class _Importer:
         if regexes:
             alternatives = [re.escape(t) for t in topics] + [regex for regex, _ in regexes]
             pattern = alternatives[0] if len(alternatives) == 1 else "|".join(f"(?:{a})" for a in alternatives)
-            self.set_option("subscribePattern", pattern, ", ".join(["task.inputs"] * bool(topics)
+            self.set_option(SUBSCRIBE_PATTERN_OPTION, pattern, ", ".join(["task.inputs"] * bool(topics)
                                                                    + [k for _, k in regexes]))
             self.notes.append("RegExTopicGenerator input(s) become subscribePattern (matched against whole topic "
                               "names, as Samza does); it is re-evaluated at every trigger and topics that start "
                               "matching later are read from earliest (Samza needs a restart and uses "
                               "samza.offset.default). Python's regex syntax must accept the pattern")
         else:
-            self.set_option("subscribe", ",".join(topics), "task.inputs")
+            self.set_option(SUBSCRIBE_OPTION, ",".join(topics), "task.inputs")
         self._kafka_consumer(system)
         self._kafka_system_keys(system)
         broadcast_topics = [t for t in dict.fromkeys(b.stream for b in broadcast) if t not in topics]
@@ -813,7 +867,7 @@ class _Importer:
         self._kafka_grouper()
         if broadcast:
             renamed = [SystemStreamPartition("kafka", b.stream, b.partition) for b in broadcast]
-            self.set_option("task.broadcast.inputs", format_broadcast_inputs(renamed), "task.broadcast.inputs")
+            self.set_option(BROADCAST_OPTION, format_broadcast_inputs(renamed), _SAMZA_BROADCAST_KEY)
             if system != "kafka":
                 self.notes.append(f"task.broadcast.inputs: system '{system}' is written as 'kafka', the system "
                                   "name of every SSP of the samza-kafka source")
@@ -916,9 +970,9 @@ class _Importer:
         sources = ", ".join(dict.fromkeys(self.name(k) for k in configured))
         if len(values) == 1:
             value = values.pop()
-            self.set_option("startingOffsets", "earliest" if value == "oldest" else "latest", sources)
+            self.set_option(STARTING_OFFSETS_OPTION, "earliest" if value == "oldest" else "latest", sources)
             self.notes.append(f"samza.offset.default={value} -> startingOffsets="
-                              f"{self.options['startingOffsets']}: it applies to a query without a Spark "
+                              f"{self.options[STARTING_OFFSETS_OPTION]}: it applies to a query without a Spark "
                               "checkpoint; Startpoints override it, partitions added later start at earliest")
             return
         listing = "; ".join(f"{t}: {v} ({self.name(k) if k else 'Samza default'})" for t, (v, k) in per_topic.items())
@@ -935,7 +989,8 @@ class _Importer:
                 f"per partition: pass partition_counts={{topic: current partition count}} for "
                 f"{', '.join(missing)}, make the values agree, or read the topics in separate queries")
         per_partition = {t: {str(p): -2 for p in range(self.partition_counts[t])} for t in oldest}
-        self.set_option("startingOffsets", json.dumps(per_partition, sort_keys=True, separators=(",", ":")), sources)
+        self.set_option(STARTING_OFFSETS_OPTION, json.dumps(per_partition, sort_keys=True, separators=(",", ":")),
+                        sources)
         self.notes.append(f"per-topic samza.offset.default ({listing}) -> per-partition startingOffsets (-2 = "
                           "earliest; topics not listed start at latest) from the partition counts given")
 
@@ -960,14 +1015,14 @@ class _Importer:
                                               f"{', '.join(SAMZA_GROUPER_FACTORIES)}). A custom Java grouper "
                                               "cannot run here: write it in Python as a subclass of "
                                               "spark_samza_source.core.grouping.SspGrouper and set the option "
-                                              "'grouper' to its dotted path")
+                                              f"'{GROUPER_OPTION}' to its dotted path")
         else:
             grouper_cls = SAMZA_GROUPER_FACTORIES["GroupByPartitionFactory"]
         fixed = issubclass(grouper_cls, FixedTasksGrouper)
         if factory or not expansion:
             chosen = grouper_cls.base.name if fixed and not expansion else grouper_cls.name
             source = ", ".join(self.name(k) for k in (_GROUPER_KEY, _EXPANSION_KEY) if k in self.props)
-            self.set_option("grouper", chosen, source)
+            self.set_option(GROUPER_OPTION, chosen, source)
             if fixed and not expansion:
                 self.notes.append(f"{self.name(_EXPANSION_KEY)}=false: Samza does not keep tasks fixed when a "
                                   f"stream grows, so grouper={chosen}: new partitions get tasks of their own "
@@ -986,14 +1041,14 @@ class _Importer:
             simple = mapper.rsplit(".", 1)[-1].lower()
             if simple in _HASH_MAPPER_FACTORIES:
                 if fixed and expansion:
-                    self.set_option("expansion.algorithm", "default", self.name(key))
+                    self.set_option(EXPANSION_ALGORITHM_OPTION, "default", self.name(key))
                 else:
                     self.ignore(key, "the expansion algorithm only applies to fixed-task groupers")
             elif fixed and expansion:
                 raise self.fail(key, f"{mapper!r} is a custom expansion algorithm; a Java class cannot run "
                                      "here: write it in Python as a subclass of spark_samza_source.core."
                                      "expansion.PartitionExpansionAlgorithm and set the option "
-                                     "'expansion.algorithm' to its dotted path")
+                                     f"'{EXPANSION_ALGORITHM_OPTION}' to its dotted path")
             else:
                 self.ignore(key, "the expansion algorithm only applies to fixed-task groupers")
 
@@ -1003,7 +1058,7 @@ class _Importer:
             raise self.fail(patterns[system][0][1], "RegExTopicGenerator lists Kafka topics; it cannot select "
                                                     "Kinesis streams")
         if broadcast:
-            raise self.fail("task.broadcast.inputs", "Kinesis streams cannot be broadcast (in Samza neither); "
+            raise self.fail(_SAMZA_BROADCAST_KEY, "Kinesis streams cannot be broadcast (in Samza neither); "
                                                      "samza-kinesis has no broadcast inputs")
         streams = inputs[system]
         if self.want_stream is not None:
@@ -1021,7 +1076,7 @@ class _Importer:
                               "stream='<name>' once per stream")
         else:
             stream = streams[0]
-        self.set_option("streamName", stream, "task.inputs")
+        self.set_option(STREAM_NAME_OPTION, stream, "task.inputs")
         sys_prefix = f"systems.{system}."
         stream_prefix = f"systems.{system}.streams.{stream}."
 
@@ -1036,7 +1091,7 @@ class _Importer:
             region_key = kcl.pop("RegionName")[1]
         if region_key:
             self.used.add(region_key)
-            self.set_option("region", self.props[region_key].strip(), self.name(region_key))
+            self.set_option(REGION_OPTION, self.props[region_key].strip(), self.name(region_key))
         for key in (stream_prefix + "aws.region", sys_prefix + "aws.region"):
             if key in self.props and key != region_key:
                 self.ignore(key, f"overridden by {self.name(region_key)}" if region_key else "empty value")
@@ -1044,15 +1099,15 @@ class _Importer:
         access_key, secret_key = stream_prefix + "aws.accessKey", stream_prefix + "aws.secretKey"
         access, secret = self.get(access_key), self.get(secret_key)
         if access and secret:
-            self.set_option("awsAccessKeyId", access, self.name(access_key))
-            self.set_option("awsSecretKey", secret, self.name(secret_key))
+            self.set_option(ACCESS_KEY_ID_OPTION, access, self.name(access_key))
+            self.set_option(SECRET_KEY_OPTION, secret, self.name(secret_key))
         else:
             for key in (access_key, secret_key):
                 if key in self.props:
                     self.reject(key, "aws.accessKey and aws.secretKey go together; with one missing, boto3's default "
                                      "credential chain is used (Samza falls back to the default chain too)")
 
-        endpoints = {"KinesisEndpoint": "endpointUrl", "DynamoDBEndpoint": "dynamodbEndpointUrl"}
+        endpoints = {"KinesisEndpoint": ENDPOINT_URL_OPTION, "DynamoDBEndpoint": DYNAMODB_ENDPOINT_URL_OPTION}
         for setting, option in endpoints.items():
             if setting in kcl:
                 value, key = kcl.pop(setting)
@@ -1062,17 +1117,17 @@ class _Importer:
         if table_value and table_value[0]:
             table, table_source = table_value[0], self.name(table_value[1])
         else:
-            samza_name = self.props.get("job.name", "").strip() or self.props.get("app.name", "").strip()
-            samza_id = (self.props.get("job.id", "").strip() if self.props.get("job.name", "").strip()
+            samza_name = self.props.get(_SAMZA_JOB_NAME_KEY, "").strip() or self.props.get("app.name", "").strip()
+            samza_id = (self.props.get("job.id", "").strip() if self.props.get(_SAMZA_JOB_NAME_KEY, "").strip()
                         else self.props.get("app.id", "").strip()) or "1"
             table, table_source = f"{samza_name}-{samza_id}-{stream}", "job.name, job.id (Samza's default table)"
             self.notes.append(f"no aws.kcl.TableName: Samza's KCL worker used its default lease table "
                               f"'{table}' (<job.name>-<job.id>-<stream>)")
-        self.set_option("kcl.leaseTable", table, table_source)
-        self.set_option("startingPosition", "kcl", table_source)
-        self.soft.add("startingPosition")
+        self.set_option(KCL_LEASE_TABLE_OPTION, table, table_source)
+        self.set_option(STARTING_POSITION_OPTION, "kcl", table_source)
+        self.soft.add(STARTING_POSITION_OPTION)
         if not (table_value and table_value[0]):
-            self.soft.add("kcl.leaseTable")
+            self.soft.add(KCL_LEASE_TABLE_OPTION)
         initial = kcl.pop("InitialPositionInStream", None)
         initial_text = initial[0].upper() if initial else "LATEST"
         if initial:
@@ -1139,7 +1194,7 @@ class _Importer:
         if matcher:
             raise self.fail("job.systemstreampartition.matcher.class",
                             "Samza then reads only the matching partitions; this importer does not translate "
-                            "matchers. Use the option 'assign' (JSON topic -> partitions) instead")
+                            f"matchers. Use the option '{ASSIGN_OPTION}' (JSON topic -> partitions) instead")
         for key in self.keys_with("job.systemstreampartition.matcher."):
             if key not in self.used:
                 self.ignore(key, "matcher configuration without job.systemstreampartition.matcher.class")

@@ -224,7 +224,7 @@ def measure_shard_backlog(
     iterator). Calls are spaced at :data:`KINESIS_READS_PER_SECOND`; after ``max_calls`` calls or
     ``max_records`` records the count is returned as a lower bound (``capped``).
     """
-    from .kinesis.admin import error_code
+    from .kinesis.calls import error_code
     from .kinesis.errors import KinesisSourceError
 
     if position.is_shard_end:
@@ -246,7 +246,7 @@ def measure_shard_backlog(
         last_call = clock()
         limit = max(1, min(_GET_RECORDS_LIMIT, max_records - count))
         try:
-            resp = admin._call(f"GetRecords (lag) of shard {shard_id} of stream {stream!r}",
+            resp = admin.call(f"GetRecords (lag) of shard {shard_id} of stream {stream!r}",
                                admin.client.get_records, ShardIterator=iterator, Limit=limit)
         except Exception as err:
             if error_code(err) == "ResourceNotFoundException":

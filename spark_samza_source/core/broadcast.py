@@ -12,11 +12,10 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 
+from ..source.options import BROADCAST_OPTION
 from .errors import ConfigError
 from .jobmodel import JobModel
 from .model import SystemStream, SystemStreamPartition
-
-BROADCAST_OPTION = "task.broadcast.inputs"
 
 #: Guard against ``#[0-999999999]`` building a billion SSPs; far above any real partition count.
 MAX_BROADCAST_SSPS = 100_000

@@ -17,6 +17,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..source.options import COPARTITION_OPTION
 from .errors import ConfigError, CoPartitionError, PartitionExpansionError
 from .expansion import (
     checked_partition_before_expansion,
@@ -24,8 +25,6 @@ from .expansion import (
 )
 from .jobmodel import JobModel
 from .model import SystemStream, TaskName
-
-COPARTITION_OPTION = "copartition"
 
 #: Roles a member can play in a join; they only label messages (the rule is the same for all).
 ROLES = ("stream", "table", "side-input")

@@ -16,10 +16,9 @@ import math
 from abc import ABC, abstractmethod
 from typing import Any
 
+from ..source.options import EXPANSION_ALGORITHM_OPTION
 from .errors import ConfigError, PartitionExpansionError
 from .model import SystemStream
-
-EXPANSION_ALGORITHM_OPTION = "expansion.algorithm"
 
 # Samza configuration values that mean "the default algorithm", accepted so Samza configs carry over.
 _DEFAULT_ALIASES = frozenset(

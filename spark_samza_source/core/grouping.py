@@ -22,6 +22,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any, ClassVar
 
+from ..source.options import GROUPER_OPTION
 from .errors import ConfigError, PartitionExpansionError
 from .expansion import (
     EXPANSION_ALGORITHM_OPTION,
@@ -31,8 +32,6 @@ from .expansion import (
 )
 from .jobmodel import JobModel
 from .model import SystemStream, SystemStreamPartition, TaskName
-
-GROUPER_OPTION = "grouper"
 
 SspSet = frozenset[SystemStreamPartition]
 

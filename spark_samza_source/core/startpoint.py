@@ -39,6 +39,8 @@ from .errors import StartpointFormatError, UnsupportedStartpoint
 from .model import SystemStreamPartition
 
 __all__ = [
+    "DEFAULT_STARTPOINT_POLL_INTERVAL_MS",
+    "DEFAULT_STARTPOINT_TTL_MS",
     "Clock",
     "JAVA_LONG_MAX",
     "Startpoint",
@@ -56,6 +58,13 @@ __all__ = [
 
 #: A clock returns epoch milliseconds. Injected in tests so creation timestamps and TTLs are deterministic.
 Clock = Callable[[], int]
+
+#: Samza's ``StartpointManager.DEFAULT_EXPIRATION_DURATION``: 12 hours.
+DEFAULT_STARTPOINT_TTL_MS = 12 * 3600 * 1000
+#: How often a driver looks for new startpoints unless startpoint.pollInterval says otherwise. Both defaults live
+#: here, in the startpoint model, not in the driver-side manager: the option parsers import them, and executors
+#: import the option parsers.
+DEFAULT_STARTPOINT_POLL_INTERVAL_MS = 10_000
 
 #: Samza stores timestamps in a Java ``long``; a larger value would not read back in a Samza tool.
 JAVA_LONG_MAX = 2**63 - 1

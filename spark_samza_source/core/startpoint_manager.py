@@ -23,13 +23,13 @@ from typing import TYPE_CHECKING, Any
 from .errors import ConfigError, MetadataStoreError, SamzaSourceError, StartpointFormatError
 from .jobmodel import JobModel
 from .model import SystemStreamPartition, TaskName
-from .startpoint import Clock, Startpoint, current_time_ms, truncate_json
+from .startpoint import DEFAULT_STARTPOINT_TTL_MS, Clock, Startpoint, current_time_ms, truncate_json
 
 if TYPE_CHECKING:
     from ..metadata.base import MetadataStore
 
 __all__ = [
-    "DEFAULT_TTL_MS",
+    "DEFAULT_STARTPOINT_TTL_MS",
     "NAMESPACE",
     "FanOutResult",
     "MalformedStartpoint",
@@ -43,8 +43,6 @@ log = logging.getLogger(__name__)
 
 #: The metadata-store namespace holding every startpoint.
 NAMESPACE = "startpoint"
-#: Samza's ``StartpointManager.DEFAULT_EXPIRATION_DURATION``: 12 hours.
-DEFAULT_TTL_MS = 12 * 3600 * 1000
 #: Conditional-write retries before a key that keeps changing under fan-out is reported as an error.
 _MAX_ATTEMPTS = 16
 
@@ -163,7 +161,8 @@ class FanOutResult(Mapping[SspTask, Startpoint]):
 class StartpointManager:
     """Reads and writes startpoints of one job through a ``MetadataStore`` (see the module docstring)."""
 
-    def __init__(self, store: MetadataStore, ttl_ms: int = DEFAULT_TTL_MS, clock: Clock | None = None) -> None:
+    def __init__(self, store: MetadataStore, ttl_ms: int = DEFAULT_STARTPOINT_TTL_MS,
+                 clock: Clock | None = None) -> None:
         if not isinstance(ttl_ms, int) or isinstance(ttl_ms, bool) or ttl_ms <= 0:
             raise ConfigError(f"startpoint TTL must be a positive number of milliseconds, got {ttl_ms!r:.50}")
         self._store = store

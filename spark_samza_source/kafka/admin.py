@@ -28,6 +28,7 @@ from typing import Any, TypeVar
 from confluent_kafka import Consumer, IsolationLevel, KafkaError, KafkaException, TopicCollection, TopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
+from .client_conf import isolation_level_of
 from .errors import KafkaSourceError
 
 __all__ = ["KafkaAdmin", "DEFAULT_API_TIMEOUT_MS", "isolation_level_of"]
@@ -44,16 +45,6 @@ _ZERO_TOPIC_ID = "AAAAAAAAAAAAAAAAAAAAAA"  # Kafka's Uuid.ZERO_UUID in base64: "
 
 TP = tuple[str, int]
 T = TypeVar("T")
-
-
-def isolation_level_of(client_conf: Mapping[str, str]) -> str:
-    """The ``isolation.level`` both admin and readers use: the user's, else ``read_uncommitted`` (Spark's)."""
-    level = client_conf.get("isolation.level", "read_uncommitted").strip().lower()
-    if level not in ("read_uncommitted", "read_committed"):
-        raise KafkaSourceError(
-            f"option 'kafka.isolation.level' must be read_uncommitted or read_committed, got {level!r}"
-        )
-    return level
 
 
 class KafkaAdmin:

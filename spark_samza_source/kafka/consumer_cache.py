@@ -29,7 +29,7 @@ from typing import Any
 
 from confluent_kafka import Consumer, KafkaException
 
-from .admin import isolation_level_of
+from .client_conf import isolation_level_of
 from .errors import KafkaSourceError
 
 __all__ = [

@@ -50,6 +50,8 @@ from .options import (
     LATEST,
     RETRY_TIMEOUT_OPTION,
     SPECIFIC,
+    STARTING_OFFSETS_BY_TIMESTAMP_OPTION,
+    STARTING_OFFSETS_OPTION,
     SYSTEM,
     KafkaSourceOptions,
 )
@@ -498,7 +500,7 @@ class KafkaCoordinator(DriverJobResources):
 
 def _check_named_partitions(starting, assigned: list[SystemStreamPartition]) -> None:
     """Every partition a per-partition starting option names must be one the query reads (Spark's rule)."""
-    option = "startingOffsets" if starting.kind == SPECIFIC else "startingOffsetsByTimestamp"
+    option = STARTING_OFFSETS_OPTION if starting.kind == SPECIFIC else STARTING_OFFSETS_BY_TIMESTAMP_OPTION
     have: dict[str, list[int]] = {}
     for s in assigned:
         have.setdefault(s.stream, []).append(s.partition)

@@ -16,14 +16,32 @@ from ..core.broadcast import parse_broadcast_inputs
 from ..core.copartition import CoPartitionGroup, parse_copartition
 from ..core.errors import ConfigError
 from ..core.model import SystemStreamPartition
+from ..core.startpoint import DEFAULT_STARTPOINT_POLL_INTERVAL_MS, DEFAULT_STARTPOINT_TTL_MS
 from ..metadata.base import validate_job_name
-from ..metadata.lease import DEFAULT_TTL_MS, MIN_TTL_MS, TTL_OPTION
+from ..metadata.lease import DEFAULT_OWNERSHIP_TTL_MS, MIN_TTL_MS
+from ..source.options import (
+    BROADCAST_OPTION,
+    COPARTITION_OPTION,
+    EXPANSION_ALGORITHM_OPTION,
+    FAIL_ON_DATA_LOSS_OPTION,
+    GROUPER_OPTION,
+    JOB_NAME_OPTION,
+    JOB_OWNERSHIP_TTL_OPTION,
+    METADATA_STORE_OPTION,
+    RETRY_TIMEOUT_OPTION,
+    STARTPOINT_POLL_INTERVAL_OPTION,
+    STARTPOINT_TTL_OPTION,
+)
 from ..spark.options import Options, is_secret_option, shown
 
 log = logging.getLogger(__name__)
 
 SYSTEM = "kafka"
 DEFAULT_METADATA_STORE = "samza-metadata"
+#: librdkafka poll timeout of a reader (option kafkaConsumer.pollTimeoutMs); the reader's default too.
+DEFAULT_POLL_TIMEOUT_MS = 120_000
+#: rows per Arrow batch handed to Spark (option maxRowsPerArrowBatch); the reader's default too.
+DEFAULT_MAX_ROWS_PER_BATCH = 10_000
 
 # Spark's Kafka source refuses these for the same reasons: the source manages groups and offsets itself.
 _REFUSED_KAFKA = {
@@ -39,6 +57,24 @@ _REFUSED_KAFKA = {
 
 EARLIEST, LATEST, SPECIFIC, BY_TIMESTAMP = "earliest", "latest", "specific", "timestamp"
 
+# Option names only samza-kafka has (the shared ones: source/options.py), Spark's Kafka names where they match.
+SUBSCRIBE_OPTION = "subscribe"
+SUBSCRIBE_PATTERN_OPTION = "subscribePattern"
+ASSIGN_OPTION = "assign"
+EXPANSION_ORDERING_OPTION = "expansion.ordering"
+STARTING_OFFSETS_OPTION = "startingOffsets"
+STARTING_TIMESTAMP_OPTION = "startingTimestamp"
+STARTING_OFFSETS_BY_TIMESTAMP_OPTION = "startingOffsetsByTimestamp"
+STARTING_OFFSETS_BY_TIMESTAMP_STRATEGY_OPTION = "startingOffsetsByTimestampStrategy"
+MAX_OFFSETS_PER_TRIGGER_OPTION = "maxOffsetsPerTrigger"
+MIN_OFFSETS_PER_TRIGGER_OPTION = "minOffsetsPerTrigger"
+MAX_TRIGGER_DELAY_OPTION = "maxTriggerDelay"
+INCLUDE_HEADERS_OPTION = "includeHeaders"
+COMMIT_OFFSETS_TO_KAFKA_OPTION = "commitOffsetsToKafka"
+MAX_ROWS_PER_ARROW_BATCH_OPTION = "maxRowsPerArrowBatch"
+POLL_TIMEOUT_OPTION = "kafkaConsumer.pollTimeoutMs"
+FAIL_IN_READ_ONCE_OPTION = "testing.failInReadOnce"
+
 JOB_MODEL_RESET_OPTION = "jobModel.reset"
 EXPANSION_SETTLE_OPTION = "expansion.settleTime"
 #: How long after a growth is seen the old partitions keep being drained before the cut. Producers learn of new
@@ -49,7 +85,6 @@ DEFAULT_SETTLE_MS = 5 * 60_000
 
 
 DROP_TOPICS_OPTION = "dropTopics"
-RETRY_TIMEOUT_OPTION = "endpoint.retryTimeout"
 #: How long the driver keeps retrying Kafka calls that fail for a reachable-again reason (broker down, refusing
 #: connections, not answering, leader moving) before the query fails: rides out a broker restart. Same option and
 #: default as samza-kinesis.
@@ -138,10 +173,10 @@ class KafkaSourceOptions:
                 raise ConfigError(f"option 'kafka.{key}' is empty; give a value or remove it ({shown(key, value)})")
 
         topics, pattern, assign = _parse_subscription(opts)
-        job_name = opts.string("job.name", required=True, hint="it names the job's startpoints, job model and "
+        job_name = opts.string(JOB_NAME_OPTION, required=True, hint="it names the job's startpoints, job model and "
                                "checkpoint mirror in the metadata store, e.g. .option('job.name', 'orders-enricher')")
         validate_job_name(job_name)
-        store = opts.string("metadata.store")
+        store = opts.string(METADATA_STORE_OPTION)
         if store is not None:
             from ..metadata import check_store_uri
 
@@ -153,11 +188,11 @@ class KafkaSourceOptions:
                 "model then live on this driver's disk only; production jobs should use durable storage "
                 "(e.g. s3://bucket/prefix or dynamodb://table).", store)
 
-        grouper = opts.string("grouper", "GroupByPartitionFixedTasks")
-        algorithm = opts.string("expansion.algorithm")
-        ordering = opts.choice("expansion.ordering", "drain-first", ("drain-first", "none"))
+        grouper = opts.string(GROUPER_OPTION, "GroupByPartitionFixedTasks")
+        algorithm = opts.string(EXPANSION_ALGORITHM_OPTION)
+        ordering = opts.choice(EXPANSION_ORDERING_OPTION, "drain-first", ("drain-first", "none"))
         settle_ms = opts.duration_ms(EXPANSION_SETTLE_OPTION, DEFAULT_SETTLE_MS)
-        broadcast_raw = opts.string("task.broadcast.inputs")
+        broadcast_raw = opts.string(BROADCAST_OPTION)
         broadcast = tuple(sorted(parse_broadcast_inputs(broadcast_raw))) if broadcast_raw else ()
         for ssp in broadcast:
             if ssp.system != SYSTEM:
@@ -165,12 +200,12 @@ class KafkaSourceOptions:
                     f"option 'task.broadcast.inputs': {ssp.system}.{ssp.stream}#{ssp.partition} names system "
                     f"'{ssp.system}'; this source reads system '{SYSTEM}' (write e.g. kafka.{ssp.stream}#0)"
                 )
-        copartition_raw = opts.string("copartition")
+        copartition_raw = opts.string(COPARTITION_OPTION)
         copartition = tuple(parse_copartition(copartition_raw, default_system=SYSTEM)) if copartition_raw else ()
 
-        max_offsets = opts.integer("maxOffsetsPerTrigger", None, minimum=1)
-        min_offsets = opts.integer("minOffsetsPerTrigger", None, minimum=1)
-        max_delay = opts.duration_ms("maxTriggerDelay", 15 * 60 * 1000)
+        max_offsets = opts.integer(MAX_OFFSETS_PER_TRIGGER_OPTION, None, minimum=1)
+        min_offsets = opts.integer(MIN_OFFSETS_PER_TRIGGER_OPTION, None, minimum=1)
+        max_delay = opts.duration_ms(MAX_TRIGGER_DELAY_OPTION, 15 * 60 * 1000)
         if max_offsets is not None and min_offsets is not None and min_offsets > max_offsets:
             raise ConfigError(
                 f"option 'minOffsetsPerTrigger' ({min_offsets}) must not exceed 'maxOffsetsPerTrigger' ({max_offsets})"
@@ -193,18 +228,20 @@ class KafkaSourceOptions:
             max_offsets_per_trigger=max_offsets,
             min_offsets_per_trigger=min_offsets,
             max_trigger_delay_ms=max_delay,
-            fail_on_data_loss=opts.boolean("failOnDataLoss", True),
-            include_headers=opts.boolean("includeHeaders", False),
-            startpoint_ttl_ms=opts.duration_ms("startpoint.ttl", 12 * 3_600_000, minimum_ms=1),
-            startpoint_poll_ms=opts.duration_ms("startpoint.pollInterval", 10_000),
-            ownership_ttl_ms=opts.duration_ms(TTL_OPTION, DEFAULT_TTL_MS, minimum_ms=MIN_TTL_MS),
-            commit_offsets_to_kafka=opts.boolean("commitOffsetsToKafka", True),
-            max_rows_per_arrow_batch=opts.integer("maxRowsPerArrowBatch", 10_000, minimum=1),
-            poll_timeout_ms=opts.duration_ms("kafkaConsumer.pollTimeoutMs", 120_000, minimum_ms=1),
+            fail_on_data_loss=opts.boolean(FAIL_ON_DATA_LOSS_OPTION, True),
+            include_headers=opts.boolean(INCLUDE_HEADERS_OPTION, False),
+            startpoint_ttl_ms=opts.duration_ms(STARTPOINT_TTL_OPTION, DEFAULT_STARTPOINT_TTL_MS, minimum_ms=1),
+            startpoint_poll_ms=opts.duration_ms(STARTPOINT_POLL_INTERVAL_OPTION, DEFAULT_STARTPOINT_POLL_INTERVAL_MS),
+            ownership_ttl_ms=opts.duration_ms(JOB_OWNERSHIP_TTL_OPTION, DEFAULT_OWNERSHIP_TTL_MS,
+                                              minimum_ms=MIN_TTL_MS),
+            commit_offsets_to_kafka=opts.boolean(COMMIT_OFFSETS_TO_KAFKA_OPTION, True),
+            max_rows_per_arrow_batch=opts.integer(MAX_ROWS_PER_ARROW_BATCH_OPTION, DEFAULT_MAX_ROWS_PER_BATCH,
+                                                  minimum=1),
+            poll_timeout_ms=opts.duration_ms(POLL_TIMEOUT_OPTION, DEFAULT_POLL_TIMEOUT_MS, minimum_ms=1),
             retry_timeout_ms=opts.duration_ms(RETRY_TIMEOUT_OPTION, DEFAULT_RETRY_TIMEOUT_MS,
                                               minimum_ms=MIN_RETRY_TIMEOUT_MS),
             drop_topics=_parse_drop_topics(opts.string(DROP_TOPICS_OPTION)),
-            fail_in_read_once_marker=opts.string("testing.failInReadOnce"),
+            fail_in_read_once_marker=opts.string(FAIL_IN_READ_ONCE_OPTION),
         )
 
 
@@ -261,7 +298,7 @@ def _parse_subscription(opts: Options):
 
 def _parse_starting(opts: Options) -> StartingOffsets:
     given = [n for n in ("startingOffsets", "startingTimestamp", "startingOffsetsByTimestamp") if opts.has(n)]
-    strategy = opts.choice("startingOffsetsByTimestampStrategy", "error", ("error", "latest"))
+    strategy = opts.choice(STARTING_OFFSETS_BY_TIMESTAMP_STRATEGY_OPTION, "error", ("error", "latest"))
     if len(given) > 1:
         raise ConfigError(f"set only one of the options {', '.join(given)}; they all choose where a new query starts")
     if not given:

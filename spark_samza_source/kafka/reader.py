@@ -24,6 +24,7 @@ from confluent_kafka import Consumer, KafkaError, TopicPartition
 
 from .consumer_cache import ConsumerCache, default_cache
 from .errors import KafkaDataLossError, KafkaSourceError
+from .options import DEFAULT_MAX_ROWS_PER_BATCH, DEFAULT_POLL_TIMEOUT_MS
 from .schema import kafka_arrow_schema
 
 __all__ = ["KafkaRange", "read_ranges", "DEFAULT_MAX_ROWS_PER_BATCH", "DEFAULT_MAX_BYTES_PER_BATCH",
@@ -31,9 +32,7 @@ __all__ = ["KafkaRange", "read_ranges", "DEFAULT_MAX_ROWS_PER_BATCH", "DEFAULT_M
 
 log = logging.getLogger(__name__)
 
-DEFAULT_MAX_ROWS_PER_BATCH = 10_000
 DEFAULT_MAX_BYTES_PER_BATCH = 32 * 1024 * 1024
-DEFAULT_POLL_TIMEOUT_MS = 120_000
 
 _CONSUME_MAX = 10_000  # messages per consume() call
 _CONSUME_BYTES = 8 * 1024 * 1024  # ... and about this many value bytes, from the average message size seen

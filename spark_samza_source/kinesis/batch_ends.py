@@ -26,7 +26,8 @@ from .errors import KinesisSourceError
 from .positions import AFTER_SEQUENCE_NUMBER, PositionFormatError, ShardPosition
 from .reader import ShardReadResult, read_shard, stream_shard
 
-__all__ = ["AttemptPassedRecordedEnd", "BatchEnds", "NAMESPACE", "read_and_record", "stream_and_record"]
+__all__ = ["AttemptPassedRecordedEnd", "BatchEnds", "NAMESPACE", "batch_ends_for", "read_and_record",
+           "stream_and_record"]
 
 log = logging.getLogger(__name__)
 
@@ -118,6 +119,12 @@ class BatchEnds:
             self.store.delete(self.namespace, key)
             deleted += 1
         return deleted
+
+
+def batch_ends_for(store: MetadataStore, stream: str, query_id: str | None) -> BatchEnds:
+    """Where executors record batch ends for one query, and where the driver reads them: keyed by stream and the
+    query id the batch's offset carries (so two runs never read each other's ends)."""
+    return BatchEnds(store, stream=f"{stream}/{query_id}" if query_id else stream)
 
 
 class AttemptPassedRecordedEnd(KinesisSourceError):

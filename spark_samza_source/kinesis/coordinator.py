@@ -24,8 +24,9 @@ from ..core.startpoint import StartpointVisitor
 from ..core.startpoint_manager import StartpointManager
 from ..metadata.lease import DriverLease, offset_identity, query_identity
 from ..spark.reader_glue import DriverJobResources
-from .admin import KinesisAdmin, error_code, iterator_request
-from .batch_ends import BatchEnds
+from .admin import KinesisAdmin
+from .batch_ends import BatchEnds, batch_ends_for
+from .calls import error_code, iterator_request
 from .client import AwsClientSettings, dynamodb_client, kinesis_client
 from .errors import KclLeaseConflictError, KinesisDataLossError
 from .lease_table import KclLeaseTable
@@ -46,12 +47,6 @@ from .shards import ShardInfo
 log = logging.getLogger(__name__)
 
 PROBE_BUDGET_S = 0.25  # time one trigger may spend probing idle shards for new records
-
-
-def batch_ends_for(store, stream: str, offset: KinesisOffset) -> BatchEnds:
-    """Where executors record batch ends for this query: keyed by stream and the offset's query id."""
-    scope = f"{stream}/{offset.query_id}" if offset.query_id else stream
-    return BatchEnds(store, stream=scope)
 
 
 class KinesisStartpointResolver(StartpointVisitor[ShardPosition]):
@@ -124,7 +119,7 @@ class KinesisCoordinator(DriverJobResources):
         return self._startpoints
 
     def batch_ends(self, offset: KinesisOffset) -> BatchEnds:
-        return batch_ends_for(self.store, self.options.stream, offset)
+        return batch_ends_for(self.store, self.options.stream, offset.query_id)
 
     def list_shards(self) -> list[ShardInfo]:
         shards = self.admin.list_shards(self.options.stream)
@@ -284,7 +279,7 @@ class KinesisCoordinator(DriverJobResources):
                 continue
             request = iterator_request(pos)
             try:
-                self.admin._call(f"GetShardIterator for shard {sid}", self.admin.client.get_shard_iterator,
+                self.admin.call(f"GetShardIterator for shard {sid}", self.admin.client.get_shard_iterator,
                                  StreamName=self.options.stream, ShardId=sid, **request)
             except ClientError as err:
                 if error_code(err) != "InvalidArgumentException":

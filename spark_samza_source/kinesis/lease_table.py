@@ -59,7 +59,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from .admin import error_code
+from .calls import error_code
 from .client import AwsClientSettings
 from .errors import KclLeaseConflictError, KinesisSourceError
 from .positions import (

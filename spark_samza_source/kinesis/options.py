@@ -15,24 +15,54 @@ from datetime import datetime
 from typing import Any
 
 from ..core.errors import ConfigError
+from ..core.startpoint import DEFAULT_STARTPOINT_POLL_INTERVAL_MS, DEFAULT_STARTPOINT_TTL_MS
 from ..metadata.base import validate_job_name
-from ..metadata.lease import DEFAULT_TTL_MS, MIN_TTL_MS, TTL_OPTION
+from ..metadata.lease import DEFAULT_OWNERSHIP_TTL_MS, MIN_TTL_MS
+from ..source.options import (
+    FAIL_ON_DATA_LOSS_OPTION,
+    JOB_NAME_OPTION,
+    JOB_OWNERSHIP_TTL_OPTION,
+    METADATA_STORE_OPTION,
+    RETRY_TIMEOUT_OPTION,
+    STARTPOINT_POLL_INTERVAL_OPTION,
+    STARTPOINT_TTL_OPTION,
+)
 from ..spark.options import Options
 from .positions import PositionFormatError, ShardPosition
 
 # Per shard per batch, as AWS's Kinesis connector (maxFetchRecordsPerShard 100000). Rows go to Spark after every
 # GetRecords page, so a task holds one page (<= 10,000 records), never a whole batch.
 DEFAULT_MAX_RECORDS_PER_SHARD = 100_000
+#: How long one task reads one shard per batch (option maxFetchTimePerShard); the reader's default too.
+DEFAULT_MAX_FETCH_TIME_MS = 10_000
 
 #: How long an AWS endpoint that does not answer (connection refused, reset or timed out; HTTP 5xx) is retried,
-#: with backoff, before the query fails naming it. The one place this option's name and default live.
-RETRY_TIMEOUT_OPTION = "endpoint.retryTimeout"
+#: with backoff, before the query fails naming it (option endpoint.retryTimeout).
 DEFAULT_RETRY_TIMEOUT_MS = 60_000
 MIN_RETRY_TIMEOUT_MS = 1_000
 
 log = logging.getLogger(__name__)
 
 SYSTEM = "kinesis"
+
+# Option names only samza-kinesis has (the shared ones: source/options.py), the AWS connector's where they match.
+STREAM_NAME_OPTION = "streamName"
+REGION_OPTION = "region"
+ENDPOINT_URL_OPTION = "endpointUrl"
+DYNAMODB_ENDPOINT_URL_OPTION = "dynamodbEndpointUrl"
+ACCESS_KEY_ID_OPTION = "awsAccessKeyId"
+SECRET_KEY_OPTION = "awsSecretKey"
+SESSION_TOKEN_OPTION = "sessionToken"
+ROLE_ARN_OPTION = "roleArn"
+ROLE_SESSION_NAME_OPTION = "roleSessionName"
+TASKS_OPTION = "tasks"
+ASSIGNMENT_OPTION = "assignment"
+STARTING_POSITION_OPTION = "startingPosition"
+MAX_RECORDS_PER_SHARD_OPTION = "maxRecordsPerShard"
+MAX_FETCH_TIME_PER_SHARD_OPTION = "maxFetchTimePerShard"
+KCL_LEASE_TABLE_OPTION = "kcl.leaseTable"
+FAIL_AFTER_RECORD_OPTION = "testing.failAfterRecord"
+FAIL_AFTER_RECORD_HOLD_OPTION = "testing.failAfterRecordHold"
 LATEST, TRIM_HORIZON, AT_TIMESTAMP, PER_SHARD, KCL = "LATEST", "TRIM_HORIZON", "AT_TIMESTAMP", "PER_SHARD", "KCL"
 _STREAM_RE = re.compile(r"^[a-zA-Z0-9_.-]{1,128}$")
 
@@ -102,23 +132,23 @@ class KinesisSourceOptions:
     @classmethod
     def parse(cls, raw: Any) -> KinesisSourceOptions:
         opts = Options(raw)
-        stream = opts.string("streamName", required=True, hint="the Kinesis data stream to read, e.g. "
+        stream = opts.string(STREAM_NAME_OPTION, required=True, hint="the Kinesis data stream to read, e.g. "
                              ".option('streamName', 'clicks')")
         if not _STREAM_RE.match(stream):
             raise ConfigError(f"option 'streamName' {stream!r} is not a valid Kinesis stream name "
                               "(1-128 characters from letters, digits, '_', '.', '-')")
-        endpoint = opts.string("endpointUrl")
+        endpoint = opts.string(ENDPOINT_URL_OPTION)
         if endpoint is not None and not re.match(r"^https?://", endpoint):
             raise ConfigError(f"option 'endpointUrl' must start with http:// or https://, got {endpoint!r}")
-        access_key = opts.string("awsAccessKeyId")
-        secret = opts.string("awsSecretKey")
+        access_key = opts.string(ACCESS_KEY_ID_OPTION)
+        secret = opts.string(SECRET_KEY_OPTION)
         if (access_key is None) != (secret is None):
             raise ConfigError("options 'awsAccessKeyId' and 'awsSecretKey' go together: set both or neither "
                               "(neither uses boto3's default credential chain)")
-        job_name = opts.string("job.name", required=True, hint="it names the job's startpoints, job model and "
+        job_name = opts.string(JOB_NAME_OPTION, required=True, hint="it names the job's startpoints, job model and "
                                "batch ends in the metadata store, e.g. .option('job.name', 'clicks-etl')")
         validate_job_name(job_name)
-        store = opts.string("metadata.store")
+        store = opts.string(METADATA_STORE_OPTION)
         if store is not None:
             from ..metadata import check_store_uri
 
@@ -130,30 +160,32 @@ class KinesisSourceOptions:
                         "storage in production (e.g. dynamodb://table?region=... or s3://bucket/prefix).")
         return cls(
             stream=stream,
-            region=opts.string("region"),
+            region=opts.string(REGION_OPTION),
             endpoint_url=endpoint,
-            dynamodb_endpoint_url=opts.string("dynamodbEndpointUrl", endpoint),
+            dynamodb_endpoint_url=opts.string(DYNAMODB_ENDPOINT_URL_OPTION, endpoint),
             access_key_id=access_key,
             secret_key=secret,
-            session_token=opts.string("sessionToken"),
-            role_arn=opts.string("roleArn"),
-            role_session_name=opts.string("roleSessionName", f"samza-{job_name}")[:64],
+            session_token=opts.string(SESSION_TOKEN_OPTION),
+            role_arn=opts.string(ROLE_ARN_OPTION),
+            role_session_name=opts.string(ROLE_SESSION_NAME_OPTION, f"samza-{job_name}")[:64],
             job_name=job_name,
             metadata_store=store,
-            tasks=opts.integer("tasks", None, minimum=1),
-            assignment=opts.choice("assignment", "lineage", ("lineage", "balanced")),
-            starting=_parse_starting(opts.string("startingPosition", LATEST)),
-            max_records_per_shard=opts.integer("maxRecordsPerShard", DEFAULT_MAX_RECORDS_PER_SHARD, minimum=1),
-            max_fetch_time_ms=opts.duration_ms("maxFetchTimePerShard", 10_000, minimum_ms=100),
-            kcl_lease_table=opts.string("kcl.leaseTable"),
-            fail_on_data_loss=opts.boolean("failOnDataLoss", True),
-            startpoint_ttl_ms=opts.duration_ms("startpoint.ttl", 12 * 3_600_000, minimum_ms=1),
-            startpoint_poll_ms=opts.duration_ms("startpoint.pollInterval", 10_000),
-            ownership_ttl_ms=opts.duration_ms(TTL_OPTION, DEFAULT_TTL_MS, minimum_ms=MIN_TTL_MS),
+            tasks=opts.integer(TASKS_OPTION, None, minimum=1),
+            assignment=opts.choice(ASSIGNMENT_OPTION, "lineage", ("lineage", "balanced")),
+            starting=_parse_starting(opts.string(STARTING_POSITION_OPTION, LATEST)),
+            max_records_per_shard=opts.integer(MAX_RECORDS_PER_SHARD_OPTION, DEFAULT_MAX_RECORDS_PER_SHARD, minimum=1),
+            max_fetch_time_ms=opts.duration_ms(MAX_FETCH_TIME_PER_SHARD_OPTION, DEFAULT_MAX_FETCH_TIME_MS,
+                                               minimum_ms=100),
+            kcl_lease_table=opts.string(KCL_LEASE_TABLE_OPTION),
+            fail_on_data_loss=opts.boolean(FAIL_ON_DATA_LOSS_OPTION, True),
+            startpoint_ttl_ms=opts.duration_ms(STARTPOINT_TTL_OPTION, DEFAULT_STARTPOINT_TTL_MS, minimum_ms=1),
+            startpoint_poll_ms=opts.duration_ms(STARTPOINT_POLL_INTERVAL_OPTION, DEFAULT_STARTPOINT_POLL_INTERVAL_MS),
+            ownership_ttl_ms=opts.duration_ms(JOB_OWNERSHIP_TTL_OPTION, DEFAULT_OWNERSHIP_TTL_MS,
+                                              minimum_ms=MIN_TTL_MS),
             retry_timeout_ms=opts.duration_ms(RETRY_TIMEOUT_OPTION, DEFAULT_RETRY_TIMEOUT_MS,
                                               minimum_ms=MIN_RETRY_TIMEOUT_MS),
-            fail_after_record_marker=opts.string("testing.failAfterRecord"),
-            fail_after_record_hold=opts.string("testing.failAfterRecordHold"),
+            fail_after_record_marker=opts.string(FAIL_AFTER_RECORD_OPTION),
+            fail_after_record_hold=opts.string(FAIL_AFTER_RECORD_HOLD_OPTION),
         )
 
 

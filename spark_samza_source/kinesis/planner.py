@@ -33,6 +33,7 @@ from .offset import (
     TaskSsp,
     slot_owned,
 )
+from .options import STARTING_POSITION_OPTION
 from .positions import ShardPosition
 from .shards import ShardInfo
 
@@ -142,7 +143,7 @@ def initial_offset(
 
 def per_shard_starts(
     named: Mapping[str, ShardPosition], shards: Sequence[ShardInfo], *, latest_timestamp_ms: int, stream: str,
-    option: str = "startingPosition",
+    option: str = STARTING_POSITION_OPTION,
 ) -> dict[str, ShardPosition]:
     """Start positions of a new query from a per-shard ``startingPosition`` (pure: ``shards`` is ``ListShards``).
 

@@ -23,10 +23,10 @@ import pyarrow as pa
 from botocore.exceptions import ClientError
 
 from . import kpl
-from .admin import (
+from .calls import (
     THROTTLING_CODES,
     UNREACHABLE,
-    KinesisAdmin,
+    KinesisCalls,
     error_code,
     is_outage,
     iterator_request,
@@ -34,7 +34,7 @@ from .admin import (
 )
 from .client import AwsClientSettings
 from .errors import KinesisDataLossError, KinesisSourceError, KinesisThrottledError
-from .options import DEFAULT_MAX_RECORDS_PER_SHARD
+from .options import DEFAULT_MAX_FETCH_TIME_MS, DEFAULT_MAX_RECORDS_PER_SHARD
 from .positions import AFTER_SEQUENCE_NUMBER, AT_SEQUENCE_NUMBER, AT_TIMESTAMP, EVERY_SUB, SHARD_END, ShardPosition
 from .schema import kinesis_arrow_schema
 
@@ -58,7 +58,6 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 DEFAULT_MAX_RECORDS = DEFAULT_MAX_RECORDS_PER_SHARD
-DEFAULT_MAX_FETCH_TIME_MS = 10_000
 DEFAULT_RECORDS_PER_CALL = 10_000  # the GetRecords maximum
 DEFAULT_MIN_CALL_INTERVAL_MS = 200  # 5 GetRecords per second per shard
 DEFAULT_MAX_ROWS_PER_BATCH = 10_000
@@ -179,7 +178,7 @@ class ShardStream:
                  max_fetch_time_ms, fail_on_data_loss, hash_range, records_per_call, max_rows_per_batch,
                  min_call_interval_ms, max_retries, exact_timeout_ms, settings, sleep) -> None:
         self.client = client
-        self.admin = KinesisAdmin(client, settings=settings, max_retries=max_retries)
+        self.calls = KinesisCalls(client, settings=settings, max_retries=max_retries)
         self.scrub = settings.scrub if settings is not None else (lambda t: str(t)[:1000])
         self.stream = stream
         self.shard_id = shard_id
@@ -255,7 +254,7 @@ class ShardStream:
             return self._finish(self.pos, STOP_CAUGHT_UP)
         retries = 0
         confirmations = 0
-        outage = self.admin.retry_clock()
+        outage = self.calls.retry_clock()
         while True:
             if iterator is None:  # real Kinesis: a closed shard read to its end
                 return self._shard_end()
@@ -280,7 +279,7 @@ class ShardStream:
                     if outage.retry():  # the same iterator again (an expired one is renewed below)
                         continue
                     raise unreachable(f"task {self.task!r}: GetRecords on shard {self.shard_id} of stream "
-                                      f"{self.stream!r} at {self.pos}", self.admin.where(), err, self.scrub,
+                                      f"{self.stream!r} at {self.pos}", self.calls.where(), err, self.scrub,
                                       outage) from None
                 code = error_code(err)
                 retries += 1
@@ -290,12 +289,12 @@ class ShardStream:
                         raise _ShardGone(err) from None
                     raise KinesisSourceError(
                         f"task {self.task!r}: GetRecords on shard {self.shard_id} of stream {self.stream!r} at "
-                        f"{self.pos} failed ({self.admin.where()}): {self.scrub(err)}") from None
+                        f"{self.pos} failed ({self.calls.where()}): {self.scrub(err)}") from None
                 if retries > self.max_retries:
                     raise KinesisThrottledError(
                         f"task {self.task!r}: GetRecords on shard {self.shard_id} of stream {self.stream!r} at "
                         f"{self.pos} kept failing with {code} ({self.max_retries} retries, "
-                        f"{self.admin.where()}); another consumer may be using the shard's 5 reads/s or "
+                        f"{self.calls.where()}); another consumer may be using the shard's 5 reads/s or "
                         "2 MB/s") from None
                 if code == "ExpiredIteratorException":
                     try:
@@ -442,7 +441,7 @@ class ShardStream:
             self.expect = None
         what = f"task {self.task!r}: GetShardIterator for shard {self.shard_id} of stream {self.stream!r} at {pos}"
         try:
-            resp = self.admin._call(what, self.client.get_shard_iterator, StreamName=self.stream,
+            resp = self.calls.call(what, self.client.get_shard_iterator, StreamName=self.stream,
                                     ShardId=self.shard_id, **request)
         except ClientError as err:
             code = error_code(err)
@@ -457,7 +456,7 @@ class ShardStream:
                 self._data_loss(int(pos.sequence), None, detail=f"Kinesis refused the position: {self.scrub(err)}")
                 self.expect = None
                 return self._acquire(ShardPosition.trim_horizon())
-            raise KinesisSourceError(f"{what} failed ({self.admin.where()}): {self.scrub(err)}") from None
+            raise KinesisSourceError(f"{what} failed ({self.calls.where()}): {self.scrub(err)}") from None
         return resp.get("ShardIterator")
 
     def _pace(self) -> None:
@@ -467,7 +466,7 @@ class ShardStream:
         self.last_call = time.monotonic()
 
     def _backoff(self, attempt: int) -> None:
-        delay = max(self.admin.backoff_s(attempt - 1), self.interval_s)
+        delay = max(self.calls.backoff_s(attempt - 1), self.interval_s)
         if not self.exact:
             delay = min(delay, max(0.0, self.deadline - time.monotonic()))
         if delay > 0:
@@ -490,7 +489,7 @@ class ShardStream:
         return self._finish(ShardPosition.shard_end(), STOP_RECORDED_END if self.exact else STOP_SHARD_END)
 
     def _gone(self, err: BaseException) -> ShardReadResult:
-        what = (f"shard {self.shard_id} of stream {self.stream!r} no longer exists ({self.admin.where()}): it "
+        what = (f"shard {self.shard_id} of stream {self.stream!r} no longer exists ({self.calls.where()}): it "
                 f"expired (closed shards disappear after the retention period) or the stream was deleted, while "
                 f"records from {self.pos} on were still to be read. Kinesis said: {self.scrub(err)}")
         self._loss(what)

@@ -15,7 +15,7 @@ from pyspark.sql.datasource import DataSource, DataSourceStreamReader
 from pyspark.sql.streaming.datasource import SupportsTriggerAvailableNow
 
 from ..spark.partition import TaskInputPartition
-from ..spark.reader_glue import OptionsOnlyPickling, claim_once
+from ..spark.reader_glue import OptionsOnlyPickling
 from .options import KinesisSourceOptions
 from .schema import kinesis_schema
 
@@ -92,7 +92,9 @@ class SamzaKinesisStreamReader(OptionsOnlyPickling, DataSourceStreamReader, Supp
     def read(self, partition: TaskInputPartition) -> Iterator:
         if not partition.ranges:
             return iter(())
-        return _read_task(self.options, partition)
+        from .task import read_task
+
+        return read_task(self.options, partition)
 
 
 def _load_offset(value, call: str, role: str):
@@ -120,52 +122,3 @@ def _load_offset(value, call: str, role: str):
                                 "lists no shards, and a Kinesis stream always has at least one (a damaged or "
                                 f"hand-edited file? reading on from it would re-read the whole stream).{fix}")
     return offset
-
-
-def _read_task(options: KinesisSourceOptions, partition: TaskInputPartition) -> Iterator:
-    from ..metadata import open_store
-    from .batch_ends import stream_and_record
-    from .client import AwsClientSettings, kinesis_client
-    from .coordinator import batch_ends_for
-    from .offset import KinesisOffset  # noqa: F401 - keeps the pickled positions' module importable
-    from .positions import ShardPosition
-
-    settings = AwsClientSettings.from_settings(options.client_settings())
-    client = kinesis_client(settings)
-    store = open_store(options.metadata_store, options.job_name)
-    for batch, query_id, shard_id, start, ending_sequence, until_ms in partition.ranges:
-        ends = batch_ends_for(store, options.stream, _QueryRef(query_id))
-        result = yield from stream_and_record(
-            ends, batch, client, options.stream, shard_id, ShardPosition.from_json(start),
-            task=partition.task, ending_sequence=ending_sequence, max_records=options.max_records_per_shard,
-            max_fetch_time_ms=options.max_fetch_time_ms, fail_on_data_loss=options.fail_on_data_loss,
-            settings=settings, until_arrival_ms=until_ms,
-        )
-        _maybe_inject_failure(options, shard_id, result)
-
-
-def _maybe_inject_failure(options: KinesisSourceOptions, shard_id: str, result) -> None:
-    """The test-only fault hook (option ``testing.failAfterRecord``): fail once, right after recording an end
-    (and after yielding the shard's rows, which Spark must then discard)."""
-    marker = options.fail_after_record_marker
-    if not marker or not result.records:
-        return
-    import json
-
-    if not claim_once(marker, f"{shard_id} {json.dumps(result.end.to_json())}"):
-        return
-    if options.fail_after_record_hold:  # testing.failAfterRecordHold: let the test act before the retry
-        import os
-        import time
-
-        deadline = time.monotonic() + 300
-        while not os.path.exists(options.fail_after_record_hold) and time.monotonic() < deadline:
-            time.sleep(0.05)
-    raise RuntimeError(f"injected failure after recording the end of {shard_id} (option testing.failAfterRecord)")
-
-
-class _QueryRef:
-    """Just enough of an offset for ``batch_ends_for`` on an executor."""
-
-    def __init__(self, query_id: str | None) -> None:
-        self.query_id = query_id

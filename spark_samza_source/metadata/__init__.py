@@ -26,6 +26,7 @@ import urllib.parse
 from typing import TYPE_CHECKING, Any
 
 from ..core.errors import ConfigError
+from ..source.options import METADATA_STORE_OPTION
 from .base import JsonValue, MetadataStore, validate_job_name, validate_namespace
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -52,7 +53,7 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 #: the option users set; named in every configuration error
-OPTION = "metadata.store"
+OPTION = METADATA_STORE_OPTION
 
 SUPPORTED_FORMS = (
     "memory:[NAME], file:///ABSOLUTE/PATH or a plain directory path, "

@@ -26,6 +26,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ..core.errors import SamzaSourceError
+from ..source.options import JOB_OWNERSHIP_TTL_OPTION
 from .base import MetadataStore
 
 __all__ = [
@@ -33,7 +34,7 @@ __all__ = [
     "JobOwnershipError",
     "NAMESPACE",
     "KEY",
-    "DEFAULT_TTL_MS",
+    "DEFAULT_OWNERSHIP_TTL_MS",
     "MIN_TTL_MS",
     "TTL_OPTION",
     "offset_identity",
@@ -45,8 +46,9 @@ log = logging.getLogger(__name__)
 NAMESPACE = "owner"
 KEY = "driver"
 LEASE_FORMAT_VERSION = 1
-TTL_OPTION = "job.ownership.ttl"
-DEFAULT_TTL_MS = 60_000
+TTL_OPTION = JOB_OWNERSHIP_TTL_OPTION
+#: how long the job-ownership lease lives without renewal unless job.ownership.ttl says otherwise
+DEFAULT_OWNERSHIP_TTL_MS = 60_000
 MIN_TTL_MS = 1_000
 #: identities kept in the lease: enough for every offset a restart may resume from (see ``offset_identity``)
 MAX_IDENTITIES = 4
@@ -136,7 +138,7 @@ class DriverLease:
         self,
         store: MetadataStore,
         *,
-        ttl_ms: int = DEFAULT_TTL_MS,
+        ttl_ms: int = DEFAULT_OWNERSHIP_TTL_MS,
         wall_ms: Callable[[], int] | None = None,
         heartbeat: bool = True,
         sleep: Callable[[float], None] = time.sleep,

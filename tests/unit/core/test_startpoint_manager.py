@@ -20,7 +20,9 @@ from spark_samza_source.core.startpoint import (
     StartpointUpcoming,
 )
 from spark_samza_source.core.startpoint_manager import (
-    DEFAULT_TTL_MS,
+    DEFAULT_STARTPOINT_TTL_MS as DEFAULT_TTL_MS,
+)
+from spark_samza_source.core.startpoint_manager import (
     NAMESPACE,
     FanOutResult,
     StartpointManager,

@@ -15,7 +15,9 @@ from spark_samza_source.kafka.options import KafkaSourceOptions
 from spark_samza_source.kinesis.options import KinesisSourceOptions
 from spark_samza_source.metadata import open_store
 from spark_samza_source.metadata.lease import (
-    DEFAULT_TTL_MS,
+    DEFAULT_OWNERSHIP_TTL_MS as DEFAULT_TTL_MS,
+)
+from spark_samza_source.metadata.lease import (
     KEY,
     MAX_IDENTITIES,
     NAMESPACE,

@@ -1,0 +1,55 @@
+"""The executor side of a samza-kinesis task: what ``SamzaKinesisStreamReader.read`` runs for one input partition.
+
+Apart from the DataSource glue (``source.py``, which imports the driver's coordinator) so that the task path
+imports executor modules only (docs/architecture.md §2): the reader, the recorded batch ends, the client.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+
+from ..metadata import open_store
+from ..spark.partition import TaskInputPartition
+from ..spark.reader_glue import claim_once
+from .batch_ends import batch_ends_for, stream_and_record
+from .client import AwsClientSettings, kinesis_client
+from .options import KinesisSourceOptions
+from .positions import ShardPosition
+
+__all__ = ["read_task"]
+
+
+def read_task(options: KinesisSourceOptions, partition: TaskInputPartition) -> Iterator:
+    """Read every shard range of ``partition`` (plain values the driver planned: batch, query id, shard id, start
+    position JSON, ending sequence, AvailableNow cut-off), recording where each shard stopped."""
+    settings = AwsClientSettings.from_settings(options.client_settings())
+    client = kinesis_client(settings)
+    store = open_store(options.metadata_store, options.job_name)
+    for batch, query_id, shard_id, start, ending_sequence, until_ms in partition.ranges:
+        ends = batch_ends_for(store, options.stream, query_id)
+        result = yield from stream_and_record(
+            ends, batch, client, options.stream, shard_id, ShardPosition.from_json(start),
+            task=partition.task, ending_sequence=ending_sequence, max_records=options.max_records_per_shard,
+            max_fetch_time_ms=options.max_fetch_time_ms, fail_on_data_loss=options.fail_on_data_loss,
+            settings=settings, until_arrival_ms=until_ms,
+        )
+        _maybe_inject_failure(options, shard_id, result)
+
+
+def _maybe_inject_failure(options: KinesisSourceOptions, shard_id: str, result) -> None:
+    """The test-only fault hook (option ``testing.failAfterRecord``): fail once, right after recording an end
+    (and after yielding the shard's rows, which Spark must then discard)."""
+    marker = options.fail_after_record_marker
+    if not marker or not result.records:
+        return
+    if not claim_once(marker, f"{shard_id} {json.dumps(result.end.to_json())}"):
+        return
+    if options.fail_after_record_hold:  # testing.failAfterRecordHold: let the test act before the retry
+        import os
+        import time
+
+        deadline = time.monotonic() + 300
+        while not os.path.exists(options.fail_after_record_hold) and time.monotonic() < deadline:
+            time.sleep(0.05)
+    raise RuntimeError(f"injected failure after recording the end of {shard_id} (option testing.failAfterRecord)")

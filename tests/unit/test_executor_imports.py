@@ -1,0 +1,114 @@
+"""Executor modules never import driver modules (docs/architecture.md §2).
+
+A Spark task carries everything it needs in its input partition; the code it runs must not reach the driver's
+coordinators, admins, planners or startpoint handling, or executors would pull in (and could call) driver logic.
+The test reads the source of each executor module with ``ast`` and follows every import inside
+``spark_samza_source`` transitively, module-level and lazy (inside a function) alike, plus the module-level
+imports of the packages Python runs on the way; it fails naming the import chain that reaches a driver module.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections import deque
+from pathlib import Path
+
+import pytest
+
+import spark_samza_source
+
+PACKAGE = spark_samza_source.__name__
+ROOT = Path(spark_samza_source.__file__).resolve().parent
+
+EXECUTOR = [
+    "kafka.reader", "kafka.consumer_cache",
+    "kinesis.task", "kinesis.reader", "kinesis.batch_ends", "kinesis.kpl",
+]
+DRIVER = [
+    "kafka.coordinator", "kafka.admin", "kafka.startpoints",
+    "kinesis.coordinator", "kinesis.admin", "kinesis.planner", "kinesis.mapper", "kinesis.lease_table",
+    "core.planner", "core.startpoint_manager",
+]
+
+
+def _path(module: str) -> Path | None:
+    parts = module.split(".")[1:]
+    if not parts:
+        return ROOT / "__init__.py"
+    rel = Path(*parts)
+    for candidate in (ROOT / rel.with_suffix(".py"), ROOT / rel / "__init__.py"):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def _is_package(module: str) -> bool:
+    path = _path(module)
+    return path is not None and path.name == "__init__.py"
+
+
+def _imports(module: str, *, lazy: bool) -> set[str]:
+    """The ``spark_samza_source`` modules ``module`` imports (only its top-level statements unless ``lazy``)."""
+    path = _path(module)
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    nodes = ast.walk(tree) if lazy else tree.body
+    package = module if _is_package(module) else module.rpartition(".")[0]
+    found: set[str] = set()
+    for node in nodes:
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                base = base[:len(base) - node.level + 1]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            found.add(target)
+            found.update(f"{target}.{alias.name}" for alias in node.names)  # `from . import kpl` imports a module
+    return {name for name in found if name.split(".")[0] == PACKAGE and _path(name) is not None}
+
+
+def _parents(module: str) -> list[str]:
+    parts = module.split(".")
+    return [".".join(parts[:i]) for i in range(1, len(parts))]
+
+
+def driver_chain(start: str) -> list[str] | None:
+    """The import chain from ``start`` to the first driver module it reaches, or None."""
+    drivers = {f"{PACKAGE}.{name}" for name in DRIVER}
+    came_from: dict[str, str | None] = {start: None}
+    queue = deque([start])
+    while queue:
+        module = queue.popleft()
+        if module in drivers:
+            chain = [module]
+            while came_from[chain[-1]] is not None:
+                chain.append(came_from[chain[-1]])
+            return chain[::-1]
+        edges = _imports(module, lazy=True)
+        for parent in _parents(module):
+            edges |= _imports(parent, lazy=False)  # Python runs a package's __init__ before its modules
+        for target in sorted(edges):
+            if target not in came_from:
+                came_from[target] = module
+                queue.append(target)
+    return None
+
+
+def test_the_module_lists_name_existing_modules():
+    # Guards the test below against passing vacuously after a rename.
+    missing = [name for name in EXECUTOR + DRIVER if _path(f"{PACKAGE}.{name}") is None]
+    assert missing == []
+
+
+def test_the_walk_follows_relative_and_lazy_imports():
+    assert f"{PACKAGE}.kinesis.coordinator" in _imports(f"{PACKAGE}.kinesis.source", lazy=True)
+    assert f"{PACKAGE}.kinesis.kpl" in _imports(f"{PACKAGE}.kinesis.reader", lazy=False)
+    assert driver_chain(f"{PACKAGE}.kinesis.source") == [f"{PACKAGE}.kinesis.source", f"{PACKAGE}.kinesis.coordinator"]
+
+
+@pytest.mark.parametrize("module", EXECUTOR)
+def test_an_executor_module_reaches_no_driver_module(module):
+    chain = driver_chain(f"{PACKAGE}.{module}")
+    assert chain is None, "executor module imports a driver module: " + " -> ".join(chain)
