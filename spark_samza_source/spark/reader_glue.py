@@ -8,12 +8,13 @@ driver-side coordinator is created on first use, never on an executor.
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from typing import Any
 
 __all__ = ["OptionsOnlyPickling", "DriverJobResources", "claim_once"]
 
 
-class OptionsOnlyPickling:
+class OptionsOnlyPickling(ABC):
     """Mixin for a stream reader whose ``__init__(options, schema)`` sets everything else."""
 
     options: Any
@@ -26,9 +27,9 @@ class OptionsOnlyPickling:
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__init__(state["options"], state["schema"])
 
+    @abstractmethod
     def _make_coordinator(self) -> Any:
         """The source's driver-side coordinator for ``self.options``: each reader class defines it."""
-        raise NotImplementedError(f"{type(self).__name__} must define _make_coordinator()")
 
     @property
     def coordinator(self) -> Any:
