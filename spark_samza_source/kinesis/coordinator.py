@@ -42,6 +42,7 @@ from .planner import (
     tasks_for_batch,
 )
 from .positions import ShardPosition
+from .shard_read import ShardRead
 from .shards import ShardInfo
 
 log = logging.getLogger(__name__)
@@ -229,9 +230,8 @@ class KinesisCoordinator(DriverJobResources):
         self.batch_ends(end).cleanup_before(end.batch)
 
     def partitions(self, end: KinesisOffset):
-        """(task, [(batch, query id, shard id, start JSON, ending sequence, AvailableNow cut-off or None)]) for
-        the batch ending at ``end``:
-        plain picklable values, so executors need none of the planner's classes."""
+        """(task, [:class:`ShardRead`]) for the batch ending at ``end``: frozen, self-validating values that
+        executors unpickle without any of the planner's classes."""
         self._hold(end)
         if not self._identity_checked:  # a restart replaying its last planned batch: latest_offset did not run
             self._identity_checked = True
@@ -243,8 +243,8 @@ class KinesisCoordinator(DriverJobResources):
                 return [(task, []) for task, _ in tasks_for_batch(end)]
         out = []
         for task, reads in tasks_for_batch(end):
-            out.append((task, [(end.batch, end.query_id, sid, start.to_json(), end.shards[sid].ending_sequence,
-                                self.available_now_until_ms) for sid, start in reads]))
+            out.append((task, [ShardRead(end.batch, end.query_id, sid, start, end.shards[sid].ending_sequence,
+                                         self.available_now_until_ms) for sid, start in reads]))
         return out
 
     def prepare_available_now(self) -> None:

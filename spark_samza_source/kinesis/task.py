@@ -15,26 +15,28 @@ from ..spark.reader_glue import claim_once
 from .batch_ends import batch_ends_for, stream_and_record
 from .client import AwsClientSettings, kinesis_client
 from .options import KinesisSourceOptions
-from .positions import ShardPosition
+from .shard_read import ShardRead
 
 __all__ = ["read_task"]
 
 
 def read_task(options: KinesisSourceOptions, partition: TaskInputPartition) -> Iterator:
-    """Read every shard range of ``partition`` (plain values the driver planned: batch, query id, shard id, start
-    position JSON, ending sequence, AvailableNow cut-off), recording where each shard stopped."""
+    """Read every :class:`ShardRead` of ``partition`` (what the driver planned), recording where each shard
+    stopped."""
     settings = AwsClientSettings.from_settings(options.client_settings())
     client = kinesis_client(settings)
     store = open_store(options.metadata_store, options.job_name)
-    for batch, query_id, shard_id, start, ending_sequence, until_ms in partition.ranges:
-        ends = batch_ends_for(store, options.stream, query_id)
+    for read in partition.ranges:
+        if not isinstance(read, ShardRead):
+            raise TypeError(f"a samza-kinesis task reads ShardRead values, got {type(read).__name__}")
+        ends = batch_ends_for(store, options.stream, read.query_id)
         result = yield from stream_and_record(
-            ends, batch, client, options.stream, shard_id, ShardPosition.from_json(start),
-            task=partition.task, ending_sequence=ending_sequence, max_records=options.max_records_per_shard,
+            ends, read.batch, client, options.stream, read.shard_id, read.start,
+            task=partition.task, ending_sequence=read.ending_sequence, max_records=options.max_records_per_shard,
             max_fetch_time_ms=options.max_fetch_time_ms, fail_on_data_loss=options.fail_on_data_loss,
-            settings=settings, until_arrival_ms=until_ms,
+            settings=settings, until_arrival_ms=read.until_arrival_ms,
         )
-        _maybe_inject_failure(options, shard_id, result)
+        _maybe_inject_failure(options, read.shard_id, result)
 
 
 def _maybe_inject_failure(options: KinesisSourceOptions, shard_id: str, result) -> None:

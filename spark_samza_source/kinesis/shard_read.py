@@ -1,0 +1,43 @@
+"""What one samza-kinesis task reads of one shard in one batch: built by the driver, carried to the executor.
+
+A frozen dataclass that validates itself, so a task never unpacks positional tuples and a malformed plan fails
+where it is made, not inside an executor. Imported by both sides (it imports neither).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .positions import ShardPosition
+
+
+@dataclass(frozen=True)
+class ShardRead:
+    """Batch ``batch`` of query ``query_id`` reads ``shard_id`` from ``start`` up to the end the task records.
+
+    ``ending_sequence`` is the shard's ending sequence number once it is closed (None while open);
+    ``until_arrival_ms`` is the ``Trigger.AvailableNow`` cut-off (None otherwise).
+    """
+
+    batch: int
+    query_id: str | None
+    shard_id: str
+    start: ShardPosition
+    ending_sequence: str | None = None
+    until_arrival_ms: int | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.batch, int) or isinstance(self.batch, bool) or self.batch < 0:
+            raise ValueError(f"ShardRead.batch must be an int >= 0, got {self.batch!r}")
+        if not isinstance(self.shard_id, str) or not self.shard_id:
+            raise ValueError(f"ShardRead.shard_id must be a non-empty string, got {self.shard_id!r}")
+        if not isinstance(self.start, ShardPosition):
+            raise ValueError(f"ShardRead.start must be a ShardPosition, got {type(self.start).__name__}")
+        if self.query_id is not None and not isinstance(self.query_id, str):
+            raise ValueError(f"ShardRead.query_id must be a string or None, got {self.query_id!r}")
+        if self.ending_sequence is not None and not isinstance(self.ending_sequence, str):
+            raise ValueError(f"ShardRead.ending_sequence must be a string or None, got {self.ending_sequence!r}")
+        if self.until_arrival_ms is not None and (
+            not isinstance(self.until_arrival_ms, int) or isinstance(self.until_arrival_ms, bool)
+        ):
+            raise ValueError(f"ShardRead.until_arrival_ms must be an int or None, got {self.until_arrival_ms!r}")
