@@ -133,7 +133,7 @@ def watermarks(bootstrap: str, topic: str, partitions: int) -> list[tuple[int, i
 
 def full_ranges(bootstrap: str, topic: str, partitions: int, expected: int):
     """The ranges [low, high) of every partition; fails unless the log holds exactly ``expected`` records."""
-    from spark_samza_source.kafka.reader import KafkaRange
+    from spark_samza_source.kafka.input_partition import KafkaRange
 
     marks = watermarks(bootstrap, topic, partitions)
     held = sum(high - low for low, high in marks)
@@ -146,7 +146,8 @@ def full_ranges(bootstrap: str, topic: str, partitions: int, expected: int):
 
 def _raw_worker(bootstrap: str, ranges, barrier, results) -> None:
     """One of the 2 baseline processes: warm up, wait for the other, then read each range as one task."""
-    from spark_samza_source.kafka.reader import KafkaRange, read_ranges
+    from spark_samza_source.kafka.input_partition import KafkaRange
+from spark_samza_source.kafka.reader import read_ranges
 
     conf = {"bootstrap.servers": bootstrap}
     first = ranges[0]
@@ -448,7 +449,7 @@ def part_planning(args, work: Path) -> None:
         t = time.perf_counter()
         end, parts = plan()
         say(f"  first latestOffset + partitions: {time.perf_counter() - t:.3f} s -> {len(parts):,} input partitions, "
-            f"{sum(len(p.ranges) for p in parts):,} ranges")
+            f"{sum(len(p.reads) for p in parts):,} ranges")
         timings = []
         for _ in range(args.planning_repeat):
             t0 = time.perf_counter()

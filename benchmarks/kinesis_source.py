@@ -865,7 +865,7 @@ def _coordinator_sequence(endpoint: str, stream: str, last_seq: dict[str, str], 
     timed("list", "ListShards again (warm)", coord.list_shards)
     o0 = timed("initial", "initialOffset (ListShards + planner)", coord.initial_offset)
     o1 = timed("latest1", "latestOffset batch 0 -> 1 (first startpoint poll)", lambda: coord.latest_offset(o0))
-    parts = timed("parts1", "partitions of batch 1", lambda: coord.partitions(o1))
+    parts = timed("parts1", "partitions of batch 1", lambda: coord.partitions(o0, o1))
     say(f"        batch 1: {sum(len(r) for _, r in parts)} shards read by {len(parts)} tasks; "
         f"{sum(1 for s in o1.shards.values() if s.status == BLOCKED)} blocked")
     infos = {s.shard_id: s for s in coord.list_shards()}
@@ -890,13 +890,13 @@ def _coordinator_sequence(endpoint: str, stream: str, last_seq: dict[str, str], 
     say(f"        (not timed: {n} ends recorded for batch 1 as executors would; closed parents at SHARD_END)")
     o2 = timed("latest2", "latestOffset batch 1 -> 2 (parents drained, children released)",
                lambda: coord.latest_offset(o1))
-    timed("parts2", "partitions of batch 2", lambda: coord.partitions(o2))
+    timed("parts2", "partitions of batch 2", lambda: coord.partitions(o1, o2))
     timed("commit1", "commit batch 1 (checkpoint mirror: first write of every task; batch-ends cleanup)",
           lambda: coord.commit(o1))
     n = record_ends(o2, drain_closed=False, advance=True)
     say(f"        (not timed: {n} ends recorded for batch 2; the children advanced)")
     o3 = timed("latest3", "latestOffset batch 2 -> 3 (steady: progress, so no probes)", lambda: coord.latest_offset(o2))
-    timed("parts3", "partitions of batch 3", lambda: coord.partitions(o3))
+    timed("parts3", "partitions of batch 3", lambda: coord.partitions(o2, o3))
     timed("commit2", "commit batch 2", lambda: coord.commit(o2))
     n = record_ends(o3, drain_closed=False, advance=False)
     say(f"        (not timed: {n} ends recorded for batch 3, equal to their starts: the stream went idle)")

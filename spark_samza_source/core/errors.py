@@ -36,3 +36,7 @@ class MetadataStoreError(SamzaSourceError):
 
 class FormatVersionError(SamzaSourceError):
     """A stored value (offset, job model, checkpoint) was written by a newer, unknown format version."""
+
+
+class OffsetFormatError(SamzaSourceError, ValueError):
+    """An offset from Spark's checkpoint is not one this source wrote, or is damaged."""

@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .errors import FormatVersionError, SamzaSourceError
+from .errors import FormatVersionError, OffsetFormatError, SamzaSourceError
 from .jobmodel import JobModel
 from .model import SystemStreamPartition, TaskName
 
@@ -33,10 +33,6 @@ REBASE_NEW_PARTITION = "new-partition"
 REBASE_NEW_TASK = "new-task"
 REBASE_DATA_LOSS = "data-loss"
 REBASE_REASONS = (REBASE_STARTPOINT, REBASE_NEW_PARTITION, REBASE_NEW_TASK, REBASE_DATA_LOSS)
-
-
-class OffsetFormatError(SamzaSourceError, ValueError):
-    """A Spark offset (from the checkpoint's offset log) is not one this source wrote."""
 
 
 @dataclass(frozen=True)

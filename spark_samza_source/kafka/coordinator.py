@@ -20,14 +20,14 @@ import time
 from collections.abc import Mapping
 
 from ..core.broadcast import effective_broadcast
-from ..core.checkpoint import Checkpoint, CheckpointMirror
+from ..core.checkpoint import Checkpoint
 from ..core.copartition import check_copartitioning
 from ..core.errors import ConfigError, PartitionExpansionError, SamzaSourceError
 from ..core.expansion import resolve_expansion_algorithm
 from ..core.grouping import resolve_grouper
 from ..core.jobmodel import JobModel
 from ..core.model import SystemStream, SystemStreamPartition, TaskName
-from ..core.offset import REBASE_STARTPOINT, LogOffset, TaskSsp
+from ..core.offset import REBASE_NEW_PARTITION, REBASE_STARTPOINT, LogOffset, Rebase, TaskSsp
 from ..core.planner import (
     DataLoss,
     DataLossError,
@@ -38,9 +38,10 @@ from ..core.planner import (
     recreated_topic_error,
     recreated_topics,
 )
-from ..core.startpoint_manager import StartpointManager, startpoint_key
-from ..metadata.lease import DriverLease, offset_identity
-from ..spark.reader_glue import DriverJobResources
+from ..metadata.lease import offset_identity
+from ..source.job_coordinator import JobCoordinator
+from ..source.options import RETRY_TIMEOUT_OPTION
+from ..spark.limits import MinRowsGate
 from .admin import KafkaAdmin
 from .options import (
     BY_TIMESTAMP,
@@ -48,14 +49,13 @@ from .options import (
     EARLIEST,
     JOB_MODEL_RESET_OPTION,
     LATEST,
-    RETRY_TIMEOUT_OPTION,
     SPECIFIC,
     STARTING_OFFSETS_BY_TIMESTAMP_OPTION,
     STARTING_OFFSETS_OPTION,
     SYSTEM,
     KafkaSourceOptions,
 )
-from .reader import KafkaRange
+from .input_partition import KafkaRange
 from .startpoints import KafkaStartpointResolver, kafka_startpoint_problem
 
 log = logging.getLogger(__name__)
@@ -63,29 +63,26 @@ log = logging.getLogger(__name__)
 JOB_MODEL_NAMESPACE = "jobmodel"
 
 
-class KafkaCoordinator(DriverJobResources):
+class KafkaCoordinator(JobCoordinator[LogOffset]):
     """Plans batches for one query. Lives in Spark's long-lived driver-side Python runner."""
 
     def __init__(self, options: KafkaSourceOptions, *, clock=time.monotonic, wall_clock=time.time) -> None:
-        self.options = options
-        self._clock = clock
+        super().__init__(options, clock=clock)
         self._wall_clock = wall_clock
         self._admin: KafkaAdmin | None = None
-        self._store = None
-        self._startpoints: StartpointManager | None = None
-        self._mirror: CheckpointMirror | None = None
-        self._lease: DriverLease | None = None
         self._algorithm = resolve_expansion_algorithm(options.expansion_algorithm)
         self._grouper = resolve_grouper(options.grouper, expansion_algorithm=self._algorithm)
-        self._last_startpoint_poll: float | None = None
-        self._cleaned: set[tuple[TaskSsp, int]] = set()
-        self._unresolvable: set[tuple[TaskSsp, int]] = set()
         self.latest_watermarks: dict[SystemStreamPartition, Watermarks] = {}
         self._last_model: JobModel | None = None
         self.last_plan: PlanResult | None = None
-        self.initial_data_loss: list[DataLoss] = []
-        # startpoint key -> why it is malformed, as of the last startpoint poll (reported in the progress)
-        self.malformed_startpoints: dict[str, str] = {}  # startingOffsets below the log start (failOnDataLoss=false)
+        self.initial_data_loss: list[DataLoss] = []  # startingOffsets below the log start (failOnDataLoss=false)
+        self._initial: LogOffset | None = None  # what initial_offset returned, until the first plan
+        self._until: dict[SystemStreamPartition, int] | None = None  # Trigger.AvailableNow's end offsets
+        self._gate: MinRowsGate | None = None  # minOffsetsPerTrigger / maxTriggerDelay
+        # failOnDataLoss=false, since this run began: (SSP key, first lost offset) -> end of the lost range
+        # (exclusive), and topics found deleted and re-created (read again from their start) -> new topic ID
+        self._data_loss: dict[tuple[str, int], int] = {}
+        self._recreated: dict[str, str] = {}
 
     # ---- lazily opened clients -------------------------------------------------------------------------
     @property
@@ -94,19 +91,6 @@ class KafkaCoordinator(DriverJobResources):
             self._admin = KafkaAdmin(self.options.client_conf, api_timeout_ms=self.options.retry_timeout_ms,
                                      timeout_option=RETRY_TIMEOUT_OPTION)
         return self._admin
-
-
-    @property
-    def checkpoint_mirror(self) -> CheckpointMirror:
-        if self._mirror is None:
-            self._mirror = CheckpointMirror(self.store)
-        return self._mirror
-
-    @property
-    def startpoints(self) -> StartpointManager:
-        if self._startpoints is None:
-            self._startpoints = StartpointManager(self.store, ttl_ms=self.options.startpoint_ttl_ms)
-        return self._startpoints
 
     # ---- discovery ---------------------------------------------------------------------------------------
     def discover(self, previous: JobModel | None) -> tuple[list[SystemStreamPartition], frozenset]:
@@ -274,17 +258,30 @@ class KafkaCoordinator(DriverJobResources):
         marks = self.watermarks(model.ssps())
         starts = self._starting_positions(model, marks, discovered)
         positions = {(t, s): starts[s] for t, group in model.tasks.items() for s in group}
-        return LogOffset(model, positions, topic_ids=self.topic_ids(model))
+        self._initial = LogOffset(model, positions, topic_ids=self.topic_ids(model))
+        self._count_data_loss(self.initial_data_loss)
+        return self._initial
 
-    def latest_offset(
-        self,
-        start: LogOffset,
-        *,
-        max_rows: int | None,
-        until: Mapping[SystemStreamPartition, int] | None = None,
-    ) -> LogOffset:
-        self.lease.hold(offset_identity(start.to_json_str()))
-        self._delete_applied_startpoints(start)
+    def plan_batch(self, start: LogOffset, *, max_rows: int | None) -> LogOffset:
+        initial, self._initial = self._initial, None
+        planned = self._plan(start, max_rows)
+        if planned is start:
+            return start
+        if initial is not None and start.to_json() == initial.to_json():
+            planned = _record_first_batch_starts(start, planned)
+        if self._until is None and self.options.min_offsets_per_trigger is not None:
+            if self._gate is None:
+                self._gate = MinRowsGate(self.options.min_offsets_per_trigger, self.options.max_trigger_delay_ms,
+                                         self._clock)
+            rows = sum(planned.positions.values()) - sum(
+                start.positions.get(k, planned.positions[k]) for k in planned.positions
+            )
+            if not planned.rebases and not self._gate.allows(rows):
+                return start
+            self._gate.batch_planned()
+        return planned
+
+    def _plan(self, start: LogOffset, max_rows: int | None) -> LogOffset:
         ssps, broadcast = self.discover(start.job_model)
         previous = self._without_dropped_topics(start.job_model, ssps)
         topic_ids = self.topic_ids(previous, ssps)
@@ -302,7 +299,7 @@ class KafkaCoordinator(DriverJobResources):
             marks,
             startpoints=startpoints,
             max_rows=max_rows,
-            until=until,
+            until=self._until,
             ordering=self.options.ordering,
             fail_on_data_loss=self.options.fail_on_data_loss,
             expansion_algorithm=self._algorithm,
@@ -311,16 +308,17 @@ class KafkaCoordinator(DriverJobResources):
             topic_ids=topic_ids,
         )
         self.last_plan = result
+        self._count_data_loss(result.data_loss)
+        for topic, (_old, new) in result.recreated.items():
+            self._recreated[topic] = new
         for (task, ssp), sp in result.applied.items():
             log.info("startpoint applied: %s in %s starts at offset %d (created %d)",
                      ssp, task, result.offset.rebases[(task, ssp)].position, sp.creation_timestamp)
         _log_barriers(start, result, now_ms)
         return result.offset
 
-    def commit(self, end: LogOffset) -> None:
-        self.lease.hold(offset_identity(end.to_json_str()))
-        self._delete_applied_startpoints(end)
-        self.checkpoint_mirror.write(Checkpoint.from_pairs(end.positions))
+    def commit_batch(self, end: LogOffset) -> None:
+        self.mirror_checkpoint(Checkpoint.from_pairs(end.positions))
         if self.options.commit_offsets_to_kafka:
             group: dict[tuple[str, int], int] = {}
             for (_task, ssp), pos in end.positions.items():
@@ -331,9 +329,7 @@ class KafkaCoordinator(DriverJobResources):
             except Exception as err:  # a mirror for tools: never fail the query for it
                 log.warning("could not mirror offsets to consumer group %s: %s", self.options.group_id, err)
 
-    def partitions(self, start: LogOffset, end: LogOffset) -> list[tuple[TaskName, list[KafkaRange]]]:
-        """One entry per task of ``end``'s job model, in task order: the ranges that task reads."""
-        self.lease.hold(offset_identity(start.to_json_str()), offset_identity(end.to_json_str()))
+    def batch_reads(self, start: LogOffset, end: LogOffset) -> list[tuple[TaskName, list[KafkaRange]]]:
         out = []
         for task, ssps in end.job_model.tasks.items():
             ranges = []
@@ -347,65 +343,51 @@ class KafkaCoordinator(DriverJobResources):
             out.append((task, ranges))
         return out
 
-    def available_now_target(self) -> dict[SystemStreamPartition, int]:
+    def lease_identity(self, offset: LogOffset) -> str:
+        return offset_identity(offset.to_json_str())
+
+    def applied_startpoints(self, offset: LogOffset):
+        for (task, ssp), rebase in offset.rebases.items():
+            if rebase.reason == REBASE_STARTPOINT and rebase.creation_timestamp is not None:
+                yield task, ssp, rebase.creation_timestamp
+
+    def prepare_available_now(self) -> None:
         marks = self.watermarks(self.discover(self._last_model or self._stored_job_model(quiet=True))[0])
-        return {s: m.high for s, m in marks.items()}
+        self._until = {s: m.high for s, m in marks.items()}
+        log.info("Trigger.AvailableNow: reading up to the end offsets seen now (%d partitions)", len(self._until))
+
+    def system_progress(self) -> dict:
+        """The high watermarks by SSP key, plus ``"dataLoss": {SSP key: records skipped since this run started}``
+        and ``"recreatedTopics": {topic: new topic ID}`` once ``failOnDataLoss=false`` skipped anything. No SSP
+        key lacks a '.', so these entries cannot collide with one."""
+        out: dict = {s.key: m.high for s, m in sorted(self.latest_watermarks.items())}
+        if self._data_loss:
+            lost: dict[str, int] = {}
+            for (ssp_key, lost_from), lost_until in self._data_loss.items():
+                lost[ssp_key] = lost.get(ssp_key, 0) + lost_until - lost_from
+            out["dataLoss"] = dict(sorted(lost.items()))
+        if self._recreated:
+            out["recreatedTopics"] = dict(sorted(self._recreated.items()))
+        return out
+
+    def _count_data_loss(self, losses) -> None:
+        for loss in losses:
+            key = (loss.ssp.key, loss.lost_from)
+            # re-planned from the same start (a held-back batch): the same loss again, perhaps grown
+            self._data_loss[key] = max(self._data_loss.get(key, loss.lost_until), loss.lost_until)
 
     # ---- helpers -------------------------------------------------------------------------------------
     def _due_startpoints(
         self, model: JobModel, start: LogOffset, marks: Mapping[SystemStreamPartition, Watermarks]
     ) -> dict[TaskSsp, ResolvedStartpoint]:
-        now = self._clock()
-        poll_s = self.options.startpoint_poll_ms / 1000
-        if self._last_startpoint_poll is not None and now - self._last_startpoint_poll < poll_s:
-            return {}
-        self._last_startpoint_poll = now
-        effective = self.startpoints.fan_out(model)  # warns once per malformed value itself
-        malformed = {bad.key: bad.error for bad in effective.malformed}
         resolver = KafkaStartpointResolver(marks, self.admin.offsets_for_times)
-        resolved: dict[TaskSsp, ResolvedStartpoint] = {}
-        for (ssp, task), startpoint in effective.items():
-            problem = kafka_startpoint_problem(startpoint)
-            if problem is not None:
-                key = startpoint_key(ssp, task)
-                malformed[key] = problem
-                if (key, startpoint.creation_timestamp) not in self._unresolvable:
-                    self._unresolvable.add((key, startpoint.creation_timestamp))
-                    log.warning("skipping malformed startpoint %s for %s in %s (metadata store %s, key %r): %s; it "
-                                "stays in the store until replaced or deleted (samza-source startpoint delete)",
-                                startpoint.to_json_str(), ssp, task, self.store.uri, key, problem)
-                continue
-            key = (task, ssp)
-            if startpoint.creation_timestamp <= start.applied.get(key, -1):
-                # Applied in an earlier batch; its deletion was lost (e.g. the run stopped before commit).
-                self.startpoints.delete_if_unchanged(ssp, task, startpoint.creation_timestamp)
-                continue
-            if ssp not in marks:
-                continue
-            try:
-                position = startpoint.apply(ssp, resolver)
-            except SamzaSourceError as err:
-                # As Samza: a startpoint that cannot be resolved is reported and the checkpoint is kept.
-                if (key, startpoint.creation_timestamp) not in self._unresolvable:
-                    self._unresolvable.add((key, startpoint.creation_timestamp))
-                    log.warning("ignoring startpoint for %s in %s: %s", ssp, task, err)
-                continue
-            resolved[key] = ResolvedStartpoint(position, startpoint.creation_timestamp)
-        self.malformed_startpoints = dict(sorted(malformed.items()))
-        return resolved
 
-    def _delete_applied_startpoints(self, offset: LogOffset) -> None:
-        for key, rebase in offset.rebases.items():
-            if rebase.reason != REBASE_STARTPOINT or rebase.creation_timestamp is None:
-                continue
-            marker = (key, rebase.creation_timestamp)
-            if marker in self._cleaned:
-                continue
-            task, ssp = key
-            deleted = self.startpoints.delete_if_unchanged(ssp, task, rebase.creation_timestamp)
-            log.info("startpoint for %s in %s %s", ssp, task,
-                     "deleted after its batch committed" if deleted else "already gone or replaced by a newer one")
-            self._cleaned.add(marker)
+        def resolve(task, ssp, startpoint):
+            if ssp not in marks:
+                return {}
+            return {(task, ssp): ResolvedStartpoint(startpoint.apply(ssp, resolver), startpoint.creation_timestamp)}
+
+        return self.due_startpoints(model, start.applied, resolve, problem=kafka_startpoint_problem)
 
     def _starting_positions(
         self,
@@ -551,3 +533,22 @@ def _log_barriers(start: LogOffset, result: PlanResult, now_ms: int) -> None:
                          b.hold_at, targets)
     for ssp in result.released_barriers:
         log.info("partition expansion: %s released (every partition feeding it was drained)", ssp)
+
+
+def _record_first_batch_starts(initial: LogOffset, planned: LogOffset) -> LogOffset:
+    """Batch 0 of a new checkpoint: record where every (task, SSP) starts as a rebase in its end offset.
+
+    Spark's offset log holds end offsets only. When it replays an uncommitted batch 0 (the driver died during
+    it) it asks ``initialOffset()`` again for the start, and that is computed afresh: ``latest`` has moved on,
+    ``earliest`` has moved up if records were deleted meanwhile. Without the starts recorded here the replay
+    would silently skip records (even with failOnDataLoss=true). Every SSP is new to the query in its first
+    batch, hence the reason ``new-partition``; rebases the planner made (startpoints, ...) are kept.
+    """
+    rebases = dict(planned.rebases)
+    for key in planned.positions:
+        if key not in rebases and key in initial.positions:
+            rebases[key] = Rebase(initial.positions[key], REBASE_NEW_PARTITION)
+    if len(rebases) == len(planned.rebases):
+        return planned
+    return LogOffset(planned.job_model, planned.positions, rebases, planned.barriers, planned.applied,
+                     planned.topic_ids)

@@ -16,28 +16,13 @@ from ..core.broadcast import parse_broadcast_inputs
 from ..core.copartition import CoPartitionGroup, parse_copartition
 from ..core.errors import ConfigError
 from ..core.model import SystemStreamPartition
-from ..core.startpoint import DEFAULT_STARTPOINT_POLL_INTERVAL_MS, DEFAULT_STARTPOINT_TTL_MS
-from ..metadata.base import validate_job_name
-from ..metadata.lease import DEFAULT_OWNERSHIP_TTL_MS, MIN_TTL_MS
-from ..source.options import (
-    BROADCAST_OPTION,
-    COPARTITION_OPTION,
-    EXPANSION_ALGORITHM_OPTION,
-    FAIL_ON_DATA_LOSS_OPTION,
-    GROUPER_OPTION,
-    JOB_NAME_OPTION,
-    JOB_OWNERSHIP_TTL_OPTION,
-    METADATA_STORE_OPTION,
-    RETRY_TIMEOUT_OPTION,
-    STARTPOINT_POLL_INTERVAL_OPTION,
-    STARTPOINT_TTL_OPTION,
-)
+from ..source.job_options import JobOptions
+from ..source.options import BROADCAST_OPTION, COPARTITION_OPTION, EXPANSION_ALGORITHM_OPTION, GROUPER_OPTION
 from ..spark.options import Options, is_secret_option, shown
 
 log = logging.getLogger(__name__)
 
 SYSTEM = "kafka"
-DEFAULT_METADATA_STORE = "samza-metadata"
 #: librdkafka poll timeout of a reader (option kafkaConsumer.pollTimeoutMs); the reader's default too.
 DEFAULT_POLL_TIMEOUT_MS = 120_000
 #: rows per Arrow batch handed to Spark (option maxRowsPerArrowBatch); the reader's default too.
@@ -85,11 +70,6 @@ DEFAULT_SETTLE_MS = 5 * 60_000
 
 
 DROP_TOPICS_OPTION = "dropTopics"
-#: How long the driver keeps retrying Kafka calls that fail for a reachable-again reason (broker down, refusing
-#: connections, not answering, leader moving) before the query fails: rides out a broker restart. Same option and
-#: default as samza-kinesis.
-DEFAULT_RETRY_TIMEOUT_MS = 60_000
-MIN_RETRY_TIMEOUT_MS = 1_000
 
 
 @dataclass(frozen=True)
@@ -104,13 +84,11 @@ class StartingOffsets:
 
 
 @dataclass(frozen=True, repr=False)
-class KafkaSourceOptions:
+class KafkaSourceOptions(JobOptions):
     client_conf: dict[str, str]
     topics: tuple[str, ...] | None
     pattern: str | None
     assign: dict[str, tuple[int, ...]] | None
-    job_name: str
-    metadata_store: str
     grouper: str
     expansion_algorithm: str | None
     ordering: str
@@ -122,15 +100,10 @@ class KafkaSourceOptions:
     max_offsets_per_trigger: int | None
     min_offsets_per_trigger: int | None
     max_trigger_delay_ms: int
-    fail_on_data_loss: bool
     include_headers: bool
-    startpoint_ttl_ms: int
-    startpoint_poll_ms: int
-    ownership_ttl_ms: int  # job.ownership.ttl: see metadata.lease
     commit_offsets_to_kafka: bool
     max_rows_per_arrow_batch: int
     poll_timeout_ms: int
-    retry_timeout_ms: int  # endpoint.retryTimeout: driver-side Kafka calls are retried this long, then fail
     drop_topics: tuple[str, ...]  # dropTopics: topics that may leave the job (deleted or no longer subscribed)
     # Test-only fault hook, off by default (option ``testing.failInReadOnce``): a file path; the first task attempt
     # that reads records while the file does not exist creates it and kills its Python worker process outright
@@ -173,21 +146,8 @@ class KafkaSourceOptions:
                 raise ConfigError(f"option 'kafka.{key}' is empty; give a value or remove it ({shown(key, value)})")
 
         topics, pattern, assign = _parse_subscription(opts)
-        job_name = opts.string(JOB_NAME_OPTION, required=True, hint="it names the job's startpoints, job model and "
-                               "checkpoint mirror in the metadata store, e.g. .option('job.name', 'orders-enricher')")
-        validate_job_name(job_name)
-        store = opts.string(METADATA_STORE_OPTION)
-        if store is not None:
-            from ..metadata import check_store_uri
-
-            check_store_uri(store)  # refused at load(), not at the first trigger
-        if store is None:
-            store = DEFAULT_METADATA_STORE
-            log.warning(
-                "option 'metadata.store' is not set: using the local directory '%s'. Startpoints and the job "
-                "model then live on this driver's disk only; production jobs should use durable storage "
-                "(e.g. s3://bucket/prefix or dynamodb://table).", store)
-
+        common = JobOptions.parse_common(opts, job_name_example="orders-enricher",
+                                         store_holds="startpoints, job model and checkpoint mirror")
         grouper = opts.string(GROUPER_OPTION, "GroupByPartitionFixedTasks")
         algorithm = opts.string(EXPANSION_ALGORITHM_OPTION)
         ordering = opts.choice(EXPANSION_ORDERING_OPTION, "drain-first", ("drain-first", "none"))
@@ -211,12 +171,11 @@ class KafkaSourceOptions:
                 f"option 'minOffsetsPerTrigger' ({min_offsets}) must not exceed 'maxOffsetsPerTrigger' ({max_offsets})"
             )
         return cls(
+            **common,
             client_conf=client_conf,
             topics=topics,
             pattern=pattern,
             assign=assign,
-            job_name=job_name,
-            metadata_store=store,
             grouper=grouper,
             expansion_algorithm=algorithm,
             ordering=ordering,
@@ -228,18 +187,11 @@ class KafkaSourceOptions:
             max_offsets_per_trigger=max_offsets,
             min_offsets_per_trigger=min_offsets,
             max_trigger_delay_ms=max_delay,
-            fail_on_data_loss=opts.boolean(FAIL_ON_DATA_LOSS_OPTION, True),
             include_headers=opts.boolean(INCLUDE_HEADERS_OPTION, False),
-            startpoint_ttl_ms=opts.duration_ms(STARTPOINT_TTL_OPTION, DEFAULT_STARTPOINT_TTL_MS, minimum_ms=1),
-            startpoint_poll_ms=opts.duration_ms(STARTPOINT_POLL_INTERVAL_OPTION, DEFAULT_STARTPOINT_POLL_INTERVAL_MS),
-            ownership_ttl_ms=opts.duration_ms(JOB_OWNERSHIP_TTL_OPTION, DEFAULT_OWNERSHIP_TTL_MS,
-                                              minimum_ms=MIN_TTL_MS),
             commit_offsets_to_kafka=opts.boolean(COMMIT_OFFSETS_TO_KAFKA_OPTION, True),
             max_rows_per_arrow_batch=opts.integer(MAX_ROWS_PER_ARROW_BATCH_OPTION, DEFAULT_MAX_ROWS_PER_BATCH,
                                                   minimum=1),
             poll_timeout_ms=opts.duration_ms(POLL_TIMEOUT_OPTION, DEFAULT_POLL_TIMEOUT_MS, minimum_ms=1),
-            retry_timeout_ms=opts.duration_ms(RETRY_TIMEOUT_OPTION, DEFAULT_RETRY_TIMEOUT_MS,
-                                              minimum_ms=MIN_RETRY_TIMEOUT_MS),
             drop_topics=_parse_drop_topics(opts.string(DROP_TOPICS_OPTION)),
             fail_in_read_once_marker=opts.string(FAIL_IN_READ_ONCE_OPTION),
         )

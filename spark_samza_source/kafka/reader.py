@@ -16,7 +16,6 @@ import logging
 import time
 from collections import deque
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -24,10 +23,11 @@ from confluent_kafka import Consumer, KafkaError, TopicPartition
 
 from .consumer_cache import ConsumerCache, default_cache
 from .errors import KafkaDataLossError, KafkaSourceError
+from .input_partition import KafkaRange
 from .options import DEFAULT_MAX_ROWS_PER_BATCH, DEFAULT_POLL_TIMEOUT_MS
 from .schema import kafka_arrow_schema
 
-__all__ = ["KafkaRange", "read_ranges", "DEFAULT_MAX_ROWS_PER_BATCH", "DEFAULT_MAX_BYTES_PER_BATCH",
+__all__ = ["read_ranges", "DEFAULT_MAX_ROWS_PER_BATCH", "DEFAULT_MAX_BYTES_PER_BATCH",
            "DEFAULT_POLL_TIMEOUT_MS"]
 
 log = logging.getLogger(__name__)
@@ -42,24 +42,6 @@ _GONE = {KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_PARTITION, KafkaE
 _WAIT_BYTES_TOTAL = 64 * 1024 * 1024  # buffered value bytes of waiting partitions, shared among them
 _WAIT_BYTES_MIN = 8 * 1024 * 1024
 _MAX_REPOSITION = 5  # out-of-range errors at an offset the broker says exists (leader moving): retries
-
-
-@dataclass(frozen=True)
-class KafkaRange:
-    """Offsets ``[start, end)`` of one topic partition (``end`` exclusive, as Kafka's "next offset")."""
-
-    topic: str
-    partition: int
-    start: int
-    end: int
-
-    def __post_init__(self) -> None:
-        if self.partition < 0 or self.start < 0 or self.end < self.start:
-            raise ValueError(f"invalid Kafka range {self}")
-
-    @property
-    def size(self) -> int:
-        return self.end - self.start
 
 
 class _Partition:

@@ -17,13 +17,11 @@ from collections.abc import Mapping
 
 from botocore.exceptions import ClientError
 
-from ..core.checkpoint import Checkpoint, CheckpointMirror
+from ..core.checkpoint import Checkpoint
 from ..core.errors import ConfigError, SamzaSourceError
-from ..core.offset import TaskSsp
 from ..core.startpoint import StartpointVisitor
-from ..core.startpoint_manager import StartpointManager
-from ..metadata.lease import DriverLease, offset_identity, query_identity
-from ..spark.reader_glue import DriverJobResources
+from ..metadata.lease import offset_identity, query_identity
+from ..source.job_coordinator import JobCoordinator
 from .admin import KinesisAdmin
 from .batch_ends import BatchEnds, batch_ends_for
 from .calls import error_code, iterator_request
@@ -42,7 +40,7 @@ from .planner import (
     tasks_for_batch,
 )
 from .positions import ShardPosition
-from .shard_read import ShardRead
+from .input_partition import ShardRead
 from .shards import ShardInfo
 
 log = logging.getLogger(__name__)
@@ -70,19 +68,12 @@ class KinesisStartpointResolver(StartpointVisitor[ShardPosition]):
         return ShardPosition.at_timestamp(self.now_ms)
 
 
-class KinesisCoordinator(DriverJobResources):
+class KinesisCoordinator(JobCoordinator[KinesisOffset]):
     def __init__(self, options: KinesisSourceOptions, *, clock=time.monotonic, wall_ms=None) -> None:
-        self.options = options
+        super().__init__(options, clock=clock)
         self.settings = AwsClientSettings.from_settings(options.client_settings())
-        self._clock = clock
         self._wall_ms = wall_ms or (lambda: int(time.time() * 1000))
         self._admin: KinesisAdmin | None = None
-        self._store = None
-        self._startpoints: StartpointManager | None = None
-        self._mirror: CheckpointMirror | None = None
-        self._last_poll: float | None = None
-        self._cleaned: set[tuple[TaskSsp, int]] = set()
-        self._unresolvable: set[tuple[TaskSsp, int]] = set()
         self._shard_info: dict[str, ShardInfo] = {}
         self._first_plan = True
         self._last_probe: dict[str, float] = {}
@@ -90,12 +81,10 @@ class KinesisCoordinator(DriverJobResources):
         self._job_model_cache = None
         self._available_now_started = False
         self._lease_table: KclLeaseTable | None = None
-        self._lease: DriverLease | None = None
         self.available_now_until_ms: int | None = None
         self.last_plan = None
         self._identity_checked = False  # the stream identity was compared with an offset in this process
         self.data_loss: dict[str, list[str]] = {}  # reported in the progress (reportLatestOffset)
-        self.malformed_startpoints = 0  # as of the last startpoint poll, reported in the progress too
 
     # ---- clients ---------------------------------------------------------------------------------------
     @property
@@ -104,20 +93,14 @@ class KinesisCoordinator(DriverJobResources):
             self._admin = KinesisAdmin(kinesis_client(self.settings), settings=self.settings)
         return self._admin
 
+    def lease_identity(self, offset: KinesisOffset) -> str:
+        if offset.query_id:
+            return query_identity(offset.query_id)
+        return offset_identity(offset.to_json_str())  # an offset from before query ids: its digest identifies it
 
-    def _hold(self, offset: KinesisOffset | None = None) -> None:
-        if offset is None:
-            self.lease.hold()
-        elif offset.query_id:
-            self.lease.hold(query_identity(offset.query_id))
-        else:  # an offset from before query ids: its digest identifies the query
-            self.lease.hold(offset_identity(offset.to_json_str()))
-
-    @property
-    def startpoints(self) -> StartpointManager:
-        if self._startpoints is None:
-            self._startpoints = StartpointManager(self.store, ttl_ms=self.options.startpoint_ttl_ms)
-        return self._startpoints
+    def applied_startpoints(self, offset: KinesisOffset):
+        for (task, ssp), applied in offset.startpoints.items():
+            yield task, ssp, applied.creation_timestamp
 
     def batch_ends(self, offset: KinesisOffset) -> BatchEnds:
         return batch_ends_for(self.store, self.options.stream, offset.query_id)
@@ -129,7 +112,7 @@ class KinesisCoordinator(DriverJobResources):
 
     # ---- Spark entry points ----------------------------------------------------------------------------
     def initial_offset(self) -> KinesisOffset:
-        self._hold()
+        self.lease.hold()
         shards = self.list_shards()
         starting = self.options.starting
         latest_ms = None
@@ -165,9 +148,7 @@ class KinesisCoordinator(DriverJobResources):
         log.info("samza-kinesis %s: %d shards, %d tasks", self.options.job_name, len(shards), offset.num_tasks)
         return offset
 
-    def latest_offset(self, start: KinesisOffset) -> KinesisOffset:
-        self._hold(start)
-        self._delete_applied_startpoints(start)
+    def plan_batch(self, start: KinesisOffset, *, max_rows: int | None) -> KinesisOffset:
         identity = self.stream_identity()
         if start.stream_identity is not None and start.stream_identity != identity:
             self._stream_recreated(start, identity, "planning the next batch")
@@ -197,9 +178,7 @@ class KinesisCoordinator(DriverJobResources):
             return plan.offset
         return start
 
-    def commit(self, end: KinesisOffset) -> None:
-        self._hold(end)
-        self._delete_applied_startpoints(end)
+    def commit_batch(self, end: KinesisOffset) -> None:
         ends = self.batch_ends(end).ends_for(end.batch)
         positions = {}
         lease = {}
@@ -212,9 +191,7 @@ class KinesisCoordinator(DriverJobResources):
             info = self._shard_info.get(sid)
             lease[sid] = (reached, info.parent_ids if info else ())
         checkpoint = {k: (next(iter(v.values())) if len(v) == 1 else v) for k, v in positions.items()}
-        if self._mirror is None:
-            self._mirror = CheckpointMirror(self.store)
-        self._mirror.write(Checkpoint.from_pairs(checkpoint, batch_id=end.batch))
+        self.mirror_checkpoint(Checkpoint.from_pairs(checkpoint, batch_id=end.batch))
         if self.options.kcl_lease_table:
             if self._lease_table is None:
                 table = KclLeaseTable(dynamodb_client(self.settings), self.options.kcl_lease_table,
@@ -229,10 +206,9 @@ class KinesisCoordinator(DriverJobResources):
                 log.warning("KCL lease table mirror: %s", err)
         self.batch_ends(end).cleanup_before(end.batch)
 
-    def partitions(self, end: KinesisOffset):
-        """(task, [:class:`ShardRead`]) for the batch ending at ``end``: frozen, self-validating values that
-        executors unpickle without any of the planner's classes."""
-        self._hold(end)
+    def batch_reads(self, start: KinesisOffset, end: KinesisOffset):
+        """(task, [:class:`ShardRead`]) for the batch ending at ``end`` (which holds its starts): frozen,
+        self-validating values that executors unpickle without any of the planner's classes."""
         if not self._identity_checked:  # a restart replaying its last planned batch: latest_offset did not run
             self._identity_checked = True
             identity = self.stream_identity()
@@ -290,15 +266,16 @@ class KinesisCoordinator(DriverJobResources):
                     "sequence number read from this shard (the sequenceNumber column of a row whose shardId is "
                     "this shard)") from None
 
-    def data_loss_report(self) -> dict | None:
-        """For Spark's progress: what this run skipped with failOnDataLoss=false (``latestOffset["dataLoss"]``),
-        and how many stored startpoints can never apply (``latestOffset["malformedStartpoints"]``), as samza-kafka."""
-        out: dict = {}
-        if self.data_loss:
-            out["dataLoss"] = {k: list(v) for k, v in sorted(self.data_loss.items())}
-        if self.malformed_startpoints:
-            out["malformedStartpoints"] = self.malformed_startpoints
-        return out or None
+    def system_progress(self) -> dict:
+        """What this run skipped with failOnDataLoss=false (``latestOffset["dataLoss"]``), else nothing.
+
+        Kinesis has no per-shard "latest offset" to report: the only measures are ``GetRecords`` from a position
+        (records or ``MillisBehindLatest``), and those calls count against the shard's 5 reads/s that this query's
+        readers need; the executors' recorded batch ends are already the next offset's starts. Lag is measured on
+        demand instead: ``samza-source lag --stream ...``."""
+        if not self.data_loss:
+            return {}
+        return {"dataLoss": {k: list(v) for k, v in sorted(self.data_loss.items())}}
 
     # ---- helpers -----------------------------------------------------------------------------------------
     def _worth_a_batch(self, start: KinesisOffset, recorded: Mapping[str, ShardPosition], plan) -> bool:
@@ -355,41 +332,16 @@ class KinesisCoordinator(DriverJobResources):
         return positions
 
     def _due_startpoints(self, start: KinesisOffset) -> dict[str, ShardStartpoint]:
-        now = self._clock()
-        if self._last_poll is not None and now - self._last_poll < self.options.startpoint_poll_ms / 1000:
-            return {}
-        self._last_poll = now
         resolver = KinesisStartpointResolver(self._wall_ms())
-        out: dict[str, ShardStartpoint] = {}
-        effective = self.startpoints.fan_out(self._job_model_of(start))  # warns once per malformed value itself
-        self.malformed_startpoints = len(effective.malformed)
-        for (ssp, task), startpoint in effective.items():
-            key = (task, ssp)
-            if startpoint.creation_timestamp <= start.applied.get(key, -1):
-                # applied in an earlier batch; its deletion was lost (the run stopped before the commit)
-                self.startpoints.delete_if_unchanged(ssp, task, startpoint.creation_timestamp)
-                continue
-            shards = start.shards_in_slot(task, ssp)
-            try:
-                position = startpoint.apply(ssp, resolver)
-                if position.type == "AT_SEQUENCE_NUMBER" and len(shards) > 1:
-                    raise SamzaSourceError(
-                        f"a StartpointSpecific names one sequence number but {ssp} in {task} holds shards "
-                        f"{', '.join(shards)}; use a Timestamp/Oldest/Upcoming startpoint for this slot"
-                    )
-            except SamzaSourceError as err:
-                if (key, startpoint.creation_timestamp) not in self._unresolvable:
-                    self._unresolvable.add((key, startpoint.creation_timestamp))
-                    log.error("ignoring startpoint for %s in %s: %s", ssp, task, err)
-                continue
-            for sid in shards:
-                out[sid] = ShardStartpoint(position, startpoint.creation_timestamp, task, ssp)
-        return out
 
-    def _delete_applied_startpoints(self, offset: KinesisOffset) -> None:
-        for (task, ssp), applied in offset.startpoints.items():
-            marker = ((task, ssp), applied.creation_timestamp)
-            if marker in self._cleaned:
-                continue
-            self.startpoints.delete_if_unchanged(ssp, task, applied.creation_timestamp)
-            self._cleaned.add(marker)
+        def resolve(task, ssp, startpoint):
+            shards = start.shards_in_slot(task, ssp)
+            position = startpoint.apply(ssp, resolver)
+            if position.type == "AT_SEQUENCE_NUMBER" and len(shards) > 1:
+                raise SamzaSourceError(
+                    f"a StartpointSpecific names one sequence number but {ssp} in {task} holds shards "
+                    f"{', '.join(shards)}; use a Timestamp/Oldest/Upcoming startpoint for this slot"
+                )
+            return {sid: ShardStartpoint(position, startpoint.creation_timestamp, task, ssp) for sid in shards}
+
+        return self.due_startpoints(self._job_model_of(start), start.applied, resolve)

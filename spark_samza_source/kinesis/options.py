@@ -15,18 +15,7 @@ from datetime import datetime
 from typing import Any
 
 from ..core.errors import ConfigError
-from ..core.startpoint import DEFAULT_STARTPOINT_POLL_INTERVAL_MS, DEFAULT_STARTPOINT_TTL_MS
-from ..metadata.base import validate_job_name
-from ..metadata.lease import DEFAULT_OWNERSHIP_TTL_MS, MIN_TTL_MS
-from ..source.options import (
-    FAIL_ON_DATA_LOSS_OPTION,
-    JOB_NAME_OPTION,
-    JOB_OWNERSHIP_TTL_OPTION,
-    METADATA_STORE_OPTION,
-    RETRY_TIMEOUT_OPTION,
-    STARTPOINT_POLL_INTERVAL_OPTION,
-    STARTPOINT_TTL_OPTION,
-)
+from ..source.job_options import JobOptions
 from ..spark.options import Options
 from .positions import PositionFormatError, ShardPosition
 
@@ -35,11 +24,6 @@ from .positions import PositionFormatError, ShardPosition
 DEFAULT_MAX_RECORDS_PER_SHARD = 100_000
 #: How long one task reads one shard per batch (option maxFetchTimePerShard); the reader's default too.
 DEFAULT_MAX_FETCH_TIME_MS = 10_000
-
-#: How long an AWS endpoint that does not answer (connection refused, reset or timed out; HTTP 5xx) is retried,
-#: with backoff, before the query fails naming it (option endpoint.retryTimeout).
-DEFAULT_RETRY_TIMEOUT_MS = 60_000
-MIN_RETRY_TIMEOUT_MS = 1_000
 
 log = logging.getLogger(__name__)
 
@@ -75,7 +59,7 @@ class StartingPosition:
 
 
 @dataclass(frozen=True, repr=False)
-class KinesisSourceOptions:
+class KinesisSourceOptions(JobOptions):
     stream: str
     region: str | None
     endpoint_url: str | None
@@ -85,19 +69,12 @@ class KinesisSourceOptions:
     session_token: str | None
     role_arn: str | None
     role_session_name: str
-    job_name: str
-    metadata_store: str
     tasks: int | None
     assignment: str
     starting: StartingPosition
     max_records_per_shard: int
     max_fetch_time_ms: int
     kcl_lease_table: str | None
-    fail_on_data_loss: bool
-    startpoint_ttl_ms: int
-    startpoint_poll_ms: int
-    ownership_ttl_ms: int  # job.ownership.ttl: see metadata.lease
-    retry_timeout_ms: int = DEFAULT_RETRY_TIMEOUT_MS  # endpoint.retryTimeout
     # Test-only fault hook, off by default: a file path; the first task attempt that records a batch end while
     # the file does not exist creates it and fails, so tests can prove a retried attempt reads the same range.
     fail_after_record_marker: str | None = None
@@ -145,20 +122,10 @@ class KinesisSourceOptions:
         if (access_key is None) != (secret is None):
             raise ConfigError("options 'awsAccessKeyId' and 'awsSecretKey' go together: set both or neither "
                               "(neither uses boto3's default credential chain)")
-        job_name = opts.string(JOB_NAME_OPTION, required=True, hint="it names the job's startpoints, job model and "
-                               "batch ends in the metadata store, e.g. .option('job.name', 'clicks-etl')")
-        validate_job_name(job_name)
-        store = opts.string(METADATA_STORE_OPTION)
-        if store is not None:
-            from ..metadata import check_store_uri
-
-            check_store_uri(store)  # refused at load(), not at the first trigger
-        if store is None:
-            store = "samza-metadata"
-            log.warning("option 'metadata.store' is not set: using the local directory 'samza-metadata'. Executors "
-                        "record batch ends there, so it must be shared by driver and executors: use durable shared "
-                        "storage in production (e.g. dynamodb://table?region=... or s3://bucket/prefix).")
+        common = JobOptions.parse_common(opts, job_name_example="clicks-etl",
+                                         store_holds="startpoints, batch ends and checkpoint mirror")
         return cls(
+            **common,
             stream=stream,
             region=opts.string(REGION_OPTION),
             endpoint_url=endpoint,
@@ -167,9 +134,7 @@ class KinesisSourceOptions:
             secret_key=secret,
             session_token=opts.string(SESSION_TOKEN_OPTION),
             role_arn=opts.string(ROLE_ARN_OPTION),
-            role_session_name=opts.string(ROLE_SESSION_NAME_OPTION, f"samza-{job_name}")[:64],
-            job_name=job_name,
-            metadata_store=store,
+            role_session_name=opts.string(ROLE_SESSION_NAME_OPTION, f"samza-{common['job_name']}")[:64],
             tasks=opts.integer(TASKS_OPTION, None, minimum=1),
             assignment=opts.choice(ASSIGNMENT_OPTION, "lineage", ("lineage", "balanced")),
             starting=_parse_starting(opts.string(STARTING_POSITION_OPTION, LATEST)),
@@ -177,13 +142,6 @@ class KinesisSourceOptions:
             max_fetch_time_ms=opts.duration_ms(MAX_FETCH_TIME_PER_SHARD_OPTION, DEFAULT_MAX_FETCH_TIME_MS,
                                                minimum_ms=100),
             kcl_lease_table=opts.string(KCL_LEASE_TABLE_OPTION),
-            fail_on_data_loss=opts.boolean(FAIL_ON_DATA_LOSS_OPTION, True),
-            startpoint_ttl_ms=opts.duration_ms(STARTPOINT_TTL_OPTION, DEFAULT_STARTPOINT_TTL_MS, minimum_ms=1),
-            startpoint_poll_ms=opts.duration_ms(STARTPOINT_POLL_INTERVAL_OPTION, DEFAULT_STARTPOINT_POLL_INTERVAL_MS),
-            ownership_ttl_ms=opts.duration_ms(JOB_OWNERSHIP_TTL_OPTION, DEFAULT_OWNERSHIP_TTL_MS,
-                                              minimum_ms=MIN_TTL_MS),
-            retry_timeout_ms=opts.duration_ms(RETRY_TIMEOUT_OPTION, DEFAULT_RETRY_TIMEOUT_MS,
-                                              minimum_ms=MIN_RETRY_TIMEOUT_MS),
             fail_after_record_marker=opts.string(FAIL_AFTER_RECORD_OPTION),
             fail_after_record_hold=opts.string(FAIL_AFTER_RECORD_HOLD_OPTION),
         )

@@ -10,25 +10,22 @@ import json
 from collections.abc import Iterator
 
 from ..metadata import open_store
-from ..spark.partition import TaskInputPartition
 from ..spark.reader_glue import claim_once
 from .batch_ends import batch_ends_for, stream_and_record
 from .client import AwsClientSettings, kinesis_client
 from .options import KinesisSourceOptions
-from .shard_read import ShardRead
+from .input_partition import KinesisTaskPartition
 
 __all__ = ["read_task"]
 
 
-def read_task(options: KinesisSourceOptions, partition: TaskInputPartition) -> Iterator:
-    """Read every :class:`ShardRead` of ``partition`` (what the driver planned), recording where each shard
+def read_task(options: KinesisSourceOptions, partition: KinesisTaskPartition) -> Iterator:
+    """Read every shard read of ``partition`` (what the driver planned), recording where each shard
     stopped."""
     settings = AwsClientSettings.from_settings(options.client_settings())
     client = kinesis_client(settings)
     store = open_store(options.metadata_store, options.job_name)
-    for read in partition.ranges:
-        if not isinstance(read, ShardRead):
-            raise TypeError(f"a samza-kinesis task reads ShardRead values, got {type(read).__name__}")
+    for read in partition.reads:
         ends = batch_ends_for(store, options.stream, read.query_id)
         result = yield from stream_and_record(
             ends, read.batch, client, options.stream, read.shard_id, read.start,

@@ -95,7 +95,7 @@ def test_a_replayed_first_batch_reads_the_range_it_planned(kafka_broker, tmp_pat
     produce(bootstrap, topic, [(b"k", f"{i}".encode()) for i in range(60, 70)])  # while the driver is down
     again = reader(startingOffsets="latest")
     (part,) = again.partitions(again.initialOffset(), end0)  # Spark's replay of batch 0
-    assert [(r.start, r.end) for r in part.ranges] == [(50, 60)]
+    assert [(r.start, r.end) for r in part.reads] == [(50, 60)]
     assert [int(b) for batch in again.read(part) for b in batch.column("value").to_pylist()] == list(range(50, 60))
     _released(again)
 
@@ -107,7 +107,7 @@ def test_a_replayed_first_batch_reads_the_range_it_planned(kafka_broker, tmp_pat
     delete_records_before(bootstrap, topic, 0, 20)
     strict = reader(startingOffsets="earliest", failOnDataLoss="true")
     (part,) = strict.partitions(strict.initialOffset(), end0)
-    assert [(r.start, r.end) for r in part.ranges] == [(0, 70)]
+    assert [(r.start, r.end) for r in part.reads] == [(0, 70)]
     with pytest.raises(KafkaDataLossError, match=rf"{topic}\[0\] offsets 0..19 \(20 records\)"):
         list(strict.read(part))
     lenient = reader(startingOffsets="earliest", failOnDataLoss="false")

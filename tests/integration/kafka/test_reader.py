@@ -13,7 +13,8 @@ from confluent_kafka.admin import AdminClient
 from samza_devkit.kafka_helpers import produce
 from spark_samza_source.kafka.consumer_cache import ConsumerCache
 from spark_samza_source.kafka.errors import KafkaDataLossError, KafkaSourceError
-from spark_samza_source.kafka.reader import KafkaRange, read_ranges
+from spark_samza_source.kafka.input_partition import KafkaRange
+from spark_samza_source.kafka.reader import read_ranges
 from spark_samza_source.kafka.schema import kafka_arrow_schema
 
 TASK = "Partition 7"

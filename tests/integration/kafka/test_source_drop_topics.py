@@ -69,7 +69,7 @@ def test_a_deleted_pattern_topic_fails_naming_the_option_unless_it_is_dropped(ka
     assert held(nxt, keep) == held(end, keep) == {("Partition 0", 0), ("Partition 1", 1)}
     assert held(nxt, gone) == set() and len(held(end, gone)) == 4
     assert all(gone not in key for by in nxt["positions"].values() for key in by)
-    ranges = sorted((r.topic, r.partition, r.start, r.end) for p in dropping.partitions(end, nxt) for r in p.ranges)
+    ranges = sorted((r.topic, r.partition, r.start, r.end) for p in dropping.partitions(end, nxt) for r in p.reads)
     assert ranges == [(keep, 0, 5, 6), (keep, 1, 5, 6)], "the kept topic did not go on from its positions"
     # the next trigger plans nothing new: the topic has left for good
     assert dropping.latestOffset(nxt, ReadAllAvailable()) == nxt

@@ -38,9 +38,9 @@ def test_malformed_startpoints_are_warned_once_counted_and_do_not_block_valid_on
             produce(bootstrap, topic, [(b"k", b"x", None, 0)])
             again = reader.latestOffset(end, ReadAllAvailable())
             assert reader.reportLatestOffset()["malformedStartpoints"] == 2
-        ranges = [(r.partition, r.start, r.end) for part in reader.partitions(initial, end) for r in part.ranges]
+        ranges = [(r.partition, r.start, r.end) for part in reader.partitions(initial, end) for r in part.reads]
         assert ranges == [(0, 4, 10)], "the valid startpoint was not applied"
-        assert [(r.partition, r.start, r.end) for p in reader.partitions(end, again) for r in p.ranges] == [(0, 10, 11)]
+        assert [(r.partition, r.start, r.end) for p in reader.partitions(end, again) for r in p.reads] == [(0, 10, 11)]
         warned = [r for r in caplog.records if r.levelno == logging.WARNING]
         for key in (f"kafka.{topic}.1", f"kafka.{topic}.2"):
             mentions = [r for r in warned if key in r.getMessage() and "malformed" in r.getMessage()]

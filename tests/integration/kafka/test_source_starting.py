@@ -60,7 +60,7 @@ def test_a_starting_offset_below_the_log_start_is_counted_in_progress_with_fail_
     assert any("offsets 5..19 are no longer available" in r.getMessage() for r in caplog.records)
     end = reader.latestOffset(initial, ReadAllAvailable())
     assert reader.reportLatestOffset()["dataLoss"] == {f"kafka.{trimmed}.0": 15}
-    ranges = [(r.partition, r.start, r.end) for part in reader.partitions(initial, end) for r in part.ranges]
+    ranges = [(r.partition, r.start, r.end) for part in reader.partitions(initial, end) for r in part.reads]
     assert ranges == [(0, 20, 30)]
 
 
@@ -89,6 +89,6 @@ def test_starting_offsets_inside_the_log_start_there(readers, trimmed):
     reader = readers(subscribe=trimmed, startingOffsets=f'{{"{trimmed}":{{"0":25}}}}')
     initial = reader.initialOffset()
     end = reader.latestOffset(initial, ReadAllAvailable())
-    ranges = [(r.partition, r.start, r.end) for part in reader.partitions(initial, end) for r in part.ranges]
+    ranges = [(r.partition, r.start, r.end) for part in reader.partitions(initial, end) for r in part.reads]
     assert ranges == [(0, 25, 30)]
     assert "dataLoss" not in (reader.reportLatestOffset() or {})

@@ -72,7 +72,7 @@ def test_a_recreated_topic_is_read_from_its_start_with_the_loss_reported(recreat
     lenient = reader(failOnDataLoss="false")
     nxt = lenient.latestOffset(end, ReadAllAvailable())
     (part,) = lenient.partitions(end, nxt)
-    assert [(r.start, r.end) for r in part.ranges] == [(0, 10)]
+    assert [(r.start, r.end) for r in part.reads] == [(0, 10)]
     values = [v for batch in lenient.read(part) for v in batch.column("value").to_pylist()]
     assert values == [f"new{i}".encode() for i in range(10)]
     assert lenient.reportLatestOffset()["recreatedTopics"] == {topic: new_id}

@@ -32,9 +32,9 @@ def test_malformed_startpoints_are_warned_once_counted_and_do_not_block_valid_on
         store.put(NAMESPACE, bad_key, {"@type": "StartpointBogus", "creationTimestamp": 1})
         with caplog.at_level(logging.WARNING):
             planned = coordinator.latest_offset(start)
-            assert coordinator.data_loss_report() == {"malformedStartpoints": 1}
+            assert coordinator.progress_report() == {"malformedStartpoints": 1}
             coordinator.latest_offset(start)  # planned again (Spark asks again while no batch ran): polled again
-            assert coordinator.data_loss_report() == {"malformedStartpoints": 1}
+            assert coordinator.progress_report() == {"malformedStartpoints": 1}
         applied = [key for key in planned.startpoints]
         assert applied and all(ssp.partition == 0 for _task, ssp in applied), "the valid startpoint was not applied"
         mentions = [r for r in caplog.records if bad_key in r.getMessage() and r.levelno == logging.WARNING]

@@ -17,7 +17,7 @@ from spark_samza_source.kinesis.planner import (
 )
 from spark_samza_source.kinesis.positions import ShardPosition as P
 from spark_samza_source.kinesis.shards import ShardInfo
-from spark_samza_source.kinesis.source import _load_offset
+from spark_samza_source.kinesis.source import SamzaKinesisStreamReader
 
 ID = StreamIdentity("arn:aws:kinesis:us-east-1:123456789012:stream/clicks", 1_700_000_000_000)
 HALF = 2**127
@@ -72,11 +72,12 @@ def test_per_shard_starts_rules():
 def test_offsets_the_source_cannot_use_name_the_offsets_file_and_the_fix():
     good = initial_offset(SHARDS, stream="clicks", query_id="q1").to_json()
     damaged = {**good, "batch": 4, "shards": {}}
+    reader = SamzaKinesisStreamReader(None, None)  # the offsets fail before any coordinator is made
     with pytest.raises(OffsetFormatError) as err:
-        _load_offset(damaged, "latestOffset", "the start of the next batch")
+        reader.latestOffset(damaged, None)
     assert "offsets/3 in the checkpoint location" in str(err.value) and "lists no shards" in str(err.value)
+    assert "latestOffset" in str(err.value)
     with pytest.raises(OffsetFormatError) as err:
-        _load_offset({**good, "batch": 2, "shards": {sid(0): {"start": {"type": "SIDEWAYS"}, "status": "drained"}}},
-                     "commit", "the end of the batch being committed")
+        reader.commit({**good, "batch": 2, "shards": {sid(0): {"start": {"type": "SIDEWAYS"}, "status": "drained"}}})
     text = str(err.value)
     assert "offsets/1" in text and "commit" in text and "SIDEWAYS" in text and "new checkpoint location" in text

@@ -1,13 +1,15 @@
-"""What one samza-kinesis task reads of one shard in one batch: built by the driver, carried to the executor.
+"""What one samza-kinesis task reads in one batch: built by the driver, carried to the executor.
 
-A frozen dataclass that validates itself, so a task never unpacks positional tuples and a malformed plan fails
-where it is made, not inside an executor. Imported by both sides (it imports neither).
+:class:`ShardRead` (one shard) and :class:`KinesisTaskPartition` (one task: its shard reads) are frozen
+dataclasses that validate themselves, so a task never unpacks positional tuples and a malformed plan fails where
+it is made, not inside an executor. Imported by both sides (it imports neither).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..spark.partition import TaskInputPartition
 from .positions import ShardPosition
 
 
@@ -41,3 +43,9 @@ class ShardRead:
             not isinstance(self.until_arrival_ms, int) or isinstance(self.until_arrival_ms, bool)
         ):
             raise ValueError(f"ShardRead.until_arrival_ms must be an int or None, got {self.until_arrival_ms!r}")
+
+
+class KinesisTaskPartition(TaskInputPartition):
+    """One Samza task's shard reads for one batch, in the order it reads them (parents before children)."""
+
+    READ_TYPE = ShardRead

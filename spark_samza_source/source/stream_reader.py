@@ -1,0 +1,107 @@
+"""The stream reader skeleton both sources share: the thin glue between Spark's calls and the job coordinator.
+
+Spark runs a stream reader twice: once on the driver (``initialOffset`` / ``latestOffset`` / ``partitions`` /
+``commit``, in one long-lived Python process) and once per task on executors, unpickled, for ``read``. Only the
+parsed options and the schema travel: :class:`SamzaStreamReader` pickles exactly those and rebuilds itself with
+``__init__``; the coordinator is created on first use, on the driver only. A system subclass names its format,
+its offset class, its input partition class and its coordinator, and implements ``read``.
+"""
+
+from __future__ import annotations
+
+import json
+from abc import abstractmethod
+from collections.abc import Iterator
+from typing import Any
+
+from pyspark.sql.datasource import DataSourceStreamReader
+from pyspark.sql.streaming.datasource import SupportsTriggerAvailableNow
+
+from ..core.errors import FormatVersionError, OffsetFormatError
+from ..spark.limits import max_rows_of
+from ..spark.partition import TaskInputPartition
+from .offset_json import COMMIT_END, LATEST_START, PARTITIONS_END, PARTITIONS_START, OffsetRole, offset_problem
+
+__all__ = ["SamzaStreamReader"]
+
+
+class SamzaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    """Spark's calls, one line each, over a system's :class:`~spark_samza_source.source.job_coordinator.JobCoordinator`.
+
+    Subclasses set ``FORMAT`` (``samza-kafka``), ``offset_class`` (``from_json`` / ``to_json``) and
+    ``partition_class`` (a :class:`TaskInputPartition`), and define ``_make_coordinator`` and ``read``.
+    """
+
+    FORMAT: str
+    offset_class: Any
+    partition_class: type[TaskInputPartition]
+
+    def __init__(self, options: Any, schema: Any) -> None:
+        self.options = options
+        self.schema = schema
+        self._coordinator = None  # driver only, created lazily (never pickled to executors)
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"options": self.options, "schema": self.schema}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(state["options"], state["schema"])
+
+    @abstractmethod
+    def _make_coordinator(self) -> Any:
+        """The system's driver-side coordinator for ``self.options``."""
+
+    @abstractmethod
+    def read(self, partition: TaskInputPartition) -> Iterator:
+        """Executors: the rows of one Samza task's share of the batch."""
+
+    @property
+    def coordinator(self) -> Any:
+        """The driver's coordinator, created on first use (a reader unpickled on an executor never makes one)."""
+        if self._coordinator is None:
+            self._coordinator = self._make_coordinator()
+        return self._coordinator
+
+    # ---- driver -----------------------------------------------------------------------------------------
+    def initialOffset(self) -> dict:
+        return self.coordinator.initial_offset().to_json()
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        self.coordinator.prepare_available_now()
+
+    def latestOffset(self, start: dict, limit) -> dict:
+        previous = self._decode(start, LATEST_START)
+        planned = self.coordinator.latest_offset(previous, max_rows=max_rows_of(limit))
+        return start if planned is previous else planned.to_json()  # the very same dict: "no new batch"
+
+    def reportLatestOffset(self) -> dict | None:
+        """``sources[i].latestOffset`` in Spark's progress (see the coordinator's ``progress_report``)."""
+        return None if self._coordinator is None else self._coordinator.progress_report()
+
+    def partitions(self, start: dict, end: dict) -> list[TaskInputPartition]:
+        if json.dumps(start, sort_keys=True) == json.dumps(end, sort_keys=True):
+            return []  # Spark compares offsets as JSON strings: equal ones are an empty batch
+        first, last = self._decode(start, PARTITIONS_START), self._decode(end, PARTITIONS_END)
+        plan = self.coordinator.partitions(first, last)
+        return [self.partition_class(task.name, tuple(reads)) for task, reads in plan]
+
+    def commit(self, end: dict) -> None:
+        end_offset = self._decode(end, COMMIT_END)  # before the coordinator: a bad offset needs none
+        self.coordinator.commit(end_offset)
+
+    def decode_offset(self, value: Any) -> Any:
+        """The system's offset from its JSON; raises :class:`OffsetFormatError` saying what is wrong with it."""
+        return self.offset_class.from_json(value)
+
+    def offset_file(self, value: Any) -> str | None:
+        """The file of ``<checkpoint>/offsets/`` that ``value`` came from, when the offset says (None: unknown)."""
+        return None
+
+    def _decode(self, value: Any, role: OffsetRole) -> Any:
+        """The system's offset from the JSON Spark handed over; an error says which offset file it came from."""
+        try:
+            return self.decode_offset(value)
+        except FormatVersionError:
+            raise
+        except OffsetFormatError as err:
+            raise offset_problem(self.FORMAT, role, str(err), self.offset_file(value)) from None
