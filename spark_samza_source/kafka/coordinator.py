@@ -43,6 +43,7 @@ from ..source.job_coordinator import JobCoordinator
 from ..source.options import RETRY_TIMEOUT_OPTION
 from ..spark.limits import MinRowsGate
 from .admin import KafkaAdmin
+from .input_partition import KafkaRange
 from .options import (
     BY_TIMESTAMP,
     DROP_TOPICS_OPTION,
@@ -55,7 +56,6 @@ from .options import (
     SYSTEM,
     KafkaSourceOptions,
 )
-from .input_partition import KafkaRange
 from .startpoints import KafkaStartpointResolver, kafka_startpoint_problem
 
 log = logging.getLogger(__name__)

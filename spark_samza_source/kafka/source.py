@@ -10,10 +10,8 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterator
 
-from pyspark.sql.datasource import DataSource
-
 from ..core.offset import LogOffset
-from ..source.offset_json import install_offset_json_guard
+from ..source.data_source import SamzaDataSource
 from ..source.stream_reader import SamzaStreamReader
 from ..spark.limits import default_read_limit
 from ..spark.reader_glue import claim_once
@@ -24,22 +22,6 @@ from .schema import kafka_schema
 log = logging.getLogger(__name__)
 
 FORMAT = "samza-kafka"
-
-
-class SamzaKafkaDataSource(DataSource):
-    """``spark.readStream.format("samza-kafka")``: Samza task semantics over Kafka."""
-
-    @classmethod
-    def name(cls) -> str:
-        return FORMAT
-
-    def schema(self):
-        options = KafkaSourceOptions.parse(self.options)
-        return kafka_schema(options.include_headers)
-
-    def streamReader(self, schema) -> SamzaKafkaStreamReader:
-        install_offset_json_guard(FORMAT)
-        return SamzaKafkaStreamReader(KafkaSourceOptions.parse(self.options), schema)
 
 
 class SamzaKafkaStreamReader(SamzaStreamReader):
@@ -76,6 +58,17 @@ class SamzaKafkaStreamReader(SamzaStreamReader):
         if marker and any(r.size > 0 for r in partition.reads):
             return _die_once_in_read(marker, partition.task, batches)
         return batches
+
+
+class SamzaKafkaDataSource(SamzaDataSource):
+    """``spark.readStream.format("samza-kafka")``: Samza task semantics over Kafka."""
+
+    FORMAT = FORMAT
+    options_class = KafkaSourceOptions
+    stream_reader_class = SamzaKafkaStreamReader
+
+    def schema(self):
+        return kafka_schema(self.parsed_options().include_headers)
 
 
 def _die_once_in_read(marker: str, task: str, batches: Iterator) -> Iterator:

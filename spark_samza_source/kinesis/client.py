@@ -35,6 +35,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ..core.errors import ConfigError
+from ..source.job_options import DEFAULT_RETRY_TIMEOUT_MS
 
 __all__ = [
     "AwsClientSettings",
@@ -65,7 +66,7 @@ class AwsClientSettings:
     connect_timeout_s: float = 10.0
     read_timeout_s: float = 30.0
     max_pool_connections: int = 10
-    retry_timeout_s: float = 60.0  # option endpoint.retryTimeout: how long the Kinesis endpoint is retried
+    retry_timeout_s: float = DEFAULT_RETRY_TIMEOUT_MS / 1000  # option endpoint.retryTimeout
 
     def __post_init__(self) -> None:
         if (self.access_key_id is None) != (self.secret_key is None):

@@ -27,6 +27,7 @@ from .batch_ends import BatchEnds, batch_ends_for
 from .calls import error_code, iterator_request
 from .client import AwsClientSettings, dynamodb_client, kinesis_client
 from .errors import KclLeaseConflictError, KinesisDataLossError
+from .input_partition import ShardRead
 from .lease_table import KclLeaseTable
 from .offset import READABLE, KinesisOffset, StreamIdentity
 from .options import AT_TIMESTAMP, KCL, LATEST, PER_SHARD, SYSTEM, TRIM_HORIZON, KinesisSourceOptions
@@ -40,7 +41,6 @@ from .planner import (
     tasks_for_batch,
 )
 from .positions import ShardPosition
-from .input_partition import ShardRead
 from .shards import ShardInfo
 
 log = logging.getLogger(__name__)

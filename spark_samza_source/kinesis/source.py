@@ -12,10 +12,8 @@ import logging
 from collections.abc import Iterator
 from typing import Any
 
-from pyspark.sql.datasource import DataSource
-
 from ..core.errors import OffsetFormatError
-from ..source.offset_json import install_offset_json_guard
+from ..source.data_source import SamzaDataSource
 from ..source.stream_reader import SamzaStreamReader
 from .input_partition import KinesisTaskPartition
 from .offset import KinesisOffset
@@ -25,22 +23,6 @@ from .schema import kinesis_schema
 log = logging.getLogger(__name__)
 
 FORMAT = "samza-kinesis"
-
-
-class SamzaKinesisDataSource(DataSource):
-    """``spark.readStream.format("samza-kinesis")``: Samza task semantics and KCL-style resharding."""
-
-    @classmethod
-    def name(cls) -> str:
-        return FORMAT
-
-    def schema(self):
-        KinesisSourceOptions.parse(self.options)  # fail at analysis time on bad options
-        return kinesis_schema()
-
-    def streamReader(self, schema) -> SamzaKinesisStreamReader:
-        install_offset_json_guard(FORMAT)
-        return SamzaKinesisStreamReader(KinesisSourceOptions.parse(self.options), schema)
 
 
 class SamzaKinesisStreamReader(SamzaStreamReader):
@@ -74,3 +56,15 @@ class SamzaKinesisStreamReader(SamzaStreamReader):
         from .task import read_task
 
         return read_task(self.options, partition)
+
+
+class SamzaKinesisDataSource(SamzaDataSource):
+    """``spark.readStream.format("samza-kinesis")``: Samza task semantics and KCL-style resharding."""
+
+    FORMAT = FORMAT
+    options_class = KinesisSourceOptions
+    stream_reader_class = SamzaKinesisStreamReader
+
+    def schema(self):
+        self.parsed_options()  # fail at analysis time on bad options
+        return kinesis_schema()

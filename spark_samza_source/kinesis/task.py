@@ -13,8 +13,8 @@ from ..metadata import open_store
 from ..spark.reader_glue import claim_once
 from .batch_ends import batch_ends_for, stream_and_record
 from .client import AwsClientSettings, kinesis_client
-from .options import KinesisSourceOptions
 from .input_partition import KinesisTaskPartition
+from .options import KinesisSourceOptions
 
 __all__ = ["read_task"]
 

@@ -21,13 +21,13 @@ PACKAGE = spark_samza_source.__name__
 ROOT = Path(spark_samza_source.__file__).resolve().parent
 
 EXECUTOR = [
-    "kafka.reader", "kafka.consumer_cache",
+    "kafka.reader", "kafka.consumer_cache", "kafka.input_partition", "kinesis.input_partition",
     "kinesis.task", "kinesis.reader", "kinesis.batch_ends", "kinesis.kpl",
 ]
 DRIVER = [
     "kafka.coordinator", "kafka.admin", "kafka.startpoints",
     "kinesis.coordinator", "kinesis.admin", "kinesis.planner", "kinesis.mapper", "kinesis.lease_table",
-    "core.planner", "core.startpoint_manager",
+    "core.planner", "core.startpoint_manager", "source.job_coordinator",
 ]
 
 

@@ -7,8 +7,8 @@ import pickle
 
 import pytest
 
-from spark_samza_source.kinesis.positions import ShardPosition
 from spark_samza_source.kinesis.input_partition import ShardRead
+from spark_samza_source.kinesis.positions import ShardPosition
 
 
 def test_a_shard_read_round_trips_through_pickle_and_is_frozen():
