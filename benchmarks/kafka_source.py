@@ -147,7 +147,7 @@ def full_ranges(bootstrap: str, topic: str, partitions: int, expected: int):
 def _raw_worker(bootstrap: str, ranges, barrier, results) -> None:
     """One of the 2 baseline processes: warm up, wait for the other, then read each range as one task."""
     from spark_samza_source.kafka.input_partition import KafkaRange
-from spark_samza_source.kafka.reader import read_ranges
+    from spark_samza_source.kafka.reader import read_ranges
 
     conf = {"bootstrap.servers": bootstrap}
     first = ranges[0]
