@@ -8,7 +8,6 @@ an end another attempt recorded first fails, so Spark discards its rows (``batch
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Iterator
 from typing import Any
 
@@ -19,8 +18,6 @@ from .input_partition import KinesisTaskPartition
 from .offset import KinesisOffset
 from .options import KinesisSourceOptions
 from .schema import kinesis_schema
-
-log = logging.getLogger(__name__)
 
 FORMAT = "samza-kinesis"
 

@@ -45,7 +45,7 @@ def offset_problem(source: str, role: OffsetRole, problem: str, file: str | None
         "on the line after Spark's metadata line. Spark does not tell the source the checkpoint location or the "
         "batch number, so check that file: restore it from a backup, or remove that batch's files from "
         "<checkpoint>/offsets/ and <checkpoint>/commits/ so the batch is planned again; or start a new "
-        "checkpoint (the job model and startpoints are kept in the metadata store for the same job.name)"
+        "checkpoint location (the job model and startpoints are kept in the metadata store for the same job.name)"
     )
 
 

@@ -78,3 +78,22 @@ def test_an_offset_the_source_cannot_use_fails_naming_the_file(ks):
     assert f"offsets/{last} in the checkpoint location" in message and "lists no shards" in message
     assert "latestOffset" in message and "new checkpoint location" in message
     assert len(ks.collected("q")) == 2  # nothing was read again
+
+
+def test_an_offset_file_that_is_not_json_fails_with_the_sources_error(ks):
+    """Backs README Guarantees: "A damaged or hand-edited offset in the checkpoint fails with the source's own
+    error": PySpark's runner decodes the offset before the source sees it, and the shared guard turns its
+    ``JSONDecodeError`` into an error naming the offset and the file."""
+    stream = ks.create_stream(1, "notjson")
+    kh.put_records(ks.client, stream, [b"a", b"b"])
+    assert len(ks.run_available_now("q", stream)) == 2
+    offsets = Path(ks.checkpoint("q")) / "offsets"
+    path = offsets / str(max(int(p.name) for p in offsets.iterdir() if p.name.isdigit()))
+    lines = path.read_text().splitlines()
+    lines[-1] = lines[-1][: len(lines[-1]) // 2]
+    path.write_text("\n".join(lines))
+
+    message = failure_of(ks.start_collecting("q", stream, trigger={"availableNow": True}))
+    assert "samza-kinesis cannot use the start offset of the next batch (latestOffset)" in message
+    assert "it is not valid JSON" in message and "the newest batch file in <checkpoint>/offsets/" in message
+    assert len(ks.collected("q")) == 2  # nothing was read again
