@@ -98,6 +98,11 @@ class KinesisCoordinator(JobCoordinator[KinesisOffset]):
             return query_identity(offset.query_id)
         return offset_identity(offset.to_json_str())  # an offset from before query ids: its digest identifies it
 
+    def batch_identities(self, start: KinesisOffset, end: KinesisOffset) -> tuple[str, ...]:
+        """Only the end's: every offset of a query carries the query's id, except the start of batch 0, which
+        Spark recomputes with ``initialOffset()`` (a fresh id) and which identifies nothing."""
+        return (self.lease_identity(end),)
+
     def applied_startpoints(self, offset: KinesisOffset):
         for (task, ssp), applied in offset.startpoints.items():
             yield task, ssp, applied.creation_timestamp

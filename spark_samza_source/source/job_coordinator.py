@@ -101,6 +101,12 @@ class JobCoordinator(ABC, Generic[Offset]):
     def applied_startpoints(self, offset: Offset) -> Iterable[tuple[TaskName, SystemStreamPartition, int]]:
         """(task, SSP, creation timestamp) of every startpoint the batch ending at ``offset`` applied."""
 
+    def batch_identities(self, start: Offset, end: Offset) -> tuple[str, ...]:
+        """The identities a batch's ``partitions`` call holds the lease with: both ends by default, so a driver
+        that restarts to replay a batch whose end it planned but never saw planned is still recognised by the
+        start (which it held in ``latestOffset``)."""
+        return self.lease_identity(start), self.lease_identity(end)
+
     def prepare_available_now(self) -> None:
         """``Trigger.AvailableNow`` starts: fix what "available now" means."""
 
@@ -115,7 +121,7 @@ class JobCoordinator(ABC, Generic[Offset]):
         return self.plan_batch(start, max_rows=max_rows)
 
     def partitions(self, start: Offset, end: Offset) -> list[tuple[TaskName, list]]:
-        self.lease.hold(self.lease_identity(start), self.lease_identity(end))
+        self.lease.hold(*self.batch_identities(start, end))
         return self.batch_reads(start, end)
 
     def commit(self, end: Offset) -> None:
