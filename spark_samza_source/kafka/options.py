@@ -19,6 +19,7 @@ from ..core.model import SystemStreamPartition
 from ..core.startpoint import DEFAULT_STARTPOINT_POLL_INTERVAL_MS, DEFAULT_STARTPOINT_TTL_MS
 from ..metadata.base import validate_job_name
 from ..metadata.lease import DEFAULT_OWNERSHIP_TTL_MS, MIN_TTL_MS
+from ..source.fault_hooks import NO_FAULT_HOOKS, FaultHookOptions
 from ..source.options import (
     BROADCAST_OPTION,
     COPARTITION_OPTION,
@@ -73,7 +74,6 @@ INCLUDE_HEADERS_OPTION = "includeHeaders"
 COMMIT_OFFSETS_TO_KAFKA_OPTION = "commitOffsetsToKafka"
 MAX_ROWS_PER_ARROW_BATCH_OPTION = "maxRowsPerArrowBatch"
 POLL_TIMEOUT_OPTION = "kafkaConsumer.pollTimeoutMs"
-FAIL_IN_READ_ONCE_OPTION = "testing.failInReadOnce"
 
 JOB_MODEL_RESET_OPTION = "jobModel.reset"
 EXPANSION_SETTLE_OPTION = "expansion.settleTime"
@@ -132,11 +132,8 @@ class KafkaSourceOptions:
     poll_timeout_ms: int
     retry_timeout_ms: int  # endpoint.retryTimeout: driver-side Kafka calls are retried this long, then fail
     drop_topics: tuple[str, ...]  # dropTopics: topics that may leave the job (deleted or no longer subscribed)
-    # Test-only fault hook, off by default (option ``testing.failInReadOnce``): a file path; the first task attempt
-    # that reads records while the file does not exist creates it and kills its Python worker process outright
-    # (``os._exit``) right after yielding its first batch, so tests can prove a worker dying in read() is retried
-    # with exactly the same ranges.
-    fail_in_read_once_marker: str | None = None
+    # the ``testing.*`` options (source/fault_hooks.py): empty, and nothing loaded, unless a test sets them
+    fault_hooks: FaultHookOptions = NO_FAULT_HOOKS
 
     @property
     def group_id(self) -> str:
@@ -241,7 +238,7 @@ class KafkaSourceOptions:
             retry_timeout_ms=opts.duration_ms(RETRY_TIMEOUT_OPTION, DEFAULT_RETRY_TIMEOUT_MS,
                                               minimum_ms=MIN_RETRY_TIMEOUT_MS),
             drop_topics=_parse_drop_topics(opts.string(DROP_TOPICS_OPTION)),
-            fail_in_read_once_marker=opts.string(FAIL_IN_READ_ONCE_OPTION),
+            fault_hooks=FaultHookOptions.parse(opts),
         )
 
 

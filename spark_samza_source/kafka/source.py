@@ -20,9 +20,10 @@ from pyspark.sql.streaming.datasource import SupportsTriggerAvailableNow
 from ..core.errors import FormatVersionError
 from ..core.model import SystemStreamPartition
 from ..core.offset import REBASE_NEW_PARTITION, LogOffset, OffsetFormatError, Rebase
+from ..source.fault_hooks import reporting_batches
 from ..spark.limits import MinRowsGate, default_read_limit, max_rows_of
 from ..spark.partition import TaskInputPartition
-from ..spark.reader_glue import OptionsOnlyPickling, claim_once
+from ..spark.reader_glue import OptionsOnlyPickling
 from .options import KafkaSourceOptions
 from .schema import kafka_schema
 
@@ -157,10 +158,8 @@ class SamzaKafkaStreamReader(OptionsOnlyPickling, DataSourceStreamReader, Suppor
             max_rows_per_batch=self.options.max_rows_per_arrow_batch,
             poll_timeout_ms=self.options.poll_timeout_ms,
         )
-        marker = self.options.fail_in_read_once_marker
-        if marker and any(r.size > 0 for r in partition.ranges):
-            return _die_once_in_read(marker, partition.task, batches)
-        return batches
+        return reporting_batches(self.options.fault_hooks, batches, task=partition.task,
+                                 planned_rows=sum(r.size for r in partition.ranges))
 
 
 # Which offset Spark handed over, and where in the checkpoint it comes from. Spark passes the offset's JSON, not
@@ -263,28 +262,3 @@ def _record_first_batch_starts(initial: LogOffset, planned: LogOffset) -> LogOff
         return planned
     return LogOffset(planned.job_model, planned.positions, rebases, planned.barriers, planned.applied,
                      planned.topic_ids)
-
-
-def _die_once_in_read(marker: str, task: str, batches: Iterator) -> Iterator:
-    """The test-only fault hook (option ``testing.failInReadOnce``, off by default): the first task attempt that
-    gets here while ``marker`` does not exist creates it and kills its own Python worker process with
-    ``os._exit(1)`` right after handing Spark its first batch -- a worker dying in the middle of ``read()``, with
-    part of the task's rows already sent. Spark fails the attempt and retries the task; the marker makes it once."""
-    first = True
-    for batch in batches:
-        yield batch
-        if first:
-            first = False
-            _exit_once(marker, task)
-    if first:
-        _exit_once(marker, task)
-
-
-def _exit_once(marker: str, task: str) -> None:
-    import os
-
-    if not claim_once(marker, f"{task}\t{os.getpid()}"):
-        return
-    log.warning("testing.failInReadOnce: killing this Python worker (pid %d) inside read() of task %r",
-                os.getpid(), task)
-    os._exit(1)

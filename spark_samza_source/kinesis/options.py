@@ -18,6 +18,7 @@ from ..core.errors import ConfigError
 from ..core.startpoint import DEFAULT_STARTPOINT_POLL_INTERVAL_MS, DEFAULT_STARTPOINT_TTL_MS
 from ..metadata.base import validate_job_name
 from ..metadata.lease import DEFAULT_OWNERSHIP_TTL_MS, MIN_TTL_MS
+from ..source.fault_hooks import NO_FAULT_HOOKS, FaultHookOptions
 from ..source.options import (
     FAIL_ON_DATA_LOSS_OPTION,
     JOB_NAME_OPTION,
@@ -61,8 +62,6 @@ STARTING_POSITION_OPTION = "startingPosition"
 MAX_RECORDS_PER_SHARD_OPTION = "maxRecordsPerShard"
 MAX_FETCH_TIME_PER_SHARD_OPTION = "maxFetchTimePerShard"
 KCL_LEASE_TABLE_OPTION = "kcl.leaseTable"
-FAIL_AFTER_RECORD_OPTION = "testing.failAfterRecord"
-FAIL_AFTER_RECORD_HOLD_OPTION = "testing.failAfterRecordHold"
 LATEST, TRIM_HORIZON, AT_TIMESTAMP, PER_SHARD, KCL = "LATEST", "TRIM_HORIZON", "AT_TIMESTAMP", "PER_SHARD", "KCL"
 _STREAM_RE = re.compile(r"^[a-zA-Z0-9_.-]{1,128}$")
 
@@ -98,12 +97,8 @@ class KinesisSourceOptions:
     startpoint_poll_ms: int
     ownership_ttl_ms: int  # job.ownership.ttl: see metadata.lease
     retry_timeout_ms: int = DEFAULT_RETRY_TIMEOUT_MS  # endpoint.retryTimeout
-    # Test-only fault hook, off by default: a file path; the first task attempt that records a batch end while
-    # the file does not exist creates it and fails, so tests can prove a retried attempt reads the same range.
-    fail_after_record_marker: str | None = None
-    # ... and with ``testing.failAfterRecordHold`` (a file path), that attempt waits (up to 5 minutes) until the
-    # file exists before it fails, so a test can change the stream between the attempt and its retry.
-    fail_after_record_hold: str | None = None
+    # the ``testing.*`` options (source/fault_hooks.py): empty, and nothing loaded, unless a test sets them
+    fault_hooks: FaultHookOptions = NO_FAULT_HOOKS
 
     def __repr__(self) -> str:  # never show credentials, even in a debugger or a pickled-object dump
         return f"KinesisSourceOptions({self.describe()})"
@@ -184,8 +179,7 @@ class KinesisSourceOptions:
                                               minimum_ms=MIN_TTL_MS),
             retry_timeout_ms=opts.duration_ms(RETRY_TIMEOUT_OPTION, DEFAULT_RETRY_TIMEOUT_MS,
                                               minimum_ms=MIN_RETRY_TIMEOUT_MS),
-            fail_after_record_marker=opts.string(FAIL_AFTER_RECORD_OPTION),
-            fail_after_record_hold=opts.string(FAIL_AFTER_RECORD_HOLD_OPTION),
+            fault_hooks=FaultHookOptions.parse(opts),
         )
 
 

@@ -81,7 +81,8 @@ def test_a_task_failing_after_recording_its_end_is_retried_with_exactly_that_ran
     acks = put_round(ks, stream, 2, 100, "a")
     marker, release = tmp_path / "failed-once", tmp_path / "retry-may-run"
     query = ks.start_collecting("retry", stream, maxRecordsPerShard="1000",
-                                **{"testing.failAfterRecord": str(marker),
+                                **{"testing.faultHooks": "samza_devkit.fault_hooks",
+                                   "testing.failAfterRecord": str(marker),
                                    "testing.failAfterRecordHold": str(release)})
     ks.wait_for(marker.exists, timeout=120, what="the injected failure")
     later = put_round(ks, stream, 2, 60, "b")  # lands between the failed attempt and its retry
