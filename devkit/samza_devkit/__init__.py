@@ -4,5 +4,6 @@
 - ``moto_server``, ``kinesis_helpers``: moto in server mode on loopback, with its Kinesis fixes;
 - ``pytest_plugin`` and the ``*_fixtures`` modules: pytest fixtures backed by those real local parts;
 - ``kafka_helpers``, ``query_harness``, ``fault_driver``: what integration tests, benchmarks and the notebook use;
+- ``fault_hooks``: the fault-injection hooks a query loads with the option ``testing.faultHooks``;
 - ``demo``: ``make demo``.
 """

@@ -58,7 +58,6 @@ INCLUDE_HEADERS_OPTION = "includeHeaders"
 COMMIT_OFFSETS_TO_KAFKA_OPTION = "commitOffsetsToKafka"
 MAX_ROWS_PER_ARROW_BATCH_OPTION = "maxRowsPerArrowBatch"
 POLL_TIMEOUT_OPTION = "kafkaConsumer.pollTimeoutMs"
-FAIL_IN_READ_ONCE_OPTION = "testing.failInReadOnce"
 
 JOB_MODEL_RESET_OPTION = "jobModel.reset"
 EXPANSION_SETTLE_OPTION = "expansion.settleTime"
@@ -105,11 +104,6 @@ class KafkaSourceOptions(JobOptions):
     max_rows_per_arrow_batch: int
     poll_timeout_ms: int
     drop_topics: tuple[str, ...]  # dropTopics: topics that may leave the job (deleted or no longer subscribed)
-    # Test-only fault hook, off by default (option ``testing.failInReadOnce``): a file path; the first task attempt
-    # that reads records while the file does not exist creates it and kills its Python worker process outright
-    # (``os._exit``) right after yielding its first batch, so tests can prove a worker dying in read() is retried
-    # with exactly the same ranges.
-    fail_in_read_once_marker: str | None = None
 
     @property
     def group_id(self) -> str:
@@ -193,7 +187,6 @@ class KafkaSourceOptions(JobOptions):
                                                   minimum=1),
             poll_timeout_ms=opts.duration_ms(POLL_TIMEOUT_OPTION, DEFAULT_POLL_TIMEOUT_MS, minimum_ms=1),
             drop_topics=_parse_drop_topics(opts.string(DROP_TOPICS_OPTION)),
-            fail_in_read_once_marker=opts.string(FAIL_IN_READ_ONCE_OPTION),
         )
 
 

@@ -12,9 +12,9 @@ from collections.abc import Iterator
 
 from ..core.offset import LogOffset
 from ..source.data_source import SamzaDataSource
+from ..source.fault_hooks import reporting_batches
 from ..source.stream_reader import SamzaStreamReader
 from ..spark.limits import default_read_limit
-from ..spark.reader_glue import claim_once
 from .input_partition import KafkaTaskPartition
 from .options import KafkaSourceOptions
 from .schema import kafka_schema
@@ -54,10 +54,8 @@ class SamzaKafkaStreamReader(SamzaStreamReader):
             max_rows_per_batch=self.options.max_rows_per_arrow_batch,
             poll_timeout_ms=self.options.poll_timeout_ms,
         )
-        marker = self.options.fail_in_read_once_marker
-        if marker and any(r.size > 0 for r in partition.reads):
-            return _die_once_in_read(marker, partition.task, batches)
-        return batches
+        return reporting_batches(self.options.fault_hooks, batches, task=partition.task,
+                                 planned_rows=sum(r.size for r in partition.reads))
 
 
 class SamzaKafkaDataSource(SamzaDataSource):
@@ -69,28 +67,3 @@ class SamzaKafkaDataSource(SamzaDataSource):
 
     def schema(self):
         return kafka_schema(self.parsed_options().include_headers)
-
-
-def _die_once_in_read(marker: str, task: str, batches: Iterator) -> Iterator:
-    """The test-only fault hook (option ``testing.failInReadOnce``, off by default): the first task attempt that
-    gets here while ``marker`` does not exist creates it and kills its own Python worker process with
-    ``os._exit(1)`` right after handing Spark its first batch -- a worker dying in the middle of ``read()``, with
-    part of the task's rows already sent. Spark fails the attempt and retries the task; the marker makes it once."""
-    first = True
-    for batch in batches:
-        yield batch
-        if first:
-            first = False
-            _exit_once(marker, task)
-    if first:
-        _exit_once(marker, task)
-
-
-def _exit_once(marker: str, task: str) -> None:
-    import os
-
-    if not claim_once(marker, f"{task}\t{os.getpid()}"):
-        return
-    log.warning("testing.failInReadOnce: killing this Python worker (pid %d) inside read() of task %r",
-                os.getpid(), task)
-    os._exit(1)

@@ -45,8 +45,6 @@ STARTING_POSITION_OPTION = "startingPosition"
 MAX_RECORDS_PER_SHARD_OPTION = "maxRecordsPerShard"
 MAX_FETCH_TIME_PER_SHARD_OPTION = "maxFetchTimePerShard"
 KCL_LEASE_TABLE_OPTION = "kcl.leaseTable"
-FAIL_AFTER_RECORD_OPTION = "testing.failAfterRecord"
-FAIL_AFTER_RECORD_HOLD_OPTION = "testing.failAfterRecordHold"
 LATEST, TRIM_HORIZON, AT_TIMESTAMP, PER_SHARD, KCL = "LATEST", "TRIM_HORIZON", "AT_TIMESTAMP", "PER_SHARD", "KCL"
 _STREAM_RE = re.compile(r"^[a-zA-Z0-9_.-]{1,128}$")
 
@@ -75,12 +73,6 @@ class KinesisSourceOptions(JobOptions):
     max_records_per_shard: int
     max_fetch_time_ms: int
     kcl_lease_table: str | None
-    # Test-only fault hook, off by default: a file path; the first task attempt that records a batch end while
-    # the file does not exist creates it and fails, so tests can prove a retried attempt reads the same range.
-    fail_after_record_marker: str | None = None
-    # ... and with ``testing.failAfterRecordHold`` (a file path), that attempt waits (up to 5 minutes) until the
-    # file exists before it fails, so a test can change the stream between the attempt and its retry.
-    fail_after_record_hold: str | None = None
 
     def __repr__(self) -> str:  # never show credentials, even in a debugger or a pickled-object dump
         return f"KinesisSourceOptions({self.describe()})"
@@ -142,8 +134,6 @@ class KinesisSourceOptions(JobOptions):
             max_fetch_time_ms=opts.duration_ms(MAX_FETCH_TIME_PER_SHARD_OPTION, DEFAULT_MAX_FETCH_TIME_MS,
                                                minimum_ms=100),
             kcl_lease_table=opts.string(KCL_LEASE_TABLE_OPTION),
-            fail_after_record_marker=opts.string(FAIL_AFTER_RECORD_OPTION),
-            fail_after_record_hold=opts.string(FAIL_AFTER_RECORD_HOLD_OPTION),
         )
 
 

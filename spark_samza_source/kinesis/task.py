@@ -6,11 +6,10 @@ imports executor modules only (docs/architecture.md §2): the reader, the record
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 
 from ..metadata import open_store
-from ..spark.reader_glue import claim_once
+from ..source.fault_hooks import SHARD_END_RECORDED, report
 from .batch_ends import batch_ends_for, stream_and_record
 from .client import AwsClientSettings, kinesis_client
 from .input_partition import KinesisTaskPartition
@@ -33,22 +32,5 @@ def read_task(options: KinesisSourceOptions, partition: KinesisTaskPartition) ->
             max_fetch_time_ms=options.max_fetch_time_ms, fail_on_data_loss=options.fail_on_data_loss,
             settings=settings, until_arrival_ms=read.until_arrival_ms,
         )
-        _maybe_inject_failure(options, read.shard_id, result)
-
-
-def _maybe_inject_failure(options: KinesisSourceOptions, shard_id: str, result) -> None:
-    """The test-only fault hook (option ``testing.failAfterRecord``): fail once, right after recording an end
-    (and after yielding the shard's rows, which Spark must then discard)."""
-    marker = options.fail_after_record_marker
-    if not marker or not result.records:
-        return
-    if not claim_once(marker, f"{shard_id} {json.dumps(result.end.to_json())}"):
-        return
-    if options.fail_after_record_hold:  # testing.failAfterRecordHold: let the test act before the retry
-        import os
-        import time
-
-        deadline = time.monotonic() + 300
-        while not os.path.exists(options.fail_after_record_hold) and time.monotonic() < deadline:
-            time.sleep(0.05)
-    raise RuntimeError(f"injected failure after recording the end of {shard_id} (option testing.failAfterRecord)")
+        report(options.fault_hooks, SHARD_END_RECORDED, task=partition.task, shard_id=read.shard_id,
+               end=result.end, records=result.records)

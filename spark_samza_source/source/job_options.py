@@ -2,20 +2,22 @@
 
 ``KafkaSourceOptions`` and ``KinesisSourceOptions`` derive from :class:`JobOptions`, so ``options.job_name`` and
 the rest read the same in both sources, and :meth:`JobOptions.parse_common` is the one parser of ``job.name``,
-``metadata.store``, ``failOnDataLoss``, ``startpoint.ttl`` / ``startpoint.pollInterval``, ``job.ownership.ttl``
-and ``endpoint.retryTimeout``. Each default is defined beside the code that uses it and imported here.
+``metadata.store``, ``failOnDataLoss``, ``startpoint.ttl`` / ``startpoint.pollInterval``, ``job.ownership.ttl``,
+``endpoint.retryTimeout`` and the test-only ``testing.*`` fault hooks. Each default is defined beside the code
+that uses it and imported here.
 """
 
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..core.startpoint import DEFAULT_STARTPOINT_POLL_INTERVAL_MS, DEFAULT_STARTPOINT_TTL_MS
 from ..metadata.base import validate_job_name
 from ..metadata.lease import DEFAULT_OWNERSHIP_TTL_MS, MIN_TTL_MS
 from ..spark.options import Options
+from .fault_hooks import NO_FAULT_HOOKS, FaultHookOptions
 from .options import (
     FAIL_ON_DATA_LOSS_OPTION,
     JOB_NAME_OPTION,
@@ -48,6 +50,8 @@ class JobOptions:
     startpoint_poll_ms: int
     ownership_ttl_ms: int  # job.ownership.ttl: see metadata.lease
     retry_timeout_ms: int  # endpoint.retryTimeout: driver-side calls are retried this long, then fail
+    # the ``testing.*`` options (source/fault_hooks.py): empty, and nothing loaded, unless a test sets them
+    fault_hooks: FaultHookOptions = field(default=NO_FAULT_HOOKS, kw_only=True)
 
     @staticmethod
     def parse_common(opts: Options, *, job_name_example: str, store_holds: str) -> dict[str, Any]:
@@ -83,4 +87,5 @@ class JobOptions:
                                                  minimum_ms=MIN_TTL_MS),
             "retry_timeout_ms": opts.duration_ms(RETRY_TIMEOUT_OPTION, DEFAULT_RETRY_TIMEOUT_MS,
                                                  minimum_ms=MIN_RETRY_TIMEOUT_MS),
+            "fault_hooks": FaultHookOptions.parse(opts),
         }

@@ -31,9 +31,13 @@ EXPANSION_ALGORITHM_OPTION = "expansion.algorithm"
 BROADCAST_OPTION = "task.broadcast.inputs"
 #: co-partitioned stream groups (``core/copartition.py``)
 COPARTITION_OPTION = "copartition"
+#: test-only: the dotted path of the module that implements the fault-injection hooks (``source/fault_hooks.py``);
+#: every other option under :data:`TESTING_OPTIONS_PREFIX` is the hooks' own and needs it
+FAULT_HOOKS_OPTION = "testing.faultHooks"
+TESTING_OPTIONS_PREFIX = "testing."
 
 __all__ = [
     "BROADCAST_OPTION", "COPARTITION_OPTION", "EXPANSION_ALGORITHM_OPTION", "FAIL_ON_DATA_LOSS_OPTION",
-    "GROUPER_OPTION", "JOB_NAME_OPTION", "JOB_OWNERSHIP_TTL_OPTION", "METADATA_STORE_OPTION", "RETRY_TIMEOUT_OPTION",
-    "STARTPOINT_POLL_INTERVAL_OPTION", "STARTPOINT_TTL_OPTION",
+    "FAULT_HOOKS_OPTION", "GROUPER_OPTION", "JOB_NAME_OPTION", "JOB_OWNERSHIP_TTL_OPTION", "METADATA_STORE_OPTION",
+    "RETRY_TIMEOUT_OPTION", "STARTPOINT_POLL_INTERVAL_OPTION", "STARTPOINT_TTL_OPTION", "TESTING_OPTIONS_PREFIX",
 ]

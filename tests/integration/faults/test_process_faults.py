@@ -115,7 +115,8 @@ def test_python_worker_killed_inside_read_is_retried_exactly_once(kafka_broker, 
     produce(q.bootstrap, topic, [(b"k", f"{p}-{i}".encode(), None, p) for i in range(1500) for p in (0, 1)])
     marker = tmp_path / "worker-died"
     query = q.start_parquet("wdie", trigger={"availableNow": True}, subscribe=topic, maxOffsetsPerTrigger="1000",
-                            maxRowsPerArrowBatch="100", **{"testing.failInReadOnce": str(marker)})
+                            maxRowsPerArrowBatch="100", **{"testing.faultHooks": "samza_devkit.fault_hooks",
+                                                            "testing.failInReadOnce": str(marker)})
     assert query.awaitTermination(180), "query did not finish"
     assert query.exception() is None
     assert marker.exists(), "the fault hook never fired"

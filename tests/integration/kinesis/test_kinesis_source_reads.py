@@ -81,7 +81,8 @@ def test_a_task_failing_after_recording_its_end_is_retried_with_exactly_that_ran
     acks = put_round(ks, stream, 2, 100, "a")
     marker, release = tmp_path / "failed-once", tmp_path / "retry-may-run"
     query = ks.start_collecting("retry", stream, maxRecordsPerShard="1000",
-                                **{"testing.failAfterRecord": str(marker),
+                                **{"testing.faultHooks": "samza_devkit.fault_hooks",
+                                   "testing.failAfterRecord": str(marker),
                                    "testing.failAfterRecordHold": str(release)})
     ks.wait_for(marker.exists, timeout=120, what="the injected failure")
     later = put_round(ks, stream, 2, 60, "b")  # lands between the failed attempt and its retry
@@ -91,8 +92,11 @@ def test_a_task_failing_after_recording_its_end_is_retried_with_exactly_that_ran
     assert query.exception() is None
     rows = ks.collected("retry")
     assert rows_key(rows) == acks_key(acks + later)  # no duplicate, no gap: (shard, sequence) exactly
-    shard, end = marker.read_text().split(" ", 1)
+    first_attempt = marker.read_text().strip()
+    shard, end = first_attempt.split(" ", 1)
     end = json.loads(end)
+    # The failure happened and was retried: the retry recorded the very end the failed attempt recorded.
+    assert first_attempt in (tmp_path / "failed-once.after").read_text().splitlines()
     assert end["sequence"] == max((a for a in acks if a.shard_id == shard), key=lambda a: int(a.sequence)).sequence
     # The failed batch was emitted once, exactly to the end its first attempt recorded; the new records came later.
     failed_batch = next(rows for _, rows in ks.batches["retry"] if any(r.shardId == shard for r in rows))
