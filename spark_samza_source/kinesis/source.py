@@ -73,7 +73,7 @@ class SamzaKinesisStreamReader(OptionsOnlyPickling, DataSourceStreamReader, Supp
         The only measures are ``GetRecords`` from a position (records or ``MillisBehindLatest``), and those calls
         count against the shard's 5 reads/s that this query's readers need; the executors' recorded batch ends
         are already the next offset's starts, so reporting them would only repeat ``endOffset``. Lag is measured
-        on demand instead: ``samza-source lag --stream ...`` (see ``spark_samza_source.lag``).
+        on demand instead: ``samza-source lag --stream ...`` (see ``spark_samza_source.ops.lag``).
         """
         if self._coordinator is None:
             return None

@@ -1,4 +1,4 @@
-"""``python -m spark_samza_source.cli``: the same as the ``samza-source`` console script."""
+"""``python -m spark_samza_source.ops.cli``: the same as the ``samza-source`` console script."""
 
 import sys
 
