@@ -58,6 +58,7 @@ class SystemTranslation:
     passthrough_prefix: str | None = None  # options under this prefix pass through too (``kafka.``)
     exclusive: tuple[tuple[str, ...], ...] = ()  # groups of options of which a configuration may set one
 
+
 # Keys (exact, or prefixes ending in '.') that only configure Samza's runtime.
 _IGNORED_EXACT = {
     "task.class": "the Samza task's code: write the processing as Spark transformations on the stream",
