@@ -27,8 +27,8 @@ from typing import Any
 
 from spark_samza_source.source.fault_hooks import SHARD_END_RECORDED, TASK_HANDED_BATCH, TASK_READ_DONE
 
-__all__ = ["AFTER_SUFFIX", "FAIL_AFTER_RECORD", "FAIL_AFTER_RECORD_HOLD", "FAIL_IN_READ_ONCE", "HOLD_TIMEOUT_S", "claim_once",
-           "on_event"]
+__all__ = ["AFTER_SUFFIX", "FAIL_AFTER_RECORD", "FAIL_AFTER_RECORD_HOLD", "FAIL_IN_READ_ONCE", "HOLD_TIMEOUT_S",
+           "claim_once", "on_event"]
 
 log = logging.getLogger(__name__)
 

@@ -277,7 +277,7 @@ class KinesisCoordinator(JobCoordinator[KinesisOffset]):
         Kinesis has no per-shard "latest offset" to report: the only measures are ``GetRecords`` from a position
         (records or ``MillisBehindLatest``), and those calls count against the shard's 5 reads/s that this query's
         readers need; the executors' recorded batch ends are already the next offset's starts. Lag is measured on
-        demand instead: ``samza-source lag --stream ...``."""
+        demand instead: ``samza-source lag --stream ...`` (``spark_samza_source.ops.lag``)."""
         if not self.data_loss:
             return {}
         return {"dataLoss": {k: list(v) for k, v in sorted(self.data_loss.items())}}

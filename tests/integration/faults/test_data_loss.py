@@ -28,7 +28,7 @@ from samza_devkit.kafka_helpers import create_topic, delete_records_before, prod
 from spark_samza_source.kafka.errors import KafkaDataLossError
 from spark_samza_source.kafka.options import KafkaSourceOptions
 from spark_samza_source.kafka.source import SamzaKafkaStreamReader
-from spark_samza_source.metrics import lag_from_progress
+from spark_samza_source.ops.metrics import lag_from_progress
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 

@@ -44,7 +44,7 @@ SCRIPT = Path(sys.executable).parent / "samza-source"
 
 
 def cli(*args: str, env: dict[str, str] | None = None, entry_point: bool = False) -> subprocess.CompletedProcess:
-    command = [str(SCRIPT)] if entry_point else [sys.executable, "-m", "spark_samza_source.cli"]
+    command = [str(SCRIPT)] if entry_point else [sys.executable, "-m", "spark_samza_source.ops.cli"]
     return subprocess.run([*command, *args], capture_output=True, text=True, timeout=120,
                           env={**os.environ, **(env or {})})
 

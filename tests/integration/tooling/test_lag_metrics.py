@@ -1,4 +1,4 @@
-"""Offsets behind latest from streaming progress (``spark_samza_source.metrics``) and the SamzaLagListener.
+"""Offsets behind latest from streaming progress (``spark_samza_source.ops.metrics``) and the SamzaLagListener.
 
 The pure computation on fabricated progress (both shapes PySpark hands out: ``SourceProgress`` with JSON strings
 and the parsed JSON dict), then a live samza-kafka query whose listener figures must equal the broker's high
@@ -20,7 +20,7 @@ from samza_devkit.kafka_helpers import create_topic, produce, unique_topic
 from spark_samza_source.core.jobmodel import JobModel
 from spark_samza_source.core.model import SystemStreamPartition, TaskName
 from spark_samza_source.core.offset import LogOffset
-from spark_samza_source.metrics import SamzaLagListener, lag_from_progress, source_lag
+from spark_samza_source.ops.metrics import SamzaLagListener, lag_from_progress, source_lag
 
 
 def _harness(system: str):
@@ -92,7 +92,7 @@ def test_behind_is_never_negative_and_unknown_ssps_are_left_out():
 def test_listener_keeps_and_logs_figures(caplog):
     listener = SamzaLagListener()
     event = QueryProgressEvent.fromJson({"progress": progress_json()})
-    with caplog.at_level(logging.INFO, logger="spark_samza_source.metrics"):
+    with caplog.at_level(logging.INFO, logger="spark_samza_source.ops.metrics"):
         listener.onQueryProgress(event)
     assert listener.last.max_offsets_behind_latest == 60 and listener.errors == 0
     assert listener.last_by_query[QUERY_ID].batch_id == 12 and len(listener.for_batch(12)) == 1

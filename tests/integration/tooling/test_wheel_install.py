@@ -67,7 +67,7 @@ def test_the_wheel_holds_no_development_broker_and_no_test_fixtures(wheel):
     assert "spark_samza_source/py.typed" in names
     assert any(n.endswith(".dist-info/licenses/LICENSE") for n in names)
     assert [n for n in names if any(marker in n for marker in DEVKIT_MARKERS)] == []
-    assert "pytest11" not in entry_points and "samza-source = spark_samza_source.cli:main" in entry_points
+    assert "pytest11" not in entry_points and "samza-source = spark_samza_source.ops.cli:main" in entry_points
 
 
 def test_an_unrelated_project_s_pytest_passes_next_to_the_wheel_installed_without_dependencies(wheel, tmp_path):

@@ -32,10 +32,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .core.checkpoint import Checkpoint
-from .core.jobmodel import JobModel
-from .core.model import SystemStreamPartition, TaskName
-from .core.startpoint import current_time_ms
+from ..core.checkpoint import Checkpoint
+from ..core.jobmodel import JobModel
+from ..core.model import SystemStreamPartition, TaskName
+from ..core.startpoint import current_time_ms
 
 __all__ = [
     "LagReport",
@@ -224,8 +224,8 @@ def measure_shard_backlog(
     iterator). Calls are spaced at :data:`KINESIS_READS_PER_SECOND`; after ``max_calls`` calls or
     ``max_records`` records the count is returned as a lower bound (``capped``).
     """
-    from .kinesis.calls import error_code
-    from .kinesis.errors import KinesisSourceError
+    from ..kinesis.calls import error_code
+    from ..kinesis.errors import KinesisSourceError
 
     if position.is_shard_end:
         return ShardBacklog(0, None, 0)
@@ -285,7 +285,7 @@ def kinesis_shard_positions(
     ``slot_shards`` names the shards of a (task, slot) in the job model of the mirrored batch (from the Spark
     offset); without it a slot that holds one shard cannot be mapped to its shard id.
     """
-    from .kinesis.positions import ShardPosition
+    from ..kinesis.positions import ShardPosition
 
     out = []
     for ssp, per_task in committed_by_ssp(checkpoint, "kinesis").items():

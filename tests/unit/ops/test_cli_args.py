@@ -9,10 +9,6 @@ import uuid
 
 import pytest
 
-from spark_samza_source import cli
-from spark_samza_source.cli import commands
-from spark_samza_source.cli.parser import STORE_ENV, build_parser, parse_timestamp
-from spark_samza_source.cli.render import iso_ms, render_table
 from spark_samza_source.core.checkpoint import Checkpoint, CheckpointMirror
 from spark_samza_source.core.errors import MetadataStoreError
 from spark_samza_source.core.jobmodel import JobModel
@@ -23,8 +19,12 @@ from spark_samza_source.core.startpoint_manager import StartpointManager
 from spark_samza_source.kinesis.mapper import ShardPartitionMapper
 from spark_samza_source.kinesis.offset import DRAINED, READABLE, KinesisOffset, ShardState
 from spark_samza_source.kinesis.positions import ShardPosition
-from spark_samza_source.lag import ShardBacklog, kafka_lag, kinesis_lag, slot_mapping_matches
 from spark_samza_source.metadata import open_store
+from spark_samza_source.ops import cli
+from spark_samza_source.ops.cli import commands
+from spark_samza_source.ops.cli.parser import STORE_ENV, build_parser, parse_timestamp
+from spark_samza_source.ops.cli.render import iso_ms, render_table
+from spark_samza_source.ops.lag import ShardBacklog, kafka_lag, kinesis_lag, slot_mapping_matches
 
 
 def run(capsys, *argv: str) -> tuple[int, str, str]:

@@ -15,7 +15,7 @@ import sys
 from datetime import datetime
 from typing import NoReturn
 
-from .._version import __version__
+from ..._version import __version__
 
 __all__ = [
     "STORE_ENV",

@@ -1,4 +1,5 @@
-"""Samza job.properties import: the Java properties syntax, every mapped key, and every key reported."""
+"""Samza job.properties import (``samza_config``: importer, common, kafka, kinesis, report): every mapped key, and
+every key reported."""
 
 import json
 import logging
@@ -7,18 +8,6 @@ from pathlib import Path
 
 import pytest
 
-from spark_samza_source.config import (
-    KAFKA_FORMAT,
-    KINESIS_FORMAT,
-    import_mapping,
-    import_properties,
-    load_properties,
-    parse_properties,
-    properties_to_options,
-    read_properties,
-    starting_offsets_from_samza_checkpoint,
-    starting_offsets_from_spark_checkpoint,
-)
 from spark_samza_source.core.errors import ConfigError
 from spark_samza_source.core.expansion import DefaultPartitionExpansionAlgorithm, resolve_expansion_algorithm
 from spark_samza_source.core.grouping import (
@@ -32,8 +21,17 @@ from spark_samza_source.core.grouping import (
 from spark_samza_source.core.model import SystemStreamPartition
 from spark_samza_source.kafka.options import EARLIEST, LATEST, SPECIFIC, KafkaSourceOptions
 from spark_samza_source.kinesis.options import KCL, TRIM_HORIZON, KinesisSourceOptions
+from spark_samza_source.samza_config import (
+    KAFKA_FORMAT,
+    KINESIS_FORMAT,
+    import_mapping,
+    import_properties,
+    load_properties,
+    properties_to_options,
+    read_properties,
+)
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 DATA = REPO / "tests" / "data"
 CONF = REPO / "conf"
 
@@ -77,99 +75,6 @@ def parse_kafka(options) -> KafkaSourceOptions:
 
 def parse_kinesis(options) -> KinesisSourceOptions:
     return KinesisSourceOptions.parse({k.lower(): v for k, v in options.items()})
-
-
-# ---- Java properties syntax -------------------------------------------------------------------------------
-
-
-def test_separators_equal_colon_whitespace_and_key_only():
-    text = "a=1\nb:2\nc 3\nd = 4\ne :5\nf\t \t6\ng\nh=\ni = = x\nj:=y\n"
-    assert parse_properties(text) == {
-        "a": "1", "b": "2", "c": "3", "d": "4", "e": "5", "f": "6", "g": "", "h": "", "i": "= x", "j": "=y",
-    }
-
-
-def test_comments_blank_lines_and_hash_inside_values():
-    text = "# comment\n! also a comment\n   # indented comment\n\n \t\nkey=value # not a comment\nurl=a!b#c\n"
-    assert parse_properties(text) == {"key": "value # not a comment", "url": "a!b#c"}
-
-
-def test_leading_whitespace_is_skipped_and_trailing_whitespace_of_values_kept():
-    assert parse_properties("   key = value  \n") == {"key": "value  "}
-
-
-def test_line_continuations():
-    text = (
-        "task.inputs=kafka.orders,\\\n"
-        "            kafka.payments,\\\n"
-        "   # not a comment when continued\n"
-        "even=ends with an escaped backslash \\\\\n"
-        "next=1\n"
-    )
-    assert parse_properties(text) == {
-        "task.inputs": "kafka.orders,kafka.payments,# not a comment when continued",
-        "even": "ends with an escaped backslash \\",
-        "next": "1",
-    }
-
-
-def test_a_comment_never_continues_and_an_empty_continuation_ends_the_entry():
-    assert parse_properties("# comment \\\nkey=1\n") == {"key": "1"}
-    assert parse_properties("a=x\\\n\nb=2\n") == {"a": "x", "b": "2"}
-
-
-def test_backslash_at_end_of_file_is_dropped():
-    assert parse_properties("key=value\\") == {"key": "value"}
-
-
-def test_escapes_in_keys_and_values():
-    text = (
-        "key\\ with\\ spaces = v\n"
-        "a\\=b\\:c=d\n"
-        "tabs=x\\ty\\nz\\rw\\fv\n"
-        "unicode=caf\\u00e9 \\u20AC\n"
-        "emoji=\\uD83D\\uDE00\n"
-        "other=\\q\\#\\!\n"
-        "path=C:\\\\dir\\\\file\n"
-    )
-    assert parse_properties(text) == {
-        "key with spaces": "v",
-        "a=b:c": "d",
-        "tabs": "x\ty\nz\rw\fv",
-        "unicode": "café €",
-        "emoji": "\U0001F600",
-        "other": "q#!",
-        "path": "C:\\dir\\file",
-    }
-
-
-def test_malformed_unicode_escape_names_the_line():
-    with pytest.raises(ConfigError, match=r"line 2: malformed \\uXXXX escape"):
-        parse_properties("ok=1\nbad=\\u12G4\n")
-    with pytest.raises(ConfigError, match="line 1"):
-        parse_properties("short=\\u12")
-
-
-def test_line_endings_crlf_and_cr():
-    assert parse_properties("a=1\r\nb=2\rc=3\\\r\n  4\n") == {"a": "1", "b": "2", "c": "34"}
-
-
-def test_duplicate_keys_last_wins():
-    assert parse_properties("a=1\na=2\n") == {"a": "2"}
-
-
-def test_read_properties_utf8_bom_and_latin1_fallback(tmp_path):
-    utf8 = tmp_path / "utf8.properties"
-    utf8.write_bytes("\ufeffjob.name=caf\u00e9\n".encode())
-    assert read_properties(utf8) == {"job.name": "café"}
-    latin1 = tmp_path / "latin1.properties"
-    latin1.write_bytes("job.name=caf\u00e9\n".encode("iso-8859-1"))
-    assert read_properties(latin1) == {"job.name": "café"}
-
-
-def test_missing_file_is_a_config_error(tmp_path):
-    with pytest.raises(ConfigError, match="cannot read Samza properties file"):
-        read_properties(tmp_path / "nope.properties")
 
 
 # ---- the realistic Kafka job --------------------------------------------------------------------------------
@@ -734,7 +639,7 @@ def test_kinesis_grouper_and_kafka_only_keys():
 
 
 def test_load_properties_returns_options_and_logs_what_was_left_out(caplog):
-    with caplog.at_level(logging.INFO, logger="spark_samza_source.config"):
+    with caplog.at_level(logging.INFO, logger="spark_samza_source.samza_config"):
         options = load_properties(DATA / "samza-kafka-job.properties")
     assert options == import_properties(DATA / "samza-kafka-job.properties").options
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
@@ -769,104 +674,20 @@ def test_example_properties_in_conf_load_and_satisfy_the_sources():
     assert kin.metadata_store.startswith("dynamodb://")
 
 
-def test_spark_defaults_for_local_runs():
-    conf = read_properties(CONF / "spark-defaults.conf")  # Spark reads it with java.util.Properties too
-    assert conf["spark.python.worker.reuse"] == "true"
-    assert conf["spark.ui.enabled"] == "false"
-    assert conf["spark.ui.showConsoleProgress"] == "false"
-    assert 1 <= int(conf["spark.sql.shuffle.partitions"]) <= 16
-    assert all(key.startswith("spark.") for key in conf)
-    text = (CONF / "spark-defaults.conf").read_text()
-    assert "PYSPARK_PYTHON" in text
-
-
-def test_log4j2_properties_stay_quiet():
-    conf = read_properties(CONF / "log4j2.properties")
-    assert conf["rootLogger.level"] in ("warn", "error")
-    levels = {conf[k[: -len(".name")] + ".level"] for k in conf if k.startswith("logger.") and k.endswith(".name")}
-    assert levels <= {"warn", "error", "off"}
-
-
-# ---- resuming where Samza or Spark's Kafka source stopped -------------------------------------------------------
-
-SOURCE_OPTIONS = {"kafka.bootstrap.servers": "b:9092", "subscribe": "orders", "job.name": "j"}
-
-
-def test_starting_offsets_from_samza_checkpoint_tool_output():
-    text = (
-        "2026-01-01 INFO Using the rewritten config: {...}\n"
-        "INFO Current checkpoint for task: Partition 0: "
-        "tasknames.Partition 0.systems.kafka.streams.orders.partitions.0 = 41\n"
-        "INFO Current checkpoint for task: Partition 1: "
-        "tasknames.Partition 1.systems.kafka.streams.orders.v2.partitions.1 = 9\n"
-        "tasknames.Partition 0.systems.kafka.streams.rates.partitions.0=5\n"
-        "tasknames.Partition 1.systems.kafka.streams.rates.partitions.0=3\n"
-        "tasknames.Partition 0.systems.other.streams.x.partitions.0=1\n"
-    )
-    result = starting_offsets_from_samza_checkpoint(text, system="kafka")
-    # Samza checkpoints the last processed offset: resume after it; a broadcast SSP at its smallest.
-    assert json.loads(result) == {"orders": {"0": 42}, "orders.v2": {"1": 10}, "rates": {"0": 4}}
-    starting = parse_kafka({**SOURCE_OPTIONS, "startingOffsets": result}).starting
-    assert starting.kind == SPECIFIC and starting.per_partition["orders"] == {0: 42}
-    assert "pass system=" in str(pytest.raises(ConfigError, starting_offsets_from_samza_checkpoint, text).value)
-    with pytest.raises(ConfigError, match="no Samza checkpoint line"):
-        starting_offsets_from_samza_checkpoint("nothing here\n")
-    with pytest.raises(ConfigError, match="line 1: offset 'abc'"):
-        starting_offsets_from_samza_checkpoint("tasknames.P.systems.kafka.streams.t.partitions.0=abc")
-
-
-def spark_checkpoint(root: Path, batches: dict[int, str], committed: list[int]) -> Path:
-    (root / "offsets").mkdir(parents=True)
-    (root / "commits").mkdir()
-    for batch, offset_json in batches.items():
-        meta = '{"batchWatermarkMs":0,"batchTimestampMs":1700000000000,"conf":{}}'
-        (root / "offsets" / str(batch)).write_text(f"v1\n{meta}\n{offset_json}")
-        (root / "offsets" / f".{batch}.crc").write_text("crc")
-    for batch in committed:
-        (root / "commits" / str(batch)).write_text('v1\n{"nextBatchWatermarkMs":0}')
-    return root
-
-
-def test_starting_offsets_from_spark_kafka_checkpoint(tmp_path):
-    root = spark_checkpoint(tmp_path / "chk", {
-        0: '{"orders":{"1":10,"0":5}}',
-        1: '{"orders":{"0":20,"1":30},"payments":{"0":7}}',
-        2: '{"orders":{"0":99,"1":99},"payments":{"0":99}}',  # planned, never committed
-    }, committed=[0, 1])
-    result = starting_offsets_from_spark_checkpoint(root)
-    assert json.loads(result) == {"orders": {"0": 20, "1": 30}, "payments": {"0": 7}}
-    assert starting_offsets_from_spark_checkpoint(f"file://{root}") == result
-    starting = parse_kafka({**SOURCE_OPTIONS, "subscribe": "orders,payments", "startingOffsets": result}).starting
-    assert starting.per_partition == {"orders": {0: 20, 1: 30}, "payments": {0: 7}}
-
-
-def test_starting_offsets_from_spark_checkpoint_errors(tmp_path):
-    with pytest.raises(ConfigError, match="not a readable Spark checkpoint"):
-        starting_offsets_from_spark_checkpoint(tmp_path / "missing")
-    empty = spark_checkpoint(tmp_path / "empty", {0: '{"orders":{"0":1}}'}, committed=[])
-    with pytest.raises(ConfigError, match="no committed batch"):
-        starting_offsets_from_spark_checkpoint(empty)
-    other = spark_checkpoint(tmp_path / "other", {0: '{"version":1,"jobModel":{}}'}, committed=[0])
-    with pytest.raises(ConfigError, match="not a Kafka source offset"):
-        starting_offsets_from_spark_checkpoint(other)
-    with pytest.raises(ConfigError, match="source #1"):
-        starting_offsets_from_spark_checkpoint(spark_checkpoint(tmp_path / "one", {0: '{"t":{"0":1}}'}, [0]),
-                                               source=1)
-
-
 # ---- the importer knows every option of the sources -------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("parse", "minimal", "native"), [
-    (KafkaSourceOptions.parse, {"kafka.bootstrap.servers": "b:9092", "subscribe": "t", "job.name": "j"},
-     "_KAFKA_NATIVE"),
-    (KinesisSourceOptions.parse, {"streamname": "s", "job.name": "j"}, "_KINESIS_NATIVE"),
+@pytest.mark.parametrize(("parse", "minimal", "module"), [
+    (KafkaSourceOptions.parse, {"kafka.bootstrap.servers": "b:9092", "subscribe": "t", "job.name": "j"}, "kafka"),
+    (KinesisSourceOptions.parse, {"streamname": "s", "job.name": "j"}, "kinesis"),
 ])
-def test_every_option_a_source_reads_passes_through_from_a_file(monkeypatch, parse, minimal, native):
+def test_every_option_a_source_reads_passes_through_from_a_file(monkeypatch, parse, minimal, module):
     """A new option of a source must be added to the importer's list, or a file carrying it reports it unknown."""
-    from spark_samza_source import config
+    import importlib
+
     from spark_samza_source.spark.options import Options
 
+    translation = importlib.import_module(f"spark_samza_source.samza_config.{module}")
     read: set[str] = set()
     original = Options.raw
 
@@ -876,6 +697,6 @@ def test_every_option_a_source_reads_passes_through_from_a_file(monkeypatch, par
 
     monkeypatch.setattr(Options, "raw", spy)
     parse(minimal)
-    known = {n.lower() for n in getattr(config, native)} | {"job.name", "task.broadcast.inputs"}
+    known = {n.lower() for n in translation.NATIVE_OPTIONS} | {"job.name", "task.broadcast.inputs"}
     missing = {n for n in read if not n.startswith("testing.")} - known
-    assert read and not missing, f"add {sorted(missing)} to spark_samza_source.config.{native}"
+    assert read and not missing, f"add {sorted(missing)} to spark_samza_source.samza_config.{module}.NATIVE_OPTIONS"

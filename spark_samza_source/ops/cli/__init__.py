@@ -29,13 +29,13 @@ import re
 import sys
 from collections.abc import Sequence
 
-from ..core.errors import SamzaSourceError
-from ..metadata import scrub_secrets
+from ...core.errors import SamzaSourceError
+from ...metadata import scrub_secrets
 from .parser import UsageError, build_parser, json_errors, json_requested, validate
 
 __all__ = ["main"]
 
-log = logging.getLogger("spark_samza_source.cli")
+log = logging.getLogger("spark_samza_source.ops.cli")
 
 
 #: librdkafka properties whose values are secrets (matched anywhere in the name): sasl.password,

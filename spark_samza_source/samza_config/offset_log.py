@@ -1,12 +1,15 @@
-"""Read a Structured Streaming query's offset log (``<checkpointLocation>/offsets/<batch>``) without Spark.
+"""Read a Structured Streaming query's checkpoint (``<checkpointLocation>/offsets/<batch>``) without Spark.
 
-Each file is ``v1``, one line of batch metadata JSON, then one line per source of the query: the source's offset
-JSON exactly as ``latestOffset`` returned it (``-`` for a source without one). For samza-kinesis the Spark
-offset is the source of truth of the job model (which shard sits in which slot of which task); for samza-kafka
-the offset carries the same job model the driver mirrors into the metadata store.
+The one reader of Spark's offset log in the package. Each ``offsets/<n>`` file is ``v1``, one line of batch
+metadata JSON, then one line per source of the query: the source's offset JSON exactly as ``latestOffset``
+returned it (``-`` for a source without one); ``commits/<n>`` marks batch ``n`` completed. For samza-kinesis the
+Spark offset is the source of truth of the job model (which shard sits in which slot of which task); for
+samza-kafka the offset carries the same job model the driver mirrors into the metadata store.
 
-Local paths and ``file:`` URIs are read directly; other URIs (``s3://``, ``abfs://`` ...) through
-``pyarrow.fs``, which the package depends on anyway.
+Callers: ``samza_config.checkpoints.starting_offsets_from_spark_checkpoint`` (Spark's Kafka source offsets of
+the last committed batch) and the operator CLI (``ops/cli/commands.py``: ``jobmodel show`` and ``lag`` with
+``--checkpoint``). Local paths and ``file:`` URIs are read directly; other URIs (``s3://``, ``abfs://`` ...)
+through ``pyarrow.fs``, which the package depends on anyway. It imports neither pyspark nor a client library.
 """
 
 from __future__ import annotations
@@ -38,7 +41,7 @@ class SourceOffset:
 
 
 class OffsetLog:
-    """The ``offsets/`` directory of one checkpoint location."""
+    """The ``offsets/`` directory (and the ``commits/`` beside it) of one checkpoint location."""
 
     def __init__(self, location: str) -> None:
         self.location = location
@@ -49,23 +52,41 @@ class OffsetLog:
                 self._fs, root = fs.FileSystem.from_uri(location)
             except Exception as err:  # noqa: BLE001 - pyarrow raises several types for bad URIs
                 raise CheckpointDirError(f"cannot open checkpoint location {location!r}: {err}") from None
-            self._dir = root.rstrip("/") + "/offsets"
+            self._root = root.rstrip("/")
         else:
             path = urllib.parse.unquote(urllib.parse.urlsplit(location).path) if location.startswith("file:") \
                 else location
             self._fs = None
-            self._dir = os.path.join(os.path.abspath(os.path.expanduser(path)), "offsets")
+            self._root = os.path.abspath(os.path.expanduser(path))
+        self._dir = self._join(self._root, "offsets")
+
+    def _join(self, directory: str, name: str) -> str:
+        return f"{directory}/{name}" if self._fs is not None else os.path.join(directory, name)
 
     # ---- files ---------------------------------------------------------------------------------------------
+    def listing(self, directory: str) -> list[int]:
+        """Batch ids with a file in ``directory`` (``offsets`` or ``commits``), ascending; ``OSError`` (e.g.
+        ``FileNotFoundError``) when the directory cannot be listed."""
+        path = self._join(self._root, directory)
+        if self._fs is None:
+            names = os.listdir(path)
+        else:
+            from pyarrow import fs
+
+            names = [i.base_name for i in self._fs.get_file_info(fs.FileSelector(path))]
+        return sorted(int(n) for n in names if n.isascii() and n.isdigit())
+
+    def last_committed_batch(self) -> int | None:
+        """The newest batch with an offset file and a commit marker (``commits/<n>``), where Spark itself resumes;
+        None when no batch completed. ``OSError`` when ``offsets/`` or ``commits/`` cannot be listed."""
+        committed = sorted(self.listing("commits"), reverse=True)
+        logged = set(self.listing("offsets"))
+        return next((n for n in committed if n in logged), None)
+
     def batch_ids(self) -> list[int]:
         """Batch ids with an offset file, ascending."""
         try:
-            if self._fs is None:
-                names = os.listdir(self._dir)
-            else:
-                from pyarrow import fs
-
-                names = [i.base_name for i in self._fs.get_file_info(fs.FileSelector(self._dir))]
+            return self.listing("offsets")
         except FileNotFoundError:
             raise CheckpointDirError(
                 f"{self.location!r} has no offsets/ directory: is it the query's checkpointLocation, and has the "
@@ -73,10 +94,13 @@ class OffsetLog:
             ) from None
         except OSError as err:
             raise CheckpointDirError(f"cannot list {self._dir!r}: {err}") from None
-        return sorted(int(n) for n in names if n.isascii() and n.isdigit())
+
+    def path(self, batch_id: int) -> str:
+        """The offset file of one batch."""
+        return self._join(self._dir, str(batch_id))
 
     def _read(self, batch_id: int) -> str:
-        path = f"{self._dir}/{batch_id}" if self._fs is not None else os.path.join(self._dir, str(batch_id))
+        path = self.path(batch_id)
         try:
             if self._fs is None:
                 with open(path, encoding="utf-8") as f:

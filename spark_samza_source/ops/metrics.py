@@ -15,7 +15,7 @@ batch was planned: records that arrived while it ran are not in them, exactly as
 
 Usage::
 
-    from spark_samza_source.metrics import SamzaLagListener, lag_from_progress
+    from spark_samza_source.ops.metrics import SamzaLagListener, lag_from_progress
 
     listener = SamzaLagListener()                # logs one line per progress event of every query
     spark.streams.addListener(listener)
@@ -133,8 +133,8 @@ def source_lag(source: Any, *, query_id: str | None = None, query_name: str | No
     None when the source is not a samza-kafka source (its end offset is not a samza-kafka offset) or reported
     no latest offset (``reportLatestOffset`` returned None, e.g. samza-kinesis).
     """
-    from .core.errors import SamzaSourceError
-    from .core.offset import LogOffset, OffsetFormatError
+    from ..core.errors import SamzaSourceError
+    from ..core.offset import LogOffset, OffsetFormatError
 
     latest = _as_json(_get(source, "latestOffset"))
     end = _as_json(_get(source, "endOffset"))
@@ -182,7 +182,7 @@ class SamzaLagListener(StreamingQueryListener):
 
     ``last`` is the latest :class:`SourceLag` (any query), ``last_by_query`` the latest per query id, and
     ``history`` the last ``history_size`` figures, oldest first. ``query_name`` restricts the listener to one
-    query. Log lines go to the ``spark_samza_source.metrics`` logger at ``level``::
+    query. Log lines go to the ``spark_samza_source.ops.metrics`` logger at ``level``::
 
         samza-kafka lag: query orders_etl batch 12 source 0: min 0 avg 12.5 max 40 offsets behind latest
         (kafka.orders.0=40, kafka.orders.1=10, ...)

@@ -11,20 +11,20 @@ import argparse
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..core.checkpoint import CheckpointMirror
-from ..core.errors import ConfigError, SamzaSourceError, StartpointFormatError
-from ..core.jobmodel import JobModel
-from ..core.model import SystemStreamPartition, TaskName
-from ..core.startpoint import (
+from ...core.checkpoint import CheckpointMirror
+from ...core.errors import ConfigError, SamzaSourceError, StartpointFormatError
+from ...core.jobmodel import JobModel
+from ...core.model import SystemStreamPartition, TaskName
+from ...core.startpoint import (
     Startpoint,
     StartpointOldest,
     StartpointSpecific,
     StartpointTimestamp,
     StartpointUpcoming,
 )
-from ..core.startpoint_manager import NAMESPACE as STARTPOINT_NAMESPACE
-from ..core.startpoint_manager import StartpointManager, parse_startpoint_key, startpoint_key
-from ..metadata import open_store, redact_uri
+from ...core.startpoint_manager import NAMESPACE as STARTPOINT_NAMESPACE
+from ...core.startpoint_manager import StartpointManager, parse_startpoint_key, startpoint_key
+from ...metadata import open_store, redact_uri
 from .parser import UsageError
 from .render import cell, iso_ms, render_table
 
@@ -106,8 +106,8 @@ def _current_job_model(store) -> JobModel | None:
 
 def _parse_any_offset(line: str):
     """A samza-kafka ``LogOffset`` or a samza-kinesis ``KinesisOffset`` from one offset-log line."""
-    from ..core.offset import LogOffset
-    from ..kinesis.offset import KinesisOffset
+    from ...core.offset import LogOffset
+    from ...kinesis.offset import KinesisOffset
 
     try:
         return LogOffset.from_json_str(line)
@@ -116,8 +116,8 @@ def _parse_any_offset(line: str):
 
 
 def _kinesis_offsets(location: str, stream: str):
-    from ..kinesis.offset import KinesisOffset
-    from .spark_checkpoint import OffsetLog
+    from ...kinesis.offset import KinesisOffset
+    from ...samza_config.offset_log import OffsetLog
 
     return OffsetLog(location), KinesisOffset.from_json_str, (lambda o: o.stream == stream)
 
@@ -208,7 +208,7 @@ def _scan_startpoints(store) -> tuple[list[dict[str, Any]], list[dict[str, Any]]
 def _system_problem(ssp, startpoint: Startpoint) -> str | None:
     """Why ``startpoint`` can never apply to ``ssp``'s system (e.g. a negative Kafka offset), or None."""
     if ssp.system == KAFKA:
-        from ..kafka.startpoints import kafka_startpoint_problem
+        from ...kafka.startpoints import kafka_startpoint_problem
 
         return kafka_startpoint_problem(startpoint)
     return None
@@ -337,8 +337,8 @@ def _diff_json(model: JobModel, previous: JobModel | None) -> dict[str, Any] | N
 
 def _job_model_from_checkpoint(args: argparse.Namespace):
     """(current model, previous model or None, source text, Kinesis offset or None) from the offset log."""
-    from ..kinesis.offset import KinesisOffset
-    from .spark_checkpoint import OffsetLog
+    from ...kinesis.offset import KinesisOffset
+    from ...samza_config.offset_log import OffsetLog
 
     log = OffsetLog(args.checkpoint)
     newest = None
@@ -428,7 +428,7 @@ def jobmodel_show(args: argparse.Namespace) -> Outcome:
 def _position_text(position: Any) -> str:
     """A mirrored position for people: Kafka offsets as is, Kinesis positions as ``after 4960...``."""
     if isinstance(position, dict):
-        from ..kinesis.positions import PositionFormatError, ShardPosition
+        from ...kinesis.positions import PositionFormatError, ShardPosition
 
         try:
             if isinstance(position.get("type"), str):
@@ -490,7 +490,7 @@ def lag(args: argparse.Namespace) -> Outcome:
                            "batch yet (Spark commits a batch when it plans the next one)")
     warnings: list[str] = []
     if args.bootstrap is not None:
-        from ..kafka.admin import KafkaAdmin
+        from ...kafka.admin import KafkaAdmin
 
         conf = {k: v for k, v in args.kafka_properties}
         conf["bootstrap.servers"] = args.bootstrap
@@ -514,8 +514,8 @@ def lag(args: argparse.Namespace) -> Outcome:
 
 
 def _kinesis_lag(args: argparse.Namespace, checkpoint, lagmod, warnings: list[str]):
-    from ..kinesis.admin import KinesisAdmin
-    from ..kinesis.client import AwsClientSettings, kinesis_client
+    from ...kinesis.admin import KinesisAdmin
+    from ...kinesis.client import AwsClientSettings, kinesis_client
 
     slot_shards = None
     if args.checkpoint:

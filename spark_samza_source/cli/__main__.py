@@ -1,7 +1,0 @@
-"""``python -m spark_samza_source.cli``: the same as the ``samza-source`` console script."""
-
-import sys
-
-from . import main
-
-sys.exit(main())
