@@ -36,3 +36,11 @@ class MetadataStoreError(SamzaSourceError):
 
 class FormatVersionError(SamzaSourceError):
     """A stored value (offset, job model, checkpoint) was written by a newer, unknown format version."""
+
+
+class OffsetFormatError(SamzaSourceError, ValueError):
+    """A Spark offset (from the checkpoint's offset log) is not one this source wrote."""
+
+
+class DataLossError(SamzaSourceError):
+    """Records the query had not read yet are gone (deleted, expired, or the topic was re-created)."""

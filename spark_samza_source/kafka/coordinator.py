@@ -22,26 +22,16 @@ from collections.abc import Mapping
 from ..core.broadcast import effective_broadcast
 from ..core.checkpoint import Checkpoint, CheckpointMirror
 from ..core.copartition import check_copartitioning
-from ..core.errors import ConfigError, PartitionExpansionError, SamzaSourceError
+from ..core.errors import ConfigError, DataLossError, PartitionExpansionError, SamzaSourceError
 from ..core.expansion import resolve_expansion_algorithm
 from ..core.grouping import resolve_grouper
 from ..core.jobmodel import JobModel
-from ..core.model import SystemStream, SystemStreamPartition, TaskName
-from ..core.offset import REBASE_STARTPOINT, LogOffset, TaskSsp
-from ..core.planner import (
-    DataLoss,
-    DataLossError,
-    PlanResult,
-    ResolvedStartpoint,
-    Watermarks,
-    plan_next,
-    recreated_topic_error,
-    recreated_topics,
-)
+from ..core.model import SystemStream, SystemStreamPartition, TaskName, TaskSsp
 from ..core.startpoint_manager import StartpointManager, startpoint_key
 from ..metadata.lease import DriverLease, offset_identity
 from ..spark.reader_glue import DriverJobResources
 from .admin import KafkaAdmin
+from .offset import REBASE_STARTPOINT, LogOffset
 from .options import (
     BY_TIMESTAMP,
     DROP_TOPICS_OPTION,
@@ -54,6 +44,15 @@ from .options import (
     STARTING_OFFSETS_OPTION,
     SYSTEM,
     KafkaSourceOptions,
+)
+from .planner import (
+    DataLoss,
+    PlanResult,
+    ResolvedStartpoint,
+    Watermarks,
+    plan_next,
+    recreated_topic_error,
+    recreated_topics,
 )
 from .reader import KafkaRange
 from .startpoints import KafkaStartpointResolver, kafka_startpoint_problem

@@ -17,12 +17,12 @@ from typing import Any
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader
 from pyspark.sql.streaming.datasource import SupportsTriggerAvailableNow
 
-from ..core.errors import FormatVersionError
+from ..core.errors import FormatVersionError, OffsetFormatError
 from ..core.model import SystemStreamPartition
-from ..core.offset import REBASE_NEW_PARTITION, LogOffset, OffsetFormatError, Rebase
 from ..spark.limits import MinRowsGate, default_read_limit, max_rows_of
 from ..spark.partition import TaskInputPartition
 from ..spark.reader_glue import OptionsOnlyPickling, claim_once
+from .offset import REBASE_NEW_PARTITION, LogOffset, Rebase
 from .options import KafkaSourceOptions
 from .schema import kafka_schema
 

@@ -12,7 +12,6 @@ from collections.abc import Callable, Mapping
 
 from ..core.errors import StartpointFormatError
 from ..core.model import SystemStreamPartition
-from ..core.planner import Watermarks
 from ..core.startpoint import (
     StartpointOldest,
     StartpointSpecific,
@@ -20,6 +19,7 @@ from ..core.startpoint import (
     StartpointUpcoming,
     StartpointVisitor,
 )
+from .planner import Watermarks
 
 OffsetsForTimes = Callable[[Mapping[tuple[str, int], int]], Mapping[tuple[str, int], int | None]]
 

@@ -19,7 +19,7 @@ from botocore.exceptions import ClientError
 
 from ..core.checkpoint import Checkpoint, CheckpointMirror
 from ..core.errors import ConfigError, SamzaSourceError
-from ..core.offset import TaskSsp
+from ..core.model import TaskSsp
 from ..core.startpoint import StartpointVisitor
 from ..core.startpoint_manager import StartpointManager
 from ..metadata.lease import DriverLease, offset_identity, query_identity

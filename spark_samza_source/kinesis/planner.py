@@ -19,9 +19,8 @@ import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from ..core.errors import ConfigError, SamzaSourceError
-from ..core.model import SystemStreamPartition, TaskName
-from ..core.planner import DataLossError
+from ..core.errors import ConfigError, DataLossError, SamzaSourceError
+from ..core.model import SystemStreamPartition, TaskName, TaskSsp
 from .mapper import LINEAGE, ShardPartitionMapper, check_assignment, lineage_order, task_name
 from .offset import (
     BLOCKED,
@@ -30,7 +29,6 @@ from .offset import (
     AppliedStartpoint,
     KinesisOffset,
     ShardState,
-    TaskSsp,
     slot_owned,
 )
 from .options import STARTING_POSITION_OPTION
@@ -40,7 +38,7 @@ from .shards import ShardInfo
 log = logging.getLogger(__name__)
 
 __all__ = [
-    "DataLossError", "KinesisPlan", "KinesisPlanError", "ShardLoss", "ShardStartpoint", "check_not_future",
+    "KinesisPlan", "KinesisPlanError", "ShardLoss", "ShardStartpoint", "check_not_future",
     "initial_offset", "per_shard_starts", "plan_next", "recreated_stream_offset", "tasks_for_batch",
 ]
 

@@ -1,16 +1,21 @@
-"""Executor modules never import driver modules (docs/architecture.md §2).
+"""Executor modules never import driver modules, and no system imports another (docs/architecture.md §2).
 
 A Spark task carries everything it needs in its input partition; the code it runs must not reach the driver's
 coordinators, admins, planners or startpoint handling, or executors would pull in (and could call) driver logic.
 The test reads the source of each executor module with ``ast`` and follows every import inside
 ``spark_samza_source`` transitively, module-level and lazy (inside a function) alike, plus the module-level
 imports of the packages Python runs on the way; it fails naming the import chain that reaches a driver module.
+
+The same walk keeps the systems apart: nothing in ``kafka/`` reaches ``kinesis/`` or the other way round, and
+``core/`` reaches neither, so what both systems share lives in ``core/`` (or ``source/``, ``spark/``), never in
+one system's package, and a third system can be added beside them.
 """
 
 from __future__ import annotations
 
 import ast
 from collections import deque
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -27,8 +32,9 @@ EXECUTOR = [
 DRIVER = [
     "kafka.coordinator", "kafka.admin", "kafka.startpoints",
     "kinesis.coordinator", "kinesis.admin", "kinesis.planner", "kinesis.mapper", "kinesis.lease_table",
-    "core.planner", "core.startpoint_manager",
+    "kafka.planner", "core.startpoint_manager",
 ]
+SYSTEMS = ["kafka", "kinesis"]
 
 
 def _path(module: str) -> Path | None:
@@ -74,14 +80,13 @@ def _parents(module: str) -> list[str]:
     return [".".join(parts[:i]) for i in range(1, len(parts))]
 
 
-def driver_chain(start: str) -> list[str] | None:
-    """The import chain from ``start`` to the first driver module it reaches, or None."""
-    drivers = {f"{PACKAGE}.{name}" for name in DRIVER}
+def import_chain(start: str, reached: Callable[[str], bool]) -> list[str] | None:
+    """The import chain from ``start`` to the first module ``reached`` accepts, or None."""
     came_from: dict[str, str | None] = {start: None}
     queue = deque([start])
     while queue:
         module = queue.popleft()
-        if module in drivers:
+        if reached(module):
             chain = [module]
             while came_from[chain[-1]] is not None:
                 chain.append(came_from[chain[-1]])
@@ -94,6 +99,28 @@ def driver_chain(start: str) -> list[str] | None:
                 came_from[target] = module
                 queue.append(target)
     return None
+
+
+def driver_chain(start: str) -> list[str] | None:
+    """The import chain from ``start`` to the first driver module it reaches, or None."""
+    drivers = {f"{PACKAGE}.{name}" for name in DRIVER}
+    return import_chain(start, drivers.__contains__)
+
+
+def modules_of(package: str) -> list[str]:
+    """Every module of ``spark_samza_source.<package>``, the package itself first."""
+    root = ROOT / package
+    names = [f"{PACKAGE}.{package}"]
+    for path in sorted(root.rglob("*.py")):
+        rel = path.relative_to(root).with_suffix("")
+        if rel.name != "__init__":
+            names.append(".".join([PACKAGE, package, *rel.parts]))
+    return names
+
+
+def in_package(package: str) -> Callable[[str], bool]:
+    prefix = f"{PACKAGE}.{package}"
+    return lambda module: module == prefix or module.startswith(prefix + ".")
 
 
 def test_the_module_lists_name_existing_modules():
@@ -112,3 +139,21 @@ def test_the_walk_follows_relative_and_lazy_imports():
 def test_an_executor_module_reaches_no_driver_module(module):
     chain = driver_chain(f"{PACKAGE}.{module}")
     assert chain is None, "executor module imports a driver module: " + " -> ".join(chain)
+
+
+def test_the_system_walk_sees_every_module_and_a_crossing():
+    # Guards the test below against passing vacuously: it walks real modules, and it would see a crossing.
+    assert f"{PACKAGE}.kafka.planner" in modules_of("kafka")
+    assert f"{PACKAGE}.kinesis.planner" in modules_of("kinesis")
+    assert len(modules_of("core")) >= 10
+    assert import_chain(f"{PACKAGE}.kafka.coordinator", in_package("core")) is not None
+
+
+@pytest.mark.parametrize(("package", "other"), [
+    *[(system, other) for system in SYSTEMS for other in SYSTEMS if other != system],
+    *[("core", system) for system in SYSTEMS],
+])
+def test_a_system_reaches_no_other_system_and_core_reaches_none(package, other):
+    crossings = [" -> ".join(chain) for module in modules_of(package)
+                 if (chain := import_chain(module, in_package(other))) is not None]
+    assert crossings == [], f"{package}/ reaches {other}/: " + "; ".join(crossings)

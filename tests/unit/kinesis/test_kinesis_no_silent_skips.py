@@ -6,8 +6,7 @@ import json
 
 import pytest
 
-from spark_samza_source.core.errors import ConfigError
-from spark_samza_source.core.offset import OffsetFormatError
+from spark_samza_source.core.errors import ConfigError, OffsetFormatError
 from spark_samza_source.kinesis.offset import KinesisOffset, StreamIdentity
 from spark_samza_source.kinesis.planner import (
     check_not_future,

@@ -4,11 +4,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from spark_samza_source.core.errors import DataLossError
 from spark_samza_source.core.jobmodel import JobModel
 from spark_samza_source.core.model import SystemStream, SystemStreamPartition, TaskName
-from spark_samza_source.core.offset import LogOffset
-from spark_samza_source.core.planner import (
-    DataLossError,
+from spark_samza_source.kafka.offset import LogOffset
+from spark_samza_source.kafka.planner import (
     ResolvedStartpoint,
     Watermarks,
     plan_next,

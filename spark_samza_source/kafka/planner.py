@@ -12,10 +12,10 @@ import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from .errors import SamzaSourceError
-from .expansion import DefaultPartitionExpansionAlgorithm, PartitionExpansionAlgorithm, checked_feeders
-from .jobmodel import JobModel
-from .model import SystemStream, SystemStreamPartition, TaskName
+from ..core.errors import DataLossError
+from ..core.expansion import DefaultPartitionExpansionAlgorithm, PartitionExpansionAlgorithm, checked_feeders
+from ..core.jobmodel import JobModel
+from ..core.model import SystemStream, SystemStreamPartition, TaskName, TaskSsp
 from .offset import (
     REBASE_DATA_LOSS,
     REBASE_NEW_PARTITION,
@@ -24,17 +24,12 @@ from .offset import (
     Barrier,
     LogOffset,
     Rebase,
-    TaskSsp,
 )
 
 log = logging.getLogger(__name__)
 
 DRAIN_FIRST = "drain-first"
 NO_ORDERING = "none"
-
-
-class DataLossError(SamzaSourceError):
-    """Records the query had not read yet are gone (deleted, expired, or the topic was re-created)."""
 
 
 @dataclass(frozen=True)
