@@ -20,7 +20,6 @@ from botocore.exceptions import ClientError
 from ..core.checkpoint import Checkpoint, CheckpointMirror
 from ..core.errors import ConfigError, SamzaSourceError
 from ..core.model import TaskSsp
-from ..core.startpoint import StartpointVisitor
 from ..core.startpoint_manager import StartpointManager
 from ..metadata.lease import DriverLease, offset_identity, query_identity
 from ..spark.reader_glue import DriverJobResources
@@ -44,30 +43,11 @@ from .planner import (
 from .positions import ShardPosition
 from .shard_read import ShardRead
 from .shards import ShardInfo
+from .startpoints import KinesisStartpointResolver
 
 log = logging.getLogger(__name__)
 
 PROBE_BUDGET_S = 0.25  # time one trigger may spend probing idle shards for new records
-
-
-class KinesisStartpointResolver(StartpointVisitor[ShardPosition]):
-    """Kinesis' visitor: Specific -> AT_SEQUENCE_NUMBER, Timestamp -> AT_TIMESTAMP, Oldest -> TRIM_HORIZON,
-    Upcoming -> the latest position at resolution time (AT_TIMESTAMP(now), replayable)."""
-
-    def __init__(self, now_ms: int) -> None:
-        self.now_ms = now_ms
-
-    def visit_specific(self, ssp, startpoint) -> ShardPosition:
-        return ShardPosition.at_sequence(startpoint.position.strip())
-
-    def visit_timestamp(self, ssp, startpoint) -> ShardPosition:
-        return ShardPosition.at_timestamp(startpoint.timestamp_ms)
-
-    def visit_oldest(self, ssp, startpoint) -> ShardPosition:
-        return ShardPosition.trim_horizon()
-
-    def visit_upcoming(self, ssp, startpoint) -> ShardPosition:
-        return ShardPosition.at_timestamp(self.now_ms)
 
 
 class KinesisCoordinator(DriverJobResources):
