@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from ..core.errors import DataLossError
 from ..core.expansion import DefaultPartitionExpansionAlgorithm, PartitionExpansionAlgorithm, checked_feeders
 from ..core.jobmodel import JobModel
-from ..core.model import SystemStream, SystemStreamPartition, TaskName, TaskSsp
+from ..core.model import SystemStream, SystemStreamPartition, TaskSsp
 from .offset import (
     REBASE_DATA_LOSS,
     REBASE_NEW_PARTITION,
@@ -25,6 +25,7 @@ from .offset import (
     LogOffset,
     Rebase,
 )
+from .positions import DataLoss, Watermarks
 
 log = logging.getLogger(__name__)
 
@@ -33,33 +34,11 @@ NO_ORDERING = "none"
 
 
 @dataclass(frozen=True)
-class Watermarks:
-    """Offsets observed for one partition: ``low`` = log start offset, ``high`` = next offset to be written."""
-
-    low: int
-    high: int
-
-
-@dataclass(frozen=True)
 class ResolvedStartpoint:
     """A startpoint for one (task, SSP), already resolved by the system's visitor to a position."""
 
     position: int
     creation_timestamp: int
-
-
-@dataclass(frozen=True)
-class DataLoss:
-    ssp: SystemStreamPartition
-    task: TaskName
-    lost_from: int
-    lost_until: int  # exclusive
-
-    def describe(self) -> str:
-        return (
-            f"{self.ssp} (task {self.task}): offsets {self.lost_from}..{self.lost_until - 1} are no longer "
-            "available (deleted by retention or delete_records, or the topic was re-created)"
-        )
 
 
 def recreated_topics(previous: LogOffset, topic_ids: Mapping[str, str]) -> dict[str, tuple[str, str]]:

@@ -8,7 +8,7 @@ offset log and a replay reads exactly the same records.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 
 from ..core.errors import StartpointFormatError
 from ..core.model import SystemStreamPartition
@@ -19,9 +19,7 @@ from ..core.startpoint import (
     StartpointUpcoming,
     StartpointVisitor,
 )
-from .planner import Watermarks
-
-OffsetsForTimes = Callable[[Mapping[tuple[str, int], int]], Mapping[tuple[str, int], int | None]]
+from .positions import OffsetsForTimes, Watermarks
 
 
 def kafka_startpoint_problem(startpoint) -> str | None:

@@ -30,7 +30,8 @@ from spark_samza_source.core.grouping import (
     resolve_grouper,
 )
 from spark_samza_source.core.model import SystemStreamPartition
-from spark_samza_source.kafka.options import EARLIEST, LATEST, SPECIFIC, KafkaSourceOptions
+from spark_samza_source.kafka.options import KafkaSourceOptions
+from spark_samza_source.kafka.starting import Earliest, Latest, SpecificOffsets
 from spark_samza_source.kinesis.options import KCL, TRIM_HORIZON, KinesisSourceOptions
 
 REPO = Path(__file__).resolve().parents[2]
@@ -223,7 +224,7 @@ def test_kafka_job_file_options_are_accepted_by_the_source():
     opts = parse_kafka(import_properties(DATA / "samza-kafka-job.properties").options)
     assert opts.topics == ("orders", "payments")
     assert opts.job_name == "orders-enricher"
-    assert opts.starting.kind == EARLIEST
+    assert opts.starting == Earliest()
     assert opts.broadcast == (SystemStreamPartition("kafka", "currency-rates", 0),)
     assert opts.client_conf["fetch.wait.max.ms"] == "250"
     assert opts.client_conf["sasl.password"] == "not-a-real-password"
@@ -372,7 +373,7 @@ def test_offset_default_at_every_level(key, value, expected):
     # streams.<id>.* belongs to a system through streams.<id>.samza.system or job.default.system, as in Samza
     result = import_mapping(kafka(**{key: value, "job.default.system": "kafka"}))
     assert result.options["startingOffsets"] == expected
-    assert parse_kafka(result.options).starting.kind == (EARLIEST if expected == "earliest" else LATEST)
+    assert parse_kafka(result.options).starting == (Earliest() if expected == "earliest" else Latest())
 
 
 def test_stream_id_keys_without_a_system_belong_to_no_input():
@@ -424,7 +425,7 @@ def test_per_topic_offset_defaults_need_partition_counts():
     result = import_mapping(props, partition_counts={"orders": 3})
     assert json.loads(result.options["startingOffsets"]) == {"orders": {"0": -2, "1": -2, "2": -2}}
     starting = parse_kafka(result.options).starting
-    assert starting.kind == SPECIFIC and starting.per_partition == {"orders": {0: -2, 1: -2, 2: -2}}
+    assert starting == SpecificOffsets({"orders": {0: -2, 1: -2, 2: -2}})
 
 
 def test_bad_offset_default_value():
@@ -759,7 +760,7 @@ def test_example_properties_in_conf_load_and_satisfy_the_sources():
     kafka_result = import_properties(CONF / "samza-kafka.example.properties")
     assert kafka_result.format == KAFKA_FORMAT
     opts = parse_kafka(kafka_result.options)
-    assert opts.topics == ("orders", "payments") and opts.starting.kind == EARLIEST
+    assert opts.topics == ("orders", "payments") and opts.starting == Earliest()
     assert opts.max_offsets_per_trigger == 100_000
     assert "systems.kafka.consumer.zookeeper.connect" in kafka_result.rejected
     kinesis_result = import_properties(CONF / "samza-kinesis.example.properties")
@@ -807,7 +808,7 @@ def test_starting_offsets_from_samza_checkpoint_tool_output():
     # Samza checkpoints the last processed offset: resume after it; a broadcast SSP at its smallest.
     assert json.loads(result) == {"orders": {"0": 42}, "orders.v2": {"1": 10}, "rates": {"0": 4}}
     starting = parse_kafka({**SOURCE_OPTIONS, "startingOffsets": result}).starting
-    assert starting.kind == SPECIFIC and starting.per_partition["orders"] == {0: 42}
+    assert isinstance(starting, SpecificOffsets) and starting.per_partition["orders"] == {0: 42}
     assert "pass system=" in str(pytest.raises(ConfigError, starting_offsets_from_samza_checkpoint, text).value)
     with pytest.raises(ConfigError, match="no Samza checkpoint line"):
         starting_offsets_from_samza_checkpoint("nothing here\n")

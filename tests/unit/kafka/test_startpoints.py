@@ -13,7 +13,7 @@ from spark_samza_source.core.startpoint import (
     StartpointTimestamp,
     StartpointUpcoming,
 )
-from spark_samza_source.kafka.planner import Watermarks
+from spark_samza_source.kafka.positions import Watermarks
 from spark_samza_source.kafka.startpoints import KafkaStartpointResolver, kafka_startpoint_problem
 
 SSP = SystemStreamPartition("kafka", "orders", 1)
