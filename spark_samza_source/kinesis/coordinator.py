@@ -30,12 +30,10 @@ from .client import AwsClientSettings, dynamodb_client, kinesis_client
 from .errors import KclLeaseConflictError, KinesisDataLossError
 from .lease_table import KclLeaseTable
 from .offset import READABLE, KinesisOffset, StreamIdentity
-from .options import AT_TIMESTAMP, KCL, LATEST, PER_SHARD, SYSTEM, TRIM_HORIZON, KinesisSourceOptions
+from .options import SYSTEM, KinesisSourceOptions
 from .planner import (
     ShardStartpoint,
-    check_not_future,
     initial_offset,
-    per_shard_starts,
     plan_next,
     recreated_stream_offset,
     tasks_for_batch,
@@ -111,31 +109,11 @@ class KinesisCoordinator(DriverJobResources):
     def initial_offset(self) -> KinesisOffset:
         self._hold()
         shards = self.list_shards()
-        starting = self.options.starting
-        latest_ms = None
         default = ShardPosition.trim_horizon()
-        if starting.kind == LATEST:
-            latest_ms = self._wall_ms()
-            # Resolved once to the query start time, so every replay reads the same records. A closed shard has
-            # nothing after "now": it is drained already, and its children are readable.
-            positions = {
-                s.shard_id: ShardPosition.shard_end() if s.closed else ShardPosition.at_timestamp(latest_ms)
-                for s in shards
-            }
-        elif starting.kind == TRIM_HORIZON:
-            positions = {s.shard_id: ShardPosition.trim_horizon() for s in shards}
-        elif starting.kind == AT_TIMESTAMP:
-            check_not_future(starting.timestamp_ms, self._wall_ms(), "option 'startingPosition'")
-            positions = {s.shard_id: ShardPosition.at_timestamp(starting.timestamp_ms) for s in shards}
-        elif starting.kind == PER_SHARD:
-            latest_ms = self._wall_ms()
-            positions = per_shard_starts(starting.per_shard, shards, latest_timestamp_ms=latest_ms,
-                                         stream=self.options.stream)
-            self._check_sequences_with_kinesis(starting.per_shard)
-        elif starting.kind == KCL:
-            positions = self._kcl_positions()
-        else:  # pragma: no cover - options validated the kinds
-            raise SamzaSourceError(f"unknown starting position kind {starting.kind}")
+        starts = self.options.starting.starts(shards, stream=self.options.stream, now_ms=self._wall_ms,
+                                              check_sequences=self._check_sequences_with_kinesis,
+                                              kcl_checkpoints=self._kcl_positions)
+        positions, latest_ms = starts.positions, starts.latest_timestamp_ms
         offset = initial_offset(
             shards, self.options.tasks, positions, self.options.assignment, stream=self.options.stream,
             system=SYSTEM, default_position=default, latest_timestamp_ms=latest_ms, query_id=uuid.uuid4().hex,

@@ -32,7 +32,8 @@ from spark_samza_source.core.grouping import (
 from spark_samza_source.core.model import SystemStreamPartition
 from spark_samza_source.kafka.options import KafkaSourceOptions
 from spark_samza_source.kafka.starting import Earliest, Latest, SpecificOffsets
-from spark_samza_source.kinesis.options import KCL, TRIM_HORIZON, KinesisSourceOptions
+from spark_samza_source.kinesis.options import KinesisSourceOptions
+from spark_samza_source.kinesis.starting import KclCheckpoints, TrimHorizon
 
 REPO = Path(__file__).resolve().parents[2]
 DATA = REPO / "tests" / "data"
@@ -660,7 +661,7 @@ def test_kinesis_job_file_maps_to_options():
     assert "systems.kafka.consumer.bootstrap.servers" in result.ignored  # the coordinator system
     assert any("InitialPositionInStream=TRIM_HORIZON" in n for n in result.notes)
     opts = parse_kinesis(result.options)
-    assert opts.stream == "clicks" and opts.region == "eu-west-1" and opts.starting.kind == KCL
+    assert opts.stream == "clicks" and opts.region == "eu-west-1" and opts.starting == KclCheckpoints()
     assert opts.kcl_lease_table == "clicks-etl-leases"
     assert opts.access_key_id == "AKIAIOSFODNN7EXAMPLE"
 
@@ -673,7 +674,7 @@ def test_kinesis_default_lease_table_and_overriding_the_starting_position():
     fresh = import_mapping(kinesis(startingPosition="TRIM_HORIZON"))
     assert fresh.options["startingPosition"] == "TRIM_HORIZON"
     assert any("replaces startingPosition=kcl" in n for n in fresh.notes)
-    assert parse_kinesis(fresh.options).starting.kind == TRIM_HORIZON
+    assert parse_kinesis(fresh.options).starting == TrimHorizon()
     explicit = kinesis(**{"systems.kinesis.streams.clicks.aws.kcl.TableName": "t1", "kcl.leaseTable": "t2"})
     assert "contradicts kcl.leaseTable='t1'" in error(explicit)
 
@@ -766,7 +767,7 @@ def test_example_properties_in_conf_load_and_satisfy_the_sources():
     kinesis_result = import_properties(CONF / "samza-kinesis.example.properties")
     assert kinesis_result.format == KINESIS_FORMAT
     kin = parse_kinesis(kinesis_result.options)
-    assert kin.stream == "clicks" and kin.starting.kind == KCL and kin.max_records_per_shard == 5000
+    assert kin.stream == "clicks" and kin.starting == KclCheckpoints() and kin.max_records_per_shard == 5000
     assert kin.metadata_store.startswith("dynamodb://")
 
 

@@ -134,6 +134,10 @@ def test_the_walk_follows_relative_and_lazy_imports():
     assert f"{PACKAGE}.kinesis.coordinator" in _imports(f"{PACKAGE}.kinesis.source", lazy=True)
     assert f"{PACKAGE}.kinesis.kpl" in _imports(f"{PACKAGE}.kinesis.reader", lazy=False)
     assert driver_chain(f"{PACKAGE}.kinesis.source") == [f"{PACKAGE}.kinesis.source", f"{PACKAGE}.kinesis.coordinator"]
+    # the starting strategies, which the option parsers import lazily, are walked too (they travel in the options)
+    for system in SYSTEMS:
+        chain = import_chain(f"{PACKAGE}.{system}.reader", f"{PACKAGE}.{system}.starting".__eq__)
+        assert chain is not None and chain[-2:] == [f"{PACKAGE}.{system}.options", f"{PACKAGE}.{system}.starting"]
 
 
 @pytest.mark.parametrize("module", EXECUTOR)
