@@ -29,8 +29,11 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 CORE = "spark_samza_source/core/"
+KAFKA = "spark_samza_source/kafka/"
 KIN = "spark_samza_source/kinesis/"
-UNIT_CORE = ["tests/unit/core"]
+# core's tests and the Kafka planner's: the planner plans with core's grouper and expansion algorithm, so its
+# tests kill mutants of core too
+UNIT_CORE = ["tests/unit/core", "tests/unit/kafka"]
 UNIT_KIN = ["tests/unit/kinesis"]
 READER = ["tests/integration/kinesis/test_kinesis_reader.py", "-k",
           "record or retried or race or winner or attempts or streamed"]
@@ -51,21 +54,21 @@ def m(name, rule, path, old, new, tests):
 
 
 MUTANTS = [
-    # ---- barrier release (core/planner.py) -------------------------------------------------------------------
+    # ---- barrier release (kafka/planner.py) ------------------------------------------------------------------
     m("release-ignores-feeder-targets", "barrier release: a barrier is released only when every feeder reached its "
-      "target", CORE + "planner.py",
+      "target", KAFKA + "planner.py",
       "if start is not None and start < target:\n                return False",
       "if False:\n                return False", UNIT_CORE),
     m("release-ignores-earlier-growth", "barrier release: a feeder still held by an earlier growth is not drained",
-      CORE + "planner.py",
+      KAFKA + "planner.py",
       "if any(other.grown_to < b.grown_to for other in barriers.get(feeder, ())):",
       "if False:", UNIT_CORE),
     m("release-while-settling", "barrier release: a settling barrier (targets unknown) is never released",
-      CORE + "planner.py", "        if b.settling:\n            return False",
+      KAFKA + "planner.py", "        if b.settling:\n            return False",
       "        if False:\n            return False", UNIT_CORE),
-    m("hold-ignored", "barriers hold new partitions at the cut", CORE + "planner.py",
+    m("hold-ignored", "barriers hold new partitions at the cut", KAFKA + "planner.py",
       "holds = [b.hold_at for b in barriers.get(ssp, ()) if b.hold_at is not None]", "holds = []", UNIT_CORE),
-    m("no-barriers", "drain-first makes barriers for every growth", CORE + "planner.py",
+    m("no-barriers", "drain-first makes barriers for every growth", KAFKA + "planner.py",
       "            barriers[held] = barriers.get(held, ()) + (barrier,)\n",
       "            pass\n", UNIT_CORE),
     # ---- feeders (core/expansion.py) --------------------------------------------------------------------------
@@ -77,28 +80,28 @@ MUTANTS = [
       "            if self.partition_before_expansion(p, previous_count, initial_count) == target\n",
       "            if False\n", UNIT_CORE),
     m("old-partitions-not-held", "a new partition is held at the cut (old ones only by feeders)",
-      CORE + "planner.py", "hold_at = start if partition >= before else None", "hold_at = None", UNIT_CORE),
-    # ---- settle cut (core/planner.py) -------------------------------------------------------------------------
-    m("settle-time-ignored", "a growth is cut expansion.settleTime after it is seen", CORE + "planner.py",
+      KAFKA + "planner.py", "hold_at = start if partition >= before else None", "hold_at = None", UNIT_CORE),
+    # ---- settle cut (kafka/planner.py) ------------------------------------------------------------------------
+    m("settle-time-ignored", "a growth is cut expansion.settleTime after it is seen", KAFKA + "planner.py",
       "prev_counts, job_model, expansion_algorithm, start_of, now_ms + settle_ms",
       "prev_counts, job_model, expansion_algorithm, start_of, now_ms", UNIT_CORE),
-    m("never-cut", "the plan that ends the settle time cuts the growth", CORE + "planner.py",
+    m("never-cut", "the plan that ends the settle time cuts the growth", KAFKA + "planner.py",
       "if any(b.settling and now_ms >= b.settle_until for b in chain):", "if False:", UNIT_CORE),
-    m("cut-at-start", "the cut is at the feeders' high watermark when the settle time ends", CORE + "planner.py",
+    m("cut-at-start", "the cut is at the feeders' high watermark when the settle time ends", KAFKA + "planner.py",
       "        if ssp in watermarks and ssp not in missing:\n            return watermarks[ssp].high",
       "        if False:\n            return watermarks[ssp].high", UNIT_CORE),
-    # ---- data-loss detection (core/planner.py) -----------------------------------------------------------------
-    m("no-loss-below-log-start", "a start below the log start is data loss", CORE + "planner.py",
+    # ---- data-loss detection (kafka/planner.py) ----------------------------------------------------------------
+    m("no-loss-below-log-start", "a start below the log start is data loss", KAFKA + "planner.py",
       "if start < marks.low or start > marks.high:", "if start > marks.high:", UNIT_CORE),
-    m("no-loss-offsets-backwards", "offsets gone backwards (topic re-created) are data loss", CORE + "planner.py",
+    m("no-loss-offsets-backwards", "offsets gone backwards (topic re-created) are data loss", KAFKA + "planner.py",
       "if start < marks.low or start > marks.high:", "if start < marks.low:", UNIT_CORE),
-    m("loss-never-fails", "failOnDataLoss=true stops the query", CORE + "planner.py",
+    m("loss-never-fails", "failOnDataLoss=true stops the query", KAFKA + "planner.py",
       "                if fail_on_data_loss:\n                    raise DataLossError(\n"
       "                        f\"{loss.describe()}.",
       "                if False:\n                    raise DataLossError(\n"
       "                        f\"{loss.describe()}.", UNIT_CORE),
-    # ---- startpoints (core/planner.py, core/startpoint_manager.py) ---------------------------------------------
-    m("startpoint-applied-twice", "a startpoint is applied once", CORE + "planner.py",
+    # ---- startpoints (kafka/planner.py, core/startpoint_manager.py) --------------------------------------------
+    m("startpoint-applied-twice", "a startpoint is applied once", KAFKA + "planner.py",
       "if sp is not None and sp.creation_timestamp > previous.applied.get(key, -1):",
       "if sp is not None:", UNIT_CORE),
     m("delete-even-if-changed", "a startpoint is deleted only if unchanged", CORE + "startpoint_manager.py",
@@ -145,7 +148,7 @@ MUTANTS = [
     m("passed-end-not-failed", "an attempt that yielded rows past the recorded end fails", KIN + "batch_ends.py",
       "if result.records and not _after(winner, result.end):", "if False:", READER),
     # ---- over-strict parsers (the fuzzers' fair share) --------------------------------------------------------
-    m("offset-parser-refuses-all", "the Kafka offset parser accepts valid documents", CORE + "offset.py",
+    m("offset-parser-refuses-all", "the Kafka offset parser accepts valid documents", KAFKA + "offset.py",
       "    def from_json(cls, value: Any) -> LogOffset:\n",
       "    def from_json(cls, value: Any) -> LogOffset:\n        raise OffsetFormatError('mutant')\n",
       ["tests/unit/test_fuzz_inputs.py", "-k", "kafka_offset"]),

@@ -40,3 +40,7 @@ class FormatVersionError(SamzaSourceError):
 
 class OffsetFormatError(SamzaSourceError, ValueError):
     """An offset from Spark's checkpoint is not one this source wrote, or is damaged."""
+
+
+class DataLossError(SamzaSourceError):
+    """Records the query had not read yet are gone (deleted, expired, or the topic was re-created)."""

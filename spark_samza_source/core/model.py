@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from .errors import SamzaSourceError
+from .errors import OffsetFormatError, SamzaSourceError
 
 
 @dataclass(frozen=True, order=True, slots=True)
@@ -145,3 +145,22 @@ class TaskName:
         if not isinstance(value, str):
             raise SamzaSourceError(f"expected a task name string, got {value!r:.200}")
         return cls(value)
+
+
+#: A Samza task and one SSP it reads: the key of per-(task, SSP) positions, rebases and applied startpoints.
+TaskSsp = tuple[TaskName, SystemStreamPartition]
+
+
+def parse_ssp_key(key: Any) -> SystemStreamPartition:
+    """Inverse of ``SystemStreamPartition.key`` (``system.stream.partition``; streams may contain dots).
+
+    Both systems' offsets key their positions by it, so a bad key is an :class:`OffsetFormatError`.
+    """
+    if not isinstance(key, str):
+        raise OffsetFormatError(f"SSP key must be a string, got {key!r:.80}")
+    system, sep, rest = key.partition(".")
+    stream, sep2, partition = rest.rpartition(".")
+    # ASCII digits only ('²'.isdigit() is True, int('²') fails) and at most 18 (int() refuses > 4300 digits)
+    if not sep or not sep2 or not (partition.isascii() and partition.isdigit()) or len(partition) > 18 or not stream:
+        raise OffsetFormatError(f"bad SSP key {key!r:.80}; expected 'system.stream.partition'")
+    return SystemStreamPartition(system, stream, int(partition))

@@ -151,7 +151,7 @@ class FanOutResult(Mapping[SspTask, Startpoint]):
         return len(self.applied)
 
     def by_task_ssp(self) -> dict[tuple[TaskName, SystemStreamPartition], Startpoint]:
-        """``applied`` keyed (task, SSP), the order ``core.offset.TaskSsp`` and the planner use."""
+        """``applied`` keyed (task, SSP), the order ``core.model.TaskSsp`` and the planner use."""
         return {(task, ssp): sp for (ssp, task), sp in self.applied.items()}
 
 

@@ -13,7 +13,6 @@ also carries every applied startpoint's creation timestamp, so none can be appli
 
 from __future__ import annotations
 
-import json
 import logging
 import re
 import time
@@ -26,36 +25,17 @@ from ..core.errors import ConfigError, PartitionExpansionError, SamzaSourceError
 from ..core.expansion import resolve_expansion_algorithm
 from ..core.grouping import resolve_grouper
 from ..core.jobmodel import JobModel
-from ..core.model import SystemStream, SystemStreamPartition, TaskName
-from ..core.offset import REBASE_NEW_PARTITION, REBASE_STARTPOINT, LogOffset, Rebase, TaskSsp
-from ..core.planner import (
-    DataLoss,
-    DataLossError,
-    PlanResult,
-    ResolvedStartpoint,
-    Watermarks,
-    plan_next,
-    recreated_topic_error,
-    recreated_topics,
-)
+from ..core.model import SystemStream, SystemStreamPartition, TaskName, TaskSsp
 from ..metadata.lease import offset_identity
 from ..source.job_coordinator import JobCoordinator
 from ..source.options import RETRY_TIMEOUT_OPTION
 from ..spark.limits import MinRowsGate
 from .admin import KafkaAdmin
 from .input_partition import KafkaRange
-from .options import (
-    BY_TIMESTAMP,
-    DROP_TOPICS_OPTION,
-    EARLIEST,
-    JOB_MODEL_RESET_OPTION,
-    LATEST,
-    SPECIFIC,
-    STARTING_OFFSETS_BY_TIMESTAMP_OPTION,
-    STARTING_OFFSETS_OPTION,
-    SYSTEM,
-    KafkaSourceOptions,
-)
+from .offset import REBASE_NEW_PARTITION, REBASE_STARTPOINT, LogOffset, Rebase
+from .options import DROP_TOPICS_OPTION, JOB_MODEL_RESET_OPTION, SYSTEM, KafkaSourceOptions
+from .planner import PlanResult, ResolvedStartpoint, plan_next, recreated_topic_error, recreated_topics
+from .positions import DataLoss, Watermarks
 from .startpoints import KafkaStartpointResolver, kafka_startpoint_problem
 
 log = logging.getLogger(__name__)
@@ -395,125 +375,16 @@ class KafkaCoordinator(JobCoordinator[LogOffset]):
         marks: Mapping[SystemStreamPartition, Watermarks],
         discovered: list[SystemStreamPartition] | None = None,
     ) -> dict[SystemStreamPartition, int]:
-        """Where each SSP of a new checkpoint starts, from ``startingOffsets`` / ``startingTimestamp`` /
-        ``startingOffsetsByTimestamp``.
-
-        Entries that cannot apply fail, naming them, as Spark's source does ("Specified: ... Assigned: ..."):
-        a partition the topic does not have, a topic the query does not read, an offset beyond the log end. An
-        offset below the log start is data loss: with ``failOnDataLoss=true`` the query stops naming the
-        partition and the lost range, otherwise it starts at the log start and the loss is logged and counted
-        (``self.initial_data_loss``, reported in the progress like the planner's).
-        """
-        starting = self.options.starting
+        """Where each SSP of a new checkpoint starts: the ``startingOffsets`` / ``startingTimestamp`` /
+        ``startingOffsetsByTimestamp`` strategy (``starting.py``) decides, given the watermarks and the broker's
+        offsets-for-times lookup. Starts below the log start skipped with ``failOnDataLoss=false`` are kept in
+        ``self.initial_data_loss``, reported in the progress like the planner's."""
         self.initial_data_loss = []
-        if starting.per_partition:
-            _check_named_partitions(starting, discovered if discovered is not None else sorted(model.ssps()))
-        out: dict[SystemStreamPartition, int] = {}
-        lookups: dict[tuple[str, int], int] = {}
-        beyond: list[str] = []
-        for ssp in sorted(model.ssps()):
-            m = marks[ssp]
-            if starting.kind == EARLIEST:
-                out[ssp] = m.low
-            elif starting.kind == LATEST:
-                out[ssp] = m.high
-            elif starting.kind == SPECIFIC:
-                wanted = starting.per_partition.get(ssp.stream, {}).get(ssp.partition)
-                if wanted is None:
-                    # As Spark: partitions not named start at latest (subscribe) -- here at the default, latest.
-                    out[ssp] = m.high
-                elif wanted == -2:
-                    out[ssp] = m.low
-                elif wanted == -1:
-                    out[ssp] = m.high
-                elif wanted > m.high:
-                    beyond.append(f"{ssp.stream} partition {ssp.partition}: offset {wanted} (log end {m.high})")
-                elif wanted < m.low:
-                    out[ssp] = self._starting_below_log_start(model, ssp, wanted, m)
-                else:
-                    out[ssp] = wanted
-            elif starting.kind == BY_TIMESTAMP:
-                ts = starting.timestamp_ms
-                if ts is None:
-                    ts = starting.per_partition.get(ssp.stream, {}).get(ssp.partition)
-                if ts is None:
-                    out[ssp] = m.high
-                else:
-                    lookups[(ssp.stream, ssp.partition)] = ts
-        if beyond:
-            raise ConfigError(
-                f"option 'startingOffsets' names offsets beyond the end of their partition's log, where nothing "
-                f"can be read: {'; '.join(beyond)}. The log end is the next offset to be written; give an offset "
-                "up to it, or -1 for latest, -2 for earliest"
-            )
-        if lookups:
-            found = self.admin.offsets_for_times(lookups)
-            for (topic, p), ts in lookups.items():
-                ssp = SystemStreamPartition(SYSTEM, topic, p)
-                offset = found.get((topic, p))
-                if offset is None or offset < 0:
-                    if starting.timestamp_strategy == "error":
-                        raise ConfigError(
-                            f"no record at or after timestamp {ts} in {ssp}; the starting timestamp option "
-                            "cannot be honoured. Use an earlier timestamp, or set "
-                            "startingOffsetsByTimestampStrategy=latest to start such partitions at the end"
-                        )
-                    offset = marks[ssp].high
-                out[ssp] = offset
-        return out
+        starts = self.options.starting.starts(model, marks, self.admin.offsets_for_times,
+                                              fail_on_data_loss=self.options.fail_on_data_loss, assigned=discovered)
+        self.initial_data_loss = list(starts.data_loss)
+        return starts.positions
 
-    def _starting_below_log_start(
-        self, model: JobModel, ssp: SystemStreamPartition, wanted: int, m: Watermarks
-    ) -> int:
-        task = min(model.tasks_for(ssp), key=lambda t: t.sort_key)
-        loss = DataLoss(ssp, task, wanted, m.low)
-        if self.options.fail_on_data_loss:
-            raise DataLossError(
-                f"option 'startingOffsets' asks to start {ssp} at offset {wanted}, below its log start {m.low}: "
-                f"{loss.describe()}. The query stops so nothing is skipped silently. To start at the earliest "
-                f"available offset, give -2 (earliest) for this partition; or set failOnDataLoss=false to go on "
-                f"from offset {m.low} with the loss logged and counted in the progress (latestOffset[\"dataLoss\"])"
-            )
-        log.warning("data loss: startingOffsets asks for offset %d of %s: %s; starting at offset %d",
-                    wanted, ssp, loss.describe(), m.low)
-        self.initial_data_loss.append(loss)
-        return m.low
-
-
-def _check_named_partitions(starting, assigned: list[SystemStreamPartition]) -> None:
-    """Every partition a per-partition starting option names must be one the query reads (Spark's rule)."""
-    option = STARTING_OFFSETS_OPTION if starting.kind == SPECIFIC else STARTING_OFFSETS_BY_TIMESTAMP_OPTION
-    have: dict[str, list[int]] = {}
-    for s in assigned:
-        have.setdefault(s.stream, []).append(s.partition)
-    problems = []
-    for topic, parts in sorted(starting.per_partition.items()):
-        if topic not in have:
-            problems.append(f"topic '{topic}' is not read by this query")
-            continue
-        unknown = sorted(p for p in parts if p not in have[topic])
-        if unknown:
-            problems.append(f"topic '{topic}' has no partition {', '.join(map(str, unknown))} among those read "
-                            f"({_ranges(sorted(have[topic]))})")
-    if problems:
-        specified = {t: sorted(ps) for t, ps in sorted(starting.per_partition.items())}
-        assigned_json = {t: _ranges(sorted(ps)) for t, ps in sorted(have.items())}
-        raise ConfigError(
-            f"option '{option}' names partitions this query does not read: {'; '.join(problems)}. "
-            f"Specified: {json.dumps(specified)} Assigned: {json.dumps(assigned_json)}. Name only subscribed "
-            "topics and existing partitions (partitions not named start at latest)"
-        )
-
-
-def _ranges(parts: list[int]) -> str:
-    """``[0, 1, 2, 5]`` -> ``0-2,5``."""
-    out: list[str] = []
-    for p in parts:
-        if out and p == int(out[-1].rsplit("-", 1)[-1]) + 1:
-            out[-1] = f"{out[-1].split('-')[0]}-{p}"
-        else:
-            out.append(str(p))
-    return ",".join(out)
 
 def _log_barriers(start: LogOffset, result: PlanResult, now_ms: int) -> None:
     """One line per barrier that appeared, was cut or was released in this plan (operators follow growth here)."""

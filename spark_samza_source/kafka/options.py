@@ -9,8 +9,8 @@ from __future__ import annotations
 import json
 import logging
 import re
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from ..core.broadcast import parse_broadcast_inputs
 from ..core.copartition import CoPartitionGroup, parse_copartition
@@ -19,6 +19,9 @@ from ..core.model import SystemStreamPartition
 from ..source.job_options import JobOptions
 from ..source.options import BROADCAST_OPTION, COPARTITION_OPTION, EXPANSION_ALGORITHM_OPTION, GROUPER_OPTION
 from ..spark.options import Options, is_secret_option, shown
+
+if TYPE_CHECKING:
+    from .starting import StartingOffsets
 
 log = logging.getLogger(__name__)
 
@@ -40,7 +43,8 @@ _REFUSED_KAFKA = {
     "value.deserializer": "values are always returned as binary; cast in Spark instead",
 }
 
-EARLIEST, LATEST, SPECIFIC, BY_TIMESTAMP = "earliest", "latest", "specific", "timestamp"
+#: ``startingOffsets`` words (anything else is per-partition JSON)
+EARLIEST, LATEST = "earliest", "latest"
 
 # Option names only samza-kafka has (the shared ones: source/options.py), Spark's Kafka names where they match.
 SUBSCRIBE_OPTION = "subscribe"
@@ -71,17 +75,6 @@ DEFAULT_SETTLE_MS = 5 * 60_000
 DROP_TOPICS_OPTION = "dropTopics"
 
 
-@dataclass(frozen=True)
-class StartingOffsets:
-    """Where a query with no checkpoint starts. Startpoints override it."""
-
-    kind: str = LATEST
-    # SPECIFIC: topic -> partition -> offset (-2 earliest, -1 latest, as Spark). BY_TIMESTAMP: ... -> epoch ms.
-    per_partition: dict[str, dict[int, int]] = field(default_factory=dict)
-    timestamp_ms: int | None = None  # BY_TIMESTAMP for every partition
-    timestamp_strategy: str = "error"  # Spark's startingOffsetsByTimestampStrategy: error | latest
-
-
 @dataclass(frozen=True, repr=False)
 class KafkaSourceOptions(JobOptions):
     client_conf: dict[str, str]
@@ -95,7 +88,7 @@ class KafkaSourceOptions(JobOptions):
     job_model_reset: bool
     broadcast: tuple[SystemStreamPartition, ...]
     copartition: tuple[CoPartitionGroup, ...]
-    starting: StartingOffsets
+    starting: StartingOffsets  # where a query without a checkpoint starts (starting.py); Startpoints override it
     max_offsets_per_trigger: int | None
     min_offsets_per_trigger: int | None
     max_trigger_delay_ms: int
@@ -242,25 +235,38 @@ def _parse_subscription(opts: Options):
 
 
 def _parse_starting(opts: Options) -> StartingOffsets:
-    given = [n for n in ("startingOffsets", "startingTimestamp", "startingOffsetsByTimestamp") if opts.has(n)]
-    strategy = opts.choice(STARTING_OFFSETS_BY_TIMESTAMP_STRATEGY_OPTION, "error", ("error", "latest"))
+    # starting.py names these options in its messages: imported here, so neither module imports the other on load
+    from .starting import (
+        DEFAULT_STARTING_OFFSETS,
+        DEFAULT_TIMESTAMP_STRATEGY,
+        TIMESTAMP_STRATEGIES,
+        ByTimestamp,
+        Earliest,
+        Latest,
+        SpecificOffsets,
+    )
+
+    names = (STARTING_OFFSETS_OPTION, STARTING_TIMESTAMP_OPTION, STARTING_OFFSETS_BY_TIMESTAMP_OPTION)
+    given = [n for n in names if opts.has(n)]
+    strategy = opts.choice(STARTING_OFFSETS_BY_TIMESTAMP_STRATEGY_OPTION, DEFAULT_TIMESTAMP_STRATEGY,
+                           TIMESTAMP_STRATEGIES)
     if len(given) > 1:
         raise ConfigError(f"set only one of the options {', '.join(given)}; they all choose where a new query starts")
     if not given:
-        return StartingOffsets(LATEST)
+        return DEFAULT_STARTING_OFFSETS
     name = given[0]
     value = opts.string(name) or ""
-    if name == "startingTimestamp":
+    if name == STARTING_TIMESTAMP_OPTION:
         try:
             ts = int(value)
             if ts < 0:
                 raise ValueError
         except ValueError:
-            raise ConfigError(f"option 'startingTimestamp' must be epoch milliseconds (>= 0), got {value!r}") from None
-        return StartingOffsets(BY_TIMESTAMP, timestamp_ms=ts, timestamp_strategy=strategy)
-    if name == "startingOffsets" and value.lower() in (EARLIEST, LATEST):
-        return StartingOffsets(value.lower())
-    example = '{"orders":{"0":23,"1":-2}}' if name == "startingOffsets" else '{"orders":{"0":1700000000000}}'
+            raise ConfigError(f"option '{name}' must be epoch milliseconds (>= 0), got {value!r}") from None
+        return ByTimestamp(timestamp_ms=ts, strategy=strategy)
+    if name == STARTING_OFFSETS_OPTION and value.lower() in (EARLIEST, LATEST):
+        return Earliest() if value.lower() == EARLIEST else Latest()
+    example = '{"orders":{"0":23,"1":-2}}' if name == STARTING_OFFSETS_OPTION else '{"orders":{"0":1700000000000}}'
     try:
         parsed = json.loads(value)
         if not isinstance(parsed, dict):
@@ -273,15 +279,16 @@ def _parse_starting(opts: Options) -> StartingOffsets:
             for part, off in parts.items():
                 if not str(part).isdigit() or not isinstance(off, int) or isinstance(off, bool):
                     raise ValueError
-                if name == "startingOffsets" and off < -2 or name != "startingOffsets" and off < 0:
+                if name == STARTING_OFFSETS_OPTION and off < -2 or name != STARTING_OFFSETS_OPTION and off < 0:
                     raise ValueError
                 per[str(topic)][int(part)] = off
     except (ValueError, RecursionError):
-        allowed = "'earliest', 'latest' or JSON" if name == "startingOffsets" else "JSON"
-        meaning = " (-2 = earliest, -1 = latest)" if name == "startingOffsets" else " (epoch ms)"
+        allowed = "'earliest', 'latest' or JSON" if name == STARTING_OFFSETS_OPTION else "JSON"
+        meaning = " (-2 = earliest, -1 = latest)" if name == STARTING_OFFSETS_OPTION else " (epoch ms)"
         raise ConfigError(f"option '{name}' must be {allowed} like {example}{meaning}; got {value!r}") from None
-    kind = SPECIFIC if name == "startingOffsets" else BY_TIMESTAMP
-    return StartingOffsets(kind, per_partition=per, timestamp_strategy=strategy)
+    if name == STARTING_OFFSETS_OPTION:
+        return SpecificOffsets(per)
+    return ByTimestamp(per_partition=per, strategy=strategy)
 
 
-__all__ = ["KafkaSourceOptions", "StartingOffsets", "is_secret_option"]
+__all__ = ["KafkaSourceOptions", "is_secret_option"]

@@ -10,12 +10,12 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterator
 
-from ..core.offset import LogOffset
 from ..source.data_source import SamzaDataSource
 from ..source.fault_hooks import reporting_batches
 from ..source.stream_reader import SamzaStreamReader
 from ..spark.limits import default_read_limit
 from .input_partition import KafkaTaskPartition
+from .offset import LogOffset
 from .options import KafkaSourceOptions
 from .schema import kafka_schema
 

@@ -8,11 +8,10 @@ offset log and a replay reads exactly the same records.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 
 from ..core.errors import StartpointFormatError
 from ..core.model import SystemStreamPartition
-from ..core.planner import Watermarks
 from ..core.startpoint import (
     StartpointOldest,
     StartpointSpecific,
@@ -20,8 +19,7 @@ from ..core.startpoint import (
     StartpointUpcoming,
     StartpointVisitor,
 )
-
-OffsetsForTimes = Callable[[Mapping[tuple[str, int], int]], Mapping[tuple[str, int], int | None]]
+from .positions import OffsetsForTimes, Watermarks
 
 
 def kafka_startpoint_problem(startpoint) -> str | None:

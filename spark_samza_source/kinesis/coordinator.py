@@ -19,7 +19,6 @@ from botocore.exceptions import ClientError
 
 from ..core.checkpoint import Checkpoint
 from ..core.errors import ConfigError, SamzaSourceError
-from ..core.startpoint import StartpointVisitor
 from ..metadata.lease import offset_identity, query_identity
 from ..source.job_coordinator import JobCoordinator
 from .admin import KinesisAdmin
@@ -30,42 +29,21 @@ from .errors import KclLeaseConflictError, KinesisDataLossError
 from .input_partition import ShardRead
 from .lease_table import KclLeaseTable
 from .offset import READABLE, KinesisOffset, StreamIdentity
-from .options import AT_TIMESTAMP, KCL, LATEST, PER_SHARD, SYSTEM, TRIM_HORIZON, KinesisSourceOptions
+from .options import SYSTEM, KinesisSourceOptions
 from .planner import (
     ShardStartpoint,
-    check_not_future,
     initial_offset,
-    per_shard_starts,
     plan_next,
     recreated_stream_offset,
     tasks_for_batch,
 )
 from .positions import ShardPosition
 from .shards import ShardInfo
+from .startpoints import KinesisStartpointResolver
 
 log = logging.getLogger(__name__)
 
 PROBE_BUDGET_S = 0.25  # time one trigger may spend probing idle shards for new records
-
-
-class KinesisStartpointResolver(StartpointVisitor[ShardPosition]):
-    """Kinesis' visitor: Specific -> AT_SEQUENCE_NUMBER, Timestamp -> AT_TIMESTAMP, Oldest -> TRIM_HORIZON,
-    Upcoming -> the latest position at resolution time (AT_TIMESTAMP(now), replayable)."""
-
-    def __init__(self, now_ms: int) -> None:
-        self.now_ms = now_ms
-
-    def visit_specific(self, ssp, startpoint) -> ShardPosition:
-        return ShardPosition.at_sequence(startpoint.position.strip())
-
-    def visit_timestamp(self, ssp, startpoint) -> ShardPosition:
-        return ShardPosition.at_timestamp(startpoint.timestamp_ms)
-
-    def visit_oldest(self, ssp, startpoint) -> ShardPosition:
-        return ShardPosition.trim_horizon()
-
-    def visit_upcoming(self, ssp, startpoint) -> ShardPosition:
-        return ShardPosition.at_timestamp(self.now_ms)
 
 
 class KinesisCoordinator(JobCoordinator[KinesisOffset]):
@@ -119,31 +97,11 @@ class KinesisCoordinator(JobCoordinator[KinesisOffset]):
     def initial_offset(self) -> KinesisOffset:
         self.lease.hold()
         shards = self.list_shards()
-        starting = self.options.starting
-        latest_ms = None
         default = ShardPosition.trim_horizon()
-        if starting.kind == LATEST:
-            latest_ms = self._wall_ms()
-            # Resolved once to the query start time, so every replay reads the same records. A closed shard has
-            # nothing after "now": it is drained already, and its children are readable.
-            positions = {
-                s.shard_id: ShardPosition.shard_end() if s.closed else ShardPosition.at_timestamp(latest_ms)
-                for s in shards
-            }
-        elif starting.kind == TRIM_HORIZON:
-            positions = {s.shard_id: ShardPosition.trim_horizon() for s in shards}
-        elif starting.kind == AT_TIMESTAMP:
-            check_not_future(starting.timestamp_ms, self._wall_ms(), "option 'startingPosition'")
-            positions = {s.shard_id: ShardPosition.at_timestamp(starting.timestamp_ms) for s in shards}
-        elif starting.kind == PER_SHARD:
-            latest_ms = self._wall_ms()
-            positions = per_shard_starts(starting.per_shard, shards, latest_timestamp_ms=latest_ms,
-                                         stream=self.options.stream)
-            self._check_sequences_with_kinesis(starting.per_shard)
-        elif starting.kind == KCL:
-            positions = self._kcl_positions()
-        else:  # pragma: no cover - options validated the kinds
-            raise SamzaSourceError(f"unknown starting position kind {starting.kind}")
+        starts = self.options.starting.starts(shards, stream=self.options.stream, now_ms=self._wall_ms,
+                                              check_sequences=self._check_sequences_with_kinesis,
+                                              kcl_checkpoints=self._kcl_positions)
+        positions, latest_ms = starts.positions, starts.latest_timestamp_ms
         offset = initial_offset(
             shards, self.options.tasks, positions, self.options.assignment, stream=self.options.stream,
             system=SYSTEM, default_position=default, latest_timestamp_ms=latest_ms, query_id=uuid.uuid4().hex,

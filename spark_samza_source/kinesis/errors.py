@@ -17,6 +17,7 @@ __all__ = [
     "KinesisDataLossError",
     "KinesisThrottledError",
     "KclLeaseConflictError",
+    "KinesisPlanError",
 ]
 
 
@@ -41,3 +42,8 @@ class KinesisThrottledError(KinesisSourceError):
 class KclLeaseConflictError(KinesisSourceError):
     """A KCL lease changed under us (its ``leaseCounter`` moved since we last wrote it, or another owner holds it
     and take-over is disabled): some other worker is using the lease table, so we did not overwrite it."""
+
+
+class KinesisPlanError(SamzaSourceError):
+    """The recorded ends of a batch do not fit the offset that planned it (a shard missing or unexpected), or the
+    planner was handed something that is not a listing, a position or a startpoint; a bug, never the user's."""

@@ -19,7 +19,7 @@ from typing import Any
 
 from ..core.errors import SamzaSourceError
 from ..core.model import SystemStreamPartition, TaskName
-from .shards import ShardInfo
+from .shards import ShardInfo, lineage_order
 
 LINEAGE = "lineage"
 BALANCED = "balanced"
@@ -60,32 +60,6 @@ def _positive_int(value: Any, what: str) -> int:
     if not isinstance(value, int) or isinstance(value, bool) or value < 1:
         raise MapperError(f"{what} must be a positive int, got {value!r:.80}")
     return value
-
-
-def lineage_order(shards: Iterable[ShardInfo]) -> list[ShardInfo]:
-    """``shards`` with every shard after its parents (among ``shards``); ties by (starting hash key, shard id).
-
-    Sorted by lineage depth within the given set, so the order is deterministic and independent of the input
-    order. A parent cycle (impossible in Kinesis) is broken rather than looped on.
-    """
-    by_id = {s.shard_id: s for s in shards}
-    depth: dict[str, int] = {}
-    for root in by_id:
-        if root in depth:
-            continue
-        stack = [root]
-        on_stack = {root}
-        while stack:
-            sid = stack[-1]
-            pending = [p for p in by_id[sid].parent_ids if p in by_id and p not in depth and p not in on_stack]
-            if pending:
-                stack.append(pending[0])
-                on_stack.add(pending[0])
-                continue
-            stack.pop()
-            on_stack.discard(sid)
-            depth[sid] = 1 + max((depth.get(p, -1) for p in by_id[sid].parent_ids if p in by_id), default=-1)
-    return sorted(by_id.values(), key=lambda s: (depth[s.shard_id], s.hash_start, s.shard_id))
 
 
 class ShardPartitionMapper:

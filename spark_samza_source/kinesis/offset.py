@@ -21,10 +21,9 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
-from ..core.errors import FormatVersionError, SamzaSourceError
+from ..core.errors import FormatVersionError, OffsetFormatError, SamzaSourceError
 from ..core.jobmodel import JobModel
-from ..core.model import SystemStream, SystemStreamPartition, TaskName
-from ..core.offset import OffsetFormatError, parse_ssp_key
+from ..core.model import SystemStream, SystemStreamPartition, TaskName, TaskSsp, parse_ssp_key
 from .mapper import ShardPartitionMapper, task_index, task_name
 from .positions import ShardPosition
 
@@ -35,11 +34,9 @@ BLOCKED = "blocked"
 DRAINED = "drained"
 STATUSES = (READABLE, BLOCKED, DRAINED)
 
-TaskSsp = tuple[TaskName, SystemStreamPartition]
-
 __all__ = [
     "BLOCKED", "DRAINED", "KINESIS_OFFSET_FORMAT_VERSION", "READABLE", "STATUSES", "AppliedStartpoint",
-    "KinesisOffset", "OffsetFormatError", "ShardState", "StreamIdentity", "TaskSsp",
+    "KinesisOffset", "OffsetFormatError", "ShardState", "StreamIdentity",
 ]
 
 

@@ -10,14 +10,17 @@ from __future__ import annotations
 import json
 import logging
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..core.errors import ConfigError
 from ..source.job_options import JobOptions
 from ..spark.options import Options
 from .positions import PositionFormatError, ShardPosition
+
+if TYPE_CHECKING:
+    from .starting import StartingPosition
 
 # Per shard per batch, as AWS's Kinesis connector (maxFetchRecordsPerShard 100000). Rows go to Spark after every
 # GetRecords page, so a task holds one page (<= 10,000 records), never a whole batch.
@@ -45,15 +48,9 @@ STARTING_POSITION_OPTION = "startingPosition"
 MAX_RECORDS_PER_SHARD_OPTION = "maxRecordsPerShard"
 MAX_FETCH_TIME_PER_SHARD_OPTION = "maxFetchTimePerShard"
 KCL_LEASE_TABLE_OPTION = "kcl.leaseTable"
-LATEST, TRIM_HORIZON, AT_TIMESTAMP, PER_SHARD, KCL = "LATEST", "TRIM_HORIZON", "AT_TIMESTAMP", "PER_SHARD", "KCL"
+#: ``startingPosition`` words (upper-cased; ``EARLIEST`` means ``TRIM_HORIZON``; anything else is per-shard JSON)
+LATEST, TRIM_HORIZON, AT_TIMESTAMP, KCL = "LATEST", "TRIM_HORIZON", "AT_TIMESTAMP", "KCL"
 _STREAM_RE = re.compile(r"^[a-zA-Z0-9_.-]{1,128}$")
-
-
-@dataclass(frozen=True)
-class StartingPosition:
-    kind: str = LATEST
-    timestamp_ms: int | None = None
-    per_shard: dict[str, ShardPosition] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, repr=False)
@@ -69,7 +66,7 @@ class KinesisSourceOptions(JobOptions):
     role_session_name: str
     tasks: int | None
     assignment: str
-    starting: StartingPosition
+    starting: StartingPosition  # where a query without a checkpoint starts (starting.py); Startpoints override it
     max_records_per_shard: int
     max_fetch_time_ms: int
     kcl_lease_table: str | None
@@ -129,7 +126,7 @@ class KinesisSourceOptions(JobOptions):
             role_session_name=opts.string(ROLE_SESSION_NAME_OPTION, f"samza-{common['job_name']}")[:64],
             tasks=opts.integer(TASKS_OPTION, None, minimum=1),
             assignment=opts.choice(ASSIGNMENT_OPTION, "lineage", ("lineage", "balanced")),
-            starting=_parse_starting(opts.string(STARTING_POSITION_OPTION, LATEST)),
+            starting=_parse_starting(opts.string(STARTING_POSITION_OPTION)),
             max_records_per_shard=opts.integer(MAX_RECORDS_PER_SHARD_OPTION, DEFAULT_MAX_RECORDS_PER_SHARD, minimum=1),
             max_fetch_time_ms=opts.duration_ms(MAX_FETCH_TIME_PER_SHARD_OPTION, DEFAULT_MAX_FETCH_TIME_MS,
                                                minimum_ms=100),
@@ -137,17 +134,22 @@ class KinesisSourceOptions(JobOptions):
         )
 
 
-def _parse_starting(value: str) -> StartingPosition:
+def _parse_starting(value: str | None) -> StartingPosition:
+    # starting.py names this option in its messages: imported here, so neither module imports the other on load
+    from .starting import DEFAULT_STARTING_POSITION, AtTimestamp, KclCheckpoints, Latest, PerShard, TrimHorizon
+
+    if value is None:
+        return DEFAULT_STARTING_POSITION
     text = value.strip()
     upper = text.upper()
     if upper == LATEST:
-        return StartingPosition(LATEST)
+        return Latest()
     if upper in (TRIM_HORIZON, "EARLIEST"):
-        return StartingPosition(TRIM_HORIZON)
+        return TrimHorizon()
     if upper == KCL:
-        return StartingPosition(KCL)
-    if upper.startswith("AT_TIMESTAMP"):
-        stamp = text[len("AT_TIMESTAMP"):].lstrip(":= ").strip()
+        return KclCheckpoints()
+    if upper.startswith(AT_TIMESTAMP):
+        stamp = text[len(AT_TIMESTAMP):].lstrip(":= ").strip()
         try:
             when = datetime.fromisoformat(stamp.replace("Z", "+00:00"))
             if when.tzinfo is None:
@@ -157,7 +159,7 @@ def _parse_starting(value: str) -> StartingPosition:
                 f"option 'startingPosition' {value!r}: AT_TIMESTAMP needs an ISO-8601 time with a zone, e.g. "
                 "AT_TIMESTAMP:2026-11-22T08:00:00Z"
             ) from None
-        return StartingPosition(AT_TIMESTAMP, timestamp_ms=int(when.timestamp() * 1000))
+        return AtTimestamp(int(when.timestamp() * 1000))
     if text.startswith("{"):
         try:
             parsed = json.loads(text)
@@ -174,7 +176,7 @@ def _parse_starting(value: str) -> StartingPosition:
                 '{"shardId-000000000000": "TRIM_HORIZON", "shardId-000000000001": '
                 '{"type": "AFTER_SEQUENCE_NUMBER", "sequence": "4960...", "sub": -1}}'
             ) from None
-        return StartingPosition(PER_SHARD, per_shard=per_shard)
+        return PerShard(per_shard)
     raise ConfigError(
         f"option 'startingPosition' must be LATEST, TRIM_HORIZON, AT_TIMESTAMP:<ISO-8601>, kcl, or per-shard JSON; "
         f"got {value!r}"

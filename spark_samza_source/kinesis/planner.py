@@ -19,10 +19,10 @@ import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from ..core.errors import ConfigError, SamzaSourceError
-from ..core.model import SystemStreamPartition, TaskName
-from ..core.planner import DataLossError
-from .mapper import LINEAGE, ShardPartitionMapper, check_assignment, lineage_order, task_name
+from ..core.errors import DataLossError
+from ..core.model import SystemStreamPartition, TaskName, TaskSsp
+from .errors import KinesisPlanError
+from .mapper import LINEAGE, ShardPartitionMapper, check_assignment, task_name
 from .offset import (
     BLOCKED,
     DRAINED,
@@ -30,23 +30,17 @@ from .offset import (
     AppliedStartpoint,
     KinesisOffset,
     ShardState,
-    TaskSsp,
     slot_owned,
 )
-from .options import STARTING_POSITION_OPTION
 from .positions import ShardPosition
-from .shards import ShardInfo
+from .shards import ShardInfo, index_shards, lineage_order
 
 log = logging.getLogger(__name__)
 
 __all__ = [
-    "DataLossError", "KinesisPlan", "KinesisPlanError", "ShardLoss", "ShardStartpoint", "check_not_future",
-    "initial_offset", "per_shard_starts", "plan_next", "recreated_stream_offset", "tasks_for_batch",
+    "KinesisPlan", "ShardLoss", "ShardStartpoint", "initial_offset", "plan_next", "recreated_stream_offset",
+    "tasks_for_batch",
 ]
-
-
-class KinesisPlanError(SamzaSourceError):
-    """The recorded ends of a batch do not fit the offset that planned it (a shard missing or unexpected)."""
 
 
 @dataclass(frozen=True)
@@ -108,7 +102,7 @@ def initial_offset(
     ``latest_timestamp_ms``: record the time ``LATEST`` was resolved to (the caller passes ``AT_TIMESTAMP``).
     """
     check_assignment(assignment)
-    listed = _index(shards)
+    listed = index_shards(shards)
     default = default_position or ShardPosition.trim_horizon()
     if starting is None:
         starting = ShardPosition.trim_horizon()
@@ -139,83 +133,6 @@ def initial_offset(
         query_id=query_id,
         stream_identity=stream_identity,
     )
-
-
-def per_shard_starts(
-    named: Mapping[str, ShardPosition], shards: Sequence[ShardInfo], *, latest_timestamp_ms: int, stream: str,
-    option: str = STARTING_POSITION_OPTION,
-) -> dict[str, ShardPosition]:
-    """Start positions of a new query from a per-shard ``startingPosition`` (pure: ``shards`` is ``ListShards``).
-
-    Checks, each failing with a :class:`ConfigError` naming the option, the shard and the fix:
-
-    - every named shard is listed (a typo must not silently fall back to a default for the shard it meant);
-    - an ``AT_SEQUENCE_NUMBER`` / ``AFTER_SEQUENCE_NUMBER`` lies in the shard's ``SequenceNumberRange``: not
-      below its ``StartingSequenceNumber``, and for a closed shard not above its ``EndingSequenceNumber``;
-    - an ``AT_TIMESTAMP`` is not later than ``latest_timestamp_ms`` (now; see :func:`check_not_future`).
-
-    Shards not named start as ``startingPosition=LATEST`` would start them (as Spark's Kafka source starts
-    partitions not named in ``startingOffsets`` at latest): an open shard at ``AT_TIMESTAMP(latest_timestamp_ms)``,
-    a closed one at ``SHARD_END``. Except descendants of a named shard (children of a split or merge, at any depth):
-    they start at ``TRIM_HORIZON``, because their records are the ones that follow the named shard's, and starting
-    them at "now" would skip every record between the named shard's end and the query's start.
-    """
-    listed = _index(shards)
-    unknown = sorted(set(named) - set(listed))
-    if unknown:
-        known = ", ".join(sorted(listed)[:20]) + (" ..." if len(listed) > 20 else "")
-        raise ConfigError(
-            f"option '{option}' names shard(s) {', '.join(repr(u) for u in unknown[:20])} that stream {stream!r} "
-            f"does not have (ListShards lists: {known}). Fix the shard id(s) (they look like shardId-000000000000); "
-            "a closed shard disappears once the stream's retention period has passed"
-        )
-    for sid, pos in sorted(named.items()):
-        if not isinstance(pos, ShardPosition):
-            raise KinesisPlanError(f"starting position of shard {sid} must be a ShardPosition, got {pos!r:.80}")
-        info = listed[sid]
-        if pos.sequence is not None:
-            seq = int(pos.sequence)
-            low = int(info.starting_sequence) if info.starting_sequence else None
-            high = int(info.ending_sequence) if info.ending_sequence else None
-            if (low is not None and seq < low) or (high is not None and seq > high):
-                span = f"[{info.starting_sequence}, {info.ending_sequence or 'open'}]"
-                raise ConfigError(
-                    f"option '{option}': shard {sid} of stream {stream!r} starts {pos}, but that sequence number "
-                    f"does not belong to the shard (its SequenceNumberRange is {span}). Use a sequence number read "
-                    "from this shard (the sequenceNumber column of a row whose shardId is this shard)"
-                )
-        if pos.timestamp_ms is not None:
-            check_not_future(pos.timestamp_ms, latest_timestamp_ms, f"option '{option}' for shard {sid}")
-    follows_named: set[str] = set()
-    out: dict[str, ShardPosition] = {}
-    for info in lineage_order(listed.values()):
-        sid = info.shard_id
-        if sid in named:
-            out[sid] = named[sid]
-            follows_named.add(sid)
-        elif any(p in follows_named for p in info.parent_ids):
-            out[sid] = ShardPosition.trim_horizon()
-            follows_named.add(sid)
-        else:
-            out[sid] = ShardPosition.shard_end() if info.closed else ShardPosition.at_timestamp(latest_timestamp_ms)
-    return out
-
-
-def check_not_future(timestamp_ms: int, now_ms: int, what: str) -> None:
-    """A start ``AT_TIMESTAMP`` later than now is refused, as Kinesis refuses it: AWS answers ``GetShardIterator``
-    with ``InvalidArgumentException`` ("The timestampInMillis parameter cannot be greater than the
-    currentTimestampInMillis"), and Spark's Kafka source fails a ``startingTimestamp`` no record reaches."""
-    if timestamp_ms > now_ms:
-        from datetime import UTC, datetime
-
-        def iso(ms: int) -> str:
-            return datetime.fromtimestamp(ms / 1000, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-        raise ConfigError(
-            f"{what}: AT_TIMESTAMP {iso(timestamp_ms)} is in the future (now {iso(now_ms)}); Kinesis refuses "
-            "iterators later than its clock. Use a time in the past, or LATEST to read what arrives from the "
-            "query's start"
-        )
 
 
 def recreated_stream_offset(previous: KinesisOffset, shards: Sequence[ShardInfo], identity) -> KinesisOffset:
@@ -259,7 +176,7 @@ def plan_next(
     ends are ignored). ``num_tasks``/``new_job_model``/``slots_per_task``: see the module docstring.
     """
     check_assignment(assignment)
-    listed = _index(shards)
+    listed = index_shards(shards)
     startpoints = dict(startpoints or {})
     first = previous.batch == 0
     plan_new_shards: list[str] = []
@@ -416,17 +333,6 @@ def _learn_task(last_task: dict[str, int], previous: KinesisOffset, sid: str) ->
     task = previous.mapper.task_of(sid)
     if task is not None:
         last_task[sid] = task
-
-
-def _index(shards: Sequence[ShardInfo]) -> dict[str, ShardInfo]:
-    listed: dict[str, ShardInfo] = {}
-    for info in shards:
-        if not isinstance(info, ShardInfo):
-            raise KinesisPlanError(f"expected ShardInfo from ListShards, got {info!r:.80}")
-        if info.shard_id in listed:
-            raise KinesisPlanError(f"ListShards returned shard {info.shard_id} twice")
-        listed[info.shard_id] = info
-    return listed
 
 
 def _statuses(starts: Mapping[str, ShardPosition], listed: Mapping[str, ShardInfo]) -> dict[str, str]:

@@ -3,12 +3,18 @@
 Built by the admin from ``ListShards`` (``ParentShardId``, ``AdjacentParentShardId``, ``HashKeyRange``,
 ``SequenceNumberRange.EndingSequenceNumber``); a shard with an ending sequence number is closed (it was split
 or merged) and is drained once it has been read to that number (or its iterator came back null).
+
+With it, the two questions every user of a listing asks: which shard is which (:func:`index_shards`) and which
+comes after which (:func:`lineage_order`). The planner, the mapper and the starting strategies all ask them.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+from .errors import KinesisPlanError
 
 
 @dataclass(frozen=True, order=True)
@@ -44,3 +50,41 @@ class ShardInfo:
             value.get("startingSequence"),
             value.get("endingSequence"),
         )
+
+
+def index_shards(shards: Sequence[ShardInfo]) -> dict[str, ShardInfo]:
+    """A ``ListShards`` listing by shard id, refusing anything that is not one (not a ShardInfo, a shard twice)."""
+    listed: dict[str, ShardInfo] = {}
+    for info in shards:
+        if not isinstance(info, ShardInfo):
+            raise KinesisPlanError(f"expected ShardInfo from ListShards, got {info!r:.80}")
+        if info.shard_id in listed:
+            raise KinesisPlanError(f"ListShards returned shard {info.shard_id} twice")
+        listed[info.shard_id] = info
+    return listed
+
+
+def lineage_order(shards: Iterable[ShardInfo]) -> list[ShardInfo]:
+    """``shards`` with every shard after its parents (among ``shards``); ties by (starting hash key, shard id).
+
+    Sorted by lineage depth within the given set, so the order is deterministic and independent of the input
+    order. A parent cycle (impossible in Kinesis) is broken rather than looped on.
+    """
+    by_id = {s.shard_id: s for s in shards}
+    depth: dict[str, int] = {}
+    for root in by_id:
+        if root in depth:
+            continue
+        stack = [root]
+        on_stack = {root}
+        while stack:
+            sid = stack[-1]
+            pending = [p for p in by_id[sid].parent_ids if p in by_id and p not in depth and p not in on_stack]
+            if pending:
+                stack.append(pending[0])
+                on_stack.add(pending[0])
+                continue
+            stack.pop()
+            on_stack.discard(sid)
+            depth[sid] = 1 + max((depth.get(p, -1) for p in by_id[sid].parent_ids if p in by_id), default=-1)
+    return sorted(by_id.values(), key=lambda s: (depth[s.shard_id], s.hash_start, s.shard_id))

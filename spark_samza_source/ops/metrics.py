@@ -133,8 +133,8 @@ def source_lag(source: Any, *, query_id: str | None = None, query_name: str | No
     None when the source is not a samza-kafka source (its end offset is not a samza-kafka offset) or reported
     no latest offset (``reportLatestOffset`` returned None, e.g. samza-kinesis).
     """
-    from ..core.errors import SamzaSourceError
-    from ..core.offset import LogOffset, OffsetFormatError
+    from ..core.errors import OffsetFormatError, SamzaSourceError
+    from ..kafka.offset import LogOffset
 
     latest = _as_json(_get(source, "latestOffset"))
     end = _as_json(_get(source, "endOffset"))

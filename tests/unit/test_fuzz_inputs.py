@@ -21,8 +21,7 @@ from hypothesis import strategies as st
 from spark_samza_source.core.checkpoint import Checkpoint, CheckpointMirror
 from spark_samza_source.core.errors import SamzaSourceError
 from spark_samza_source.core.jobmodel import JobModel
-from spark_samza_source.core.model import SystemStream, SystemStreamPartition, TaskName
-from spark_samza_source.core.offset import LogOffset, Rebase, parse_ssp_key
+from spark_samza_source.core.model import SystemStream, SystemStreamPartition, TaskName, parse_ssp_key
 from spark_samza_source.core.startpoint import (
     Startpoint,
     StartpointOldest,
@@ -31,6 +30,7 @@ from spark_samza_source.core.startpoint import (
     StartpointUpcoming,
 )
 from spark_samza_source.core.startpoint_manager import StartpointManager
+from spark_samza_source.kafka.offset import LogOffset, Rebase
 from spark_samza_source.kafka.options import KafkaSourceOptions
 from spark_samza_source.kinesis.mapper import ShardPartitionMapper
 from spark_samza_source.kinesis.offset import DRAINED, READABLE, AppliedStartpoint, KinesisOffset, ShardState

@@ -106,7 +106,7 @@ def _current_job_model(store) -> JobModel | None:
 
 def _parse_any_offset(line: str):
     """A samza-kafka ``LogOffset`` or a samza-kinesis ``KinesisOffset`` from one offset-log line."""
-    from ...core.offset import LogOffset
+    from ...kafka.offset import LogOffset
     from ...kinesis.offset import KinesisOffset
 
     try:

@@ -20,9 +20,9 @@ from samza_devkit import kinesis_helpers as kh
 from samza_devkit.kafka_helpers import create_topic, produce, unique_topic
 from spark_samza_source.core.errors import FormatVersionError, MetadataStoreError
 from spark_samza_source.core.model import SystemStreamPartition
-from spark_samza_source.core.offset import LogOffset
 from spark_samza_source.core.startpoint import StartpointOldest
 from spark_samza_source.kafka.coordinator import KafkaCoordinator
+from spark_samza_source.kafka.offset import LogOffset
 from spark_samza_source.kafka.options import KafkaSourceOptions
 from spark_samza_source.metadata import open_store
 from spark_samza_source.metadata.filesystem import encode_key

@@ -12,8 +12,7 @@ import pytest
 from pyspark.sql.streaming.datasource import ReadAllAvailable
 
 from samza_devkit.kafka_helpers import create_topic, produce, unique_topic
-from spark_samza_source.core.offset import OffsetFormatError
-from spark_samza_source.core.planner import DataLossError
+from spark_samza_source.core.errors import DataLossError, OffsetFormatError
 from spark_samza_source.kafka.options import KafkaSourceOptions
 from spark_samza_source.kafka.source import SamzaKafkaStreamReader
 

@@ -8,8 +8,7 @@ import pytest
 from pyspark.sql.streaming.datasource import ReadAllAvailable
 
 from samza_devkit.kafka_helpers import create_topic, delete_records_before, produce, unique_topic
-from spark_samza_source.core.errors import ConfigError
-from spark_samza_source.core.planner import DataLossError
+from spark_samza_source.core.errors import ConfigError, DataLossError
 from spark_samza_source.kafka.options import KafkaSourceOptions
 from spark_samza_source.kafka.source import SamzaKafkaStreamReader
 

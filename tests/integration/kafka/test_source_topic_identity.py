@@ -9,7 +9,7 @@ from confluent_kafka.admin import AdminClient
 from pyspark.sql.streaming.datasource import ReadAllAvailable
 
 from samza_devkit.kafka_helpers import create_topic, produce, unique_topic
-from spark_samza_source.core.planner import DataLossError
+from spark_samza_source.core.errors import DataLossError
 from spark_samza_source.kafka.options import KafkaSourceOptions
 from spark_samza_source.kafka.source import SamzaKafkaStreamReader
 

@@ -19,7 +19,7 @@ from pyspark.sql.streaming.listener import QueryProgressEvent, SourceProgress, S
 from samza_devkit.kafka_helpers import create_topic, produce, unique_topic
 from spark_samza_source.core.jobmodel import JobModel
 from spark_samza_source.core.model import SystemStreamPartition, TaskName
-from spark_samza_source.core.offset import LogOffset
+from spark_samza_source.kafka.offset import LogOffset
 from spark_samza_source.ops.metrics import SamzaLagListener, lag_from_progress, source_lag
 
 

@@ -3,7 +3,8 @@
 import pytest
 
 from spark_samza_source.core.errors import ConfigError
-from spark_samza_source.kafka.options import BY_TIMESTAMP, EARLIEST, LATEST, SPECIFIC, KafkaSourceOptions
+from spark_samza_source.kafka.options import KafkaSourceOptions
+from spark_samza_source.kafka.starting import ByTimestamp, Earliest, Latest, SpecificOffsets
 
 BASE = {"kafka.bootstrap.servers": "127.0.0.1:9092", "subscribe": "orders", "job.name": "orders-job"}
 
@@ -32,7 +33,7 @@ def test_defaults():
     assert opts.client_conf == {"bootstrap.servers": "127.0.0.1:9092"}
     assert opts.grouper == "GroupByPartitionFixedTasks"
     assert opts.ordering == "drain-first"
-    assert opts.starting.kind == LATEST
+    assert opts.starting == Latest()
     assert opts.fail_on_data_loss is True and opts.include_headers is False
     assert opts.startpoint_ttl_ms == 12 * 3600 * 1000 and opts.startpoint_poll_ms == 10_000
     assert opts.commit_offsets_to_kafka is True
@@ -98,13 +99,15 @@ def test_ordering_choice():
 
 
 def test_starting_offsets_forms():
-    assert parse(startingOffsets="earliest").starting.kind == EARLIEST
+    assert parse(startingOffsets="earliest").starting == Earliest()
+    assert parse(startingOffsets="LATEST").starting == Latest()
     specific = parse(startingOffsets='{"orders":{"0":23,"1":-2}}').starting
-    assert specific.kind == SPECIFIC and specific.per_partition == {"orders": {0: 23, 1: -2}}
+    assert specific == SpecificOffsets({"orders": {0: 23, 1: -2}})
     by_ts = parse(startingTimestamp="1700000000000").starting
-    assert by_ts.kind == BY_TIMESTAMP and by_ts.timestamp_ms == 1700000000000
-    per_ts = parse(startingOffsetsByTimestamp='{"orders":{"0":1700000000000}}').starting
-    assert per_ts.kind == BY_TIMESTAMP and per_ts.per_partition == {"orders": {0: 1700000000000}}
+    assert by_ts == ByTimestamp(timestamp_ms=1700000000000, strategy="error")
+    per_ts = parse(startingOffsetsByTimestamp='{"orders":{"0":1700000000000}}',
+                   startingOffsetsByTimestampStrategy="latest").starting
+    assert per_ts == ByTimestamp(per_partition={"orders": {0: 1700000000000}}, strategy="latest")
 
 
 def test_bad_starting_offsets():

@@ -6,18 +6,13 @@ import json
 
 import pytest
 
-from spark_samza_source.core.errors import ConfigError
-from spark_samza_source.core.offset import OffsetFormatError
+from spark_samza_source.core.errors import ConfigError, OffsetFormatError
 from spark_samza_source.kinesis.offset import KinesisOffset, StreamIdentity
-from spark_samza_source.kinesis.planner import (
-    check_not_future,
-    initial_offset,
-    per_shard_starts,
-    recreated_stream_offset,
-)
+from spark_samza_source.kinesis.planner import initial_offset, recreated_stream_offset
 from spark_samza_source.kinesis.positions import ShardPosition as P
 from spark_samza_source.kinesis.shards import ShardInfo
 from spark_samza_source.kinesis.source import SamzaKinesisStreamReader
+from spark_samza_source.kinesis.starting import check_not_future, per_shard_starts
 
 ID = StreamIdentity("arn:aws:kinesis:us-east-1:123456789012:stream/clicks", 1_700_000_000_000)
 HALF = 2**127

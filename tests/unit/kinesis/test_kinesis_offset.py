@@ -6,9 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from spark_samza_source.core.errors import FormatVersionError, SamzaSourceError
+from spark_samza_source.core.errors import FormatVersionError, OffsetFormatError, SamzaSourceError
 from spark_samza_source.core.model import SystemStreamPartition, TaskName
-from spark_samza_source.core.offset import OffsetFormatError
 from spark_samza_source.kinesis.mapper import ShardPartitionMapper
 from spark_samza_source.kinesis.offset import (
     BLOCKED,

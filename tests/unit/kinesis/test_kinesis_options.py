@@ -5,7 +5,9 @@ import pickle
 import pytest
 
 from spark_samza_source.core.errors import ConfigError
-from spark_samza_source.kinesis.options import AT_TIMESTAMP, KCL, LATEST, PER_SHARD, TRIM_HORIZON, KinesisSourceOptions
+from spark_samza_source.kinesis.options import KinesisSourceOptions
+from spark_samza_source.kinesis.positions import ShardPosition
+from spark_samza_source.kinesis.starting import AtTimestamp, KclCheckpoints, Latest, PerShard, TrimHorizon
 
 BASE = {"streamname": "clicks", "job.name": "clicks-etl", "region": "eu-west-1"}
 
@@ -31,7 +33,7 @@ def test_defaults():
     opts = parse()
     assert opts.stream == "clicks" and opts.region == "eu-west-1"
     assert opts.tasks is None and opts.assignment == "lineage"
-    assert opts.starting.kind == LATEST
+    assert opts.starting == Latest()
     assert opts.fail_on_data_loss is True
     assert opts.max_records_per_shard == 100_000 and opts.max_fetch_time_ms == 10_000
     assert opts.kcl_lease_table is None
@@ -44,13 +46,14 @@ def test_required_options():
 
 
 def test_starting_positions():
-    assert parse(startingPosition="trim_horizon").starting.kind == TRIM_HORIZON
-    assert parse(startingPosition="EARLIEST").starting.kind == TRIM_HORIZON
-    assert parse(startingPosition="kcl").starting.kind == KCL
+    assert parse(startingPosition=" latest ").starting == Latest()
+    assert parse(startingPosition="trim_horizon").starting == TrimHorizon()
+    assert parse(startingPosition="EARLIEST").starting == TrimHorizon()
+    assert parse(startingPosition="kcl").starting == KclCheckpoints()
     at = parse(startingPosition="AT_TIMESTAMP:2026-11-22T08:00:00Z").starting
-    assert at.kind == AT_TIMESTAMP and at.timestamp_ms == 1795334400000
+    assert at == AtTimestamp(1795334400000)
     per = parse(startingPosition='{"shardId-0": "TRIM_HORIZON"}').starting
-    assert per.kind == PER_SHARD and per.per_shard["shardId-0"].type == "TRIM_HORIZON"
+    assert per == PerShard({"shardId-0": ShardPosition.trim_horizon()})
     assert "AT_TIMESTAMP needs an ISO-8601 time with a zone" in error_of(startingPosition="AT_TIMESTAMP:yesterday")
     assert "per-shard JSON is invalid" in error_of(startingPosition='{"shardId-0": "SIDEWAYS"}')
     assert "must be LATEST, TRIM_HORIZON" in error_of(startingPosition="beginning")

@@ -9,12 +9,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from spark_samza_source.core.errors import DataLossError
 from spark_samza_source.core.model import SystemStreamPartition, TaskName
+from spark_samza_source.kinesis.errors import KinesisPlanError
 from spark_samza_source.kinesis.mapper import BALANCED, LINEAGE
 from spark_samza_source.kinesis.offset import BLOCKED, DRAINED, READABLE, KinesisOffset
 from spark_samza_source.kinesis.planner import (
-    DataLossError,
-    KinesisPlanError,
     ShardStartpoint,
     initial_offset,
     plan_next,

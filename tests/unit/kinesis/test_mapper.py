@@ -12,11 +12,10 @@ from spark_samza_source.kinesis.mapper import (
     BALANCED,
     MapperError,
     ShardPartitionMapper,
-    lineage_order,
     task_index,
     task_name,
 )
-from spark_samza_source.kinesis.shards import ShardInfo
+from spark_samza_source.kinesis.shards import ShardInfo, lineage_order
 
 H = 2**128
 

@@ -13,9 +13,9 @@ from spark_samza_source.core.checkpoint import Checkpoint, CheckpointMirror
 from spark_samza_source.core.errors import MetadataStoreError
 from spark_samza_source.core.jobmodel import JobModel
 from spark_samza_source.core.model import SystemStream, SystemStreamPartition, TaskName
-from spark_samza_source.core.offset import LogOffset
 from spark_samza_source.core.startpoint import StartpointOldest, StartpointSpecific
 from spark_samza_source.core.startpoint_manager import StartpointManager
+from spark_samza_source.kafka.offset import LogOffset
 from spark_samza_source.kinesis.mapper import ShardPartitionMapper
 from spark_samza_source.kinesis.offset import DRAINED, READABLE, KinesisOffset, ShardState
 from spark_samza_source.kinesis.positions import ShardPosition

@@ -10,7 +10,8 @@ import pytest
 
 import spark_samza_source
 from spark_samza_source.core.errors import ConfigError
-from spark_samza_source.kafka.options import SPECIFIC, KafkaSourceOptions
+from spark_samza_source.kafka.options import KafkaSourceOptions
+from spark_samza_source.kafka.starting import SpecificOffsets
 from spark_samza_source.samza_config import (
     offset_log,
     starting_offsets_from_samza_checkpoint,
@@ -51,7 +52,7 @@ def test_starting_offsets_from_samza_checkpoint_tool_output():
     # Samza checkpoints the last processed offset: resume after it; a broadcast SSP at its smallest.
     assert json.loads(result) == {"orders": {"0": 42}, "orders.v2": {"1": 10}, "rates": {"0": 4}}
     starting = parse_kafka({**SOURCE_OPTIONS, "startingOffsets": result}).starting
-    assert starting.kind == SPECIFIC and starting.per_partition["orders"] == {0: 42}
+    assert isinstance(starting, SpecificOffsets) and starting.per_partition["orders"] == {0: 42}
     assert "pass system=" in str(pytest.raises(ConfigError, starting_offsets_from_samza_checkpoint, text).value)
     with pytest.raises(ConfigError, match="no Samza checkpoint line"):
         starting_offsets_from_samza_checkpoint("nothing here\n")

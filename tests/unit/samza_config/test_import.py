@@ -19,8 +19,10 @@ from spark_samza_source.core.grouping import (
     resolve_grouper,
 )
 from spark_samza_source.core.model import SystemStreamPartition
-from spark_samza_source.kafka.options import EARLIEST, LATEST, SPECIFIC, KafkaSourceOptions
-from spark_samza_source.kinesis.options import KCL, TRIM_HORIZON, KinesisSourceOptions
+from spark_samza_source.kafka.options import KafkaSourceOptions
+from spark_samza_source.kafka.starting import Earliest, Latest, SpecificOffsets
+from spark_samza_source.kinesis.options import KinesisSourceOptions
+from spark_samza_source.kinesis.starting import KclCheckpoints, TrimHorizon
 from spark_samza_source.samza_config import (
     KAFKA_FORMAT,
     KINESIS_FORMAT,
@@ -128,7 +130,7 @@ def test_kafka_job_file_options_are_accepted_by_the_source():
     opts = parse_kafka(import_properties(DATA / "samza-kafka-job.properties").options)
     assert opts.topics == ("orders", "payments")
     assert opts.job_name == "orders-enricher"
-    assert opts.starting.kind == EARLIEST
+    assert opts.starting == Earliest()
     assert opts.broadcast == (SystemStreamPartition("kafka", "currency-rates", 0),)
     assert opts.client_conf["fetch.wait.max.ms"] == "250"
     assert opts.client_conf["sasl.password"] == "not-a-real-password"
@@ -277,7 +279,7 @@ def test_offset_default_at_every_level(key, value, expected):
     # streams.<id>.* belongs to a system through streams.<id>.samza.system or job.default.system, as in Samza
     result = import_mapping(kafka(**{key: value, "job.default.system": "kafka"}))
     assert result.options["startingOffsets"] == expected
-    assert parse_kafka(result.options).starting.kind == (EARLIEST if expected == "earliest" else LATEST)
+    assert parse_kafka(result.options).starting == (Earliest() if expected == "earliest" else Latest())
 
 
 def test_stream_id_keys_without_a_system_belong_to_no_input():
@@ -329,7 +331,7 @@ def test_per_topic_offset_defaults_need_partition_counts():
     result = import_mapping(props, partition_counts={"orders": 3})
     assert json.loads(result.options["startingOffsets"]) == {"orders": {"0": -2, "1": -2, "2": -2}}
     starting = parse_kafka(result.options).starting
-    assert starting.kind == SPECIFIC and starting.per_partition == {"orders": {0: -2, 1: -2, 2: -2}}
+    assert starting == SpecificOffsets({"orders": {0: -2, 1: -2, 2: -2}})
 
 
 def test_bad_offset_default_value():
@@ -564,7 +566,7 @@ def test_kinesis_job_file_maps_to_options():
     assert "systems.kafka.consumer.bootstrap.servers" in result.ignored  # the coordinator system
     assert any("InitialPositionInStream=TRIM_HORIZON" in n for n in result.notes)
     opts = parse_kinesis(result.options)
-    assert opts.stream == "clicks" and opts.region == "eu-west-1" and opts.starting.kind == KCL
+    assert opts.stream == "clicks" and opts.region == "eu-west-1" and opts.starting == KclCheckpoints()
     assert opts.kcl_lease_table == "clicks-etl-leases"
     assert opts.access_key_id == "AKIAIOSFODNN7EXAMPLE"
 
@@ -577,7 +579,7 @@ def test_kinesis_default_lease_table_and_overriding_the_starting_position():
     fresh = import_mapping(kinesis(startingPosition="TRIM_HORIZON"))
     assert fresh.options["startingPosition"] == "TRIM_HORIZON"
     assert any("replaces startingPosition=kcl" in n for n in fresh.notes)
-    assert parse_kinesis(fresh.options).starting.kind == TRIM_HORIZON
+    assert parse_kinesis(fresh.options).starting == TrimHorizon()
     explicit = kinesis(**{"systems.kinesis.streams.clicks.aws.kcl.TableName": "t1", "kcl.leaseTable": "t2"})
     assert "contradicts kcl.leaseTable='t1'" in error(explicit)
 
@@ -664,13 +666,13 @@ def test_example_properties_in_conf_load_and_satisfy_the_sources():
     kafka_result = import_properties(CONF / "samza-kafka.example.properties")
     assert kafka_result.format == KAFKA_FORMAT
     opts = parse_kafka(kafka_result.options)
-    assert opts.topics == ("orders", "payments") and opts.starting.kind == EARLIEST
+    assert opts.topics == ("orders", "payments") and opts.starting == Earliest()
     assert opts.max_offsets_per_trigger == 100_000
     assert "systems.kafka.consumer.zookeeper.connect" in kafka_result.rejected
     kinesis_result = import_properties(CONF / "samza-kinesis.example.properties")
     assert kinesis_result.format == KINESIS_FORMAT
     kin = parse_kinesis(kinesis_result.options)
-    assert kin.stream == "clicks" and kin.starting.kind == KCL and kin.max_records_per_shard == 5000
+    assert kin.stream == "clicks" and kin.starting == KclCheckpoints() and kin.max_records_per_shard == 5000
     assert kin.metadata_store.startswith("dynamodb://")
 
 

@@ -1,6 +1,6 @@
 """The source offset of a partitioned log (Kafka): everything needed to rebuild a batch's input partitions.
 
-Built by the pure planner (``core.planner``) from ``latestOffset``, parsed back by the Kafka coordinator and the
+Built by the pure planner (``kafka.planner``) from ``latestOffset``, parsed back by the Kafka coordinator and the
 CLI. Spark compares offsets as JSON *strings*, so the JSON form is deterministic (sorted keys and lists, no
 floats), and one offset is self-contained: ``partitions(start, end)`` rebuilds the same tasks and ranges on replay.
 
@@ -20,13 +20,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .errors import FormatVersionError, OffsetFormatError, SamzaSourceError
-from .jobmodel import JobModel
-from .model import SystemStreamPartition, TaskName
+from ..core.errors import FormatVersionError, OffsetFormatError, SamzaSourceError
+from ..core.jobmodel import JobModel
+from ..core.model import SystemStreamPartition, TaskName, TaskSsp, parse_ssp_key
 
 OFFSET_FORMAT_VERSION = 2  # 2: barriers name every feeding partition (1: one sibling); 1 is still read
-
-TaskSsp = tuple[TaskName, SystemStreamPartition]
 
 REBASE_STARTPOINT = "startpoint"
 REBASE_NEW_PARTITION = "new-partition"
@@ -230,18 +228,6 @@ class LogOffset:
         except (TypeError, ValueError, RecursionError) as err:
             raise OffsetFormatError(f"offset is not valid JSON: {err!s:.200}") from None
         return cls.from_json(value)
-
-
-def parse_ssp_key(key: Any) -> SystemStreamPartition:
-    """Inverse of ``SystemStreamPartition.key`` (``system.stream.partition``; streams may contain dots)."""
-    if not isinstance(key, str):
-        raise OffsetFormatError(f"SSP key must be a string, got {key!r:.80}")
-    system, sep, rest = key.partition(".")
-    stream, sep2, partition = rest.rpartition(".")
-    # ASCII digits only ('²'.isdigit() is True, int('²') fails) and at most 18 (int() refuses > 4300 digits)
-    if not sep or not sep2 or not (partition.isascii() and partition.isdigit()) or len(partition) > 18 or not stream:
-        raise OffsetFormatError(f"bad SSP key {key!r:.80}; expected 'system.stream.partition'")
-    return SystemStreamPartition(system, stream, int(partition))
 
 
 def _as_int(value: Any) -> int:

@@ -4,16 +4,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from spark_samza_source.core.errors import DataLossError
 from spark_samza_source.core.jobmodel import JobModel
 from spark_samza_source.core.model import SystemStream, SystemStreamPartition, TaskName
-from spark_samza_source.core.offset import LogOffset
-from spark_samza_source.core.planner import (
-    DataLossError,
-    ResolvedStartpoint,
-    Watermarks,
-    plan_next,
-    split_read_limit,
-)
+from spark_samza_source.kafka.offset import LogOffset
+from spark_samza_source.kafka.planner import ResolvedStartpoint, plan_next, split_read_limit
+from spark_samza_source.kafka.positions import Watermarks
 
 T0, T1 = TaskName("Partition 0"), TaskName("Partition 1")
 

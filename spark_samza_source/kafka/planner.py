@@ -12,10 +12,10 @@ import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from .errors import SamzaSourceError
-from .expansion import DefaultPartitionExpansionAlgorithm, PartitionExpansionAlgorithm, checked_feeders
-from .jobmodel import JobModel
-from .model import SystemStream, SystemStreamPartition, TaskName
+from ..core.errors import DataLossError
+from ..core.expansion import DefaultPartitionExpansionAlgorithm, PartitionExpansionAlgorithm, checked_feeders
+from ..core.jobmodel import JobModel
+from ..core.model import SystemStream, SystemStreamPartition, TaskSsp
 from .offset import (
     REBASE_DATA_LOSS,
     REBASE_NEW_PARTITION,
@@ -24,25 +24,13 @@ from .offset import (
     Barrier,
     LogOffset,
     Rebase,
-    TaskSsp,
 )
+from .positions import DataLoss, Watermarks
 
 log = logging.getLogger(__name__)
 
 DRAIN_FIRST = "drain-first"
 NO_ORDERING = "none"
-
-
-class DataLossError(SamzaSourceError):
-    """Records the query had not read yet are gone (deleted, expired, or the topic was re-created)."""
-
-
-@dataclass(frozen=True)
-class Watermarks:
-    """Offsets observed for one partition: ``low`` = log start offset, ``high`` = next offset to be written."""
-
-    low: int
-    high: int
 
 
 @dataclass(frozen=True)
@@ -51,20 +39,6 @@ class ResolvedStartpoint:
 
     position: int
     creation_timestamp: int
-
-
-@dataclass(frozen=True)
-class DataLoss:
-    ssp: SystemStreamPartition
-    task: TaskName
-    lost_from: int
-    lost_until: int  # exclusive
-
-    def describe(self) -> str:
-        return (
-            f"{self.ssp} (task {self.task}): offsets {self.lost_from}..{self.lost_until - 1} are no longer "
-            "available (deleted by retention or delete_records, or the topic was re-created)"
-        )
 
 
 def recreated_topics(previous: LogOffset, topic_ids: Mapping[str, str]) -> dict[str, tuple[str, str]]:

@@ -5,10 +5,12 @@ import json
 
 import pytest
 
+from spark_samza_source.core.errors import DataLossError, OffsetFormatError
 from spark_samza_source.core.jobmodel import JobModel
 from spark_samza_source.core.model import SystemStream, SystemStreamPartition, TaskName
-from spark_samza_source.core.offset import REBASE_DATA_LOSS, LogOffset, OffsetFormatError
-from spark_samza_source.core.planner import DataLossError, Watermarks, plan_next
+from spark_samza_source.kafka.offset import REBASE_DATA_LOSS, LogOffset
+from spark_samza_source.kafka.planner import plan_next
+from spark_samza_source.kafka.positions import Watermarks
 
 T0, T1 = TaskName("Partition 0"), TaskName("Partition 1")
 OLD_ID, NEW_ID = "DlIswFcnQgmt82kSU66NsQ", "q2Lx0cN7R8m1Ow6b0Wq6nA"

@@ -25,8 +25,9 @@ from hypothesis import strategies as st
 
 from spark_samza_source.core.grouping import GroupByPartitionFixedTasks
 from spark_samza_source.core.model import SystemStreamPartition
-from spark_samza_source.core.offset import LogOffset
-from spark_samza_source.core.planner import Watermarks, plan_next
+from spark_samza_source.kafka.offset import LogOffset
+from spark_samza_source.kafka.planner import plan_next
+from spark_samza_source.kafka.positions import Watermarks
 
 STREAM = "orders"
 
