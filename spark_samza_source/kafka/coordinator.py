@@ -28,8 +28,8 @@ from ..core.jobmodel import JobModel
 from ..core.model import SystemStream, SystemStreamPartition, TaskName, TaskSsp
 from ..metadata.lease import offset_identity
 from ..source.job_coordinator import JobCoordinator
+from ..source.limits import MinRowsGate
 from ..source.options import RETRY_TIMEOUT_OPTION
-from ..spark.limits import MinRowsGate
 from .admin import KafkaAdmin
 from .input_partition import KafkaRange
 from .offset import REBASE_NEW_PARTITION, REBASE_STARTPOINT, LogOffset, Rebase

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..spark.partition import TaskInputPartition
+from ..source.partition import TaskInputPartition
 
 
 @dataclass(frozen=True)

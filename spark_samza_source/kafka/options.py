@@ -17,8 +17,8 @@ from ..core.copartition import CoPartitionGroup, parse_copartition
 from ..core.errors import ConfigError
 from ..core.model import SystemStreamPartition
 from ..source.job_options import JobOptions
+from ..source.option_parser import Options, is_secret_option, shown
 from ..source.options import BROADCAST_OPTION, COPARTITION_OPTION, EXPANSION_ALGORITHM_OPTION, GROUPER_OPTION
-from ..spark.options import Options, is_secret_option, shown
 
 if TYPE_CHECKING:
     from .starting import StartingOffsets

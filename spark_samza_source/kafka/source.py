@@ -12,8 +12,8 @@ from collections.abc import Iterator
 
 from ..source.data_source import SamzaDataSource
 from ..source.fault_hooks import reporting_batches
+from ..source.limits import default_read_limit
 from ..source.stream_reader import SamzaStreamReader
-from ..spark.limits import default_read_limit
 from .input_partition import KafkaTaskPartition
 from .offset import LogOffset
 from .options import KafkaSourceOptions

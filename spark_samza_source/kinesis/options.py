@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..core.errors import ConfigError
 from ..source.job_options import JobOptions
-from ..spark.options import Options
+from ..source.option_parser import Options
 from .positions import PositionFormatError, ShardPosition
 
 if TYPE_CHECKING:

@@ -1,5 +1,9 @@
-"""The Samza-job layer both sources share (docs/architecture.md §2).
+"""The Samza-job skeleton both sources share (docs/architecture.md §2).
 
-So far: the names of the options every Samza job has (:mod:`.options`). This package's ``__init__`` imports
-nothing, so the pure ``core/`` modules may import the option names without loading anything else.
+The option names (:mod:`.options`) and parser (:mod:`.option_parser`), the common options (:mod:`.job_options`),
+the ``DataSource`` (:mod:`.data_source`), the stream reader (:mod:`.stream_reader`), the job coordinator
+(:mod:`.job_coordinator`), the input partition (:mod:`.partition`), read limits (:mod:`.limits`), errors for
+offset files (:mod:`.offset_json`) and the test-only fault-hook seam (:mod:`.fault_hooks`). A system package
+derives from these and adds what is its own. This ``__init__`` imports nothing, so the pure ``core/`` modules may
+import the option names without loading anything else.
 """

@@ -16,8 +16,8 @@ from typing import Any
 from ..core.startpoint import DEFAULT_STARTPOINT_POLL_INTERVAL_MS, DEFAULT_STARTPOINT_TTL_MS
 from ..metadata.base import validate_job_name
 from ..metadata.lease import DEFAULT_OWNERSHIP_TTL_MS, MIN_TTL_MS
-from ..spark.options import Options
 from .fault_hooks import NO_FAULT_HOOKS, FaultHookOptions
+from .option_parser import Options
 from .options import (
     FAIL_ON_DATA_LOSS_OPTION,
     JOB_NAME_OPTION,

@@ -18,9 +18,9 @@ from pyspark.sql.datasource import DataSourceStreamReader
 from pyspark.sql.streaming.datasource import SupportsTriggerAvailableNow
 
 from ..core.errors import FormatVersionError, OffsetFormatError
-from ..spark.limits import max_rows_of
-from ..spark.partition import TaskInputPartition
+from .limits import max_rows_of
 from .offset_json import COMMIT_END, LATEST_START, PARTITIONS_END, PARTITIONS_START, OffsetRole, offset_problem
+from .partition import TaskInputPartition
 
 __all__ = ["SamzaStreamReader"]
 

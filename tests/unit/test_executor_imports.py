@@ -7,7 +7,7 @@ The test reads the source of each executor module with ``ast`` and follows every
 imports of the packages Python runs on the way; it fails naming the import chain that reaches a driver module.
 
 The same walk keeps the systems apart: nothing in ``kafka/`` reaches ``kinesis/`` or the other way round, and
-``core/`` reaches neither, so what both systems share lives in ``core/`` (or ``source/``, ``spark/``), never in
+``core/`` reaches neither, so what both systems share lives in ``core/`` (or ``source/``), never in
 one system's package, and a third system can be added beside them.
 """
 
