@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .errors import FormatVersionError, MetadataStoreError, SamzaSourceError
+from .json_text import loads
 from .model import SystemStreamPartition, TaskName
 from .startpoint import JAVA_LONG_MAX, current_time_ms, truncate_json
 
@@ -168,11 +169,7 @@ class Checkpoint:
 
     @classmethod
     def from_json_str(cls, text: str | bytes) -> Checkpoint:
-        try:
-            value = json.loads(text)
-        except (TypeError, ValueError, RecursionError) as err:
-            raise CheckpointFormatError(f"checkpoint is not valid JSON: {err}") from None
-        return cls.from_json(value)
+        return cls.from_json(loads(text, CheckpointFormatError, "checkpoint"))
 
 
 def _no_extra(value: dict, allowed: set[str], where: str) -> None:

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import FormatVersionError, SamzaSourceError
+from .json_text import loads
 from .model import SystemStream, SystemStreamPartition, TaskName
 
 JOB_MODEL_FORMAT_VERSION = 1
@@ -130,13 +131,7 @@ class JobModel:
 
     @classmethod
     def from_json_str(cls, text: str) -> JobModel:
-        import json
-
-        try:
-            value = json.loads(text)
-        except (TypeError, ValueError, RecursionError) as err:
-            raise SamzaSourceError(f"job model is not valid JSON: {err}") from None
-        return cls.from_json(value)
+        return cls.from_json(loads(text, SamzaSourceError, "job model"))
 
     # ---- diff ----------------------------------------------------------------------------------------
     def diff(self, previous: JobModel | None) -> JobModelDiff:

@@ -8,6 +8,7 @@ JSON that Spark's offset log needs (Spark compares offsets as strings). String f
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -149,6 +150,15 @@ class TaskName:
 
 #: A Samza task and one SSP it reads: the key of per-(task, SSP) positions, rebases and applied startpoints.
 TaskSsp = tuple[TaskName, SystemStreamPartition]
+
+
+def by_task_json(mapping: Mapping[TaskSsp, Any], conv: Callable[[Any], Any]) -> dict[str, dict[str, Any]]:
+    """``{task name: {SSP key: conv(value)}}``, keys sorted: how offsets store per-(task, SSP) values (Spark
+    compares offsets as JSON strings, so the order must be fixed)."""
+    out: dict[str, dict[str, Any]] = {}
+    for (task, ssp), value in mapping.items():
+        out.setdefault(task.name, {})[ssp.key] = conv(value)
+    return {t: dict(sorted(v.items())) for t, v in sorted(out.items())}
 
 
 def parse_ssp_key(key: Any) -> SystemStreamPartition:

@@ -20,9 +20,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..core.errors import FormatVersionError, OffsetFormatError, SamzaSourceError
+from ..core.errors import FormatVersionError, OffsetFormatError
 from ..core.jobmodel import JobModel
-from ..core.model import SystemStreamPartition, TaskName, TaskSsp, parse_ssp_key
+from ..core.json_text import decode_offset, loads
+from ..core.model import SystemStreamPartition, TaskName, TaskSsp, by_task_json, parse_ssp_key
 
 OFFSET_FORMAT_VERSION = 2  # 2: barriers name every feeding partition (1: one sibling); 1 is still read
 
@@ -122,18 +123,12 @@ class LogOffset:
 
     # ---- JSON ----------------------------------------------------------------------------------------
     def to_json(self) -> dict[str, Any]:
-        def nested(mapping: Mapping[TaskSsp, Any], conv) -> dict[str, dict[str, Any]]:
-            out: dict[str, dict[str, Any]] = {}
-            for (task, ssp), value in mapping.items():
-                out.setdefault(task.name, {})[ssp.key] = conv(value)
-            return {t: dict(sorted(v.items())) for t, v in sorted(out.items())}
-
         out = {
-            "applied": nested(self.applied, int),
+            "applied": by_task_json(self.applied, int),
             "barriers": {ssp.key: [b.to_json() for b in held] for ssp, held in sorted(self.barriers.items())},
             "jobModel": self.job_model.to_json(),
-            "positions": nested(self.positions, int),
-            "rebases": nested(self.rebases, lambda r: r.to_json()),
+            "positions": by_task_json(self.positions, int),
+            "rebases": by_task_json(self.rebases, lambda r: r.to_json()),
             "version": OFFSET_FORMAT_VERSION,
         }
         if self.topic_ids:  # optional: written only when known, so offsets without it stay exactly as they were
@@ -145,17 +140,8 @@ class LogOffset:
 
     @classmethod
     def from_json(cls, value: Any) -> LogOffset:
-        try:
-            return cls._from_json(value)
-        except OffsetFormatError:
-            raise
-        except FormatVersionError:
-            raise
-        except (SamzaSourceError, KeyError, TypeError, ValueError, AttributeError) as err:
-            raise OffsetFormatError(
-                f"this offset was not written by the samza-kafka source or is damaged ({err!s:.300}); "
-                "use a new checkpoint location for a query that used another source"
-            ) from None
+        """Parse an offset; only :class:`OffsetFormatError` or :class:`FormatVersionError` escape."""
+        return decode_offset(cls._from_json, value, source="samza-kafka", keep=(FormatVersionError, OffsetFormatError))
 
     @classmethod
     def _from_json(cls, value: Any) -> LogOffset:
@@ -223,11 +209,7 @@ class LogOffset:
 
     @classmethod
     def from_json_str(cls, text: str) -> LogOffset:
-        try:
-            value = json.loads(text)
-        except (TypeError, ValueError, RecursionError) as err:
-            raise OffsetFormatError(f"offset is not valid JSON: {err!s:.200}") from None
-        return cls.from_json(value)
+        return cls.from_json(loads(text, OffsetFormatError, "offset"))
 
 
 def _as_int(value: Any) -> int:

@@ -21,9 +21,10 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
-from ..core.errors import FormatVersionError, OffsetFormatError, SamzaSourceError
+from ..core.errors import FormatVersionError, OffsetFormatError
 from ..core.jobmodel import JobModel
-from ..core.model import SystemStream, SystemStreamPartition, TaskName, TaskSsp, parse_ssp_key
+from ..core.json_text import decode_offset, loads
+from ..core.model import SystemStream, SystemStreamPartition, TaskName, TaskSsp, by_task_json, parse_ssp_key
 from .mapper import ShardPartitionMapper, task_index, task_name
 from .positions import ShardPosition
 
@@ -219,12 +220,6 @@ class KinesisOffset:
 
     # ---- JSON ------------------------------------------------------------------------------------------
     def to_json(self) -> dict[str, Any]:
-        def nested(mapping: Mapping[TaskSsp, Any], conv) -> dict[str, dict[str, Any]]:
-            out: dict[str, dict[str, Any]] = {}
-            for (task, ssp), value in mapping.items():
-                out.setdefault(task.name, {})[ssp.key] = conv(value)
-            return {t: dict(sorted(v.items())) for t, v in sorted(out.items())}
-
         slot_of = self.mapper.assignments()
         per = self.mapper.slots_per_task
         shards: dict[str, Any] = {}
@@ -243,7 +238,7 @@ class KinesisOffset:
                 entry["task"] = f"Task-{slot // per}"
             shards[shard] = entry
         out = {
-            "applied": nested(self.applied, int),
+            "applied": by_task_json(self.applied, int),
             "batch": self.batch,
             "jobModel": {
                 "generation": self.generation,
@@ -255,7 +250,7 @@ class KinesisOffset:
             "latestTimestampMs": self.latest_timestamp_ms,
             "queryId": self.query_id,
             "shards": shards,
-            "startpoints": nested(self.startpoints, lambda a: a.to_json()),
+            "startpoints": by_task_json(self.startpoints, lambda a: a.to_json()),
             "version": KINESIS_OFFSET_FORMAT_VERSION,
         }
         if self.stream_identity is not None:
@@ -276,24 +271,11 @@ class KinesisOffset:
     @classmethod
     def from_json(cls, value: Any) -> KinesisOffset:
         """Parse an offset; only :class:`OffsetFormatError` or :class:`FormatVersionError` escape."""
-        try:
-            return cls._from_json(value)
-        except FormatVersionError:
-            raise
-        except (SamzaSourceError, KeyError, TypeError, ValueError, AttributeError, IndexError, ArithmeticError,
-                RecursionError) as err:
-            raise OffsetFormatError(
-                f"this offset was not written by the samza-kinesis source or is damaged ({err!s:.300}); "
-                "use a new checkpoint location for a query that used another source"
-            ) from None
+        return decode_offset(cls._from_json, value, source="samza-kinesis")
 
     @classmethod
     def from_json_str(cls, text: str) -> KinesisOffset:
-        try:
-            value = json.loads(text)
-        except (TypeError, ValueError, RecursionError) as err:
-            raise OffsetFormatError(f"offset is not valid JSON: {err!s:.200}") from None
-        return cls.from_json(value)
+        return cls.from_json(loads(text, OffsetFormatError, "offset"))
 
     @classmethod
     def _from_json(cls, value: Any) -> KinesisOffset:
