@@ -1,8 +1,9 @@
 """The ``samza-kafka`` DataSource and its stream reader: thin glue between Spark and the coordinator.
 
-Spark runs ``latestOffset``/``partitions``/``commit`` in one long-lived Python process on the driver (the
-coordinator lives there), and ``read`` on executors in a *second*, pickled reader instance that only sees what
-``__init__`` set: so ``__init__`` keeps nothing but the parsed options.
+The driver calls (``initialOffset`` / ``latestOffset`` / ``partitions`` / ``commit``) are the shared skeleton's
+(``source/stream_reader.py``) over :class:`~spark_samza_source.kafka.coordinator.KafkaCoordinator`; this module
+names the offset and partition classes and runs ``read`` on executors, in a pickled reader holding only the
+parsed options: each task reads its offset ranges with ``reader.read_ranges``.
 """
 
 from __future__ import annotations
