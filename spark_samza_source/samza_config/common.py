@@ -24,7 +24,7 @@ from ..core.errors import ConfigError
 from ..core.model import SystemStreamPartition
 from ..kafka.options import ASSIGN_OPTION
 from ..metadata.base import validate_job_name
-from ..source.options import BROADCAST_OPTION, JOB_NAME_OPTION
+from ..source.options import BROADCAST_OPTION, JOB_NAME_OPTION, METADATA_STORE_OPTION
 from .report import PropertiesImport
 
 __all__ = ["KAFKA_FORMAT", "KINESIS_FORMAT", "SystemTranslation", "Translation"]
@@ -356,7 +356,8 @@ class Translation:
         for key in ("startpoint.metadata.store.factory", "metadata.store.factory"):
             if key in self.props:
                 self.reject(key, "Samza's metadata store (coordinator stream) is not read: set the option "
-                                 "metadata.store; Startpoints, the job model and the checkpoint mirror live there")
+                                 f"{METADATA_STORE_OPTION}; Startpoints, the job model and the checkpoint mirror live "
+                                 "there")
 
     def native_options(self, translation: SystemTranslation, others: Iterable[SystemTranslation]) -> None:
         """Options of the source itself written into the file: passed through, or a contradiction."""

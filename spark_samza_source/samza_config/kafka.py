@@ -251,14 +251,14 @@ def _offsets(tr: Translation, system, topics, stream_props, regexes) -> None:
     configured = [k for _, k in per_topic.values() if k is not None]
     if not configured:
         tr.notes.append("no samza.offset.default: Samza's default 'upcoming' is this source's default "
-                        "startingOffsets=latest (for a query without a checkpoint)")
+                        f"{STARTING_OFFSETS_OPTION}=latest (for a query without a checkpoint)")
         return
     values = {v for v, _ in per_topic.values()}
     sources = ", ".join(dict.fromkeys(tr.name(k) for k in configured))
     if len(values) == 1:
         value = values.pop()
         tr.set_option(STARTING_OFFSETS_OPTION, "earliest" if value == "oldest" else "latest", sources)
-        tr.notes.append(f"samza.offset.default={value} -> startingOffsets="
+        tr.notes.append(f"samza.offset.default={value} -> {STARTING_OFFSETS_OPTION}="
                         f"{tr.options[STARTING_OFFSETS_OPTION]}: it applies to a query without a Spark "
                         "checkpoint; Startpoints override it, partitions added later start at earliest")
         return
@@ -313,15 +313,15 @@ def _grouper(tr: Translation) -> None:
         tr.set_option(GROUPER_OPTION, chosen, source)
         if fixed and not expansion:
             tr.notes.append(f"{tr.name(EXPANSION_KEY)}=false: Samza does not keep tasks fixed when a "
-                            f"stream grows, so grouper={chosen}: new partitions get tasks of their own "
+                            f"stream grows, so {GROUPER_OPTION}={chosen}: new partitions get tasks of their own "
                             "(the task set changes)")
         elif not fixed:
-            tr.notes.append(f"{factory} -> grouper={chosen}: one task 'Task-0' holds every partition "
+            tr.notes.append(f"{factory} -> {GROUPER_OPTION}={chosen}: one task 'Task-0' holds every partition "
                             "(Samza names it Task-<processorId>)")
     if fixed and expansion and not any(k.startswith("stores.") for k in tr.props):
         tr.notes.append("Samza keeps tasks fixed across partition expansion only for jobs with persistent "
                         "stores; this source always does (identical until a stream grows). Set "
-                        f"grouper={grouper_cls.base.name} for Samza's stateless behaviour")
+                        f"{GROUPER_OPTION}={grouper_cls.base.name} for Samza's stateless behaviour")
     for key in (MAPPER_KEY, _ALGORITHM_KEY):
         mapper = tr.get(key)
         if not mapper:
