@@ -11,7 +11,14 @@ names an option inside a longer string constant (f-strings included: their liter
 placeholder) in one of the forms the code uses to name an option: quoted (``'name'``, ``"name"``, ```name```, so
 also a ``.option('name', ...)`` example), set (``name=``), or after the word option(s) (``option name``,
 ``options a, b``). Names are matched as whole words, so ``tasks`` in "the tasks of" or ``region`` in "a region" do
-not count. Such messages are written with the constant: ``f"option '{STARTING_OFFSETS_OPTION}' names ..."``.
+not count. A name with a dot or an uppercase letter (``job.name``, ``maxRecordsPerShard``, ``kcl.leaseTable``) is no
+ordinary word, so it counts bare as well, anywhere in the text ("start a new job.name", "(see maxRecordsPerShard)"),
+as long as it is not part of a longer name: no letter, digit, ``_``, ``.`` or ``-`` right before it
+(``kafka.metadata.store``), and no letter, digit or ``_`` (nor ``.`` and one of them) right after it
+(``job.name.suffix``, ``startingOffsetsByTimestamp``); a sentence's full stop after it still counts. All-lowercase
+names without a dot (``tasks``, ``region``, ``subscribe``, ``grouper``...) count only in the three forms above. Such
+messages are written with the constant: ``f"option '{STARTING_OFFSETS_OPTION}' names ..."``, ``f"start a new
+{JOB_NAME_OPTION}"``; a log line passes it as an argument (``"... (%s)", ..., EXPANSION_SETTLE_OPTION``).
 """
 
 from __future__ import annotations
@@ -86,8 +93,15 @@ _BEFORE, _AFTER = r"(?<![\w.-])", r"(?![\w]|\.\w)"
 _QUOTES = "'\"`"
 
 
+def distinctive(name: str) -> bool:
+    """A name no English prose uses: it has a dot or an uppercase letter (``job.name``, ``maxRecordsPerShard``)."""
+    return "." in name or name != name.lower()
+
+
 def _naming(name: str) -> re.Pattern[str]:
     n = re.escape(name)
+    if distinctive(name):
+        return re.compile(rf"{_BEFORE}{n}{_AFTER}")  # bare: "start a new job.name", "(see maxRecordsPerShard)"
     return re.compile(
         rf"[{_QUOTES}]{n}[{_QUOTES}]"  # 'name', "name", `name`, .option('name', ...)
         rf"|{_BEFORE}{n}\s?=(?!=)"  # name=value
@@ -156,6 +170,31 @@ def test_the_naming_forms_are_recognised():
     planted = ast.parse("def f(x):\n    raise ValueError(f\"option 'startingOffsets' names {x}\")\n")
     assert named_in_text({"kafka/planted.py": planted}, {"startingOffsets": "kafka/options.py"}) == [
         ("kafka/planted.py", 2, "startingOffsets", "option 'startingOffsets' names {…}")]
+
+
+def test_a_distinctive_name_is_recognised_bare():
+    # A name with a dot or an uppercase letter counts anywhere as a whole name; an all-lowercase one only in a form.
+    assert all(distinctive(n) for n in ("job.name", "maxRecordsPerShard", "kcl.leaseTable", "failOnDataLoss"))
+    assert not any(distinctive(n) for n in ("tasks", "region", "subscribe", "assign", "grouper", "copartition"))
+    job, per_shard, settle = _naming("job.name"), _naming("maxRecordsPerShard"), _naming("expansion.settleTime")
+    for text in ("start a new job.name", "or start a new job.name.", "job.name {…} is not allowed",
+                 "job.name '{…}' is already in use", "the same job.name and metadata.store", "samza-<job.name>",
+                 "PREFIX/<job.name> in", "the job.name option", "job.name, job.id", "(job.name)", "'job.name'",
+                 "job.name=x", "with the same job.name?", "job.name: x", "\njob.name"):
+        assert job.search(text), text
+    for text in ("kafka.job.name=x", "spark.job.name", "my_job.name", "job.name.suffix", "job.names", "job.name_2",
+                 "job.name2", "the job name", "Job.name", "job-name", "JOB.NAME", "ajob.name", "x-job.name"):
+        assert not job.search(text), text
+    assert per_shard.search("(see maxRecordsPerShard, maxFetchTimePerShard)")
+    assert settle.search("cut in %.1f s (expansion.settleTime)")
+    for text in ("maxRecordsPerShards", "xmaxRecordsPerShard", "maxRecordsPerShard2", "expansion.settleTimeMs",
+                 "kafka.expansion.settleTime"):
+        assert not per_shard.search(text) and not settle.search(text), text
+    assert not _naming("startingOffsets").search("startingOffsetsByTimestamp")
+    assert not _naming("tasks").search("start 4 tasks") and not _naming("grouper").search("the grouper decides")
+    planted = ast.parse("import logging\nlogging.warning('reads shards itself (see maxRecordsPerShard)')\n")
+    assert named_in_text({"samza_config/planted.py": planted}, {"maxRecordsPerShard": "kinesis/options.py"}) == [
+        ("samza_config/planted.py", 2, "maxRecordsPerShard", "reads shards itself (see maxRecordsPerShard)")]
 
 
 def test_no_option_name_is_named_in_a_message_outside_its_defining_module():
