@@ -36,6 +36,7 @@ from .offset import REBASE_NEW_PARTITION, REBASE_STARTPOINT, LogOffset, Rebase
 from .options import (
     ASSIGN_OPTION,
     DROP_TOPICS_OPTION,
+    EXPANSION_SETTLE_OPTION,
     JOB_MODEL_RESET_OPTION,
     SUBSCRIBE_OPTION,
     SUBSCRIBE_PATTERN_OPTION,
@@ -402,9 +403,9 @@ def _log_barriers(start: LogOffset, result: PlanResult, now_ms: int) -> None:
     for ssp in result.new_barriers:
         for b in after.get(ssp, ()):
             if b.settling:
-                log.info("partition expansion to %d: %s waits for %s; cut in %.1f s (expansion.settleTime)",
+                log.info("partition expansion to %d: %s waits for %s; cut in %.1f s (%s)",
                          b.grown_to, ssp, ", ".join(map(str, b.feeders)),
-                         max(0, b.settle_until - now_ms) / 1000)
+                         max(0, b.settle_until - now_ms) / 1000, EXPANSION_SETTLE_OPTION)
     for ssp, chain in after.items():
         for b in chain:
             if not b.settling and b not in before.get(ssp, ()):

@@ -39,7 +39,7 @@ DEFAULT_MAX_ROWS_PER_BATCH = 10_000
 
 # Spark's Kafka source refuses these for the same reasons: the source manages groups and offsets itself.
 _REFUSED_KAFKA = {
-    "group.id": "the source assigns partitions itself and mirrors progress to the group 'samza-<job.name>' "
+    "group.id": f"the source assigns partitions itself and mirrors progress to the group 'samza-<{JOB_NAME_OPTION}>' "
     "(see commitOffsetsToKafka); remove 'kafka.group.id'",
     "enable.auto.commit": "offsets are tracked in Spark's checkpoint; Kafka auto-commit would record progress "
     "Spark has not made. Remove 'kafka.enable.auto.commit'",

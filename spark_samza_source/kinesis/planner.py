@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 from ..core.errors import DataLossError
 from ..core.model import SystemStreamPartition, TaskName, TaskSsp
-from ..source.options import FAIL_ON_DATA_LOSS_OPTION, METADATA_STORE_OPTION
+from ..source.options import FAIL_ON_DATA_LOSS_OPTION, JOB_NAME_OPTION, METADATA_STORE_OPTION
 from .errors import KinesisPlanError
 from .mapper import LINEAGE, ShardPartitionMapper, check_assignment, task_name
 from .offset import (
@@ -363,7 +363,7 @@ def _check_ends(previous: KinesisOffset, recorded_ends: Mapping[str, ShardPositi
             raise KinesisPlanError(
                 f"an end was recorded for shard {sid} in batch {previous.batch} of stream {previous.stream}, which "
                 f"did not read it ({'unknown shard' if state is None else state.status}); stale metadata from "
-                "another query with the same job.name?"
+                f"another query with the same {JOB_NAME_OPTION}?"
             )
         if not isinstance(end, ShardPosition):
             raise KinesisPlanError(f"recorded end of shard {sid} must be a ShardPosition, got {end!r:.80}")

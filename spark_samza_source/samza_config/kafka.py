@@ -47,6 +47,7 @@ from ..source.options import (
     EXPANSION_ALGORITHM_OPTION,
     FAIL_ON_DATA_LOSS_OPTION,
     GROUPER_OPTION,
+    JOB_NAME_OPTION,
     JOB_OWNERSHIP_TTL_OPTION,
     METADATA_STORE_OPTION,
     RETRY_TIMEOUT_OPTION,
@@ -89,10 +90,11 @@ _EXCLUSIVE = ((SUBSCRIBE_OPTION, SUBSCRIBE_PATTERN_OPTION, ASSIGN_OPTION),
 # systems.<s>.consumer.<key>: Java consumer keys that mean something else here, or nothing to librdkafka.
 _CONSUMER_REJECTED = {
     "group.id": "the source assigns partitions itself and mirrors committed offsets to the consumer group "
-                "'samza-<job.name>' (commitOffsetsToKafka); Samza's group is not used",
-    "auto.offset.reset": "in Samza it silently resets a position that fell out of range; here failOnDataLoss "
-                         "(default true) fails the query naming the lost range, false continues from the earliest "
-                         "available offset. Where a new query starts is startingOffsets (from samza.offset.default)",
+                f"'samza-<{JOB_NAME_OPTION}>' ({COMMIT_OFFSETS_TO_KAFKA_OPTION}); Samza's group is not used",
+    "auto.offset.reset": "in Samza it silently resets a position that fell out of range; here "
+                         f"{FAIL_ON_DATA_LOSS_OPTION} (default true) fails the query naming the lost range, false "
+                         "continues from the earliest available offset. Where a new query starts is "
+                         f"{STARTING_OFFSETS_OPTION} (from samza.offset.default)",
     "enable.auto.commit": "offsets are tracked in Spark's checkpoint; Kafka auto-commit is refused by the source",
     "auto.commit.enable": "offsets are tracked in Spark's checkpoint; Kafka auto-commit is refused by the source",
     "key.deserializer": "keys are always returned as binary; decode them in Spark",
@@ -134,7 +136,7 @@ def translate(tr: Translation, system: str, inputs: Inputs, patterns: Patterns,
         pattern = alternatives[0] if len(alternatives) == 1 else "|".join(f"(?:{a})" for a in alternatives)
         tr.set_option(SUBSCRIBE_PATTERN_OPTION, pattern, ", ".join(["task.inputs"] * bool(topics)
                                                              + [k for _, k in regexes]))
-        tr.notes.append("RegExTopicGenerator input(s) become subscribePattern (matched against whole topic "
+        tr.notes.append(f"RegExTopicGenerator input(s) become {SUBSCRIBE_PATTERN_OPTION} (matched against whole topic "
                         "names, as Samza does); it is re-evaluated at every trigger and topics that start "
                         "matching later are read from earliest (Samza needs a restart and uses "
                         "samza.offset.default). Python's regex syntax must accept the pattern")
@@ -152,7 +154,7 @@ def translate(tr: Translation, system: str, inputs: Inputs, patterns: Patterns,
         renamed = [SystemStreamPartition("kafka", b.stream, b.partition) for b in broadcast]
         tr.set_option(BROADCAST_OPTION, format_broadcast_inputs(renamed), SAMZA_BROADCAST_KEY)
         if system != "kafka":
-            tr.notes.append(f"task.broadcast.inputs: system '{system}' is written as 'kafka', the system "
+            tr.notes.append(f"{SAMZA_BROADCAST_KEY}: system '{system}' is written as 'kafka', the system "
                             "name of every SSP of the samza-kafka source")
     if system != "kafka":
         tr.notes.append(f"the Samza system '{system}' is called 'kafka' here: SSPs, task names of "
@@ -202,7 +204,7 @@ def _system_keys(tr: Translation, system: str) -> None:
         elif prop in ("samza.key.serde", "samza.msg.serde"):
             tr.ignore(key, "Samza serde: the source returns raw bytes; decode with Spark functions")
         elif prop.startswith("samza.fetch.threshold"):
-            tr.ignore(key, "Samza's consumer buffer: bound batches with maxOffsetsPerTrigger")
+            tr.ignore(key, f"Samza's consumer buffer: bound batches with {MAX_OFFSETS_PER_TRIGGER_OPTION}")
         elif prop == "samza.offset.default" or prop == "default.stream.samza.offset.default":
             pass  # read in _offsets
         elif prop.startswith("default.stream."):
@@ -265,20 +267,20 @@ def _offsets(tr: Translation, system, topics, stream_props, regexes) -> None:
     listing = "; ".join(f"{t}: {v} ({tr.name(k) if k else 'Samza default'})" for t, (v, k) in per_topic.items())
     if regexes:
         raise ConfigError(f"samza.offset.default differs between inputs ({listing}) and some inputs come from a "
-                          "regex: startingOffsets cannot express that. Make the values agree or read the "
+                          f"regex: {STARTING_OFFSETS_OPTION} cannot express that. Make the values agree or read the "
                           "streams in separate queries")
     oldest = [t for t, (v, _) in per_topic.items() if v == "oldest"]
     missing = [t for t in oldest if not isinstance(tr.partition_counts.get(t), int)
                or tr.partition_counts[t] < 1]
     if missing:
         raise ConfigError(
-            f"samza.offset.default differs between inputs ({listing}). startingOffsets can express that only "
+            f"samza.offset.default differs between inputs ({listing}). {STARTING_OFFSETS_OPTION} can express that only "
             f"per partition: pass partition_counts={{topic: current partition count}} for "
             f"{', '.join(missing)}, make the values agree, or read the topics in separate queries")
     per_partition = {t: {str(p): -2 for p in range(tr.partition_counts[t])} for t in oldest}
     tr.set_option(STARTING_OFFSETS_OPTION, json.dumps(per_partition, sort_keys=True, separators=(",", ":")),
                   sources)
-    tr.notes.append(f"per-topic samza.offset.default ({listing}) -> per-partition startingOffsets (-2 = "
+    tr.notes.append(f"per-topic samza.offset.default ({listing}) -> per-partition {STARTING_OFFSETS_OPTION} (-2 = "
                     "earliest; topics not listed start at latest) from the partition counts given")
 
 
@@ -384,7 +386,7 @@ def _check_stream_semantics(tr: Translation, props: dict[str, tuple[str, str]], 
         elif prop == "samza.broadcast":
             if value.lower() == "true":
                 raise tr.fail(key, f"'{stream}' is broadcast in Samza (every partition to every task); list "
-                                   "its partitions in task.broadcast.inputs (e.g. kafka.config#[0-3])")
+                                   f"its partitions in {SAMZA_BROADCAST_KEY} (e.g. kafka.config#[0-3])")
             tr.ignore(key, "not broadcast: nothing to do")
         elif prop == "samza.priority":
             tr.ignore(key, "Samza's message chooser priority: a micro-batch reads every input of a task "

@@ -137,9 +137,10 @@ def translate(tr: Translation, system: str, inputs: Inputs, patterns: Patterns,
         samza_name = tr.props.get(SAMZA_JOB_NAME_KEY, "").strip() or tr.props.get("app.name", "").strip()
         samza_id = (tr.props.get("job.id", "").strip() if tr.props.get(SAMZA_JOB_NAME_KEY, "").strip()
                     else tr.props.get("app.id", "").strip()) or "1"
-        table, table_source = f"{samza_name}-{samza_id}-{stream}", "job.name, job.id (Samza's default table)"
+        table = f"{samza_name}-{samza_id}-{stream}"
+        table_source = f"{SAMZA_JOB_NAME_KEY}, job.id (Samza's default table)"
         tr.notes.append(f"no aws.kcl.TableName: Samza's KCL worker used its default lease table "
-                        f"'{table}' (<job.name>-<job.id>-<stream>)")
+                        f"'{table}' (<{SAMZA_JOB_NAME_KEY}>-<job.id>-<stream>)")
     tr.set_option(KCL_LEASE_TABLE_OPTION, table, table_source)
     tr.set_option(STARTING_POSITION_OPTION, "kcl", table_source)
     tr.soft.add(STARTING_POSITION_OPTION)
@@ -156,8 +157,8 @@ def translate(tr: Translation, system: str, inputs: Inputs, patterns: Patterns,
         "positions into it. Shards without a lease start at TRIM_HORIZON here (KCL: "
         f"InitialPositionInStream={initial_text}). Stop the Samza job before starting the query")
     for _setting, (_, key) in sorted(kcl.items()):
-        tr.ignore(key, "KCL worker tuning: samza-kinesis reads shards itself (see maxRecordsPerShard, "
-                       "maxFetchTimePerShard)")
+        tr.ignore(key, f"KCL worker tuning: samza-kinesis reads shards itself (see {MAX_RECORDS_PER_SHARD_OPTION}, "
+                       f"{MAX_FETCH_TIME_PER_SHARD_OPTION})")
 
     for key in tr.keys_with(sys_prefix):
         if key in tr.used:
