@@ -17,7 +17,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..source.options import COPARTITION_OPTION
+from ..source.options import COPARTITION_OPTION, JOB_NAME_OPTION
 from .errors import ConfigError, CoPartitionError, PartitionExpansionError
 from .expansion import (
     checked_partition_before_expansion,
@@ -119,7 +119,7 @@ def check_partition_counts(
             raise CoPartitionError(
                 f"{group}: joined streams must have had the same partition count when the job was first "
                 f"planned, but {_describe(group, current_counts, initial)}. Their keys map to different tasks "
-                "and the join would miss matches. Fix: start a new job.name once all streams have the same "
+                f"and the join would miss matches. Fix: start a new {JOB_NAME_OPTION} once all streams have the same "
                 f"count, or remove the group from option {COPARTITION_OPTION}."
             )
         for member in group.members:

@@ -16,7 +16,7 @@ import math
 from abc import ABC, abstractmethod
 from typing import Any
 
-from ..source.options import EXPANSION_ALGORITHM_OPTION
+from ..source.options import EXPANSION_ALGORITHM_OPTION, JOB_NAME_OPTION
 from .errors import ConfigError, PartitionExpansionError
 from .model import SystemStream
 
@@ -98,7 +98,7 @@ class DefaultPartitionExpansionAlgorithm(PartitionExpansionAlgorithm):
                 f"{current_count}: partitions were removed or the topic was deleted and re-created with fewer "
                 "partitions. Fixed tasks cannot keep key affinity across a contraction. Fix: re-create the "
                 f"topic with {initial_count} partitions or a multiple of it "
-                f"({_multiples(initial_count)}), or start a new job.name (fresh state), or plug in your own "
+                f"({_multiples(initial_count)}), or start a new {JOB_NAME_OPTION} (fresh state), or plug in your own "
                 f"{EXPANSION_ALGORITHM_OPTION}."
             )
         if current_count % initial_count != 0:
@@ -106,7 +106,7 @@ class DefaultPartitionExpansionAlgorithm(PartitionExpansionAlgorithm):
                 f"stream {stream} grew from {initial_count} partitions (when the job was first planned) to "
                 f"{current_count}, which is not a multiple of {initial_count}: keys of one old partition would "
                 "spread over several tasks, breaking per-key state. Fix: grow the topic to a multiple of "
-                f"{initial_count} ({_multiples(initial_count)}), or start a new job.name (fresh state), or "
+                f"{initial_count} ({_multiples(initial_count)}), or start a new {JOB_NAME_OPTION} (fresh state), or "
                 f"plug in your own {EXPANSION_ALGORITHM_OPTION}."
             )
 

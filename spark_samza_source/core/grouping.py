@@ -22,7 +22,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any, ClassVar
 
-from ..source.options import GROUPER_OPTION
+from ..source.options import GROUPER_OPTION, JOB_NAME_OPTION
 from .errors import ConfigError, PartitionExpansionError
 from .expansion import (
     EXPANSION_ALGORITHM_OPTION,
@@ -205,7 +205,7 @@ class FixedTasksGrouper(SspGrouper):
                             f"{before} (current count {current}, initial count {initial_count}), which had no "
                             f"task in the previous job model (it had {previous_count} partitions: "
                             f"{_ranges(sorted(previous_tasks))}). Fix: make sure every partition below the "
-                            "initial count is an input of the job (not broadcast), or start a new job.name."
+                            f"initial count is an input of the job (not broadcast), or start a new {JOB_NAME_OPTION}."
                         )
                 tasks.setdefault(task, []).append(ssp)
             if kept != previous_count:
@@ -215,7 +215,7 @@ class FixedTasksGrouper(SspGrouper):
                     f"stream {stream} lost partitions {_ranges(missing)}: it had {previous_count} partitions in "
                     f"the previous job model and has {current} now, without them (topic re-created?). Fixed "
                     "tasks would lose those partitions' state. Fix: restore the partitions, or start a new "
-                    "job.name."
+                    f"{JOB_NAME_OPTION}."
                 )
         tasks = {task: ssps for task, ssps in tasks.items() if ssps}
         # Streams new to the job: the base grouper's choice (may add tasks, as in Samza).
@@ -434,7 +434,7 @@ def _check_no_stream_vanished(
                 f"stream {stream} had {len(previous_tasks)} partitions in the previous job model and has "
                 "disappeared (0 now): the topic/stream was deleted (perhaps being re-created) or is no longer "
                 "subscribed. Fixed tasks would lose the state of its tasks. Fix: restore the stream with "
-                f"{len(previous_tasks)} partitions (or a multiple), or start a new job.name."
+                f"{len(previous_tasks)} partitions (or a multiple), or start a new {JOB_NAME_OPTION}."
             )
 
 
@@ -444,7 +444,7 @@ def _check_growth(stream: SystemStream, previous_count: int, current: int, initi
             f"stream {stream} shrank from {previous_count} partitions (previous job model; {initial_count} when "
             f"the job was first planned) to {current}: partitions were removed, or the topic was deleted and "
             "re-created with fewer partitions. Fixed tasks cannot survive a contraction. Fix: re-create it with "
-            f"{previous_count} partitions or a multiple of {initial_count}, or start a new job.name "
+            f"{previous_count} partitions or a multiple of {initial_count}, or start a new {JOB_NAME_OPTION} "
             f"(fresh state), or plug in your own {EXPANSION_ALGORITHM_OPTION}."
         )
 

@@ -30,6 +30,7 @@ from confluent_kafka.admin import AdminClient, OffsetSpec
 
 from .client_conf import isolation_level_of
 from .errors import KafkaSourceError
+from .options import ASSIGN_OPTION, SUBSCRIBE_OPTION
 
 __all__ = ["KafkaAdmin", "DEFAULT_API_TIMEOUT_MS", "isolation_level_of"]
 
@@ -192,7 +193,7 @@ class KafkaAdmin:
                 if missing:
                     raise KafkaSourceError(
                         f"Kafka topic(s) {', '.join(repr(t) for t in missing)} not found {self._where()}; "
-                        "check the topic names in 'subscribe' / 'assign' and that the topics exist"
+                        f"check the topic names in '{SUBSCRIBE_OPTION}' / '{ASSIGN_OPTION}' and that the topics exist"
                     )
                 names = wanted
             else:

@@ -29,11 +29,20 @@ from ..core.model import SystemStream, SystemStreamPartition, TaskName, TaskSsp
 from ..metadata.lease import offset_identity
 from ..source.job_coordinator import JobCoordinator
 from ..source.limits import MinRowsGate
-from ..source.options import RETRY_TIMEOUT_OPTION
+from ..source.options import BROADCAST_OPTION, FAIL_ON_DATA_LOSS_OPTION, JOB_NAME_OPTION, RETRY_TIMEOUT_OPTION
 from .admin import KafkaAdmin
 from .input_partition import KafkaRange
 from .offset import REBASE_NEW_PARTITION, REBASE_STARTPOINT, LogOffset, Rebase
-from .options import DROP_TOPICS_OPTION, JOB_MODEL_RESET_OPTION, SYSTEM, KafkaSourceOptions
+from .options import (
+    ASSIGN_OPTION,
+    DROP_TOPICS_OPTION,
+    EXPANSION_SETTLE_OPTION,
+    JOB_MODEL_RESET_OPTION,
+    SUBSCRIBE_OPTION,
+    SUBSCRIBE_PATTERN_OPTION,
+    SYSTEM,
+    KafkaSourceOptions,
+)
 from .planner import PlanResult, ResolvedStartpoint, plan_next, recreated_topic_error, recreated_topics
 from .positions import DataLoss, Watermarks
 from .startpoints import KafkaStartpointResolver, kafka_startpoint_problem
@@ -86,7 +95,7 @@ class KafkaCoordinator(JobCoordinator[LogOffset]):
                 for p in parts:
                     if p >= counts[topic]:
                         raise ConfigError(
-                            f"option 'assign' names partition {p} of topic '{topic}', which has only "
+                            f"option '{ASSIGN_OPTION}' names partition {p} of topic '{topic}', which has only "
                             f"{counts[topic]} partitions (0..{counts[topic] - 1})"
                         )
                     ssps.append(SystemStreamPartition(SYSTEM, topic, p))
@@ -104,7 +113,7 @@ class KafkaCoordinator(JobCoordinator[LogOffset]):
         for b in opts.broadcast:
             if b.partition >= counts.get(b.stream, 0):
                 raise ConfigError(
-                    f"option 'task.broadcast.inputs' names {b.system}.{b.stream}#{b.partition}, but topic "
+                    f"option '{BROADCAST_OPTION}' names {b.system}.{b.stream}#{b.partition}, but topic "
                     f"'{b.stream}' has {counts.get(b.stream, 0)} partitions"
                 )
         stream_counts = {SystemStream(SYSTEM, t): n for t, n in counts.items()}
@@ -129,23 +138,23 @@ class KafkaCoordinator(JobCoordinator[LogOffset]):
         job = self.options.job_name
         if value is None:
             if not quiet:
-                log.info("job model: none stored for job.name=%s; grouping the current partitions", job)
+                log.info("job model: none stored for %s=%s; grouping the current partitions", JOB_NAME_OPTION, job)
             return None
         if self.options.job_model_reset:
             if not quiet:
-                log.warning("job model: the one stored for job.name=%s is replaced (%s=true): tasks are regrouped "
-                            "from the current partitions", job, JOB_MODEL_RESET_OPTION)
+                log.warning("job model: the one stored for %s=%s is replaced (%s=true): tasks are regrouped "
+                            "from the current partitions", JOB_NAME_OPTION, job, JOB_MODEL_RESET_OPTION)
             return None
         try:
             model = JobModel.from_json(value)
         except SamzaSourceError as err:
             raise SamzaSourceError(
-                f"the job model stored for job.name={job} cannot be read ({err}); set {JOB_MODEL_RESET_OPTION}=true "
-                "to replace it with a new one"
+                f"the job model stored for {JOB_NAME_OPTION}={job} cannot be read ({err}); set "
+                f"{JOB_MODEL_RESET_OPTION}=true to replace it with a new one"
             ) from None
         if not quiet:
-            log.info("job model: restored the one stored for job.name=%s (%d tasks); set %s=true to regroup",
-                     job, len(model.tasks), JOB_MODEL_RESET_OPTION)
+            log.info("job model: restored the one stored for %s=%s (%d tasks); set %s=true to regroup",
+                     JOB_NAME_OPTION, job, len(model.tasks), JOB_MODEL_RESET_OPTION)
         return model
 
     def _without_dropped_topics(self, previous: JobModel | None, ssps, *, stored_model: bool = False,
@@ -168,15 +177,16 @@ class KafkaCoordinator(JobCoordinator[LogOffset]):
             counts = {t: len([s for s in previous.ssps() if s.stream == t]) for t in refused}
             raise PartitionExpansionError(
                 f"topic(s) {', '.join(f'{t!r} ({counts[t]} partitions)' for t in refused)} are in the job model of "
-                f"job.name={self.options.job_name} but no longer read: deleted, or no longer matched by "
-                "'subscribe' / 'subscribePattern' / 'assign'. Fixed tasks keep every topic's tasks, so a topic "
-                f"leaves only when you say so: to drop it (its positions and the tasks holding only it are "
-                f"forgotten; every other topic keeps its tasks and positions, the checkpoint is kept) add it to "
+                f"{JOB_NAME_OPTION}={self.options.job_name} but no longer read: deleted, or no longer matched by "
+                f"'{SUBSCRIBE_OPTION}' / '{SUBSCRIBE_PATTERN_OPTION}' / '{ASSIGN_OPTION}'. Fixed tasks keep every "
+                "topic's tasks, so a topic leaves only when you say so: to drop it (its positions and the tasks "
+                "holding only it are forgotten; every other topic keeps its tasks and positions, the checkpoint is "
+                "kept) add it to "
                 f"the option '{DROP_TOPICS_OPTION}', e.g. .option('{DROP_TOPICS_OPTION}', '{','.join(refused)}'). "
                 "If it was deleted by mistake, re-create it with the same partition count (a re-created topic is "
-                "data loss: see failOnDataLoss)."
-                + (f" This query starts from the job model stored for job.name={self.options.job_name}; to regroup "
-                   f"from the current partitions instead (new tasks, state per task lost), set "
+                f"data loss: see {FAIL_ON_DATA_LOSS_OPTION})."
+                + (f" This query starts from the job model stored for {JOB_NAME_OPTION}={self.options.job_name}; to "
+                   f"regroup from the current partitions instead (new tasks, state per task lost), set "
                    f"{JOB_MODEL_RESET_OPTION}=true." if stored_model else "")
             )
         for topic in gone:
@@ -192,7 +202,7 @@ class KafkaCoordinator(JobCoordinator[LogOffset]):
             self._grouper.group(stored, ssps, broadcast)
         except PartitionExpansionError as err:
             raise PartitionExpansionError(
-                f"{err} This query starts from the job model stored for job.name={self.options.job_name}; to "
+                f"{err} This query starts from the job model stored for {JOB_NAME_OPTION}={self.options.job_name}; to "
                 f"regroup from the current partitions instead (new tasks, state per task lost), set "
                 f"{JOB_MODEL_RESET_OPTION}=true."
             ) from None
@@ -393,9 +403,9 @@ def _log_barriers(start: LogOffset, result: PlanResult, now_ms: int) -> None:
     for ssp in result.new_barriers:
         for b in after.get(ssp, ()):
             if b.settling:
-                log.info("partition expansion to %d: %s waits for %s; cut in %.1f s (expansion.settleTime)",
+                log.info("partition expansion to %d: %s waits for %s; cut in %.1f s (%s)",
                          b.grown_to, ssp, ", ".join(map(str, b.feeders)),
-                         max(0, b.settle_until - now_ms) / 1000)
+                         max(0, b.settle_until - now_ms) / 1000, EXPANSION_SETTLE_OPTION)
     for ssp, chain in after.items():
         for b in chain:
             if not b.settling and b not in before.get(ssp, ()):

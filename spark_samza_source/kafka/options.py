@@ -18,7 +18,13 @@ from ..core.errors import ConfigError
 from ..core.model import SystemStreamPartition
 from ..source.job_options import JobOptions
 from ..source.option_parser import Options, is_secret_option, shown
-from ..source.options import BROADCAST_OPTION, COPARTITION_OPTION, EXPANSION_ALGORITHM_OPTION, GROUPER_OPTION
+from ..source.options import (
+    BROADCAST_OPTION,
+    COPARTITION_OPTION,
+    EXPANSION_ALGORITHM_OPTION,
+    GROUPER_OPTION,
+    JOB_NAME_OPTION,
+)
 
 if TYPE_CHECKING:
     from .starting import StartingOffsets
@@ -33,7 +39,7 @@ DEFAULT_MAX_ROWS_PER_BATCH = 10_000
 
 # Spark's Kafka source refuses these for the same reasons: the source manages groups and offsets itself.
 _REFUSED_KAFKA = {
-    "group.id": "the source assigns partitions itself and mirrors progress to the group 'samza-<job.name>' "
+    "group.id": f"the source assigns partitions itself and mirrors progress to the group 'samza-<{JOB_NAME_OPTION}>' "
     "(see commitOffsetsToKafka); remove 'kafka.group.id'",
     "enable.auto.commit": "offsets are tracked in Spark's checkpoint; Kafka auto-commit would record progress "
     "Spark has not made. Remove 'kafka.enable.auto.commit'",
@@ -114,7 +120,7 @@ class KafkaSourceOptions(JobOptions):
         from ..metadata import redact_uri
 
         store = redact_uri(self.metadata_store)
-        return f"samza-kafka job.name={self.job_name} {what} grouper={self.grouper} store={store}"
+        return f"samza-kafka {JOB_NAME_OPTION}={self.job_name} {what} {GROUPER_OPTION}={self.grouper} store={store}"
 
     @classmethod
     def parse(cls, raw: Any) -> KafkaSourceOptions:
@@ -144,7 +150,7 @@ class KafkaSourceOptions(JobOptions):
         for ssp in broadcast:
             if ssp.system != SYSTEM:
                 raise ConfigError(
-                    f"option 'task.broadcast.inputs': {ssp.system}.{ssp.stream}#{ssp.partition} names system "
+                    f"option '{BROADCAST_OPTION}': {ssp.system}.{ssp.stream}#{ssp.partition} names system "
                     f"'{ssp.system}'; this source reads system '{SYSTEM}' (write e.g. kafka.{ssp.stream}#0)"
                 )
         copartition_raw = opts.string(COPARTITION_OPTION)

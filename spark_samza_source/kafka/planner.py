@@ -16,6 +16,7 @@ from ..core.errors import DataLossError
 from ..core.expansion import DefaultPartitionExpansionAlgorithm, PartitionExpansionAlgorithm, checked_feeders
 from ..core.jobmodel import JobModel
 from ..core.model import SystemStream, SystemStreamPartition, TaskSsp
+from ..source.options import FAIL_ON_DATA_LOSS_OPTION
 from .offset import (
     REBASE_DATA_LOSS,
     REBASE_NEW_PARTITION,
@@ -60,8 +61,8 @@ def recreated_topic_error(topic: str, ids: tuple[str, str]) -> DataLossError:
         f"topic '{topic}' was deleted and re-created: its topic ID is {ids[1]}, the checkpoint's positions belong "
         f"to topic ID {ids[0]}. Records of the old topic the query had not read are gone, and its positions mean "
         "nothing in the new one. The query stops so nothing is skipped silently. To read the new topic from its "
-        "start with the loss reported, restart with failOnDataLoss=false; or write a Startpoint for each of its "
-        "partitions to choose where to begin"
+        f"start with the loss reported, restart with {FAIL_ON_DATA_LOSS_OPTION}=false; or write a Startpoint for "
+        "each of its partitions to choose where to begin"
     )
 
 
@@ -131,7 +132,7 @@ def plan_next(
                     raise DataLossError(
                         f"{ssp} (task {task}) is in the job model but the broker no longer reports it "
                         "(partition or topic deleted?). Check the topic; to go on without it, restart with "
-                        "failOnDataLoss=false"
+                        f"{FAIL_ON_DATA_LOSS_OPTION}=false"
                     )
                 kept = previous.positions.get(key, previous.position_of(ssp))
                 if kept is not None:
@@ -168,7 +169,7 @@ def plan_next(
                 if start < marks.low:
                     loss = DataLoss(ssp, task, start, marks.low)
                     advice = (f"To continue from the earliest available offset ({marks.low}), restart with "
-                              "failOnDataLoss=false, or write a Startpoint for this partition.")
+                              f"{FAIL_ON_DATA_LOSS_OPTION}=false, or write a Startpoint for this partition.")
                     described = loss.describe()
                 else:  # offsets went backwards: the topic was re-created or truncated, or the offset was edited
                     loss = DataLoss(ssp, task, marks.high, start)
@@ -182,7 +183,7 @@ def plan_next(
                         "Write a Startpoint for this partition to say where to go on: StartpointUpcoming to read "
                         f"only new records (offset {marks.high}), StartpointSpecific for an offset you choose, or "
                         f"StartpointOldest to re-read the whole partition from offset {marks.low} (which is also "
-                        "what failOnDataLoss=false does, reporting the loss)."
+                        f"what {FAIL_ON_DATA_LOSS_OPTION}=false does, reporting the loss)."
                     )
                 if fail_on_data_loss:
                     raise DataLossError(f"{described}. The query stops so nothing is skipped silently. {advice}")

@@ -21,10 +21,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from confluent_kafka import Consumer, KafkaError, TopicPartition
 
+from ..source.options import FAIL_ON_DATA_LOSS_OPTION
 from .consumer_cache import ConsumerCache, default_cache
 from .errors import KafkaDataLossError, KafkaSourceError
 from .input_partition import KafkaRange
-from .options import DEFAULT_MAX_ROWS_PER_BATCH, DEFAULT_POLL_TIMEOUT_MS
+from .options import DEFAULT_MAX_ROWS_PER_BATCH, DEFAULT_POLL_TIMEOUT_MS, POLL_TIMEOUT_OPTION
 from .schema import kafka_arrow_schema
 
 __all__ = ["read_ranges", "DEFAULT_MAX_ROWS_PER_BATCH", "DEFAULT_MAX_BYTES_PER_BATCH",
@@ -321,15 +322,15 @@ class _RangeReader:
             "They were deleted (retention, delete-records) or the topic was re-created after the batch was planned"
         )
         if self.fail_on_data_loss:
-            raise KafkaDataLossError(what + ". Set the option 'failOnDataLoss' to 'false' to skip lost records "
-                                            "with a warning instead.")
-        log.warning("%s; skipping them (failOnDataLoss=false).", what)
+            raise KafkaDataLossError(what + f". Set the option '{FAIL_ON_DATA_LOSS_OPTION}' to 'false' to skip lost "
+                                            "records with a warning instead.")
+        log.warning("%s; skipping them (%s=false).", what, FAIL_ON_DATA_LOSS_OPTION)
 
     def _stalled(self) -> None:
         pending = ", ".join(f"{p} at offset {p.next} of [{p.rng.start}, {p.rng.end})" for p in self.order if not p.done)
         raise KafkaSourceError(
             f"task {self.task!r}: no Kafka record received for {self.poll_timeout_s:g} s "
-            f"(option 'kafkaConsumer.pollTimeoutMs'); still to read: {pending}"
+            f"(option '{POLL_TIMEOUT_OPTION}'); still to read: {pending}"
             + (f"; last consumer error: {self.last_error}" if self.last_error else "")
             + ". Is the broker reachable from the executors?"
         )

@@ -31,6 +31,7 @@ from .calls import (  # re-exported: callers and tests that predate calls.py imp
     unreachable,
 )
 from .errors import KinesisSourceError, KinesisStreamNotFoundError
+from .options import ENDPOINT_URL_OPTION, REGION_OPTION, STREAM_NAME_OPTION
 from .positions import AFTER_SEQUENCE_NUMBER, ShardPosition
 from .shards import ShardInfo
 
@@ -47,7 +48,8 @@ class KinesisAdmin(KinesisCalls):
     def _not_found(self, stream: str, shard_id: str | None, err: BaseException) -> KinesisStreamNotFoundError:
         subject = f"shard {shard_id} of stream {stream!r}" if shard_id else f"stream {stream!r}"
         hint = ("the shard may have expired (closed shards disappear once the stream's retention period has passed)"
-                if shard_id else "check the options 'streamName' and 'region' / 'endpointUrl'")
+                if shard_id else
+                f"check the options '{STREAM_NAME_OPTION}' and '{REGION_OPTION}' / '{ENDPOINT_URL_OPTION}'")
         return KinesisStreamNotFoundError(f"Kinesis {subject} not found ({self.where()}): {hint}. "
                                           f"Kinesis said: {self._scrub(err)}")
 

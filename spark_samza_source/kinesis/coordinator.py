@@ -21,6 +21,7 @@ from ..core.checkpoint import Checkpoint
 from ..core.errors import ConfigError, SamzaSourceError
 from ..metadata.lease import offset_identity, query_identity
 from ..source.job_coordinator import JobCoordinator
+from ..source.options import FAIL_ON_DATA_LOSS_OPTION
 from .admin import KinesisAdmin
 from .batch_ends import BatchEnds, batch_ends_for
 from .calls import error_code, iterator_request
@@ -29,7 +30,7 @@ from .errors import KclLeaseConflictError, KinesisDataLossError
 from .input_partition import ShardRead
 from .lease_table import KclLeaseTable
 from .offset import READABLE, KinesisOffset, StreamIdentity
-from .options import SYSTEM, KinesisSourceOptions
+from .options import KCL_LEASE_TABLE_OPTION, STARTING_POSITION_OPTION, SYSTEM, KinesisSourceOptions
 from .planner import (
     ShardStartpoint,
     initial_offset,
@@ -203,9 +204,10 @@ class KinesisCoordinator(JobCoordinator[KinesisOffset]):
         if self.options.fail_on_data_loss:
             raise KinesisDataLossError(
                 f"{what}. The query stops so nothing is skipped silently. To fix: restart with "
-                "failOnDataLoss=false to read the new stream from TRIM_HORIZON (the loss is logged and reported in "
-                "the progress), or start a new checkpoint location")
-        log.warning("data loss: %s; reading the new stream from TRIM_HORIZON (failOnDataLoss=false)", what)
+                f"{FAIL_ON_DATA_LOSS_OPTION}=false to read the new stream from TRIM_HORIZON (the loss is logged and "
+                "reported in the progress), or start a new checkpoint location")
+        log.warning("data loss: %s; reading the new stream from TRIM_HORIZON (%s=false)", what,
+                    FAIL_ON_DATA_LOSS_OPTION)
         self.data_loss.setdefault("streamRecreated", []).append(
             f"{offset.stream_identity.describe()} -> {identity.describe()}")
 
@@ -224,10 +226,10 @@ class KinesisCoordinator(JobCoordinator[KinesisOffset]):
                 if error_code(err) != "InvalidArgumentException":
                     raise
                 raise ConfigError(
-                    f"option 'startingPosition': shard {sid} of stream {self.options.stream!r} starts {pos}, but "
-                    f"Kinesis refuses that sequence number for this shard ({self.settings.scrub(err)}). Use a "
-                    "sequence number read from this shard (the sequenceNumber column of a row whose shardId is "
-                    "this shard)") from None
+                    f"option '{STARTING_POSITION_OPTION}': shard {sid} of stream {self.options.stream!r} starts "
+                    f"{pos}, but Kinesis refuses that sequence number for this shard ({self.settings.scrub(err)}). "
+                    "Use a sequence number read from this shard (the sequenceNumber column of a row whose shardId "
+                    "is this shard)") from None
 
     def system_progress(self) -> dict:
         """What this run skipped with failOnDataLoss=false (``latestOffset["dataLoss"]``), else nothing.
@@ -286,8 +288,8 @@ class KinesisCoordinator(JobCoordinator[KinesisOffset]):
     def _kcl_positions(self) -> dict[str, ShardPosition]:
         if not self.options.kcl_lease_table:
             raise SamzaSourceError(
-                "option 'startingPosition' is 'kcl' but 'kcl.leaseTable' is not set: name the KCL application's "
-                "DynamoDB lease table, e.g. .option('kcl.leaseTable', 'my-kcl-app')"
+                f"option '{STARTING_POSITION_OPTION}' is 'kcl' but '{KCL_LEASE_TABLE_OPTION}' is not set: name the "
+                f"KCL application's DynamoDB lease table, e.g. .option('{KCL_LEASE_TABLE_OPTION}', 'my-kcl-app')"
             )
         table = KclLeaseTable(dynamodb_client(self.settings), self.options.kcl_lease_table, settings=self.settings)
         positions = table.read_checkpoints(stream=self.options.stream)

@@ -62,6 +62,7 @@ from botocore.exceptions import ClientError
 from .calls import error_code
 from .client import AwsClientSettings
 from .errors import KclLeaseConflictError, KinesisSourceError
+from .options import KCL_LEASE_TABLE_OPTION
 from .positions import (
     AFTER_SEQUENCE_NUMBER,
     AT_SEQUENCE_NUMBER,
@@ -285,7 +286,7 @@ class KclLeaseTable:
             raise KclLeaseConflictError(
                 f"KCL lease table {self._where()}: did not overwrite {len(conflicts)} lease(s) another worker is "
                 f"using: {', '.join(conflicts)}. Stop any KCL application that uses this table (or point "
-                "'kcl.leaseTable' at another one); the other leases were written.")
+                f"'{KCL_LEASE_TABLE_OPTION}' at another one); the other leases were written.")
         return written
 
     def _write(self, shard_id: str, exists: bool, seen_counter: int | None, new_counter: int, checkpoint: str,

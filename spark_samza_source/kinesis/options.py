@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from ..core.errors import ConfigError
 from ..source.job_options import JobOptions
 from ..source.option_parser import Options
+from ..source.options import JOB_NAME_OPTION
 from .positions import PositionFormatError, ShardPosition
 
 if TYPE_CHECKING:
@@ -78,8 +79,8 @@ class KinesisSourceOptions(JobOptions):
         from ..metadata import redact_uri
 
         where = self.endpoint_url or self.region or "default region"
-        return (f"samza-kinesis job.name={self.job_name} stream={self.stream} ({where}) tasks={self.tasks or 'auto'} "
-                f"assignment={self.assignment} store={redact_uri(self.metadata_store)}")
+        return (f"samza-kinesis {JOB_NAME_OPTION}={self.job_name} stream={self.stream} ({where}) "
+                f"tasks={self.tasks or 'auto'} assignment={self.assignment} store={redact_uri(self.metadata_store)}")
 
     def client_settings(self) -> dict[str, Any]:
         """Everything needed to build boto3 clients (on the driver and on executors)."""

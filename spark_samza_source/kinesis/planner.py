@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 
 from ..core.errors import DataLossError
 from ..core.model import SystemStreamPartition, TaskName, TaskSsp
+from ..source.options import FAIL_ON_DATA_LOSS_OPTION, JOB_NAME_OPTION, METADATA_STORE_OPTION
 from .errors import KinesisPlanError
 from .mapper import LINEAGE, ShardPartitionMapper, check_assignment, task_name
 from .offset import (
@@ -218,7 +219,7 @@ def plan_next(
         if fail_on_data_loss:
             raise DataLossError(
                 f"samza-kinesis stream {previous.stream}: {loss.describe()}. The query stops so nothing is skipped "
-                "silently; to continue without it restart with failOnDataLoss=false"
+                f"silently; to continue without it restart with {FAIL_ON_DATA_LOSS_OPTION}=false"
             )
         log.warning("data loss: %s; continuing without it", loss.describe())
         losses.append(loss)
@@ -353,8 +354,8 @@ def _check_ends(previous: KinesisOffset, recorded_ends: Mapping[str, ShardPositi
         raise KinesisPlanError(
             f"batch {previous.batch} of stream {previous.stream} read shard(s) {', '.join(missing[:20])} but no end "
             f"was recorded for them; plan the next batch only after batch {previous.batch} completed. If it did, "
-            "the metadata store lost them (namespace kinesis-batch-ends): was 'metadata.store' changed for this "
-            "checkpoint, or the store wiped? Reading on would re-read or skip records, so the query stops"
+            f"the metadata store lost them (namespace kinesis-batch-ends): was '{METADATA_STORE_OPTION}' changed "
+            "for this checkpoint, or the store wiped? Reading on would re-read or skip records, so the query stops"
         )
     for sid, end in recorded_ends.items():
         state = previous.shards.get(sid)
@@ -362,7 +363,7 @@ def _check_ends(previous: KinesisOffset, recorded_ends: Mapping[str, ShardPositi
             raise KinesisPlanError(
                 f"an end was recorded for shard {sid} in batch {previous.batch} of stream {previous.stream}, which "
                 f"did not read it ({'unknown shard' if state is None else state.status}); stale metadata from "
-                "another query with the same job.name?"
+                f"another query with the same {JOB_NAME_OPTION}?"
             )
         if not isinstance(end, ShardPosition):
             raise KinesisPlanError(f"recorded end of shard {sid} must be a ShardPosition, got {end!r:.80}")

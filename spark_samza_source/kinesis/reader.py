@@ -22,6 +22,7 @@ from typing import Any
 import pyarrow as pa
 from botocore.exceptions import ClientError
 
+from ..source.options import FAIL_ON_DATA_LOSS_OPTION
 from . import kpl
 from .calls import (
     THROTTLING_CODES,
@@ -509,9 +510,9 @@ class ShardStream:
             text += f" exactly to the end an earlier attempt recorded ({self.recorded})"
         text += f": {what}"
         if self.fail_on_data_loss:
-            raise KinesisDataLossError(text + ". Set the option 'failOnDataLoss' to 'false' to skip lost records with "
-                                              "a warning instead.")
-        log.warning("%s; continuing with the oldest records available (failOnDataLoss=false).", text)
+            raise KinesisDataLossError(text + f". Set the option '{FAIL_ON_DATA_LOSS_OPTION}' to 'false' to skip lost "
+                                              "records with a warning instead.")
+        log.warning("%s; continuing with the oldest records available (%s=false).", text, FAIL_ON_DATA_LOSS_OPTION)
         self.result.lost.append(text)
 
     def _passed_recorded_end(self, iseq: int) -> ShardReadResult:

@@ -26,7 +26,7 @@ import urllib.parse
 from typing import TYPE_CHECKING, Any
 
 from ..core.errors import ConfigError
-from ..source.options import METADATA_STORE_OPTION
+from ..source.options import JOB_NAME_OPTION, METADATA_STORE_OPTION
 from .base import JsonValue, MetadataStore, validate_job_name, validate_namespace
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -210,7 +210,7 @@ def _check_bucket(uri: str, scheme: str) -> None:
     authority = re.split(r"[/?#]", uri[authority_start:], maxsplit=1)[0]
     if not authority.strip():
         raise _config_error(uri, f"the {what} is missing; write {scheme}://{what.upper()}/PREFIX (the data goes "
-                            f"under PREFIX/<job.name> in that {what})")
+                            f"under PREFIX/<{JOB_NAME_OPTION}> in that {what})")
 
 
 def check_store_uri(uri: str) -> None:

@@ -26,7 +26,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ..core.errors import SamzaSourceError
-from ..source.options import JOB_OWNERSHIP_TTL_OPTION
+from ..source.options import JOB_NAME_OPTION, JOB_OWNERSHIP_TTL_OPTION, METADATA_STORE_OPTION
 from .base import MetadataStore
 
 __all__ = [
@@ -241,9 +241,9 @@ class DriverLease:
                 log.warning("job %s: taking the job over from %s: %s", self.store.job_name,
                             self._describe_owner(current), reason)
         raise JobOwnershipError(
-            f"job.name '{self.store.job_name}' in metadata store '{self.store.uri}': could not acquire the job's "
-            f"lease after {_ACQUIRE_ATTEMPTS} attempts, other drivers keep changing it. Is another query with the "
-            "same job.name starting and stopping in a loop? Give each query its own job.name."
+            f"{JOB_NAME_OPTION} '{self.store.job_name}' in metadata store '{self.store.uri}': could not acquire the "
+            f"job's lease after {_ACQUIRE_ATTEMPTS} attempts, other drivers keep changing it. Is another query with "
+            f"the same {JOB_NAME_OPTION} starting and stopping in a loop? Give each query its own {JOB_NAME_OPTION}."
         )
 
     def _takeover_reason(self, current: Any, identities: tuple[str, ...], now: int) -> str | None:
@@ -324,23 +324,24 @@ class DriverLease:
         expires = current["renewedMs"] + current["ttlMs"]
         ago = max(0, now - current["renewedMs"]) / 1000
         return (
-            f"job.name '{self.store.job_name}' is already in use in metadata store '{self.store.uri}': "
+            f"{JOB_NAME_OPTION} '{self.store.job_name}' is already in use in metadata store '{self.store.uri}': "
             f"another query owns it, {self._describe_owner(current)}, since {_iso(current['acquiredMs'])}. Its "
             f"lease was renewed {ago:.1f} s ago and expires at {_iso(expires)} unless renewed again "
-            f"(TTL {current['ttlMs'] / 1000:g} s). Two queries with the same job.name and metadata.store would "
-            "share startpoints, the job model and the checkpoint mirrors, so this query does not start. To fix: "
-            "give this query its own job.name; or stop the other query (a stopped or crashed driver's lease "
-            f"expires {TTL_OPTION} after its last renewal, and a restart of the same query from its checkpoint is "
-            "let in at once); or, if the other query is already gone, wait until the lease expires."
+            f"(TTL {current['ttlMs'] / 1000:g} s). Two queries with the same {JOB_NAME_OPTION} and "
+            f"{METADATA_STORE_OPTION} would share startpoints, the job model and the checkpoint mirrors, so this query "
+            f"does not start. To fix: give this query its own {JOB_NAME_OPTION}; or stop the other query (a stopped "
+            f"or crashed driver's lease expires {TTL_OPTION} after its last renewal, and a restart of the same query "
+            "from its checkpoint is let in at once); or, if the other query is already gone, wait until the lease "
+            "expires."
         )
 
     def _lost_message(self, current: Any) -> str:
         since = _iso(current.get("acquiredMs")) if isinstance(current, dict) else "an unknown time"
         return (
-            f"job.name '{self.store.job_name}' in metadata store '{self.store.uri}': this query's driver (host "
-            f"{self.host}, pid {self.pid}) lost the job to another query, {self._describe_owner(current)}, which "
+            f"{JOB_NAME_OPTION} '{self.store.job_name}' in metadata store '{self.store.uri}': this query's driver "
+            f"(host {self.host}, pid {self.pid}) lost the job to another query, {self._describe_owner(current)}, which "
             f"took it over at {since} (this driver had not renewed its lease within {TTL_OPTION} = "
             f"{self.ttl_ms / 1000:g} s, or the same query was started a second time). This query stops so that two "
             "queries never share the job's startpoints and job model. Stop one of them; if you need both, give "
-            "each its own job.name."
+            f"each its own {JOB_NAME_OPTION}."
         )

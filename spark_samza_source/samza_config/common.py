@@ -22,9 +22,9 @@ from dataclasses import dataclass
 from ..core.broadcast import parse_broadcast_inputs
 from ..core.errors import ConfigError
 from ..core.model import SystemStreamPartition
-from ..kafka.options import ASSIGN_OPTION
+from ..kafka.options import ASSIGN_OPTION, SUBSCRIBE_PATTERN_OPTION
 from ..metadata.base import validate_job_name
-from ..source.options import BROADCAST_OPTION, JOB_NAME_OPTION
+from ..source.options import BROADCAST_OPTION, JOB_NAME_OPTION, METADATA_STORE_OPTION
 from .report import PropertiesImport
 
 __all__ = ["KAFKA_FORMAT", "KINESIS_FORMAT", "SystemTranslation", "Translation"]
@@ -76,7 +76,7 @@ _IGNORED_EXACT = {
     "job.coordinator.system": "Samza's coordinator stream: the job model is kept in the metadata store",
     "job.changelog.system": "Samza's store changelogs: Spark state is checkpointed by Spark",
     "job.coordinator.monitor-partition-change.frequency.ms": "partition expansion is detected at every trigger",
-    "job.coordinator.monitor-input-regex.frequency.ms": "subscribePattern is re-evaluated at every trigger",
+    "job.coordinator.monitor-input-regex.frequency.ms": f"{SUBSCRIBE_PATTERN_OPTION} is re-evaluated at every trigger",
     "job.jmx.enabled": "Samza JMX: Spark has its own metrics",
     "job.logged.store.base.dir": "Samza local stores: use Spark state",
     "job.non-logged.store.base.dir": "Samza local stores: use Spark state",
@@ -180,8 +180,8 @@ class Translation:
         name_key = SAMZA_JOB_NAME_KEY if self.props.get(SAMZA_JOB_NAME_KEY, "").strip() else "app.name"
         name = self.get(name_key)
         if not name:
-            raise ConfigError("job.name is required: it names the job's startpoints, job model and checkpoint "
-                              "mirror in the metadata store (Samza's app.name is accepted too)")
+            raise ConfigError(f"{SAMZA_JOB_NAME_KEY} is required: it names the job's startpoints, job model and "
+                              "checkpoint mirror in the metadata store (Samza's app.name is accepted too)")
         id_key = "job.id" if name_key == SAMZA_JOB_NAME_KEY else "app.id"
         job_id = self.get(id_key) or "1"
         for other in ("app.name", "app.id") if name_key == SAMZA_JOB_NAME_KEY else ("job.id",):
@@ -193,8 +193,8 @@ class Translation:
         except ConfigError as err:
             raise ConfigError(f"{self.name(name_key)}/{self.name(id_key)}: {err}") from None
         if job_id != "1":
-            self.notes.append(f"{id_key}={job_id} is folded into job.name '{folded}' (Samza identifies a job by "
-                              f"{name_key} and {id_key}; id 1, the default, is left out)")
+            self.notes.append(f"{id_key}={job_id} is folded into {JOB_NAME_OPTION} '{folded}' (Samza identifies a "
+                              f"job by {name_key} and {id_key}; id 1, the default, is left out)")
         return folded
 
     def inputs(self) -> tuple[Inputs, Patterns]:
@@ -356,7 +356,8 @@ class Translation:
         for key in ("startpoint.metadata.store.factory", "metadata.store.factory"):
             if key in self.props:
                 self.reject(key, "Samza's metadata store (coordinator stream) is not read: set the option "
-                                 "metadata.store; Startpoints, the job model and the checkpoint mirror live there")
+                                 f"{METADATA_STORE_OPTION}; Startpoints, the job model and the checkpoint mirror live "
+                                 "there")
 
     def native_options(self, translation: SystemTranslation, others: Iterable[SystemTranslation]) -> None:
         """Options of the source itself written into the file: passed through, or a contradiction."""

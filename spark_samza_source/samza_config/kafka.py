@@ -47,6 +47,7 @@ from ..source.options import (
     EXPANSION_ALGORITHM_OPTION,
     FAIL_ON_DATA_LOSS_OPTION,
     GROUPER_OPTION,
+    JOB_NAME_OPTION,
     JOB_OWNERSHIP_TTL_OPTION,
     METADATA_STORE_OPTION,
     RETRY_TIMEOUT_OPTION,
@@ -89,10 +90,11 @@ _EXCLUSIVE = ((SUBSCRIBE_OPTION, SUBSCRIBE_PATTERN_OPTION, ASSIGN_OPTION),
 # systems.<s>.consumer.<key>: Java consumer keys that mean something else here, or nothing to librdkafka.
 _CONSUMER_REJECTED = {
     "group.id": "the source assigns partitions itself and mirrors committed offsets to the consumer group "
-                "'samza-<job.name>' (commitOffsetsToKafka); Samza's group is not used",
-    "auto.offset.reset": "in Samza it silently resets a position that fell out of range; here failOnDataLoss "
-                         "(default true) fails the query naming the lost range, false continues from the earliest "
-                         "available offset. Where a new query starts is startingOffsets (from samza.offset.default)",
+                f"'samza-<{JOB_NAME_OPTION}>' ({COMMIT_OFFSETS_TO_KAFKA_OPTION}); Samza's group is not used",
+    "auto.offset.reset": "in Samza it silently resets a position that fell out of range; here "
+                         f"{FAIL_ON_DATA_LOSS_OPTION} (default true) fails the query naming the lost range, false "
+                         "continues from the earliest available offset. Where a new query starts is "
+                         f"{STARTING_OFFSETS_OPTION} (from samza.offset.default)",
     "enable.auto.commit": "offsets are tracked in Spark's checkpoint; Kafka auto-commit is refused by the source",
     "auto.commit.enable": "offsets are tracked in Spark's checkpoint; Kafka auto-commit is refused by the source",
     "key.deserializer": "keys are always returned as binary; decode them in Spark",
@@ -134,7 +136,7 @@ def translate(tr: Translation, system: str, inputs: Inputs, patterns: Patterns,
         pattern = alternatives[0] if len(alternatives) == 1 else "|".join(f"(?:{a})" for a in alternatives)
         tr.set_option(SUBSCRIBE_PATTERN_OPTION, pattern, ", ".join(["task.inputs"] * bool(topics)
                                                              + [k for _, k in regexes]))
-        tr.notes.append("RegExTopicGenerator input(s) become subscribePattern (matched against whole topic "
+        tr.notes.append(f"RegExTopicGenerator input(s) become {SUBSCRIBE_PATTERN_OPTION} (matched against whole topic "
                         "names, as Samza does); it is re-evaluated at every trigger and topics that start "
                         "matching later are read from earliest (Samza needs a restart and uses "
                         "samza.offset.default). Python's regex syntax must accept the pattern")
@@ -152,7 +154,7 @@ def translate(tr: Translation, system: str, inputs: Inputs, patterns: Patterns,
         renamed = [SystemStreamPartition("kafka", b.stream, b.partition) for b in broadcast]
         tr.set_option(BROADCAST_OPTION, format_broadcast_inputs(renamed), SAMZA_BROADCAST_KEY)
         if system != "kafka":
-            tr.notes.append(f"task.broadcast.inputs: system '{system}' is written as 'kafka', the system "
+            tr.notes.append(f"{SAMZA_BROADCAST_KEY}: system '{system}' is written as 'kafka', the system "
                             "name of every SSP of the samza-kafka source")
     if system != "kafka":
         tr.notes.append(f"the Samza system '{system}' is called 'kafka' here: SSPs, task names of "
@@ -202,7 +204,7 @@ def _system_keys(tr: Translation, system: str) -> None:
         elif prop in ("samza.key.serde", "samza.msg.serde"):
             tr.ignore(key, "Samza serde: the source returns raw bytes; decode with Spark functions")
         elif prop.startswith("samza.fetch.threshold"):
-            tr.ignore(key, "Samza's consumer buffer: bound batches with maxOffsetsPerTrigger")
+            tr.ignore(key, f"Samza's consumer buffer: bound batches with {MAX_OFFSETS_PER_TRIGGER_OPTION}")
         elif prop == "samza.offset.default" or prop == "default.stream.samza.offset.default":
             pass  # read in _offsets
         elif prop.startswith("default.stream."):
@@ -251,34 +253,34 @@ def _offsets(tr: Translation, system, topics, stream_props, regexes) -> None:
     configured = [k for _, k in per_topic.values() if k is not None]
     if not configured:
         tr.notes.append("no samza.offset.default: Samza's default 'upcoming' is this source's default "
-                        "startingOffsets=latest (for a query without a checkpoint)")
+                        f"{STARTING_OFFSETS_OPTION}=latest (for a query without a checkpoint)")
         return
     values = {v for v, _ in per_topic.values()}
     sources = ", ".join(dict.fromkeys(tr.name(k) for k in configured))
     if len(values) == 1:
         value = values.pop()
         tr.set_option(STARTING_OFFSETS_OPTION, "earliest" if value == "oldest" else "latest", sources)
-        tr.notes.append(f"samza.offset.default={value} -> startingOffsets="
+        tr.notes.append(f"samza.offset.default={value} -> {STARTING_OFFSETS_OPTION}="
                         f"{tr.options[STARTING_OFFSETS_OPTION]}: it applies to a query without a Spark "
                         "checkpoint; Startpoints override it, partitions added later start at earliest")
         return
     listing = "; ".join(f"{t}: {v} ({tr.name(k) if k else 'Samza default'})" for t, (v, k) in per_topic.items())
     if regexes:
         raise ConfigError(f"samza.offset.default differs between inputs ({listing}) and some inputs come from a "
-                          "regex: startingOffsets cannot express that. Make the values agree or read the "
+                          f"regex: {STARTING_OFFSETS_OPTION} cannot express that. Make the values agree or read the "
                           "streams in separate queries")
     oldest = [t for t, (v, _) in per_topic.items() if v == "oldest"]
     missing = [t for t in oldest if not isinstance(tr.partition_counts.get(t), int)
                or tr.partition_counts[t] < 1]
     if missing:
         raise ConfigError(
-            f"samza.offset.default differs between inputs ({listing}). startingOffsets can express that only "
+            f"samza.offset.default differs between inputs ({listing}). {STARTING_OFFSETS_OPTION} can express that only "
             f"per partition: pass partition_counts={{topic: current partition count}} for "
             f"{', '.join(missing)}, make the values agree, or read the topics in separate queries")
     per_partition = {t: {str(p): -2 for p in range(tr.partition_counts[t])} for t in oldest}
     tr.set_option(STARTING_OFFSETS_OPTION, json.dumps(per_partition, sort_keys=True, separators=(",", ":")),
                   sources)
-    tr.notes.append(f"per-topic samza.offset.default ({listing}) -> per-partition startingOffsets (-2 = "
+    tr.notes.append(f"per-topic samza.offset.default ({listing}) -> per-partition {STARTING_OFFSETS_OPTION} (-2 = "
                     "earliest; topics not listed start at latest) from the partition counts given")
 
 
@@ -313,15 +315,15 @@ def _grouper(tr: Translation) -> None:
         tr.set_option(GROUPER_OPTION, chosen, source)
         if fixed and not expansion:
             tr.notes.append(f"{tr.name(EXPANSION_KEY)}=false: Samza does not keep tasks fixed when a "
-                            f"stream grows, so grouper={chosen}: new partitions get tasks of their own "
+                            f"stream grows, so {GROUPER_OPTION}={chosen}: new partitions get tasks of their own "
                             "(the task set changes)")
         elif not fixed:
-            tr.notes.append(f"{factory} -> grouper={chosen}: one task 'Task-0' holds every partition "
+            tr.notes.append(f"{factory} -> {GROUPER_OPTION}={chosen}: one task 'Task-0' holds every partition "
                             "(Samza names it Task-<processorId>)")
     if fixed and expansion and not any(k.startswith("stores.") for k in tr.props):
         tr.notes.append("Samza keeps tasks fixed across partition expansion only for jobs with persistent "
                         "stores; this source always does (identical until a stream grows). Set "
-                        f"grouper={grouper_cls.base.name} for Samza's stateless behaviour")
+                        f"{GROUPER_OPTION}={grouper_cls.base.name} for Samza's stateless behaviour")
     for key in (MAPPER_KEY, _ALGORITHM_KEY):
         mapper = tr.get(key)
         if not mapper:
@@ -384,7 +386,7 @@ def _check_stream_semantics(tr: Translation, props: dict[str, tuple[str, str]], 
         elif prop == "samza.broadcast":
             if value.lower() == "true":
                 raise tr.fail(key, f"'{stream}' is broadcast in Samza (every partition to every task); list "
-                                   "its partitions in task.broadcast.inputs (e.g. kafka.config#[0-3])")
+                                   f"its partitions in {SAMZA_BROADCAST_KEY} (e.g. kafka.config#[0-3])")
             tr.ignore(key, "not broadcast: nothing to do")
         elif prop == "samza.priority":
             tr.ignore(key, "Samza's message chooser priority: a micro-batch reads every input of a task "

@@ -137,9 +137,10 @@ def translate(tr: Translation, system: str, inputs: Inputs, patterns: Patterns,
         samza_name = tr.props.get(SAMZA_JOB_NAME_KEY, "").strip() or tr.props.get("app.name", "").strip()
         samza_id = (tr.props.get("job.id", "").strip() if tr.props.get(SAMZA_JOB_NAME_KEY, "").strip()
                     else tr.props.get("app.id", "").strip()) or "1"
-        table, table_source = f"{samza_name}-{samza_id}-{stream}", "job.name, job.id (Samza's default table)"
+        table = f"{samza_name}-{samza_id}-{stream}"
+        table_source = f"{SAMZA_JOB_NAME_KEY}, job.id (Samza's default table)"
         tr.notes.append(f"no aws.kcl.TableName: Samza's KCL worker used its default lease table "
-                        f"'{table}' (<job.name>-<job.id>-<stream>)")
+                        f"'{table}' (<{SAMZA_JOB_NAME_KEY}>-<job.id>-<stream>)")
     tr.set_option(KCL_LEASE_TABLE_OPTION, table, table_source)
     tr.set_option(STARTING_POSITION_OPTION, "kcl", table_source)
     tr.soft.add(STARTING_POSITION_OPTION)
@@ -151,13 +152,13 @@ def translate(tr: Translation, system: str, inputs: Inputs, patterns: Patterns,
         tr.ignore(initial[1], "used by KCL only for shards without a lease; see the notes")
     tr.notes.append(
         f"Samza's Kinesis consumer keeps its progress only in the KCL lease table '{table}': "
-        "startingPosition=kcl resumes right after its checkpoints (the table must exist; for a job that never "
-        "ran use TRIM_HORIZON or LATEST instead), and kcl.leaseTable keeps mirroring committed positions into "
-        f"it. Shards without a lease start at TRIM_HORIZON here (KCL: InitialPositionInStream={initial_text})."
-        " Stop the Samza job before starting the query")
+        f"{STARTING_POSITION_OPTION}=kcl resumes right after its checkpoints (the table must exist; for a job that "
+        f"never ran use TRIM_HORIZON or LATEST instead), and {KCL_LEASE_TABLE_OPTION} keeps mirroring committed "
+        "positions into it. Shards without a lease start at TRIM_HORIZON here (KCL: "
+        f"InitialPositionInStream={initial_text}). Stop the Samza job before starting the query")
     for _setting, (_, key) in sorted(kcl.items()):
-        tr.ignore(key, "KCL worker tuning: samza-kinesis reads shards itself (see maxRecordsPerShard, "
-                       "maxFetchTimePerShard)")
+        tr.ignore(key, f"KCL worker tuning: samza-kinesis reads shards itself (see {MAX_RECORDS_PER_SHARD_OPTION}, "
+                       f"{MAX_FETCH_TIME_PER_SHARD_OPTION})")
 
     for key in tr.keys_with(sys_prefix):
         if key in tr.used:
@@ -169,7 +170,8 @@ def translate(tr: Translation, system: str, inputs: Inputs, patterns: Patterns,
         elif (prop.startswith(f"streams.{stream}.") and prop.endswith(".samza.offset.default")) or (
                 prop in ("samza.offset.default", "default.stream.samza.offset.default")):
             tr.ignore(key, "Samza's Kinesis consumer ignores Samza checkpoints and offset defaults: the KCL "
-                           "lease table (and InitialPositionInStream) decide, as startingPosition=kcl here")
+                           f"lease table (and InitialPositionInStream) decide, as {STARTING_POSITION_OPTION}=kcl "
+                           "here")
         elif prop.startswith(f"streams.{stream}."):
             tr.ignore(key, "Samza stream setting with no bearing on what is read")
         elif prop.startswith("streams."):
@@ -187,16 +189,16 @@ def translate(tr: Translation, system: str, inputs: Inputs, patterns: Patterns,
                                                       "AllSspToSingleTaskGrouper"):
         raise tr.fail(GROUPER_KEY, f"{grouper!r}: Samza's Kinesis consumer works only with "
                                    "AllSspToSingleTaskGrouperFactory; samza-kinesis maps shards onto tasks "
-                                   "itself (options tasks, assignment)")
+                                   f"itself (options {TASKS_OPTION}, {ASSIGNMENT_OPTION})")
     if grouper:
         tr.ignore(GROUPER_KEY, "required by Samza's Kinesis consumer; samza-kinesis maps shards onto task "
-                               "slots itself (options tasks, assignment)")
+                               f"slots itself (options {TASKS_OPTION}, {ASSIGNMENT_OPTION})")
     for key in (EXPANSION_KEY, MAPPER_KEY):
         if key in tr.props:
             tr.ignore(key, "Kafka partition expansion setting: Kinesis resharding follows shard lineage")
     if "job.container.count" in tr.props:
         tr.ignore("job.container.count", "Samza containers (KCL workers): samza-kinesis runs one task per "
-                                         "open shard by default; set the option tasks to bound it")
+                                         f"open shard by default; set the option {TASKS_OPTION} to bound it")
 
 
 KINESIS = SystemTranslation(KINESIS_FORMAT, NATIVE_OPTIONS, translate)

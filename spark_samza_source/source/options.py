@@ -3,8 +3,9 @@ owner and a data-loss policy, whichever system it reads.
 
 Each name is defined here once and imported wherever it is parsed, checked, translated (``samza_config/``) or named in
 a message, so a rename cannot miss a place (a unit test fails when an option name is written as a literal in two
-product modules). System-specific names live in ``kafka/options.py`` and ``kinesis/options.py``; defaults live
-beside the code that uses them. A leaf module: it imports nothing, so ``core/`` may use it and stay pure.
+product modules, or named inside a message outside its defining module). System-specific names live in
+``kafka/options.py`` and ``kinesis/options.py``; defaults live beside the code that uses them. A leaf module: it
+imports nothing, so ``core/`` may use it and stay pure.
 """
 
 from __future__ import annotations

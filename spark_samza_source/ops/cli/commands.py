@@ -25,6 +25,7 @@ from ...core.startpoint import (
 from ...core.startpoint_manager import NAMESPACE as STARTPOINT_NAMESPACE
 from ...core.startpoint_manager import StartpointManager, parse_startpoint_key, startpoint_key
 from ...metadata import open_store, redact_uri
+from ...source.options import STARTPOINT_POLL_INTERVAL_OPTION
 from .parser import UsageError
 from .render import cell, iso_ms, render_table
 
@@ -259,8 +260,8 @@ def startpoint_set(args: argparse.Namespace) -> Outcome:
             "startpoint": startpoint.to_json()}
     text = (f"stored startpoint {describe_startpoint(startpoint)} for {_describe_selected(sel)}\n"
             f"  key {key!r}, {_where(args)}\n"
-            "  a running query applies it at the next micro-batch planned after startpoint.pollInterval (a stopped "
-            "one when it restarts); it is deleted once that batch commits")
+            f"  a running query applies it at the next micro-batch planned after {STARTPOINT_POLL_INTERVAL_OPTION} (a "
+            "stopped one when it restarts); it is deleted once that batch commits")
     return Outcome(data, text, warnings=warnings)
 
 

@@ -16,6 +16,7 @@ from datetime import datetime
 from typing import NoReturn
 
 from ..._version import __version__
+from ...source.options import JOB_NAME_OPTION, METADATA_STORE_OPTION
 
 __all__ = [
     "STORE_ENV",
@@ -149,8 +150,9 @@ def _common(sub: argparse.ArgumentParser) -> None:
     group = sub.add_argument_group("job")
     default_store = os.environ.get(STORE_ENV) or None
     group.add_argument("--store", metavar="URI", default=default_store, type=_non_empty("--store"),
-                       help=f"the job's metadata.store URI (default: ${STORE_ENV})")
-    group.add_argument("--job", metavar="NAME", required=True, type=_non_empty("--job"), help="the job.name option")
+                       help=f"the job's {METADATA_STORE_OPTION} URI (default: ${STORE_ENV})")
+    group.add_argument("--job", metavar="NAME", required=True, type=_non_empty("--job"),
+                       help=f"the {JOB_NAME_OPTION} option")
     sub.add_argument("--json", action="store_true", default=argparse.SUPPRESS,
                      help="print machine-readable JSON instead of text")
 
