@@ -17,7 +17,7 @@ from ..core.copartition import CoPartitionGroup, parse_copartition
 from ..core.errors import ConfigError
 from ..core.model import SystemStreamPartition
 from ..source.job_options import JobOptions
-from ..source.option_parser import Options, is_secret_option, shown
+from ..source.option_parser import Options, is_secret_option, json_object, shown
 from ..source.options import (
     BROADCAST_OPTION,
     COPARTITION_OPTION,
@@ -222,9 +222,7 @@ def _parse_subscription(opts: Options):
             ) from None
         return None, value, None
     try:
-        parsed = json.loads(value)
-        if not isinstance(parsed, dict) or not parsed:
-            raise ValueError
+        parsed = json_object(value)
         assign = {}
         for topic, parts in parsed.items():
             if not isinstance(parts, list) or not parts or not all(
@@ -274,9 +272,7 @@ def _parse_starting(opts: Options) -> StartingOffsets:
         return Earliest() if value.lower() == EARLIEST else Latest()
     example = '{"orders":{"0":23,"1":-2}}' if name == STARTING_OFFSETS_OPTION else '{"orders":{"0":1700000000000}}'
     try:
-        parsed = json.loads(value)
-        if not isinstance(parsed, dict):
-            raise ValueError
+        parsed = json_object(value, empty_ok=True)
         per: dict[str, dict[int, int]] = {}
         for topic, parts in parsed.items():
             if not isinstance(parts, dict):

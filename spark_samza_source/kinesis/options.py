@@ -7,7 +7,6 @@ kept only to build clients; ``describe()`` and every error leave them out.
 
 from __future__ import annotations
 
-import json
 import logging
 import re
 from dataclasses import dataclass
@@ -16,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..core.errors import ConfigError
 from ..source.job_options import JobOptions
-from ..source.option_parser import Options
+from ..source.option_parser import Options, json_object
 from ..source.options import JOB_NAME_OPTION
 from .positions import PositionFormatError, ShardPosition
 
@@ -163,9 +162,7 @@ def _parse_starting(value: str | None) -> StartingPosition:
         return AtTimestamp(int(when.timestamp() * 1000))
     if text.startswith("{"):
         try:
-            parsed = json.loads(text)
-            if not isinstance(parsed, dict) or not parsed:
-                raise ValueError
+            parsed = json_object(text)
             per_shard = {}
             for shard, pos in parsed.items():
                 if isinstance(pos, str):

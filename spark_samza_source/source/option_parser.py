@@ -7,6 +7,7 @@ Values of options that look secret are never echoed.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -104,6 +105,15 @@ class Options:
             if value.strip().lower() == candidate.lower():
                 return candidate
         raise ConfigError(f"option '{name}' must be one of {', '.join(allowed)}; got {value!r}")
+
+
+def json_object(text: str, *, empty_ok: bool = False) -> dict[str, Any]:
+    """``text`` as a JSON object (non-empty unless ``empty_ok``); ``ValueError`` or ``RecursionError`` (JSON nested
+    deeper than Python's recursion limit) otherwise, for the caller to turn into its option's message."""
+    parsed = json.loads(text)
+    if not isinstance(parsed, dict) or not (parsed or empty_ok):
+        raise ValueError(f"expected a{'' if empty_ok else ' non-empty'} JSON object")
+    return parsed
 
 
 _DURATION_RE = re.compile(r"^\s*(\d{1,18})\s*(ms|s|sec|secs|seconds?|m|min|mins|minutes?|h|hours?|d|days?)?\s*$", re.I)
