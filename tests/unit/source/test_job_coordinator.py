@@ -1,0 +1,166 @@
+"""The job coordinator both sources derive from (``source/job_coordinator.py``), without servers: a minimal system
+over a ``memory:`` store, so the startpoint life cycle and the lease are checked once for every system.
+
+The Kafka and Kinesis integration tests exercise the same code through real queries; these pin its rules:
+polling at the interval, a startpoint applied before is deleted rather than applied again, one that cannot be
+resolved or is malformed is reported once and kept, deletion after commit only if unchanged and once per process.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from dataclasses import dataclass, field
+
+from spark_samza_source.core.checkpoint import Checkpoint
+from spark_samza_source.core.errors import SamzaSourceError
+from spark_samza_source.core.jobmodel import JobModel
+from spark_samza_source.core.model import SystemStreamPartition, TaskName
+from spark_samza_source.core.startpoint import StartpointOldest, StartpointSpecific
+from spark_samza_source.metadata.lease import KEY, NAMESPACE
+from spark_samza_source.source.job_coordinator import JobCoordinator
+from spark_samza_source.source.job_options import JobOptions
+
+SSP0 = SystemStreamPartition("toy", "s", 0)
+SSP1 = SystemStreamPartition("toy", "s", 1)
+T0, T1 = TaskName("Partition 0"), TaskName("Partition 1")
+#: creation timestamps a minute old: within the startpoint TTL
+C5, C6 = (int(time.time() * 1000) - 60_000 + k for k in (5_000, 6_000))
+MODEL = JobModel({T0: frozenset({SSP0}), T1: frozenset({SSP1})})
+
+
+@dataclass(frozen=True)
+class ToyOffset:
+    """An offset: its batch, and (task, SSP) -> creation timestamp of the startpoint the batch applied."""
+
+    batch: int
+    applied: dict = field(default_factory=dict)
+
+
+class ToyCoordinator(JobCoordinator[ToyOffset]):
+    """The smallest system: plans nothing, resolves a Specific startpoint to its position, refuses 'bad'."""
+
+    def __init__(self, options, clock):
+        super().__init__(options, clock=clock)
+        self.committed: list[int] = []
+
+    def initial_offset(self):
+        self.lease.hold()
+        return ToyOffset(0)
+
+    def plan_batch(self, start, *, max_rows):
+        resolved = self.due_startpoints(MODEL, start.applied, self._resolve, problem=self._problem)
+        return ToyOffset(start.batch + 1, {k: v[1] for k, v in resolved.items()}) if resolved else start
+
+    def batch_reads(self, start, end):
+        return [(task, []) for task in MODEL.tasks]
+
+    def commit_batch(self, end):
+        self.committed.append(end.batch)
+        self.mirror_checkpoint(Checkpoint.from_pairs({(T0, SSP0): end.batch}))
+
+    def lease_identity(self, offset):
+        return f"offset:toy-{offset.batch}"
+
+    def applied_startpoints(self, offset):
+        return [(task, ssp, created) for (task, ssp), created in offset.applied.items()]
+
+    @staticmethod
+    def _resolve(task, ssp, startpoint):
+        if getattr(startpoint, "position", None) == "bad":
+            raise SamzaSourceError("position 'bad' does not exist")
+        return {(task, ssp): (getattr(startpoint, "position", "oldest"), startpoint.creation_timestamp)}
+
+    @staticmethod
+    def _problem(startpoint):
+        return "negative positions are not offsets" if getattr(startpoint, "position", "").startswith("-") else None
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def make(poll_ms: int = 10_000):
+    options = JobOptions(job_name="toy", metadata_store=f"memory:{uuid.uuid4().hex}", fail_on_data_loss=True,
+                         startpoint_ttl_ms=3_600_000, startpoint_poll_ms=poll_ms, ownership_ttl_ms=60_000,
+                         retry_timeout_ms=60_000)
+    clock = Clock()
+    return ToyCoordinator(options, clock), clock
+
+
+def test_startpoints_are_polled_at_the_interval_and_applied_once():
+    coordinator, clock = make()
+    start = coordinator.initial_offset()
+    coordinator.startpoints.write(SSP0, StartpointSpecific("7", creation_timestamp=C5))
+    first = coordinator.latest_offset(start)
+    assert first.applied == {(T0, SSP0): C5}
+    coordinator.startpoints.write(SSP1, StartpointOldest(creation_timestamp=C6))
+    assert coordinator.latest_offset(first) is first  # within the poll interval: not polled again
+    clock.now += 10.0
+    second = coordinator.latest_offset(first)
+    assert second.applied == {(T1, SSP1): C6}
+
+
+def test_a_startpoint_applied_before_is_deleted_not_applied_again():
+    coordinator, clock = make(poll_ms=0)
+    coordinator.startpoints.write(SSP0, StartpointSpecific("7", creation_timestamp=C5))
+    replayed = ToyOffset(3, {(T0, SSP0): C5})  # a run that applied it and stopped before its commit
+    coordinator.initial_offset()
+    assert coordinator.due_startpoints(MODEL, replayed.applied, ToyCoordinator._resolve) == {}
+    assert coordinator.startpoints.read(SSP0, T0) is None
+
+
+def test_an_unresolvable_startpoint_is_reported_once_and_kept(caplog):
+    coordinator, clock = make(poll_ms=0)
+    start = coordinator.initial_offset()
+    coordinator.startpoints.write(SSP0, StartpointSpecific("bad", creation_timestamp=C5))
+    with caplog.at_level(logging.WARNING, logger="spark_samza_source.source.job_coordinator"):
+        assert coordinator.latest_offset(start) is start
+        assert coordinator.latest_offset(start) is start
+    warnings = [r.getMessage() for r in caplog.records if "ignoring startpoint" in r.getMessage()]
+    assert len(warnings) == 1 and "position 'bad' does not exist" in warnings[0]
+    assert coordinator.startpoints.read(SSP0, T0) is not None  # as Samza: reported, the checkpoint kept
+
+
+def test_a_malformed_startpoint_is_counted_in_the_progress_and_kept():
+    coordinator, clock = make(poll_ms=0)
+    start = coordinator.initial_offset()
+    coordinator.startpoints.write(SSP1, StartpointSpecific("-3", creation_timestamp=C5))
+    assert coordinator.progress_report() is None
+    assert coordinator.latest_offset(start) is start
+    assert coordinator.progress_report() == {"malformedStartpoints": 1}
+    assert list(coordinator.malformed_startpoints.values()) == ["negative positions are not offsets"]
+    assert coordinator.startpoints.read(SSP1, T1) is not None
+
+
+def test_commit_deletes_only_the_applied_startpoint_and_mirrors_the_checkpoint(caplog):
+    coordinator, clock = make(poll_ms=0)
+    start = coordinator.initial_offset()
+    coordinator.startpoints.write(SSP0, StartpointSpecific("7", creation_timestamp=C5))
+    coordinator.startpoints.write(SSP1, StartpointSpecific("8", creation_timestamp=C5))
+    end = coordinator.latest_offset(start)
+    coordinator.startpoints.write(SSP1, StartpointSpecific("9", creation_timestamp=C6), T1)  # newer, meanwhile
+    coordinator.commit(end)
+    assert coordinator.startpoints.read(SSP0, T0) is None
+    assert coordinator.startpoints.read(SSP1, T1).position == "9"  # survives, applies next
+    assert coordinator.committed == [1]
+    assert coordinator.checkpoint_mirror.read() == Checkpoint.from_pairs({(T0, SSP0): 1})
+    with caplog.at_level(logging.INFO, logger="spark_samza_source.source.job_coordinator"):
+        coordinator.commit(end)  # Spark commits again, or the next run's first trigger: the store is not asked again
+    assert not [r for r in caplog.records if "startpoint for" in r.getMessage()]
+
+
+def test_every_spark_call_holds_the_lease_with_the_offsets_identity():
+    coordinator, clock = make()
+    start = coordinator.initial_offset()
+    coordinator.latest_offset(ToyOffset(5))
+    coordinator.partitions(start, ToyOffset(1))
+    coordinator.commit(ToyOffset(7))
+    held = coordinator.store.get(NAMESPACE, KEY)
+    assert {"offset:toy-0", "offset:toy-1", "offset:toy-5", "offset:toy-7"} <= set(held["query"])
+    coordinator.lease.release()
