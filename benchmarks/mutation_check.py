@@ -96,10 +96,8 @@ MUTANTS = [
     m("no-loss-offsets-backwards", "offsets gone backwards (topic re-created) are data loss", KAFKA + "planner.py",
       "if start < marks.low or start > marks.high:", "if start < marks.low:", UNIT_CORE),
     m("loss-never-fails", "failOnDataLoss=true stops the query", KAFKA + "planner.py",
-      "                if fail_on_data_loss:\n                    raise DataLossError(\n"
-      "                        f\"{loss.describe()}.",
-      "                if False:\n                    raise DataLossError(\n"
-      "                        f\"{loss.describe()}.", UNIT_CORE),
+      "                if fail_on_data_loss:\n                    raise DataLossError(f\"{described}.",
+      "                if False:\n                    raise DataLossError(f\"{described}.", UNIT_CORE),
     # ---- startpoints (kafka/planner.py, core/startpoint_manager.py) --------------------------------------------
     m("startpoint-applied-twice", "a startpoint is applied once", KAFKA + "planner.py",
       "if sp is not None and sp.creation_timestamp > previous.applied.get(key, -1):",

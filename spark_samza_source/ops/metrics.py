@@ -19,7 +19,7 @@ Usage::
 
     listener = SamzaLagListener()                # logs one line per progress event of every query
     spark.streams.addListener(listener)
-    ...
+    query = df.writeStream.format("parquet").start(path)   # any query; its batches then report lag
     listener.last                                # the latest SourceLag figures (None before the first event)
     lag_from_progress(query.lastProgress)        # the same computation on demand
 
