@@ -44,7 +44,7 @@ from .options import (
     KafkaSourceOptions,
 )
 from .planner import PlanResult, ResolvedStartpoint, plan_next, recreated_topic_error, recreated_topics
-from .positions import DataLoss, Watermarks
+from .positions import Watermarks
 from .startpoints import KafkaStartpointResolver, kafka_startpoint_problem
 
 log = logging.getLogger(__name__)
@@ -63,8 +63,6 @@ class KafkaCoordinator(JobCoordinator[LogOffset]):
         self._grouper = resolve_grouper(options.grouper, expansion_algorithm=self._algorithm)
         self.latest_watermarks: dict[SystemStreamPartition, Watermarks] = {}
         self._last_model: JobModel | None = None
-        self.last_plan: PlanResult | None = None
-        self.initial_data_loss: list[DataLoss] = []  # startingOffsets below the log start (failOnDataLoss=false)
         self._initial: LogOffset | None = None  # what initial_offset returned, until the first plan
         self._until: dict[SystemStreamPartition, int] | None = None  # Trigger.AvailableNow's end offsets
         self._gate: MinRowsGate | None = None  # minOffsetsPerTrigger / maxTriggerDelay
@@ -249,7 +247,6 @@ class KafkaCoordinator(JobCoordinator[LogOffset]):
         starts = self._starting_positions(model, marks, discovered)
         positions = {(t, s): starts[s] for t, group in model.tasks.items() for s in group}
         self._initial = LogOffset(model, positions, topic_ids=self.topic_ids(model))
-        self._count_data_loss(self.initial_data_loss)
         return self._initial
 
     def plan_batch(self, start: LogOffset, *, max_rows: int | None) -> LogOffset:
@@ -297,7 +294,6 @@ class KafkaCoordinator(JobCoordinator[LogOffset]):
             settle_ms=self.options.expansion_settle_ms,
             topic_ids=topic_ids,
         )
-        self.last_plan = result
         self._count_data_loss(result.data_loss)
         for topic, (_old, new) in result.recreated.items():
             self._recreated[topic] = new
@@ -387,12 +383,11 @@ class KafkaCoordinator(JobCoordinator[LogOffset]):
     ) -> dict[SystemStreamPartition, int]:
         """Where each SSP of a new checkpoint starts: the ``startingOffsets`` / ``startingTimestamp`` /
         ``startingOffsetsByTimestamp`` strategy (``starting.py``) decides, given the watermarks and the broker's
-        offsets-for-times lookup. Starts below the log start skipped with ``failOnDataLoss=false`` are kept in
-        ``self.initial_data_loss``, reported in the progress like the planner's."""
-        self.initial_data_loss = []
+        offsets-for-times lookup. Starts below the log start skipped with ``failOnDataLoss=false`` are counted in
+        the progress like the planner's losses."""
         starts = self.options.starting.starts(model, marks, self.admin.offsets_for_times,
                                               fail_on_data_loss=self.options.fail_on_data_loss, assigned=discovered)
-        self.initial_data_loss = list(starts.data_loss)
+        self._count_data_loss(starts.data_loss)
         return starts.positions
 
 

@@ -61,7 +61,6 @@ class KinesisCoordinator(JobCoordinator[KinesisOffset]):
         self._available_now_started = False
         self._lease_table: KclLeaseTable | None = None
         self.available_now_until_ms: int | None = None
-        self.last_plan = None
         self._identity_checked = False  # the stream identity was compared with an offset in this process
         self.data_loss: dict[str, list[str]] = {}  # reported in the progress (reportLatestOffset)
 
@@ -132,7 +131,6 @@ class KinesisCoordinator(JobCoordinator[KinesisOffset]):
         )
         if start.stream_identity is None:  # an offset of an earlier release: record the stream from now on
             plan.offset = dataclasses.replace(plan.offset, stream_identity=identity)
-        self.last_plan = plan
         for loss in plan.data_loss:
             log.warning("data loss: %s", loss.describe())
             self.data_loss.setdefault("shardsExpired", []).append(loss.shard_id)
