@@ -80,6 +80,12 @@ DEFAULT_SETTLE_MS = 5 * 60_000
 
 DROP_TOPICS_OPTION = "dropTopics"
 
+# Batch-only names (``spark.read``), Spark's Kafka source's: where a batch read stops. A streaming read refuses them.
+ENDING_OFFSETS_OPTION = "endingOffsets"
+ENDING_TIMESTAMP_OPTION = "endingTimestamp"
+ENDING_OFFSETS_BY_TIMESTAMP_OPTION = "endingOffsetsByTimestamp"
+BATCH_ONLY_OPTIONS = (ENDING_OFFSETS_OPTION, ENDING_TIMESTAMP_OPTION, ENDING_OFFSETS_BY_TIMESTAMP_OPTION)
+
 
 @dataclass(frozen=True, repr=False)
 class KafkaSourceOptions(JobOptions):

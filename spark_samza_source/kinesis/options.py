@@ -48,6 +48,9 @@ STARTING_POSITION_OPTION = "startingPosition"
 MAX_RECORDS_PER_SHARD_OPTION = "maxRecordsPerShard"
 MAX_FETCH_TIME_PER_SHARD_OPTION = "maxFetchTimePerShard"
 KCL_LEASE_TABLE_OPTION = "kcl.leaseTable"
+#: batch-only (``spark.read``): where a batch read stops. A streaming read refuses it.
+ENDING_POSITION_OPTION = "endingPosition"
+BATCH_ONLY_OPTIONS = (ENDING_POSITION_OPTION,)
 #: ``startingPosition`` words (upper-cased; ``EARLIEST`` means ``TRIM_HORIZON``; anything else is per-shard JSON)
 LATEST, TRIM_HORIZON, AT_TIMESTAMP, KCL = "LATEST", "TRIM_HORIZON", "AT_TIMESTAMP", "KCL"
 _STREAM_RE = re.compile(r"^[a-zA-Z0-9_.-]{1,128}$")
