@@ -7,7 +7,9 @@ batch (retry, speculative copy, replay) reads exactly to the recorded end; an at
 past it raises :class:`AttemptPassedRecordedEnd` (Spark discards a failed attempt's rows).
 
 Store layout (namespace ``kinesis-batch-ends``): key ``"<batch, 20 digits>/<shard id>"`` (or
-``"<batch>/<stream scope>/<shard id>"``), value ``{"end": <ShardPosition JSON>, "task": ..., "recordedAtMs": ...}``.
+``"<batch>/<stream scope>/<shard id>"``), value ``{"end": <ShardPosition JSON>, "task": ..., "recordedAtMs": ...,
+"millisBehindLatest": ...}``; ``millisBehindLatest`` is Kinesis' answer to the read's last ``GetRecords`` (0 at
+``SHARD_END``, absent when the read made no call), which the driver reports as the query's lag.
 Why, and what it needs from the store (atomic put-if-absent): docs/architecture.md §8.
 """
 
@@ -16,6 +18,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
@@ -26,14 +29,23 @@ from .errors import KinesisSourceError
 from .positions import AFTER_SEQUENCE_NUMBER, PositionFormatError, ShardPosition
 from .reader import ShardReadResult, read_shard, stream_shard
 
-__all__ = ["AttemptPassedRecordedEnd", "BatchEnds", "NAMESPACE", "batch_ends_for", "read_and_record",
-           "stream_and_record"]
+__all__ = ["AttemptPassedRecordedEnd", "BatchEnds", "NAMESPACE", "RecordedEnd", "batch_ends_for",
+           "read_and_record", "stream_and_record"]
 
 log = logging.getLogger(__name__)
 
 NAMESPACE = "kinesis-batch-ends"
 _BATCH_DIGITS = 20
 _WARNED: set[str] = set()  # store URIs already warned about (BatchEnds is built once per shard read)
+
+
+@dataclass(frozen=True)
+class RecordedEnd:
+    """What the first attempt recorded for one shard of one batch: where it ended and how far behind the tip of the
+    shard Kinesis said it was there (``MillisBehindLatest``; None when unknown)."""
+
+    end: ShardPosition
+    millis_behind_latest: int | None = None
 
 
 class BatchEnds:
@@ -66,13 +78,18 @@ class BatchEnds:
                                      f"{self.namespace}/{key} is not valid ({err}): {value!r:.200}") from None
 
     # ---- operations -----------------------------------------------------------------------------------------
-    def record(self, batch: int, shard_id: str, end: ShardPosition, *, task: str | None = None) -> ShardPosition:
+    def record(self, batch: int, shard_id: str, end: ShardPosition, *, task: str | None = None,
+               millis_behind_latest: int | None = None) -> ShardPosition:
         """Record ``end`` for (batch, shard) unless an end is recorded already; return the end that holds.
 
         If another attempt recorded first, its end is returned: the caller must then read exactly to it.
+        ``millis_behind_latest`` (Kinesis' ``MillisBehindLatest`` where the read ended) is kept beside the end;
+        the first attempt's figure holds, like its end.
         """
         key = self.key(batch, shard_id)
         value = {"end": end.to_json(), "recordedAtMs": int(time.time() * 1000), "task": task}
+        if millis_behind_latest is not None:
+            value["millisBehindLatest"] = int(millis_behind_latest)
         if self.store.put_if_absent(self.namespace, key, value):
             return end
         existing = self.store.get(self.namespace, key)
@@ -93,13 +110,17 @@ class BatchEnds:
 
     def ends_for(self, batch: int) -> dict[str, ShardPosition]:
         """Every shard end recorded for ``batch``: {shard id: end}."""
+        return {shard: rec.end for shard, rec in self.recorded_for(batch).items()}
+
+    def recorded_for(self, batch: int) -> dict[str, RecordedEnd]:
+        """Every shard end recorded for ``batch`` with its ``MillisBehindLatest``: {shard id: RecordedEnd}."""
         prefix = self._prefix(batch)
         out = {}
         for key, value in self.store.list(self.namespace).items():
             if key.startswith(prefix):
                 rest = key[len(prefix):]
                 if "/" not in rest:  # another stream's key when this one has no stream
-                    out[rest] = self._decode(key, value)
+                    out[rest] = RecordedEnd(self._decode(key, value), _millis(value))
         return dict(sorted(out.items()))
 
     def cleanup_before(self, batch: int) -> int:
@@ -119,6 +140,14 @@ class BatchEnds:
             self.store.delete(self.namespace, key)
             deleted += 1
         return deleted
+
+
+def _millis(value: Any) -> int | None:
+    """The recorded ``millisBehindLatest`` (absent in ends recorded before it was kept, or by a read without calls)."""
+    millis = value.get("millisBehindLatest") if isinstance(value, dict) else None
+    if isinstance(millis, bool) or not isinstance(millis, int) or millis < 0:
+        return None
+    return millis
 
 
 def batch_ends_for(store: MetadataStore, stream: str, query_id: str | None) -> BatchEnds:
@@ -165,7 +194,7 @@ def stream_and_record(ends: BatchEnds, batch: int, client: Any, stream: str, sha
     result = reading.result
     if recorded is not None:
         return result
-    winner = ends.record(batch, shard_id, result.end, task=task)
+    winner = ends.record(batch, shard_id, result.end, task=task, millis_behind_latest=_behind_at_end(result))
     if winner == result.end:
         return result
     if result.records and not _after(winner, result.end):
@@ -180,6 +209,14 @@ def stream_and_record(ends: BatchEnds, batch: int, client: Any, stream: str, sha
     rest.result.start = start
     rest.result.records += result.records
     return rest.result
+
+
+def _behind_at_end(result: ShardReadResult) -> int | None:
+    """How far behind the shard's tip the read ended: Kinesis' answer to its last GetRecords; 0 for a drained
+    shard (nothing will follow, whatever a closed shard's last answer said)."""
+    if result.end.is_shard_end:
+        return 0
+    return result.millis_behind_latest
 
 
 def read_and_record(ends: BatchEnds, batch: int, client: Any, stream: str, shard_id: str, start: ShardPosition,

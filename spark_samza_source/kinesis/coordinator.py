@@ -39,6 +39,7 @@ from .planner import (
     tasks_for_batch,
 )
 from .positions import ShardPosition
+from .progress import millis_behind_report
 from .shards import ShardInfo
 from .startpoints import KinesisStartpointResolver
 
@@ -63,6 +64,8 @@ class KinesisCoordinator(JobCoordinator[KinesisOffset]):
         self.available_now_until_ms: int | None = None
         self._identity_checked = False  # the stream identity was compared with an offset in this process
         self.data_loss: dict[str, list[str]] = {}  # reported in the progress (reportLatestOffset)
+        #: (batch, {shard id: MillisBehindLatest}) where the reads of the last batch planned from ended
+        self.millis_behind: tuple[int, dict[str, int]] | None = None
 
     # ---- clients ---------------------------------------------------------------------------------------
     @property
@@ -120,7 +123,9 @@ class KinesisCoordinator(JobCoordinator[KinesisOffset]):
             return recreated_stream_offset(start, shards, identity)
         self._identity_checked = True
         shards = self.list_shards()
-        recorded = self.batch_ends(start).ends_for(start.batch) if start.batch > 0 else {}
+        found = self.batch_ends(start).recorded_for(start.batch) if start.batch > 0 else {}
+        recorded = {sid: rec.end for sid, rec in found.items()}
+        self._note_millis_behind(start.batch, found)
         startpoints = self._due_startpoints(start)
         # A restart maps shards 1:1 again (the proposal's step 5) when splits had overloaded slots.
         rebuild = self._first_plan and bool(start.mapper.overloaded_slots())
@@ -230,15 +235,29 @@ class KinesisCoordinator(JobCoordinator[KinesisOffset]):
                     "is this shard)") from None
 
     def system_progress(self) -> dict:
-        """What this run skipped with failOnDataLoss=false (``latestOffset["dataLoss"]``), else nothing.
+        """How far behind the tip the last batch's reads ended (``kinesis.progress``: per shard and min / avg /
+        max ``MillisBehindLatest``), and what this run skipped with failOnDataLoss=false (``"dataLoss"``).
 
-        Kinesis has no per-shard "latest offset" to report: the only measures are ``GetRecords`` from a position
-        (records or ``MillisBehindLatest``), and those calls count against the shard's 5 reads/s that this query's
-        readers need; the executors' recorded batch ends are already the next offset's starts. Lag is measured on
-        demand instead: ``samza-source lag --stream ...`` (``spark_samza_source.ops.lag``)."""
-        if not self.data_loss:
-            return {}
-        return {"dataLoss": {k: list(v) for k, v in sorted(self.data_loss.items())}}
+        Kinesis has no per-shard "latest offset" to report, and asking costs ``GetRecords`` calls from the shards'
+        5 reads/s that this query's readers need; but every answer the readers got carries ``MillisBehindLatest``,
+        and the executors record the one where each shard's read ended beside its batch end. So the figures
+        describe the batch before the one this progress belongs to (the one ``latest_offset`` planned from).
+        A record count per shard is measured on demand: ``samza-source lag --stream ...`` (``ops.lag``)."""
+        out: dict = {}
+        if self.millis_behind is not None:
+            out.update(millis_behind_report(self.millis_behind[1], self.millis_behind[0]))
+        if self.data_loss:
+            out["dataLoss"] = {k: list(v) for k, v in sorted(self.data_loss.items())}
+        return out
+
+    def _note_millis_behind(self, batch: int, recorded: Mapping) -> None:
+        """Keep the ``MillisBehindLatest`` the executors recorded with batch ``batch``'s ends (shards whose read
+        made no call have none); an earlier batch's figures stay when this one has none (a replan of a batch
+        whose ends were cleaned up)."""
+        millis = {sid: rec.millis_behind_latest for sid, rec in recorded.items()
+                  if rec.millis_behind_latest is not None}
+        if millis:
+            self.millis_behind = (batch, millis)
 
     # ---- helpers -----------------------------------------------------------------------------------------
     def _worth_a_batch(self, start: KinesisOffset, recorded: Mapping[str, ShardPosition], plan) -> bool:

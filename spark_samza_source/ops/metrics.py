@@ -1,17 +1,22 @@
-"""Lag metrics of samza-kafka sources from Spark's streaming progress, and a listener that logs them.
+"""Lag of samza-kafka and samza-kinesis sources from Spark's streaming progress, and a listener that logs them.
 
 Spark's own Kafka source reports ``minOffsetsBehindLatest``, ``avgOffsetsBehindLatest`` and
 ``maxOffsetsBehindLatest`` in each source's ``metrics``; a Python data source cannot add metrics there, but its
 progress carries what is needed to compute them:
 
-- ``latestOffset``: what the samza-kafka reader's ``reportLatestOffset`` returned when the batch was planned,
-  ``{"kafka.orders.0": <high watermark>, ...}`` (the SSP key ``system.stream.partition``);
-- ``endOffset``: the batch's end offset, whose ``positions`` hold, per task and SSP, the next offset to read.
+- ``latestOffset``: what the reader's ``reportLatestOffset`` returned when the batch was planned. samza-kafka:
+  ``{"kafka.orders.0": <high watermark>, ...}`` (the SSP key ``system.stream.partition``); samza-kinesis:
+  ``{"millisBehindLatest": {<shard id>: ms, ...}, "minMsBehindLatest": ..., ...}`` (``kinesis.progress``);
+- ``endOffset``: the batch's end offset, whose job model maps partitions / shards to tasks and SSPs.
 
-Per SSP: ``offsets behind latest = latest - end position`` (never below 0), where a broadcast SSP, held by every
-task with its own position, counts with its lowest position (its most-behind task). The min / avg / max are
-taken over the SSPs, as Spark does over topic partitions (avg is a float). The figures describe the moment the
-batch was planned: records that arrived while it ran are not in them, exactly as for Spark's Kafka source.
+samza-kafka, per SSP: ``offsets behind latest = latest - end position`` (never below 0), where a broadcast SSP,
+held by every task with its own position, counts with its lowest position (its most-behind task); per task: the
+sum over its SSPs at its own positions. The figures describe the moment the batch was planned: records that
+arrived while it ran are not in them, exactly as for Spark's Kafka source.
+
+samza-kinesis, per shard: Kinesis' ``MillisBehindLatest`` where the shard's read of the previous batch ended (the
+start of this one); per SSP slot and per task: the largest over their shards (time behind does not add up). The
+min / avg / max are taken over the partitions (Kafka) or shards (Kinesis), as Spark does (avg is a float).
 
 Usage::
 
@@ -25,6 +30,7 @@ Usage::
 
 PySpark runs listeners in the driver's Python process (Py4J calls ``onQueryProgress`` on a callback thread);
 the listener only parses JSON there and keeps a bounded history, so it cannot slow the query down.
+``ops.prometheus`` publishes the listener's latest figures for Prometheus.
 """
 
 from __future__ import annotations
@@ -34,12 +40,13 @@ import logging
 import threading
 from collections import deque
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from pyspark.sql.streaming.listener import StreamingQueryListener
 
 __all__ = [
+    "KINESIS_METRIC_NAMES",
     "METRIC_NAMES",
     "SamzaLagListener",
     "SourceLag",
@@ -51,60 +58,100 @@ log = logging.getLogger(__name__)
 
 #: Spark's Kafka source metric names, in the order it reports them
 METRIC_NAMES = ("avgOffsetsBehindLatest", "maxOffsetsBehindLatest", "minOffsetsBehindLatest")
+#: the names Databricks' Kinesis source reports its MillisBehindLatest figures under
+KINESIS_METRIC_NAMES = ("avgMsBehindLatest", "maxMsBehindLatest", "minMsBehindLatest")
+
+KAFKA = "kafka"
+KINESIS = "kinesis"
+_UNITS = {KAFKA: "offsets", KINESIS: "millis"}
 
 
 @dataclass(frozen=True)
 class SourceLag:
-    """Offsets behind latest for one samza-kafka source of one progress event."""
+    """How far behind latest one samza-kafka or samza-kinesis source of one progress event is.
+
+    ``behind`` is per partition: the SSP key (Kafka, offsets) or the shard id (Kinesis, milliseconds);
+    ``by_ssp`` and ``by_task`` aggregate it per SSP (Kafka: ``behind`` itself; Kinesis: the SSP slot) and per
+    Samza task. ``unit`` says which: ``offsets`` or ``millis``.
+    """
 
     query_id: str | None
     query_name: str | None
     batch_id: int | None
     source_index: int
-    behind: Mapping[str, int]  # SSP key -> offsets behind latest
+    behind: Mapping[str, int]
+    system: str = KAFKA
+    by_ssp: Mapping[str, int] = field(default_factory=dict)
+    by_task: Mapping[str, int] = field(default_factory=dict)
+    measured_in_batch: int | None = None  # Kinesis: the batch whose reads measured the figures
 
     @property
-    def min_offsets_behind_latest(self) -> int | None:
+    def unit(self) -> str:
+        return _UNITS[self.system]
+
+    @property
+    def min_behind_latest(self) -> int | None:
         return min(self.behind.values()) if self.behind else None
 
     @property
-    def max_offsets_behind_latest(self) -> int | None:
+    def max_behind_latest(self) -> int | None:
         return max(self.behind.values()) if self.behind else None
 
     @property
-    def avg_offsets_behind_latest(self) -> float | None:
+    def avg_behind_latest(self) -> float | None:
         return sum(self.behind.values()) / len(self.behind) if self.behind else None
+
+    # Spark's Kafka names (samza-kafka only: None for a samza-kinesis source, whose figures are milliseconds)
+    @property
+    def min_offsets_behind_latest(self) -> int | None:
+        return self.min_behind_latest if self.system == KAFKA else None
+
+    @property
+    def max_offsets_behind_latest(self) -> int | None:
+        return self.max_behind_latest if self.system == KAFKA else None
+
+    @property
+    def avg_offsets_behind_latest(self) -> float | None:
+        return self.avg_behind_latest if self.system == KAFKA else None
 
     @property
     def total_offsets_behind_latest(self) -> int:
-        return sum(self.behind.values())
+        return sum(self.behind.values()) if self.system == KAFKA else 0
+
+    @property
+    def metric_names(self) -> tuple[str, str, str]:
+        """(avg, max, min) under the system's names: Spark's Kafka ones, or Databricks' Kinesis ones."""
+        return METRIC_NAMES if self.system == KAFKA else KINESIS_METRIC_NAMES
 
     def metrics(self) -> dict[str, str]:
-        """The three figures under Spark's Kafka metric names, as strings (as ``SourceProgress.metrics``)."""
+        """The three figures under the system's metric names, as strings (as ``SourceProgress.metrics``)."""
         if not self.behind:
             return {}
-        return {
-            "avgOffsetsBehindLatest": str(self.avg_offsets_behind_latest),
-            "maxOffsetsBehindLatest": str(self.max_offsets_behind_latest),
-            "minOffsetsBehindLatest": str(self.min_offsets_behind_latest),
-        }
+        avg, high, low = self.metric_names
+        return {avg: str(self.avg_behind_latest), high: str(self.max_behind_latest),
+                low: str(self.min_behind_latest)}
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        avg, high, low = self.metric_names
+        out = {
             "batchId": self.batch_id,
             "behind": dict(self.behind),
+            "bySsp": dict(self.by_ssp),
+            "byTask": dict(self.by_task),
             "queryId": self.query_id,
             "queryName": self.query_name,
             "sourceIndex": self.source_index,
-            "totalOffsetsBehindLatest": self.total_offsets_behind_latest,
-            **{name: getattr(self, _attr(name)) for name in METRIC_NAMES},
+            "system": self.system,
+            "unit": self.unit,
+            avg: self.avg_behind_latest,
+            high: self.max_behind_latest,
+            low: self.min_behind_latest,
         }
-
-
-def _attr(metric: str) -> str:
-    return {"avgOffsetsBehindLatest": "avg_offsets_behind_latest",
-            "maxOffsetsBehindLatest": "max_offsets_behind_latest",
-            "minOffsetsBehindLatest": "min_offsets_behind_latest"}[metric]
+        if self.system == KAFKA:
+            out["totalOffsetsBehindLatest"] = self.total_offsets_behind_latest
+        else:
+            out["measuredInBatch"] = self.measured_in_batch
+        return dict(sorted(out.items()))
 
 
 def _as_json(value: Any) -> Any:
@@ -126,20 +173,33 @@ def _get(obj: Any, name: str) -> Any:
     return getattr(obj, name, None)
 
 
+def _count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
 def source_lag(source: Any, *, query_id: str | None = None, query_name: str | None = None,
                batch_id: int | None = None, source_index: int = 0) -> SourceLag | None:
-    """Offsets behind latest of one source progress (a ``SourceProgress`` or its JSON dict).
+    """How far behind latest one source progress (a ``SourceProgress`` or its JSON dict) is.
 
-    None when the source is not a samza-kafka source (its end offset is not a samza-kafka offset) or reported
-    no latest offset (``reportLatestOffset`` returned None, e.g. samza-kinesis).
+    None when the source is neither a samza-kafka nor a samza-kinesis source (its end offset is not one of
+    theirs) or reported no lag in ``latestOffset`` (e.g. a samza-kinesis batch planned before any was read).
     """
-    from ..core.errors import OffsetFormatError, SamzaSourceError
-    from ..kafka.offset import LogOffset
+    from ..kinesis.progress import MILLIS_BEHIND_LATEST
 
     latest = _as_json(_get(source, "latestOffset"))
     end = _as_json(_get(source, "endOffset"))
     if not isinstance(latest, dict) or not isinstance(end, dict) or "jobModel" not in end:
         return None
+    where = {"query_id": query_id, "query_name": query_name, "batch_id": batch_id, "source_index": source_index}
+    if isinstance(latest.get(MILLIS_BEHIND_LATEST), dict):
+        return _kinesis_lag(latest, end, where)
+    return _kafka_lag(latest, end, where)
+
+
+def _kafka_lag(latest: dict, end: dict, where: dict) -> SourceLag | None:
+    from ..core.errors import OffsetFormatError, SamzaSourceError
+    from ..kafka.offset import LogOffset
+
     try:
         offset = LogOffset.from_json(end)
     except (OffsetFormatError, SamzaSourceError):
@@ -150,13 +210,43 @@ def source_lag(source: Any, *, query_id: str | None = None, query_name: str | No
         position[key] = min(pos, position.get(key, pos))  # broadcast SSPs: the most-behind task
     behind = {}
     for key, high in sorted(latest.items()):
-        if key in position and isinstance(high, int) and not isinstance(high, bool):
+        if key in position and _count(high):
             behind[key] = max(0, high - position[key])
-    return SourceLag(query_id, query_name, batch_id, source_index, behind)
+    by_task: dict[str, int] = {}
+    for (task, ssp), pos in sorted(offset.positions.items()):
+        high = latest.get(ssp.key)
+        if _count(high):  # a task's own position, also for a broadcast SSP
+            by_task[task.name] = by_task.get(task.name, 0) + max(0, high - pos)
+    return SourceLag(behind=behind, system=KAFKA, by_ssp=dict(behind), by_task=dict(sorted(by_task.items())),
+                     **where)
+
+
+def _kinesis_lag(latest: dict, end: dict, where: dict) -> SourceLag | None:
+    from ..core.errors import OffsetFormatError, SamzaSourceError
+    from ..kinesis.offset import KinesisOffset
+    from ..kinesis.progress import MEASURED_IN_BATCH, MILLIS_BEHIND_LATEST
+
+    try:
+        offset = KinesisOffset.from_json(end)
+    except (OffsetFormatError, SamzaSourceError):
+        return None
+    behind = {shard: ms for shard, ms in sorted(latest[MILLIS_BEHIND_LATEST].items()) if _count(ms) and ms >= 0}
+    by_ssp: dict[str, int] = {}
+    by_task: dict[str, int] = {}
+    for shard, ms in behind.items():
+        task, ssp = offset.task_of(shard), offset.slot_ssp(shard)
+        if ssp is not None:
+            by_ssp[ssp.key] = max(ms, by_ssp.get(ssp.key, ms))
+        if task is not None:
+            by_task[task.name] = max(ms, by_task.get(task.name, ms))
+    measured = latest.get(MEASURED_IN_BATCH)
+    return SourceLag(behind=behind, system=KINESIS, by_ssp=dict(sorted(by_ssp.items())),
+                     by_task=dict(sorted(by_task.items())), measured_in_batch=measured if _count(measured) else None,
+                     **where)
 
 
 def lag_from_progress(progress: Any) -> list[SourceLag]:
-    """Offsets behind latest of every samza-kafka source in a ``StreamingQueryProgress``.
+    """How far behind latest every samza-kafka and samza-kinesis source in a ``StreamingQueryProgress`` is.
 
     Accepts the progress object (``query.lastProgress``, ``event.progress``), its JSON dict
     (``json.loads(progress.json)``) or the JSON text. Sources of other kinds are skipped.
@@ -178,14 +268,19 @@ def lag_from_progress(progress: Any) -> list[SourceLag]:
 
 
 class SamzaLagListener(StreamingQueryListener):
-    """Logs the offsets behind latest of every samza-kafka source at each progress event, and keeps them.
+    """Logs how far behind latest every samza-kafka and samza-kinesis source is at each progress event, and keeps
+    the figures.
 
-    ``last`` is the latest :class:`SourceLag` (any query), ``last_by_query`` the latest per query id, and
-    ``history`` the last ``history_size`` figures, oldest first. ``query_name`` restricts the listener to one
-    query. Log lines go to the ``spark_samza_source.ops.metrics`` logger at ``level``::
+    ``last`` is the latest :class:`SourceLag` (any query), ``last_by_query`` the latest per query id,
+    ``latest_by_source`` the latest per (query id, source index) of the queries still running (what
+    ``ops.prometheus`` publishes), and ``history`` the last ``history_size`` figures, oldest first. ``query_name``
+    restricts the listener to one query. Log lines go to the ``spark_samza_source.ops.metrics`` logger at
+    ``level``::
 
         samza-kafka lag: query orders_etl batch 12 source 0: min 0 avg 12.5 max 40 offsets behind latest
         (kafka.orders.0=40, kafka.orders.1=10, ...)
+        samza-kinesis lag: query clicks_etl batch 7 source 0: min 0 avg 1500 max 3000 ms behind latest
+        (shardId-000000000000=3000, shardId-000000000001=0)
     """
 
     def __init__(self, *, query_name: str | None = None, level: int = logging.INFO, history_size: int = 1000,
@@ -196,9 +291,10 @@ class SamzaLagListener(StreamingQueryListener):
         self._lock = threading.Lock()
         self._history: deque[SourceLag] = deque(maxlen=history_size)
         self._by_query: dict[str, SourceLag] = {}
+        self._by_source: dict[tuple[str, int], SourceLag] = {}
         self.errors = 0
 
-    # ---- what tests and notebooks read ---------------------------------------------------------------------
+    # ---- what tests, notebooks and exporters read ----------------------------------------------------------
     @property
     def last(self) -> SourceLag | None:
         with self._lock:
@@ -208,6 +304,12 @@ class SamzaLagListener(StreamingQueryListener):
     def last_by_query(self) -> dict[str, SourceLag]:
         with self._lock:
             return dict(self._by_query)
+
+    @property
+    def latest_by_source(self) -> dict[tuple[str, int], SourceLag]:
+        """(query id, source index) -> the latest figures of that source, for queries not terminated."""
+        with self._lock:
+            return dict(self._by_source)
 
     @property
     def history(self) -> list[SourceLag]:
@@ -231,13 +333,14 @@ class SamzaLagListener(StreamingQueryListener):
             figures = lag_from_progress(progress)
         except Exception as err:  # noqa: BLE001 - a listener must never break the listener bus
             self.errors += 1
-            log.warning("samza-kafka lag: could not read a progress event: %s", err)
+            log.warning("samza lag: could not read a progress event: %s", err)
             return
         for lag in figures:
             with self._lock:
                 self._history.append(lag)
                 if lag.query_id is not None:
                     self._by_query[lag.query_id] = lag
+                    self._by_source[(lag.query_id, lag.source_index)] = lag
             if log.isEnabledFor(self.level):
                 log.log(self.level, "%s", self.describe(lag))
 
@@ -245,15 +348,23 @@ class SamzaLagListener(StreamingQueryListener):
         pass
 
     def onQueryTerminated(self, event) -> None:  # noqa: N802
-        pass
+        """A stopped query's sources leave ``latest_by_source`` (an exporter stops publishing them)."""
+        try:
+            query_id = str(event.id)
+        except Exception:  # noqa: BLE001 - never break the listener bus
+            return
+        with self._lock:
+            for key in [k for k in self._by_source if k[0] == query_id]:
+                del self._by_source[key]
 
     def describe(self, lag: SourceLag) -> str:
         items = list(lag.behind.items())
         shown = ", ".join(f"{k}={v}" for k, v in items[: self.max_logged_ssps])
         if len(items) > self.max_logged_ssps:
             shown += f", ... {len(items) - self.max_logged_ssps} more"
-        avg = lag.avg_offsets_behind_latest
-        return (f"samza-kafka lag: query {lag.query_name or lag.query_id} batch {lag.batch_id} source "
-                f"{lag.source_index}: min {lag.min_offsets_behind_latest} "
-                f"avg {'-' if avg is None else f'{avg:g}'} max {lag.max_offsets_behind_latest} "
-                f"offsets behind latest ({shown})")
+        avg = lag.avg_behind_latest
+        unit = "offsets" if lag.system == KAFKA else "ms"
+        return (f"samza-{lag.system} lag: query {lag.query_name or lag.query_id} batch {lag.batch_id} source "
+                f"{lag.source_index}: min {lag.min_behind_latest} "
+                f"avg {'-' if avg is None else f'{avg:g}'} max {lag.max_behind_latest} "
+                f"{unit} behind latest ({shown})")
