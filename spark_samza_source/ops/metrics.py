@@ -84,6 +84,7 @@ class SourceLag:
     by_ssp: Mapping[str, int] = field(default_factory=dict)
     by_task: Mapping[str, int] = field(default_factory=dict)
     measured_in_batch: int | None = None  # Kinesis: the batch whose reads measured the figures
+    shard_places: Mapping[str, tuple[str, str]] = field(default_factory=dict)  # Kinesis: shard -> (SSP key, task)
 
     @property
     def unit(self) -> str:
@@ -233,16 +234,18 @@ def _kinesis_lag(latest: dict, end: dict, where: dict) -> SourceLag | None:
     behind = {shard: ms for shard, ms in sorted(latest[MILLIS_BEHIND_LATEST].items()) if _count(ms) and ms >= 0}
     by_ssp: dict[str, int] = {}
     by_task: dict[str, int] = {}
+    places: dict[str, tuple[str, str]] = {}
     for shard, ms in behind.items():
         task, ssp = offset.task_of(shard), offset.slot_ssp(shard)
         if ssp is not None:
             by_ssp[ssp.key] = max(ms, by_ssp.get(ssp.key, ms))
         if task is not None:
             by_task[task.name] = max(ms, by_task.get(task.name, ms))
+        places[shard] = ("" if ssp is None else ssp.key, "" if task is None else task.name)
     measured = latest.get(MEASURED_IN_BATCH)
     return SourceLag(behind=behind, system=KINESIS, by_ssp=dict(sorted(by_ssp.items())),
                      by_task=dict(sorted(by_task.items())), measured_in_batch=measured if _count(measured) else None,
-                     **where)
+                     shard_places=places, **where)
 
 
 def lag_from_progress(progress: Any) -> list[SourceLag]:
