@@ -25,6 +25,7 @@ READER = "samza_config/offset_log.py"
 OTHER_MEANINGS = {
     "ops/cli/commands.py": "'offsets', the unit of Kafka lag in the lag table",
     "kinesis/source.py": "an error message naming the offset file to restore or delete",
+    "ops/metrics.py": "'offsets', the unit of samza-kafka lag figures and log lines",
 }
 
 
