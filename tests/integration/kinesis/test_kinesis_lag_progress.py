@@ -8,6 +8,9 @@ last sequence number the previous batch delivered for the shard (taken from the 
 the same ``MillisBehindLatest`` as the reader's last call there; a shard the previous batch delivered nothing from
 was caught up (0). Then the exporter is scraped over HTTP and must publish the listener's per-shard, per-SSP and
 per-task figures.
+
+moto only: kinesalite (3.3.3) answers ``MillisBehindLatest: 0`` to every call except an empty one at a closed
+shard's end, so a read behind the tip cannot be produced there.
 """
 
 from __future__ import annotations
