@@ -72,6 +72,7 @@ AWS_FAIL_ON_DATA_LOSS_OPTION = "kinesis.failOnDataLoss"
 AWS_STS_ROLE_ARN_OPTION = "kinesis.stsRoleArn"
 AWS_STS_SESSION_NAME_OPTION = "kinesis.stsSessionName"
 AWS_STS_ENDPOINT_URL_OPTION = "kinesis.stsEndpointUrl"
+AWS_DESCRIBE_SHARD_INTERVAL_OPTION = "kinesis.describeShardInterval"
 AWS_ACCESS_KEY_ID_OPTION = "kinesis.awsAccessKeyId"
 AWS_SECRET_KEY_OPTION = "kinesis.awsSecretKey"
 AWS_SESSION_TOKEN_OPTION = "kinesis.sessionToken"
@@ -112,7 +113,6 @@ AWS_SUBSCRIBE_TO_SHARD_TIMEOUT_OPTION = "kinesis.subscribeToShard.timeoutSec"
 AWS_SUBSCRIBE_TO_SHARD_RETRIES_OPTION = "kinesis.subscribeToShard.maxRetries"
 AWS_RECORDS_PER_FETCH_OPTION = "kinesis.getRecords.numberOfRecordsPerFetch"
 AWS_FETCH_INTERVAL_OPTION = "kinesis.getRecords.fetchIntervalMs"
-AWS_DESCRIBE_SHARD_INTERVAL_OPTION = "kinesis.describeShardInterval"
 AWS_RETRY_OPTIONS = tuple(f"kinesis.{kind}{what}" for kind in ("metadata", "client")
                           for what in ("NumRetries", "RetryIntervalsMs", "MaxRetryIntervalMs"))
 AWS_INTERNAL_OPTIONS = tuple(f"kinesis.internal.{what}" for what in (
