@@ -26,6 +26,8 @@ from ..source.options import (
     EXPANSION_ALGORITHM_OPTION,
     GROUPER_OPTION,
     JOB_NAME_OPTION,
+    MAX_RECORDS_PER_PARTITION_OPTION,
+    MIN_PARTITIONS_OPTION,
     RETRY_TIMEOUT_OPTION,
 )
 
@@ -94,8 +96,6 @@ BATCH_ONLY_OPTIONS = (ENDING_OFFSETS_OPTION, ENDING_TIMESTAMP_OPTION, ENDING_OFF
 #: against librdkafka's own (``client_conf.librdkafka_problem``)
 KAFKA_CLIENT_OPTIONS_PREFIX = "kafka."
 # Spark's Kafka source has these; samza-kafka deliberately does not (refused with the reason and what to do instead)
-MIN_PARTITIONS_OPTION = "minPartitions"
-MAX_RECORDS_PER_PARTITION_OPTION = "maxRecordsPerPartition"
 FETCH_OFFSET_NUM_RETRIES_OPTION = "fetchOffset.numRetries"
 FETCH_OFFSET_RETRY_INTERVAL_OPTION = "fetchOffset.retryIntervalMs"
 _ONE_TASK_PER_PARTITION = (

@@ -18,7 +18,14 @@ from ..source import options as shared_options
 from ..source.job_options import JobOptions
 from ..source.option_names import OptionNames, check_option_names, option_constants, option_prefixes
 from ..source.option_parser import Options, json_object
-from ..source.options import FAIL_ON_DATA_LOSS_OPTION, JOB_NAME_OPTION, METADATA_STORE_OPTION, RETRY_TIMEOUT_OPTION
+from ..source.options import (
+    FAIL_ON_DATA_LOSS_OPTION,
+    JOB_NAME_OPTION,
+    MAX_RECORDS_PER_PARTITION_OPTION,
+    METADATA_STORE_OPTION,
+    MIN_PARTITIONS_OPTION,
+    RETRY_TIMEOUT_OPTION,
+)
 from .positions import PositionFormatError, ShardPosition
 
 if TYPE_CHECKING:
@@ -99,8 +106,6 @@ AWS_CONNECTOR_ALIASES = {
 }
 
 # Options Spark's or AWS's sources have that samza-kinesis deliberately does not: refused with the reason.
-MIN_PARTITIONS_OPTION = "minPartitions"
-MAX_RECORDS_PER_PARTITION_OPTION = "maxRecordsPerPartition"
 AWS_CONSUMER_NAME_OPTION = "kinesis.consumerName"
 AWS_METADATA_COMMITTER_TYPE_OPTION = "kinesis.metadataCommitterType"
 AWS_METADATA_PATH_OPTION = "kinesis.metadataPath"
