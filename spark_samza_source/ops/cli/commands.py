@@ -272,7 +272,7 @@ def _startpoint_set_every(args: argparse.Namespace) -> Outcome:
             "type": startpoint.type_name, "startpoint": startpoint.to_json()}
     lines = "\n".join(f"  {key!r}: {_describe_selected(sel)}"
                       + (f" (shards {', '.join(sel.shards_in_slot)})" if sel.shards_in_slot else "")
-                      for key, sel in zip(keys, selected))
+                      for key, sel in zip(keys, selected, strict=True))
     text = (f"stored startpoint {describe_startpoint(startpoint)} for {what} ({len(keys)}), {_where(args)}:\n"
             f"{lines}\n"
             f"  a running query applies them at the next micro-batch planned after {STARTPOINT_POLL_INTERVAL_OPTION} "

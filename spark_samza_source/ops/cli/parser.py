@@ -189,8 +189,8 @@ def build_parser() -> argparse.ArgumentParser:
                                        "micro-batch; they are deleted once a batch that applied them commits.")
     sp_cmds = sp.add_subparsers(dest="command", metavar="ACTION", required=True, parser_class=_Parser)
 
-    s_set = sp_cmds.add_parser("set", help="write a startpoint for one partition, shard or slot; --topic T alone: every "
-                                           "partition of T in the job model, --stream S alone: every slot of S",
+    s_set = sp_cmds.add_parser("set", help="write a startpoint for one partition, shard or slot; --topic T alone: "
+                                           "every partition of T in the job model, --stream S alone: every slot of S",
                                epilog=_EPILOG,
                                formatter_class=argparse.RawDescriptionHelpFormatter)
     _common(s_set)
