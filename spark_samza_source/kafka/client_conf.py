@@ -43,6 +43,21 @@ def librdkafka_problem(client_conf: Mapping[str, str]) -> tuple[str, str] | None
     configuration, in order, followed by a property that does not exist, so the client is never created (nothing
     connects) and the first refused property is the one the error names. A property's value is checked too where
     librdkafka checks it when it is set (numbers, enumerations)."""
+    reason = _refusal(client_conf)
+    if reason is None:
+        return None
+    for name in client_conf:
+        if f'"{name}"' in reason:
+            return name, reason
+    for name, value in client_conf.items():  # the reason does not name it (Java JAAS, trust stores): one by one
+        alone = _refusal({name: value})
+        if alone is not None:
+            return name, alone
+    return next(iter(client_conf), ""), reason
+
+
+def _refusal(client_conf: Mapping[str, str]) -> str | None:
+    """librdkafka's (or confluent-kafka's) reason for refusing ``client_conf``, or None if it takes it all."""
     from confluent_kafka import Consumer, KafkaException
 
     conf: dict[str, str] = {"group.id": "samza-source-option-check"}
@@ -52,17 +67,9 @@ def librdkafka_problem(client_conf: Mapping[str, str]) -> tuple[str, str] | None
         Consumer(conf)
     except KafkaException as err:
         text = err.args[0].str() if err.args and hasattr(err.args[0], "str") else str(err)
-        for name in client_conf:
-            if f'"{name}"' in text or f" {name} " in f" {text} ":
-                return name, text
-        if _SENTINEL in text:
-            return None
-        return next(iter(client_conf), ""), text
+        return None if f'"{_SENTINEL}"' in text else text
     except (TypeError, ValueError, AttributeError) as err:  # a Python-level setting given a string
-        for name in client_conf:
-            if name in str(err):
-                return name, str(err)
-        return next(iter(client_conf), ""), str(err)
+        return str(err)
     return None  # not reached: the sentinel always fails
 
 

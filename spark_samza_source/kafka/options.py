@@ -148,9 +148,12 @@ def check_client_conf(client_conf: dict[str, str]) -> None:
                 "see librdkafka's CONFIGURATION.md for the property names (Java-client names differ in places)")
         raise ConfigError(f"option '{prefix}{key}' is not a librdkafka configuration property ('{prefix}*' options "
                           f"are passed to librdkafka without the prefix): {hint}")
-    detail = "" if is_secret_option(key) else f" ({reason})"
-    raise ConfigError(f"option '{prefix}{key}' is refused by librdkafka{detail}: check the value against librdkafka's "
-                      "CONFIGURATION.md" + ("" if detail else "; the value is not shown because it may be secret"))
+    value = client_conf.get(key, "")
+    hide = is_secret_option(key) and value.strip() != "" and value in reason  # librdkafka may quote the value
+    detail = "" if hide else f" ({reason})"
+    raise ConfigError(f"option '{prefix}{key}' is refused by librdkafka{detail}: fix it as librdkafka's "
+                      "CONFIGURATION.md describes (Java-client settings have librdkafka equivalents)"
+                      + ("" if detail else "; the value is not shown because it may be secret"))
 
 
 @dataclass(frozen=True, repr=False)

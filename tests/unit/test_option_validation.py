@@ -91,6 +91,14 @@ def test_a_librdkafka_property_with_a_bad_value_is_refused_at_parsing():
     assert "option 'kafka.session.timeout.ms' is refused by librdkafka" in message
 
 
+def test_a_refusal_that_does_not_name_the_property_is_still_pinned_on_it():
+    # librdkafka's message for a Java trust store names no property: the check finds which one it was
+    message = error_of(kafka, **{"kafka.client.id": "c", "kafka.ssl.truststore.location": "/etc/kafka/trust.jks",
+                                 "kafka.ssl.truststore.password": "changeit-secret"})
+    assert "option 'kafka.ssl.truststore.location'" in message and "ssl.ca.location" in message
+    assert "changeit-secret" not in message
+
+
 def test_librdkafka_properties_pass_and_reach_the_client_config():
     parsed = kafka(**{"kafka.security.protocol": "SASL_SSL", "kafka.sasl.mechanism": "PLAIN",
                       "kafka.sasl.username": "u", "kafka.sasl.password": "p", "kafka.fetch.max.bytes": "1048576",
