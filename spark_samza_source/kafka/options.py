@@ -203,6 +203,7 @@ class KafkaSourceOptions(JobOptions):
         check_option_names(opts.keys(), option_names())
         client_conf = opts.prefixed(KAFKA_CLIENT_OPTIONS_PREFIX)
         if not client_conf.get("bootstrap.servers", "").strip():
+            check_client_conf({k: v for k, v in client_conf.items() if v.strip()})  # kafka.bootstrap.server?
             raise ConfigError(
                 "option 'kafka.bootstrap.servers' is required: a comma-separated list of host:port, "
                 "e.g. .option('kafka.bootstrap.servers', 'broker1:9092,broker2:9092')"

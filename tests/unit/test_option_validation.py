@@ -77,6 +77,12 @@ def test_kafka_bootstrap_server_is_caught_by_librdkafka_and_the_right_name_sugge
     assert "did you mean 'kafka.bootstrap.servers'?" in message
 
 
+def test_kafka_bootstrap_server_alone_is_caught_before_the_missing_bootstrap_servers():
+    options = {k: v for k, v in KAFKA.items() if k != "kafka.bootstrap.servers"}
+    message = error_of(KafkaSourceOptions.parse, spark_options({**options, "kafka.bootstrap.server": "h:9092"}))
+    assert "did you mean 'kafka.bootstrap.servers'?" in message
+
+
 @pytest.mark.parametrize(("typo", "meant"), [
     ("kafka.sesion.timeout.ms", "kafka.session.timeout.ms"),
     ("kafka.fetch.max.byte", "kafka.fetch.max.bytes"),

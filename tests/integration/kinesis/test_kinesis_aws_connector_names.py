@@ -59,3 +59,16 @@ def test_kinesis_names_read_the_same_rows_as_ours(spark, kinesis_endpoint, moto_
     assert sorted(row[:3] for batch in ours for row in batch) == sorted((a.shard_id, a.sequence, 0) for a in acks)
     assert len(ours) == PER_SHARD // LIMIT + 1  # the limit held: 100 + 100 + 50 records of each shard
     assert aws == ours
+
+
+def test_a_misspelt_option_fails_load_naming_the_option_meant(ks):
+    with pytest.raises(Exception) as err:
+        ks.stream("any-stream", maxRecordPerShard="10")
+    assert "unknown option 'maxrecordpershard' for samza-kinesis" in str(err.value)
+    assert "did you mean 'maxRecordsPerShard'" in str(err.value)
+
+
+def test_enhanced_fan_out_fails_load(ks):
+    with pytest.raises(Exception) as err:
+        ks.stream("any-stream", **{"kinesis.consumerType": "SubscribeToShard"})
+    assert "option 'kinesis.consumerType' 'SubscribeToShard' is not supported" in str(err.value)
