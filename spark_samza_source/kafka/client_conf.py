@@ -21,3 +21,89 @@ def isolation_level_of(client_conf: Mapping[str, str]) -> str:
             f"option 'kafka.isolation.level' must be read_uncommitted or read_committed, got {level!r}"
         )
     return level
+
+
+# ---- librdkafka's own names: the ``kafka.*`` options are checked against them at option parsing ---------------
+
+#: confluent-kafka's Python-level settings: they take Python callables or dicts, which a Spark option (a string)
+#: cannot carry
+PYTHON_CALLBACK_SETTINGS = ("error_cb", "throttle_cb", "stats_cb", "oauth_cb", "logger", "on_commit", "on_delivery",
+                            "default.topic.config")
+#: never probed for suggestions: setting it loads shared libraries
+_NOT_PROBED = ("plugin.library.paths",)
+_SENTINEL = "samza.source.check.sentinel"
+_NO_SUCH = "No such configuration property"
+_LETTERS = "abcdefghijklmnopqrstuvwxyz."
+
+
+def librdkafka_problem(client_conf: Mapping[str, str]) -> tuple[str, str] | None:
+    """The first property of ``client_conf`` librdkafka refuses, as (property, librdkafka's reason), or None.
+
+    librdkafka itself is asked, so the check follows the installed version: each property is set on a consumer
+    configuration, in order, followed by a property that does not exist, so the client is never created (nothing
+    connects) and the first refused property is the one the error names. A property's value is checked too where
+    librdkafka checks it when it is set (numbers, enumerations)."""
+    reason = _refusal(client_conf)
+    if reason is None:
+        return None
+    for name in client_conf:
+        if f'"{name}"' in reason:
+            return name, reason
+    for name, value in client_conf.items():  # the reason does not name it (Java JAAS, trust stores): one by one
+        alone = _refusal({name: value})
+        if alone is not None:
+            return name, alone
+    return next(iter(client_conf), ""), reason
+
+
+def _refusal(client_conf: Mapping[str, str]) -> str | None:
+    """librdkafka's (or confluent-kafka's) reason for refusing ``client_conf``, or None if it takes it all."""
+    from confluent_kafka import Consumer, KafkaException
+
+    conf: dict[str, str] = {"group.id": "samza-source-option-check"}
+    conf.update(client_conf)
+    conf[_SENTINEL] = "1"
+    try:
+        Consumer(conf)
+    except KafkaException as err:
+        text = err.args[0].str() if err.args and hasattr(err.args[0], "str") else str(err)
+        return None if f'"{_SENTINEL}"' in text else text
+    except (TypeError, ValueError, AttributeError) as err:  # a Python-level setting given a string
+        return str(err)
+    return None  # not reached: the sentinel always fails
+
+
+def librdkafka_knows(name: str) -> bool:
+    """Whether librdkafka has a property ``name`` (any answer but "No such configuration property" means yes)."""
+    if name in _NOT_PROBED or name in PYTHON_CALLBACK_SETTINGS:
+        return False
+    from confluent_kafka import Consumer, KafkaException
+
+    try:
+        Consumer({"group.id": "samza-source-option-check", name: "", _SENTINEL: "1"})
+    except KafkaException as err:
+        text = err.args[0].str() if err.args and hasattr(err.args[0], "str") else str(err)
+        return not (_NO_SUCH in text and f'"{name}"' in text)
+    except Exception:  # noqa: BLE001 - any other refusal is about the value, so the name exists
+        return True
+    return True
+
+
+def librdkafka_near_names(name: str) -> list[str]:
+    """librdkafka properties one edit away from ``name`` (a letter or dot missing, extra, wrong or two swapped):
+    the suggestions for a misspelt ``kafka.*`` option, found by asking librdkafka, closest first."""
+    variants: list[str] = []
+    for i in range(len(name) + 1):
+        for letter in _LETTERS:
+            variants.append(name[:i] + letter + name[i:])
+            if i < len(name):
+                variants.append(name[:i] + letter + name[i + 1:])
+        if i < len(name):
+            variants.append(name[:i] + name[i + 1:])
+        if i < len(name) - 1:
+            variants.append(name[:i] + name[i + 1] + name[i] + name[i + 2:])
+    seen: dict[str, None] = {}
+    for candidate in variants:
+        if candidate != name and candidate not in seen and candidate.strip(".") == candidate:
+            seen[candidate] = None
+    return [candidate for candidate in seen if librdkafka_knows(candidate)][:3]

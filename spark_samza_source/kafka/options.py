@@ -16,7 +16,9 @@ from ..core.broadcast import parse_broadcast_inputs
 from ..core.copartition import CoPartitionGroup, parse_copartition
 from ..core.errors import ConfigError
 from ..core.model import SystemStreamPartition
+from ..source import options as shared_options
 from ..source.job_options import JobOptions
+from ..source.option_names import OptionNames, check_option_names, option_constants, option_prefixes
 from ..source.option_parser import Options, is_secret_option, json_object, shown
 from ..source.options import (
     BROADCAST_OPTION,
@@ -24,6 +26,9 @@ from ..source.options import (
     EXPANSION_ALGORITHM_OPTION,
     GROUPER_OPTION,
     JOB_NAME_OPTION,
+    MAX_RECORDS_PER_PARTITION_OPTION,
+    MIN_PARTITIONS_OPTION,
+    RETRY_TIMEOUT_OPTION,
 )
 
 if TYPE_CHECKING:
@@ -86,6 +91,70 @@ ENDING_TIMESTAMP_OPTION = "endingTimestamp"
 ENDING_OFFSETS_BY_TIMESTAMP_OPTION = "endingOffsetsByTimestamp"
 BATCH_ONLY_OPTIONS = (ENDING_OFFSETS_OPTION, ENDING_TIMESTAMP_OPTION, ENDING_OFFSETS_BY_TIMESTAMP_OPTION)
 
+# ---- option validation (source/option_names.py): what is known, passed through, refused ----------------------
+#: the librdkafka pass-through: ``kafka.<property>`` goes to the client as ``<property>``; the names are checked
+#: against librdkafka's own (``client_conf.librdkafka_problem``)
+KAFKA_CLIENT_OPTIONS_PREFIX = "kafka."
+# Spark's Kafka source has these; samza-kafka deliberately does not (refused with the reason and what to do instead)
+FETCH_OFFSET_NUM_RETRIES_OPTION = "fetchOffset.numRetries"
+FETCH_OFFSET_RETRY_INTERVAL_OPTION = "fetchOffset.retryIntervalMs"
+_ONE_TASK_PER_PARTITION = (
+    "a Spark input partition is one Samza task, which reads its partitions in order, so a range is never split "
+    "across Spark tasks (that would break per-key order and task identity). For more parallelism add partitions "
+    "to the topic, or repartition() the DataFrame after load(); remove the option")
+_FETCH_RETRIES = (
+    f"calls to the cluster are retried with backoff for a time rather than a count; set '{RETRY_TIMEOUT_OPTION}' "
+    "(default 60s) instead")
+REFUSED_OPTIONS = {
+    MIN_PARTITIONS_OPTION: _ONE_TASK_PER_PARTITION,
+    MAX_RECORDS_PER_PARTITION_OPTION: _ONE_TASK_PER_PARTITION,
+    FETCH_OFFSET_NUM_RETRIES_OPTION: _FETCH_RETRIES,
+    FETCH_OFFSET_RETRY_INTERVAL_OPTION: _FETCH_RETRIES,
+}
+
+
+def option_names() -> OptionNames:
+    """The names samza-kafka knows: every ``*_OPTION`` of this module and ``source/options.py`` (collected when
+    asked, so a name added there is known), the ``kafka.`` and ``testing.`` namespaces, and the refused names."""
+    import sys
+
+    module = sys.modules[__name__]
+    return OptionNames(source="samza-kafka", known=option_constants(shared_options, module),
+                       prefixes=option_prefixes(shared_options, module), refused=REFUSED_OPTIONS)
+
+
+def check_client_conf(client_conf: dict[str, str]) -> None:
+    """Each ``kafka.*`` option must be a librdkafka property (``kafka.bootstrap.server`` is caught, with the
+    suggestion 'kafka.bootstrap.servers'); librdkafka itself is asked (``client_conf.py``). Values of secret
+    properties never appear in the error."""
+    from .client_conf import PYTHON_CALLBACK_SETTINGS, librdkafka_near_names, librdkafka_problem
+
+    prefix = KAFKA_CLIENT_OPTIONS_PREFIX
+    known_here = {name.lower()[len(prefix):]: name for name in option_names().known
+                  if name.lower().startswith(prefix)}
+    for key in client_conf:
+        if key in PYTHON_CALLBACK_SETTINGS:
+            raise ConfigError(f"option '{prefix}{key}' is not supported: it is a confluent-kafka setting that takes a "
+                              "Python object, which a Spark option (a string) cannot carry; remove it")
+    problem = librdkafka_problem({k: v for k, v in client_conf.items() if k not in known_here})
+    if problem is None:
+        return
+    key, reason = problem
+    if "No such configuration property" in reason:
+        import difflib
+
+        close = librdkafka_near_names(key) or difflib.get_close_matches(key, list(known_here), n=3)
+        hint = (f"did you mean {' or '.join(repr(prefix + c) for c in close)}?" if close else
+                "see librdkafka's CONFIGURATION.md for the property names (Java-client names differ in places)")
+        raise ConfigError(f"option '{prefix}{key}' is not a librdkafka configuration property ('{prefix}*' options "
+                          f"are passed to librdkafka without the prefix): {hint}")
+    value = client_conf.get(key, "")
+    hide = is_secret_option(key) and value.strip() != "" and value in reason  # librdkafka may quote the value
+    detail = "" if hide else f" ({reason})"
+    raise ConfigError(f"option '{prefix}{key}' is refused by librdkafka{detail}: fix it as librdkafka's "
+                      "CONFIGURATION.md describes (Java-client settings have librdkafka equivalents)"
+                      + ("" if detail else "; the value is not shown because it may be secret"))
+
 
 @dataclass(frozen=True, repr=False)
 class KafkaSourceOptions(JobOptions):
@@ -131,8 +200,10 @@ class KafkaSourceOptions(JobOptions):
     @classmethod
     def parse(cls, raw: Any) -> KafkaSourceOptions:
         opts = Options(raw)
-        client_conf = opts.prefixed("kafka.")
+        check_option_names(opts.keys(), option_names())
+        client_conf = opts.prefixed(KAFKA_CLIENT_OPTIONS_PREFIX)
         if not client_conf.get("bootstrap.servers", "").strip():
+            check_client_conf({k: v for k, v in client_conf.items() if v.strip()})  # kafka.bootstrap.server?
             raise ConfigError(
                 "option 'kafka.bootstrap.servers' is required: a comma-separated list of host:port, "
                 "e.g. .option('kafka.bootstrap.servers', 'broker1:9092,broker2:9092')"
@@ -143,6 +214,7 @@ class KafkaSourceOptions(JobOptions):
         for key, value in client_conf.items():
             if value.strip() == "":
                 raise ConfigError(f"option 'kafka.{key}' is empty; give a value or remove it ({shown(key, value)})")
+        check_client_conf(client_conf)
 
         topics, pattern, assign = _parse_subscription(opts)
         common = JobOptions.parse_common(opts, job_name_example="orders-enricher",

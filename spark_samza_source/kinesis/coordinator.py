@@ -56,6 +56,7 @@ class KinesisCoordinator(JobCoordinator[KinesisOffset]):
         self._admin: KinesisAdmin | None = None
         self._shard_info: dict[str, ShardInfo] = {}
         self._first_plan = True
+        self._listed_at: float | None = None  # when plan_batch last listed the shards (describeShardInterval)
         self._last_probe: dict[str, float] = {}
         self._job_model_key: tuple | None = None
         self._job_model_cache = None
@@ -96,6 +97,18 @@ class KinesisCoordinator(JobCoordinator[KinesisOffset]):
         self._shard_info = {s.shard_id: s for s in shards}
         return shards
 
+    def _shards_for_plan(self) -> list[ShardInfo]:
+        """The shards for the next plan: listed anew unless the last list is younger than describeShardInterval
+        (default 0: every plan lists). A list a little old is what every plan sees anyway (the shards change while
+        a batch runs); a reshard is found at the next list, and parents are still drained before children."""
+        interval_s = self.options.describe_shard_interval_ms / 1000.0
+        now = self._clock()
+        if self._listed_at is not None and self._shard_info and now - self._listed_at < interval_s:
+            return list(self._shard_info.values())
+        shards = self.list_shards()
+        self._listed_at = now
+        return shards
+
     # ---- Spark entry points ----------------------------------------------------------------------------
     def initial_offset(self) -> KinesisOffset:
         self.lease.hold()
@@ -122,7 +135,7 @@ class KinesisCoordinator(JobCoordinator[KinesisOffset]):
             self._identity_checked = True
             return recreated_stream_offset(start, shards, identity)
         self._identity_checked = True
-        shards = self.list_shards()
+        shards = self._shards_for_plan()
         found = self.batch_ends(start).recorded_for(start.batch) if start.batch > 0 else {}
         recorded = {sid: rec.end for sid, rec in found.items()}
         self._note_millis_behind(start.batch, found)

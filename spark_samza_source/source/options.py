@@ -37,8 +37,14 @@ COPARTITION_OPTION = "copartition"
 FAULT_HOOKS_OPTION = "testing.faultHooks"
 TESTING_OPTIONS_PREFIX = "testing."
 
+# Spark's Kafka source has these; neither source does (a Spark input partition is one Samza task): each system's
+# options.py refuses them with its reason and alternative (source/option_names.py)
+MIN_PARTITIONS_OPTION = "minPartitions"
+MAX_RECORDS_PER_PARTITION_OPTION = "maxRecordsPerPartition"
+
 __all__ = [
     "BROADCAST_OPTION", "COPARTITION_OPTION", "EXPANSION_ALGORITHM_OPTION", "FAIL_ON_DATA_LOSS_OPTION",
     "FAULT_HOOKS_OPTION", "GROUPER_OPTION", "JOB_NAME_OPTION", "JOB_OWNERSHIP_TTL_OPTION", "METADATA_STORE_OPTION",
+    "MAX_RECORDS_PER_PARTITION_OPTION", "MIN_PARTITIONS_OPTION",
     "RETRY_TIMEOUT_OPTION", "STARTPOINT_POLL_INTERVAL_OPTION", "STARTPOINT_TTL_OPTION", "TESTING_OPTIONS_PREFIX",
 ]

@@ -229,7 +229,60 @@ def _matching(entries, sel: Selected) -> list[dict[str, Any]]:
     return [e for e in entries if e["_ssp"] == sel.ssp and (sel.task is None or e["_task"] == sel.task)]
 
 
+def _select_every(args: argparse.Namespace, store) -> list[Selected]:
+    """``set --topic T`` alone: every partition of T in the job's current job model (mirrored in the store);
+    ``set --stream S`` alone: every slot of S that holds shards in the job model of the query's latest offset
+    (``--checkpoint``). Empty slots are left out: a startpoint there would wait for whichever shard a later reshard
+    puts in the slot, and apply to it."""
+    if args.topic is not None:
+        model = _current_job_model(store)
+        if model is None:
+            raise CommandError(f"no job model is stored for {_where(args)}, so the partitions of topic "
+                               f"{args.topic!r} are not known: the query has not planned a batch yet (or --store / "
+                               "--job are wrong); give --partition P for each partition")
+        ssps = sorted(ssp for ssp in model.ssps() if ssp.system == KAFKA and ssp.stream == args.topic)
+        if not ssps:
+            topics = sorted({ssp.stream for ssp in model.ssps() if ssp.system == KAFKA})
+            raise CommandError(f"topic {args.topic!r} is not in the current job model of {_where(args)} (its topics: "
+                               f"{', '.join(topics) or 'none'}); give --partition P to store a startpoint anyway")
+        return [Selected(ssp, None) for ssp in ssps]
+    log, parse, accept = _kinesis_offsets(args.checkpoint, args.stream)
+    found = log.latest(parse, accept)
+    offset = found.offset
+    selected = []
+    for slot, shards in sorted(offset.mapper.used_slots().items()):
+        ssp = offset.ssp(slot)
+        selected.append(Selected(ssp, None, {"slot": slot, "sparkBatch": found.batch_id,
+                                             "shardsInSlot": sorted(shards)}, sorted(shards)))
+    if not selected:
+        raise CommandError(f"no slot of stream {args.stream!r} holds a shard in Spark batch {found.batch_id} of "
+                           f"{args.checkpoint}")
+    return selected
+
+
+def _startpoint_set_every(args: argparse.Namespace) -> Outcome:
+    store = _open(args)
+    selected = _select_every(args, store)
+    startpoint = _build_startpoint(args)
+    manager = StartpointManager(store)
+    keys = [manager.write(sel.ssp, startpoint, None) for sel in selected]
+    what = (f"every partition of topic {args.topic!r}" if args.topic is not None
+            else f"every slot of stream {args.stream!r}")
+    data = {**_header(args), "action": "set", "keys": keys, "ssps": [_selected_json(sel) for sel in selected],
+            "type": startpoint.type_name, "startpoint": startpoint.to_json()}
+    lines = "\n".join(f"  {key!r}: {_describe_selected(sel)}"
+                      + (f" (shards {', '.join(sel.shards_in_slot)})" if sel.shards_in_slot else "")
+                      for key, sel in zip(keys, selected, strict=True))
+    text = (f"stored startpoint {describe_startpoint(startpoint)} for {what} ({len(keys)}), {_where(args)}:\n"
+            f"{lines}\n"
+            f"  a running query applies them at the next micro-batch planned after {STARTPOINT_POLL_INTERVAL_OPTION} "
+            "(a stopped one when it restarts); each is deleted once that batch commits")
+    return Outcome(data, text)
+
+
 def startpoint_set(args: argparse.Namespace) -> Outcome:
+    if args.partition is None and args.shard is None and args.slot is None:
+        return _startpoint_set_every(args)
     sel = _select(args)
     startpoint = _build_startpoint(args)
     warnings = []

@@ -189,7 +189,9 @@ def build_parser() -> argparse.ArgumentParser:
                                        "micro-batch; they are deleted once a batch that applied them commits.")
     sp_cmds = sp.add_subparsers(dest="command", metavar="ACTION", required=True, parser_class=_Parser)
 
-    s_set = sp_cmds.add_parser("set", help="write a startpoint for one partition, shard or slot", epilog=_EPILOG,
+    s_set = sp_cmds.add_parser("set", help="write a startpoint for one partition, shard or slot; --topic T alone: "
+                                           "every partition of T in the job model, --stream S alone: every slot of S",
+                               epilog=_EPILOG,
                                formatter_class=argparse.RawDescriptionHelpFormatter)
     _common(s_set)
     _ssp_selector(s_set, task_help="write the SSP+task key (broadcast inputs); default: the SSP only, fanned out "
@@ -283,21 +285,39 @@ def _validate_selector(args: argparse.Namespace) -> None:
     if not kafka and not kinesis:
         raise UsageError("name the partition: --topic T --partition P (Kafka) or --stream S --shard ID|--slot N "
                          "(Kinesis)")
+    whole = args.command == "set"  # set: --topic alone means every partition, --stream alone every slot
     if kafka:
         if args.topic is None:
             raise UsageError("--partition needs --topic")
-        if args.partition is None:
+        if args.partition is None and not whole:
             raise UsageError("--topic needs --partition")
+        if args.partition is None:
+            _validate_whole(args, "--topic needs --partition", "partition")
         if args.checkpoint is not None:
             raise UsageError("--checkpoint is only used with --stream --shard (Kinesis)")
         return
     if args.stream is None:
         raise UsageError("--shard/--slot need --stream")
-    if (args.shard is None) == (args.slot is None):
+    if args.shard is not None and args.slot is not None or args.shard is None and args.slot is None and not whole:
         raise UsageError("--stream needs exactly one of --shard ID or --slot N")
+    if args.shard is None and args.slot is None:
+        _validate_whole(args, "--stream needs --shard ID or --slot N", "slot")
+        if args.checkpoint is None:
+            raise UsageError("--stream without --shard or --slot (a startpoint for every slot of the stream) needs "
+                             "--checkpoint DIR, the query's checkpointLocation, whose latest offset lists the slots")
+        return
     if args.shard is not None and args.checkpoint is None:
         raise UsageError("--shard needs --checkpoint DIR (the query's checkpointLocation) to find the shard's slot "
                          "in the job model; or give --slot N")
+
+
+def _validate_whole(args: argparse.Namespace, needs: str, each: str) -> None:
+    """``startpoint set`` for every partition of a topic or every slot of a stream: a position all of them share."""
+    if args.specific is not None:
+        raise UsageError(f"{needs} with --offset/--sequence: one offset or sequence number positions one {each}; "
+                         f"name the {each}, or use --timestamp, --oldest or --upcoming for every {each}")
+    if args.task is not None:
+        raise UsageError(f"{needs} with --task: a task-specific startpoint is for one {each}")
 
 
 def _validate_lag(args: argparse.Namespace) -> None:

@@ -13,7 +13,7 @@ from spark_samza_source.core.checkpoint import Checkpoint, CheckpointMirror
 from spark_samza_source.core.errors import MetadataStoreError
 from spark_samza_source.core.jobmodel import JobModel
 from spark_samza_source.core.model import SystemStream, SystemStreamPartition, TaskName
-from spark_samza_source.core.startpoint import StartpointOldest, StartpointSpecific
+from spark_samza_source.core.startpoint import StartpointOldest, StartpointSpecific, StartpointUpcoming
 from spark_samza_source.core.startpoint_manager import StartpointManager
 from spark_samza_source.kafka.offset import LogOffset
 from spark_samza_source.kinesis.mapper import ShardPartitionMapper
@@ -128,7 +128,14 @@ BASE = ["--store", "memory:x", "--job", "j"]
       "--oldest"], "either --topic/--partition (Kafka) or --stream"),
     (["startpoint", "set", *BASE, "--stream", "s", "--shard", "shardId-0", "--oldest"],
      "--shard needs --checkpoint"),
-    (["startpoint", "set", *BASE, "--stream", "s", "--oldest"], "exactly one of --shard ID or --slot N"),
+    (["startpoint", "set", *BASE, "--stream", "s", "--oldest"],
+     "--stream without --shard or --slot (a startpoint for every slot of the stream) needs --checkpoint DIR"),
+    (["startpoint", "set", *BASE, "--stream", "s", "--checkpoint", "/x", "--sequence", "4"],
+     "--stream needs --shard ID or --slot N with --offset/--sequence"),
+    (["startpoint", "set", *BASE, "--topic", "t", "--oldest", "--task", "Partition 0"],
+     "--topic needs --partition with --task"),
+    (["startpoint", "get", *BASE, "--topic", "t"], "--topic needs --partition"),
+    (["startpoint", "delete", *BASE, "--stream", "s"], "exactly one of --shard ID or --slot N"),
     (["startpoint", "set", *BASE, "--stream", "s", "--shard", "a", "--slot", "1", "--oldest"],
      "exactly one of --shard ID or --slot N"),
     (["startpoint", "get", *BASE, "--slot", "1"], "--shard/--slot need --stream"),
@@ -159,7 +166,7 @@ def test_usage_errors_exit_2_with_usage_naming_the_problem(capsys, argv, flag):
 
 
 def test_usage_error_with_json_also_prints_a_json_error(capsys):
-    code, out, err = run(capsys, "startpoint", "set", *BASE, "--topic", "t", "--oldest", "--json")
+    code, out, err = run(capsys, "startpoint", "set", *BASE, "--topic", "t", "--offset", "3", "--json")
     assert code == 2
     payload = json.loads(out)
     assert payload["exitCode"] == 2 and "--topic needs --partition" in payload["error"]
@@ -489,3 +496,53 @@ def test_kinesis_lag_maps_one_shard_slots_through_the_offset():
     unmapped = kinesis_lag(checkpoint, "clicks", measure, None)
     assert unmapped.rows[0].shard is None and "pass --checkpoint DIR" in unmapped.rows[0].note
     assert not unmapped.complete
+
+
+# ---- startpoint set for every partition of a topic, every slot of a stream ----------------------------------------
+
+
+def test_startpoint_set_for_a_whole_topic_writes_one_per_partition_of_the_job_model(capsys, store_uri):
+    store = open_store(store_uri, "orders")
+    model = JobModel({TaskName("Partition 0"): {ssp("orders", 0), ssp("orders", 2)},
+                      TaskName("Partition 1"): {ssp("orders", 1), ssp("payments", 1)}},
+                     {SystemStream("kafka", "orders"): 3, SystemStream("kafka", "payments"): 2})
+    store.put("jobmodel", "current", model.to_json())
+    job = ["--store", store_uri, "--job", "orders"]
+    code, out, err = run(capsys, "startpoint", "set", *job, "--topic", "orders", "--timestamp",
+                         "2023-11-14T22:13:20Z", "--json")
+    assert code == 0, err
+    assert json.loads(out)["keys"] == ["kafka.orders.0", "kafka.orders.1", "kafka.orders.2"]
+    manager = StartpointManager(store)
+    assert sorted(e.key for e in manager.list()) == ["kafka.orders.0", "kafka.orders.1", "kafka.orders.2"]
+    assert all(manager.read(ssp("orders", p)).timestamp_ms == 1_700_000_000_000 for p in range(3))
+    assert manager.read(ssp("payments", 1)) is None  # only the topic named
+
+    code, out, _ = run(capsys, "startpoint", "set", *job, "--topic", "payments", "--oldest")
+    assert code == 0 and "every partition of topic 'payments' (1)" in out and "'kafka.payments.1'" in out
+
+
+def test_startpoint_set_for_a_whole_topic_needs_a_job_model_that_holds_it(capsys, store_uri):
+    job = ["--store", store_uri, "--job", "orders"]
+    code, _, err = run(capsys, "startpoint", "set", *job, "--topic", "orders", "--oldest")
+    assert code == 1 and "no job model is stored" in err and "give --partition P" in err
+    store = open_store(store_uri, "orders")
+    store.put("jobmodel", "current", JobModel({TaskName("Partition 0"): {ssp("orders", 0)}},
+                                              {SystemStream("kafka", "orders"): 1}).to_json())
+    code, _, err = run(capsys, "startpoint", "set", *job, "--topic", "order", "--oldest")
+    assert code == 1 and "topic 'order' is not in the current job model" in err and "its topics: orders" in err
+    assert StartpointManager(store).list() == []
+
+
+def test_startpoint_set_for_a_whole_stream_writes_one_per_slot_holding_shards(capsys, tmp_path, store_uri):
+    location = write_offset_log(tmp_path / "cp", [kinesis_offset(4).to_json_str()])
+    job = ["--store", store_uri, "--job", "j"]
+    code, out, err = run(capsys, "startpoint", "set", *job, "--stream", "clicks", "--checkpoint", location,
+                         "--upcoming", "--json")
+    assert code == 0, err
+    data = json.loads(out)
+    assert data["keys"] == ["kinesis.clicks.0", "kinesis.clicks.2"]  # slots 1 and 3 hold no shard
+    assert [s["shardsInSlot"] for s in data["ssps"]] == [["shardId-000000000001"],
+                                                         ["shardId-000000000002", "shardId-000000000003"]]
+    manager = StartpointManager(open_store(store_uri, "j"))
+    assert sorted(e.key for e in manager.list()) == ["kinesis.clicks.0", "kinesis.clicks.2"]
+    assert isinstance(manager.read(ssp("clicks", 2, "kinesis")), StartpointUpcoming)
