@@ -145,7 +145,7 @@ def test_a_throttled_get_shard_iterator_never_waits_past_max_fetch_time(client, 
     sleeps = Sleeps()
     max_fetch_ms = 800
     res = read_shard(client, stream, SHARD0, ShardPosition.after_sequence(puts[9].sequence), task=TASK,
-                     max_fetch_time_ms=max_fetch_ms, max_retries=1000, settings=settings, sleep=sleeps)
+                     max_fetch_time_ms=max_fetch_ms, max_retries=6, settings=settings, sleep=sleeps)
     assert res.stop == STOP_MAX_FETCH_TIME and res.records == 0
     assert res.end == ShardPosition.after_sequence(puts[9].sequence)  # the batch is empty, nothing skipped
     assert sleeps.total <= max_fetch_ms / 1000
