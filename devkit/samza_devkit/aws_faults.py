@@ -21,7 +21,8 @@ DynamoDB) and its own control path ``/_samza_faults``. Tests drive it through :c
 A rule matches a request by operation (the part of ``X-Amz-Target`` after the dot, e.g. ``GetRecords``,
 ``PutItem``), optionally by service prefix (``Kinesis``/``DynamoDB``) and by a text that must occur in the request
 body (a stream or table name). ``skip`` lets that many matching requests pass first; ``times`` is how many are
-then failed (-1: all). ``status`` is the HTTP status (400 for throttling, 500/503 for an endpoint in trouble).
+then failed (-1: all). ``status`` is the HTTP status (400 for throttling, 500/503 for an endpoint in trouble);
+``applied`` has moto carry the request out before the error is answered (the answer of a write got lost).
 Rules are checked in the order they were added; the first that fails a request answers it, every matching rule
 counts it.
 """
@@ -69,6 +70,9 @@ class FaultInjectionMiddleware:
         failing = self._decide(service, operation, body)
         if failing is None:
             return self.app(environ, start_response)
+        if failing["applied"]:  # the service did the work, but its answer is lost: an error goes back instead
+            for _ in self.app(environ, lambda *args, **kwargs: None):
+                pass
         payload = json.dumps({"__type": failing["code"],
                               "message": failing["message"] or _MESSAGES.get(failing["code"], "injected")}).encode()
         content_type = environ.get("CONTENT_TYPE") or "application/x-amz-json-1.1"
@@ -120,6 +124,7 @@ class FaultInjectionMiddleware:
                         "code": str(spec.get("code") or "ProvisionedThroughputExceededException"),
                         "message": str(spec.get("message") or ""), "status": int(spec.get("status", 400)),
                         "times": int(spec.get("times", -1)), "skip": int(spec.get("skip", 0)),
+                        "applied": bool(spec.get("applied", False)),
                         "seen": 0, "failed": 0}
                 with self._lock:
                     self._rules.append(rule)
@@ -153,11 +158,14 @@ class AwsFaults:
             return json.loads(resp.read() or b"{}")
 
     def add(self, operation: str, *, code: str = "ProvisionedThroughputExceededException", times: int = -1,
-            skip: int = 0, status: int = 400, service: str = "", match: str = "", message: str = "") -> int:
-        """Fail ``times`` requests of ``operation`` (after ``skip`` passed) with ``code``; returns the rule id."""
+            skip: int = 0, status: int = 400, service: str = "", match: str = "", message: str = "",
+            applied: bool = False) -> int:
+        """Fail ``times`` requests of ``operation`` (after ``skip`` passed) with ``code``; returns the rule id.
+        ``applied=True``: moto carries the request out first and only its answer is replaced by the error (a
+        write that happened although the caller was told it failed, as after a timeout or a 5xx)."""
         return int(self._request("POST", {"operation": operation, "code": code, "times": times, "skip": skip,
                                           "status": status, "service": service, "match": match,
-                                          "message": message})["id"])
+                                          "message": message, "applied": applied})["id"])
 
     def watch(self, operation: str, *, service: str = "", match: str = "") -> int:
         """Only count the requests of ``operation`` (a rule that fails none)."""
