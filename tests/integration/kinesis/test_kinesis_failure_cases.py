@@ -106,8 +106,78 @@ def test_a_stream_recreated_under_a_running_query_stops_it_naming_the_stream(ks)
 def test_a_stream_recreated_under_a_running_query_is_read_from_its_start_without_fail_on_data_loss(ks):
     stream = ks.create_stream(1, "recreated-tolerant")
     query, old, new = run_until_recreated(ks, "tolerant", stream, failOnDataLoss="false")
-    ks.wait_for(lambda: len(ks.collected("tolerant")) >= len(old) + len(new), timeout=120,
+    ks.wait_for(lambda: new and len(ks.collected("tolerant")) >= len(old) + len(new), timeout=120,
                 what="the new stream's records")
     query.stop()
     assert query.exception() is None
     assert sorted(r.data for r in ks.collected("tolerant")) == sorted(old + new)  # each once, none skipped
+
+
+def test_throttled_writes_at_commit_are_retried_and_no_checkpoint_is_lost(ks, aws_faults, dynamodb_store_uri):
+    """The KCL lease table and the DynamoDB metadata store both answer writes with
+    ProvisionedThroughputExceededException (from the moto server, over HTTP) while the query commits: botocore's
+    retries (the one policy of DynamoDB calls) carry every write through; the checkpoint lands in both, exactly
+    where the batches ended, and every record is read once."""
+    from spark_samza_source.core.checkpoint import CheckpointMirror
+    from spark_samza_source.kinesis.lease_table import WHOLE_RECORD_SUB, KclLeaseTable
+    from spark_samza_source.metadata import open_store
+
+    stream = ks.create_stream(1, "commit-throttled")
+    lease_table = f"kcl-{ks.job}"
+    store_table = dynamodb_store_uri.split("://", 1)[1].split("?", 1)[0]
+    options = {"kcl.leaseTable": lease_table, "metadata.store": dynamodb_store_uri, "maxRecordsPerShard": "4"}
+    first = put(ks, stream, shard_keys(ks, stream)["shardId-000000000000"], "a", 10)
+    lease_writes = aws_faults.add("UpdateItem", match=lease_table, times=3)
+    store_writes = aws_faults.add("PutItem", match=store_table, times=3)
+    store_deletes = aws_faults.add("DeleteItem", match=store_table, times=2)
+    assert sorted(r.data for r in ks.run_available_now("c", stream, **options)) == sorted(first)
+    later = put(ks, stream, shard_keys(ks, stream)["shardId-000000000000"], "b", 3)
+    assert sorted(r.data for r in ks.run_available_now("c", stream, **options)) == sorted(later)
+    # a run commits the batches the run before it left uncommitted (Spark commits a run's last batch at the next)
+    assert ks.run_available_now("c", stream, **options) == []
+    for rule in (lease_writes, store_writes, store_deletes):
+        counts = aws_faults.counts(rule)
+        assert counts["failed"] == (2 if rule == store_deletes else 3) and counts["seen"] > counts["failed"]
+    last = max(kh.read_shard_raw(ks.client, stream, "shardId-000000000000"), key=lambda r: int(r["SequenceNumber"]))
+    items = KclLeaseTable(kh.dynamodb_client(ks.dynamodb_endpoint), lease_table).read_items()
+    checkpoint = items["shardId-000000000000"]
+    assert checkpoint["checkpoint"] == {"S": last["SequenceNumber"]}
+    assert checkpoint["checkpointSubSequenceNumber"] == {"N": str(WHOLE_RECORD_SUB)}
+    mirrored = CheckpointMirror(open_store(dynamodb_store_uri, ks.job)).read()
+    assert mirrored is not None
+    assert last["SequenceNumber"] in str(mirrored.positions)
+
+
+def test_a_store_unreachable_for_longer_than_the_ttl_stops_the_driver_with_a_clear_error(ks, aws_faults,
+                                                                                          dynamodb_store_uri):
+    """The DynamoDB metadata store stops answering (HTTP 503 from the server, to every request for its table) for
+    longer than ``job.ownership.ttl`` while the driver waits in a batch: the heartbeat cannot renew the lease, which
+    expires. When the store answers again the driver does not carry on as if it still owned the job (another query
+    may have taken it over meanwhile): its next call, the batch's commit, stops the query naming the job, the
+    store, the TTL and what to do."""
+    stream = ks.create_stream(1, "store-down")
+    store_table = dynamodb_store_uri.split("://", 1)[1].split("?", 1)[0]
+    store = dynamodb_store_uri + "&max_attempts=2"  # each failing store call gives up in about a second
+    put(ks, stream, shard_keys(ks, stream)["shardId-000000000000"], "a", 3)
+    ttl_s = 3
+    outage: dict = {}
+
+    def on_batch(batch_id, rows):
+        if outage:
+            return
+        outage["rule"] = aws_faults.add("", code="ServiceUnavailable", status=503, match=store_table)
+        started = time.monotonic()
+        # the heartbeat (every ttl/3) keeps trying and failing; wait past the TTL and a few failed attempts
+        ks.wait_for(lambda: time.monotonic() - started > ttl_s + 2
+                    and aws_faults.counts(outage["rule"])["failed"] >= 4, timeout=120, what="renewals failing")
+        outage["failed"] = aws_faults.counts(outage["rule"])["failed"]
+        aws_faults.clear()  # the store answers again
+
+    query = ks.start_collecting("down", stream, on_batch=on_batch,
+                                **{"metadata.store": store, "job.ownership.ttl": f"{ttl_s}s"})
+    message = failure_of(query)
+    assert outage["failed"] >= 4
+    assert f"job.name '{ks.job}'" in message and store_table in message
+    assert "could not renew its lease on the job" in message and f"job.ownership.ttl = {ttl_s} s" in message
+    assert "stops rather than run on without its lease" in message
+    assert "testing" not in message  # the harness's AWS keys
