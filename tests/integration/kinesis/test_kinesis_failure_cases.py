@@ -19,6 +19,15 @@ def shard_keys(ks, stream) -> dict[str, str]:
     return {s["ShardId"]: s["HashKeyRange"]["StartingHashKey"] for s in kh.list_shards(ks.client, stream)}
 
 
+def spark_store_uri(dynamodb_store_uri: str) -> str:
+    """The store URI with the harness's dummy keys: Spark's Python workers do not see the test's environment."""
+    return dynamodb_store_uri + "&aws_access_key_id=testing&aws_secret_access_key=testing"
+
+
+def table_of(dynamodb_store_uri: str) -> str:
+    return dynamodb_store_uri.split("://", 1)[1].split("?", 1)[0]
+
+
 def put(ks, stream, key: str, tag: str, n: int = 1) -> list[bytes]:
     data = [f"{tag}-{i}".encode() for i in range(n)]
     kh.put_records(ks.client, stream, [(f"pk-{i}", d, key) for i, d in enumerate(data)])
@@ -124,8 +133,9 @@ def test_throttled_writes_at_commit_are_retried_and_no_checkpoint_is_lost(ks, aw
 
     stream = ks.create_stream(1, "commit-throttled")
     lease_table = f"kcl-{ks.job}"
-    store_table = dynamodb_store_uri.split("://", 1)[1].split("?", 1)[0]
-    options = {"kcl.leaseTable": lease_table, "metadata.store": dynamodb_store_uri, "maxRecordsPerShard": "4"}
+    store_table = table_of(dynamodb_store_uri)
+    options = {"kcl.leaseTable": lease_table, "metadata.store": spark_store_uri(dynamodb_store_uri),
+               "maxRecordsPerShard": "4"}
     first = put(ks, stream, shard_keys(ks, stream)["shardId-000000000000"], "a", 10)
     lease_writes = aws_faults.add("UpdateItem", match=lease_table, times=3)
     store_writes = aws_faults.add("PutItem", match=store_table, times=3)
@@ -156,8 +166,8 @@ def test_a_store_unreachable_for_longer_than_the_ttl_stops_the_driver_with_a_cle
     may have taken it over meanwhile): its next call, the batch's commit, stops the query naming the job, the
     store, the TTL and what to do."""
     stream = ks.create_stream(1, "store-down")
-    store_table = dynamodb_store_uri.split("://", 1)[1].split("?", 1)[0]
-    store = dynamodb_store_uri + "&max_attempts=2"  # each failing store call gives up in about a second
+    store_table = table_of(dynamodb_store_uri)
+    store = spark_store_uri(dynamodb_store_uri) + "&max_attempts=2"  # each failing store call gives up in about a second
     put(ks, stream, shard_keys(ks, stream)["shardId-000000000000"], "a", 3)
     ttl_s = 3
     outage: dict = {}
