@@ -71,8 +71,14 @@ class FaultInjectionMiddleware:
         if failing is None:
             return self.app(environ, start_response)
         if failing["applied"]:  # the service did the work, but its answer is lost: an error goes back instead
-            for _ in self.app(environ, lambda *args, **kwargs: None):
-                pass
+            answer = self.app(environ, lambda *args, **kwargs: None)
+            try:
+                for _ in answer:
+                    pass
+            finally:
+                close = getattr(answer, "close", None)
+                if close is not None:
+                    close()
         payload = json.dumps({"__type": failing["code"],
                               "message": failing["message"] or _MESSAGES.get(failing["code"], "injected")}).encode()
         content_type = environ.get("CONTENT_TYPE") or "application/x-amz-json-1.1"
