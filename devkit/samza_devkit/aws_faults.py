@@ -19,9 +19,9 @@ DynamoDB) and its own control path ``/_samza_faults``. Tests drive it through :c
     faults.clear()                      # every rule and count gone (the fixture does this after each test)
 
 A rule matches a request by operation (the part of ``X-Amz-Target`` after the dot, e.g. ``GetRecords``,
-``PutItem``; ``""``: every operation), optionally by service prefix (``Kinesis``/``DynamoDB``) and by a text that must occur in the request
-body (a stream or table name). ``skip`` lets that many matching requests pass first; ``times`` is how many are
-then failed (-1: all). ``status`` is the HTTP status (400 for throttling, 500/503 for an endpoint in trouble);
+``PutItem``; ``""``: every operation), optionally by service prefix (``Kinesis``/``DynamoDB``) and by a text
+that must occur in the request body (a stream or table name). ``skip`` lets that many matching requests pass
+first; ``times`` is how many are then failed (-1: all). ``status`` is the HTTP status (400 for throttling, 500/503 for an endpoint in trouble);
 ``applied`` has moto carry the request out before the error is answered (the answer of a write got lost).
 Rules are checked in the order they were added; the first that fails a request answers it, every matching rule
 counts it.

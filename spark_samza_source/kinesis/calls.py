@@ -34,8 +34,8 @@ from .client import AwsClientSettings, client_where
 from .errors import KinesisSourceError, KinesisThrottledError
 from .positions import AFTER_SEQUENCE_NUMBER, AT_SEQUENCE_NUMBER, AT_TIMESTAMP, SHARD_END, TRIM_HORIZON, ShardPosition
 
-__all__ = ["KinesisCalls", "RetryClock", "ThrottledAtDeadline", "THROTTLING_CODES", "UNREACHABLE", "error_code", "is_outage",
-           "iterator_request", "unreachable"]
+__all__ = ["KinesisCalls", "RetryClock", "ThrottledAtDeadline", "THROTTLING_CODES", "UNREACHABLE", "error_code",
+           "is_outage", "iterator_request", "unreachable"]
 
 log = logging.getLogger(__name__)
 

@@ -167,7 +167,7 @@ def test_a_store_unreachable_for_longer_than_the_ttl_stops_the_driver_with_a_cle
     store, the TTL and what to do."""
     stream = ks.create_stream(1, "store-down")
     store_table = table_of(dynamodb_store_uri)
-    store = spark_store_uri(dynamodb_store_uri) + "&max_attempts=2"  # each failing store call gives up in about a second
+    store = spark_store_uri(dynamodb_store_uri) + "&max_attempts=2"  # a failing store call gives up within ~1 s
     put(ks, stream, shard_keys(ks, stream)["shardId-000000000000"], "a", 3)
     ttl_s = 3
     outage: dict = {}
