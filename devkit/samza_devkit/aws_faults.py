@@ -21,10 +21,10 @@ DynamoDB) and its own control path ``/_samza_faults``. Tests drive it through :c
 A rule matches a request by operation (the part of ``X-Amz-Target`` after the dot, e.g. ``GetRecords``,
 ``PutItem``; ``""``: every operation), optionally by service prefix (``Kinesis``/``DynamoDB``) and by a text
 that must occur in the request body (a stream or table name). ``skip`` lets that many matching requests pass
-first; ``times`` is how many are then failed (-1: all). ``status`` is the HTTP status (400 for throttling, 500/503 for an endpoint in trouble);
-``applied`` has moto carry the request out before the error is answered (the answer of a write got lost).
-Rules are checked in the order they were added; the first that fails a request answers it, every matching rule
-counts it.
+first; ``times`` is how many are then failed (-1: all). ``status`` is the HTTP status (400 for throttling,
+500/503 for an endpoint in trouble); ``applied`` has moto carry the request out before the error is answered
+(the answer of a write got lost). Rules are checked in the order they were added; the first that fails a
+request answers it, every matching rule counts it.
 """
 
 from __future__ import annotations
