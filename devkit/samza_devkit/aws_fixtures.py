@@ -8,6 +8,9 @@
 - ``aws_region``: the region to use in tests (``AWS_DEFAULT_REGION`` or ``us-east-1``).
 - ``dynamodb_store_uri`` (function): ``dynamodb://<unique table>?region=..&endpoint=..`` for a fresh table,
   deleted again after the test (so a real endpoint is left clean).
+- ``aws_faults`` (function): :class:`~samza_devkit.aws_faults.AwsFaults` of the moto server: AWS errors (throttling,
+  5xx) answered by the server over HTTP, and requests counted there; every rule is cleared after the test.
+  Skipped against an external endpoint (``SAMZA_TEST_KINESIS_ENDPOINT``), which cannot be told to fail.
 - ``kinesalite_server`` (session): the endpoint of kinesalite (npm), a second, independent Kinesis emulator,
   installed into a cache directory on first use (see ``kinesalite.py``); skipped, with the reason, where npm or
   node is missing. Kinesis only: DynamoDB stays on ``moto_server``.
@@ -25,7 +28,7 @@ from collections.abc import Iterator
 import pytest
 
 # fixtures only: the plugin star-imports this
-__all__ = ["moto_server", "aws_region", "dynamodb_store_uri", "kinesalite_server"]
+__all__ = ["moto_server", "aws_region", "dynamodb_store_uri", "kinesalite_server", "aws_faults"]
 
 #: environment the moto_server fixture sets for its lifetime (AWS_PROFILE is removed)
 DUMMY_AWS_ENV = {
@@ -98,3 +101,17 @@ def kinesalite_server(moto_server: str) -> Iterator[str]:
         pytest.skip(f"kinesalite (second Kinesis emulator, #10) cannot be installed: {err}")
     with KinesaliteProcess(modules=modules) as endpoint:
         yield endpoint
+
+
+@pytest.fixture
+def aws_faults(moto_server: str) -> Iterator[object]:
+    if os.environ.get(_ENDPOINT_ENV, "").strip():
+        pytest.skip("server-side fault injection needs the devkit's moto server, not an external endpoint")
+    from .aws_faults import AwsFaults
+
+    faults = AwsFaults(moto_server)
+    faults.clear()
+    try:
+        yield faults
+    finally:
+        faults.clear()

@@ -174,6 +174,24 @@ def serialize_dynamodb_writes() -> None:
                       "_samza_serialized")
 
 
+def _fault_injecting_server(host: str, port: int):
+    """moto's threaded server with the devkit's fault injection in front of its application (``aws_faults``:
+    AWS errors answered over HTTP, so botocore's real retry path is what tests exercise)."""
+    from moto.server import DomainDispatcherApplication, MotoRequestHandler, ThreadedMotoServer, create_backend_app
+    from werkzeug.serving import make_server
+
+    from .aws_faults import FaultInjectionMiddleware
+
+    class FaultInjectingMotoServer(ThreadedMotoServer):
+        def _server_entry(self) -> None:  # as moto's, with the middleware around the application
+            app = FaultInjectionMiddleware(DomainDispatcherApplication(create_backend_app))
+            self._server = make_server(self._ip_address, self._port, app, True, request_handler=MotoRequestHandler)
+            self._server_ready_event.set()
+            self._server.serve_forever()
+
+    return FaultInjectingMotoServer(ip_address=host, port=port, verbose=False)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Run moto (AWS mock) in server mode until SIGTERM.")
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default: loopback only)")
@@ -184,14 +202,12 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     logging.getLogger("werkzeug").setLevel(logging.INFO if args.verbose else logging.WARNING)
-    from moto.server import ThreadedMotoServer
-
     from .kinesis_helpers import apply_moto_kinesis_fixes
 
     # moto 5.2 reshards unlike Kinesis (records keep landing in closed parents): see kinesis_helpers.
     apply_moto_kinesis_fixes()
     serialize_dynamodb_writes()
-    server = ThreadedMotoServer(ip_address=args.host, port=args.port, verbose=False)
+    server = _fault_injecting_server(args.host, args.port)
     server.start()
     host, port = server.get_host_and_port()
     stop = threading.Event()

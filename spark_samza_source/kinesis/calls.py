@@ -4,9 +4,13 @@ The driver's :class:`~spark_samza_source.kinesis.admin.KinesisAdmin` (shard disc
 shard reader (``GetShardIterator`` / ``GetRecords``) make their calls through :class:`KinesisCalls`. It lives
 apart from the admin so that executor code never imports a driver module (docs/architecture.md §2). Rules:
 
-* **Bounded.** Kinesis clients make one attempt per call (``client``); throttling (``LimitExceededException``,
-  ``ProvisionedThroughputExceededException``) is retried here with exponential backoff for at most ``max_retries``
-  attempts, then a :class:`KinesisThrottledError` names the operation and stream. An endpoint that does not answer
+* **One retry policy, ours.** Kinesis clients make one attempt per call (``client``: botocore's retries are off),
+  so every retry of a Kinesis call is made here (or in the shard reader's loop), never twice over.
+* **Bounded.** Throttling (``LimitExceededException``, ``ProvisionedThroughputExceededException``) is retried here
+  with exponential backoff for at most ``max_retries`` attempts, then a :class:`KinesisThrottledError` names the
+  operation and stream. A call given a ``deadline`` (the shard reader's ``maxFetchTimePerShard``) never sleeps
+  past it: still throttled there, it raises :class:`ThrottledAtDeadline` (a ``KinesisThrottledError``) and the
+  reader ends its batch where it stands. An endpoint that does not answer
   (connection refused, reset or timed out; HTTP 5xx) is retried with backoff for up to ``retry_timeout_s`` (option
   ``endpoint.retryTimeout``, :class:`RetryClock`), then a :class:`KinesisSourceError` names the endpoint, how
   long and how often it was tried, and the option.
@@ -30,8 +34,8 @@ from .client import AwsClientSettings, client_where
 from .errors import KinesisSourceError, KinesisThrottledError
 from .positions import AFTER_SEQUENCE_NUMBER, AT_SEQUENCE_NUMBER, AT_TIMESTAMP, SHARD_END, TRIM_HORIZON, ShardPosition
 
-__all__ = ["KinesisCalls", "RetryClock", "THROTTLING_CODES", "UNREACHABLE", "error_code", "is_outage",
-           "iterator_request", "unreachable"]
+__all__ = ["KinesisCalls", "RetryClock", "ThrottledAtDeadline", "THROTTLING_CODES", "UNREACHABLE", "error_code",
+           "is_outage", "iterator_request", "unreachable"]
 
 log = logging.getLogger(__name__)
 
@@ -45,6 +49,12 @@ THROTTLING_CODES = frozenset({
     "ProvisionedThroughputExceededException", "LimitExceededException", "ThrottlingException",
     "KMSThrottlingException", "RequestLimitExceeded",
 })
+
+
+class ThrottledAtDeadline(KinesisThrottledError):
+    """Still throttled when the caller's deadline came (the shard reader: ``maxFetchTimePerShard``)."""
+
+
 def unreachable(what: str, where: str, err: BaseException, scrub: Callable[[object], str],
                 clock: RetryClock | None = None) -> KinesisSourceError:
     """The error for an AWS endpoint that did not answer: what was asked, of which endpoint, for how long, and
@@ -141,8 +151,9 @@ class KinesisCalls:
 
     def __init__(self, client: Any, *, settings: AwsClientSettings | None = None, max_retries: int = 8,
                  backoff_base_s: float = 0.1, backoff_max_s: float = 5.0,
-                 retry_timeout_s: float | None = None) -> None:
+                 retry_timeout_s: float | None = None, sleep: Callable[[float], None] = time.sleep) -> None:
         self.client = client
+        self.sleep = sleep
         self.retry_timeout_s = (retry_timeout_s if retry_timeout_s is not None
                                 else settings.retry_timeout_s if settings is not None else 60.0)
         self._scrub: Callable[[object], str] = settings.scrub if settings is not None else (lambda t: str(t)[:1000])
@@ -161,8 +172,11 @@ class KinesisCalls:
     def retry_clock(self) -> RetryClock:
         return RetryClock(self.retry_timeout_s)
 
-    def call(self, what: str, fn: Callable[..., T], **kwargs: Any) -> T:
-        """``fn(**kwargs)`` with bounded retries on throttling and on an endpoint that does not answer."""
+    def call(self, what: str, fn: Callable[..., T], *, deadline: float | None = None, **kwargs: Any) -> T:
+        """``fn(**kwargs)`` with bounded retries on throttling and on an endpoint that does not answer.
+
+        ``deadline`` (``time.monotonic()`` value): no backoff after a throttled attempt sleeps past it; still
+        throttled there, :class:`ThrottledAtDeadline` is raised."""
         outage = self.retry_clock()
         attempt = 0
         while True:
@@ -180,5 +194,9 @@ class KinesisCalls:
                             f"{what}: still throttled after {self.max_retries} retries ({self.where()}): "
                             f"{self._scrub(err)}") from None
                     raise
-                time.sleep(self.backoff_s(attempt))
+                delay = self.backoff_s(attempt)
+                if deadline is not None and time.monotonic() + delay >= deadline:
+                    raise ThrottledAtDeadline(f"{what}: still throttled at the end of the time given to it "
+                                              f"({attempt + 1} attempts, {self.where()}): {self._scrub(err)}") from None
+                self.sleep(delay)
                 attempt += 1

@@ -19,7 +19,9 @@ longer than ``retry_timeout_s`` (option ``endpoint.retryTimeout``, default 60 s)
 endpoint that does not answer (refused, reset, timed out, HTTP 5xx) and throttling themselves, with backoff, for up
 to that long, then fail naming the endpoint (``admin.RetryClock``). Stacking botocore's retries (5 attempts x 30 s
 read timeout) under those loops made a hung endpoint take minutes to report. DynamoDB and STS clients keep
-botocore's ``standard`` mode with ``max_attempts`` (default 5) and 10 s / 30 s timeouts.
+botocore's ``standard`` mode with ``max_attempts`` (default 5, the first attempt included: botocore's
+``total_max_attempts``) and 10 s / 30 s timeouts, and nothing of ours retries on top of it. One retry policy per
+call, either way; tests/integration/kinesis/test_kinesis_throttling.py counts the requests at the server.
 
 Clients are cached per process and per settings (``kinesis_client``, ``dynamodb_client``): building a boto3 client
 costs tens of milliseconds, and ``read()`` runs once per task and micro-batch.  boto3 clients are thread-safe;
@@ -134,8 +136,10 @@ def _config(settings: AwsClientSettings, service: str = ""):
         read = min(settings.read_timeout_s, settings.retry_timeout_s)
     else:
         attempts, connect, read = settings.max_attempts, settings.connect_timeout_s, settings.read_timeout_s
+    # total_max_attempts counts the first attempt; botocore's "max_attempts" key counts *retries* (1 meant two
+    # requests per call: botocore retried Kinesis throttling underneath our own loops, seen from the server side)
     return Config(
-        retries={"max_attempts": attempts, "mode": "standard"},
+        retries={"total_max_attempts": attempts, "mode": "standard"},
         connect_timeout=connect,
         read_timeout=read,
         max_pool_connections=settings.max_pool_connections,

@@ -328,5 +328,18 @@ class KclLeaseTable:
             return True
         except ClientError as err:
             if error_code(err) == "ConditionalCheckFailedException":
-                return False
+                return self._is_our_write(shard_id, new_counter, owner, checkpoint, sub)
             raise self._fail(f"UpdateItem of the lease of shard {shard_id}", err) from None
+
+    def _is_our_write(self, shard_id: str, counter: int, owner: str, checkpoint: str, sub: int) -> bool:
+        """After a failed condition: does the lease hold exactly this write already? botocore retries a write
+        whose answer was lost (a timeout, an HTTP 5xx after DynamoDB applied it); the retry then fails its own
+        condition. Taking that for a conflict would drop the checkpoint from the mirror for good (the counter
+        would look moved by someone else at every later commit)."""
+        try:
+            item = self.client.get_item(TableName=self.table, Key={_KEY: {"S": shard_id}},
+                                        ConsistentRead=True).get("Item")
+        except ClientError as err:
+            raise self._fail(f"GetItem of the lease of shard {shard_id}", err) from None
+        return (item is not None and _n(item, "leaseCounter") == counter and _s(item, "leaseOwner") == owner
+                and _s(item, "checkpoint") == checkpoint and _n(item, "checkpointSubSequenceNumber") == sub)

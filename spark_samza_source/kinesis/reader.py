@@ -28,6 +28,7 @@ from .calls import (
     THROTTLING_CODES,
     UNREACHABLE,
     KinesisCalls,
+    ThrottledAtDeadline,
     error_code,
     is_outage,
     iterator_request,
@@ -179,7 +180,7 @@ class ShardStream:
                  max_fetch_time_ms, fail_on_data_loss, hash_range, records_per_call, max_rows_per_batch,
                  min_call_interval_ms, max_retries, exact_timeout_ms, settings, sleep) -> None:
         self.client = client
-        self.calls = KinesisCalls(client, settings=settings, max_retries=max_retries)
+        self.calls = KinesisCalls(client, settings=settings, max_retries=max_retries, sleep=sleep)
         self.scrub = settings.scrub if settings is not None else (lambda t: str(t)[:1000])
         self.stream = stream
         self.shard_id = shard_id
@@ -246,6 +247,8 @@ class ShardStream:
             return self._finish(ShardPosition.shard_end(), STOP_SHARD_END)
         try:
             iterator = self._acquire(self.pos)
+        except ThrottledAtDeadline:
+            return self._finish(self.pos, STOP_MAX_FETCH_TIME)
         except _NotYet as err:
             if self.exact:
                 why = f"Kinesis refuses the start as later than its clock: {self.scrub(err)}"
@@ -300,6 +303,8 @@ class ShardStream:
                 if code == "ExpiredIteratorException":
                     try:
                         iterator = self._acquire(self.pos)
+                    except ThrottledAtDeadline:
+                        return self._finish(self.pos, STOP_MAX_FETCH_TIME)
                     except _NotYet:
                         return self._finish(self.pos, STOP_CAUGHT_UP)
                 else:
@@ -443,7 +448,7 @@ class ShardStream:
         what = f"task {self.task!r}: GetShardIterator for shard {self.shard_id} of stream {self.stream!r} at {pos}"
         try:
             resp = self.calls.call(what, self.client.get_shard_iterator, StreamName=self.stream,
-                                    ShardId=self.shard_id, **request)
+                                   ShardId=self.shard_id, deadline=None if self.exact else self.deadline, **request)
         except ClientError as err:
             code = error_code(err)
             if code == "ResourceNotFoundException":

@@ -13,9 +13,9 @@ always in the ``key`` attribute. Values are limited by DynamoDB's 400 KB item si
 
 URI: ``dynamodb://TABLE?region=R&endpoint=URL`` (``endpointUrl``/``endpoint_url`` are accepted too), plus
 optional ``profile``, ``aws_access_key_id``/``aws_secret_access_key``/``aws_session_token`` (prefer boto3's
-default chain: environment, profile, instance role), ``create_table=false`` and ``max_attempts=N`` (botocore
-standard retries, default 8). The table is created on first
-use when missing (PAY_PER_REQUEST), unless ``create_table=false``.
+default chain: environment, profile, instance role), ``create_table=false`` and ``max_attempts=N`` (attempts
+per call, the first included, under botocore's standard retries: the one retry policy of DynamoDB calls;
+default 8). The table is created on first use when missing (PAY_PER_REQUEST), unless ``create_table=false``.
 """
 
 from __future__ import annotations
@@ -159,7 +159,7 @@ class DynamoDBMetadataStore(MetadataStore):
             )
             self._client = session.client(
                 "dynamodb", endpoint_url=endpoint,
-                config=Config(retries={"mode": "standard", "max_attempts": max_attempts}, connect_timeout=10,
+                config=Config(retries={"mode": "standard", "total_max_attempts": max_attempts}, connect_timeout=10,
                               read_timeout=30),
             )
         except BotoCoreError as exc:  # NoRegionError, ProfileNotFound ...

@@ -184,7 +184,7 @@ class DriverLease:
                 return
             fresh = any(i not in self._held["query"] for i in identities)
             if fresh or now - self._held["renewedMs"] >= self._renew_every_ms:
-                self._renew(identities, now)
+                self._renew_or_give_up(identities, now)
 
     def renew(self) -> None:
         """Renew now (what the heartbeat does); raises :class:`JobOwnershipError` if the lease was lost."""
@@ -192,7 +192,7 @@ class DriverLease:
             if self._lost is not None:
                 raise JobOwnershipError(self._lost)
             if self._held is not None:
-                self._renew((), self._wall_ms())
+                self._renew_or_give_up((), self._wall_ms())
 
     def release(self) -> bool:
         """Stop renewing and give the job up (if this driver still holds it). True if the lease was removed."""
@@ -264,6 +264,24 @@ class DriverLease:
         return None
 
     # ---- renewal -----------------------------------------------------------------------------------------
+    def _renew_or_give_up(self, identities: Iterable[str], now: int) -> None:
+        """Renew; when the store fails to answer and the lease has expired by this driver's own clock (the store
+        was unreachable for longer than the TTL), the lease counts as lost for good: another driver may have
+        taken the job over in the meantime, so this one must not carry on as if it still owned it, even if the
+        store answers again later. A failure within the TTL propagates as it is (the heartbeat retries)."""
+        try:
+            self._renew(identities, now)
+        except JobOwnershipError:
+            raise
+        except Exception as err:
+            assert self._held is not None
+            expired_ms = now - (self._held["renewedMs"] + self.ttl_ms)
+            if expired_ms < 0:
+                raise
+            self._lost = self._unrenewable_message(now, err)
+            self._stop.set()
+            raise JobOwnershipError(self._lost) from err
+
     def _renew(self, identities: Iterable[str], now: int) -> None:
         identities = tuple(identities)
         current: Any = None
@@ -305,7 +323,7 @@ class DriverLease:
                 return
             try:
                 self.renew()
-            except JobOwnershipError as err:
+            except JobOwnershipError as err:  # taken over, or the store unreachable for longer than the TTL
                 log.error("%s", err)
                 return
             except Exception as err:  # noqa: BLE001 - a store hiccup: the next beat (or driver call) retries
@@ -333,6 +351,18 @@ class DriverLease:
             f"or crashed driver's lease expires {TTL_OPTION} after its last renewal, and a restart of the same query "
             "from its checkpoint is let in at once); or, if the other query is already gone, wait until the lease "
             "expires."
+        )
+
+    def _unrenewable_message(self, now: int, err: BaseException) -> str:
+        assert self._held is not None
+        silent_s = max(0, now - self._held["renewedMs"]) / 1000
+        return (
+            f"{JOB_NAME_OPTION} '{self.store.job_name}' in metadata store '{self.store.uri}': this query's driver "
+            f"(host {self.host}, pid {self.pid}) could not renew its lease on the job for {silent_s:.1f} s, longer "
+            f"than {TTL_OPTION} = {self.ttl_ms / 1000:g} s: the store did not answer ({str(err)[:500]}). Another "
+            "query may have taken the job over since, so this query stops rather than run on without its lease. "
+            "Check that the metadata store is reachable, then restart the query from its checkpoint (the same "
+            f"query takes its lease back at once); raise {TTL_OPTION} to ride out longer store outages."
         )
 
     def _lost_message(self, current: Any) -> str:

@@ -222,3 +222,38 @@ def test_reading_resumes_right_after_kcl_checkpoints(dynamodb, table, moto_serve
     assert data_from(from_kcl_checkpoint(agg.sequence, WHOLE_RECORD_SUB)) == []
     kh.delete_stream(kinesis, stream)
     kinesis.close()
+
+
+# ---- writes at commit under throttling and lost answers (issue #15), answered by the moto server -------------------
+@pytest.fixture
+def product_dynamodb(moto_server, aws_region):
+    """The product's own DynamoDB client (botocore standard retries: the one retry policy of DynamoDB calls)."""
+    from spark_samza_source.kinesis.client import AwsClientSettings, clear_client_cache, dynamodb_client
+
+    clear_client_cache()
+    yield dynamodb_client(AwsClientSettings(region=aws_region, endpoint_url=moto_server))
+    clear_client_cache()
+
+
+def test_throttled_checkpoint_writes_are_retried_and_land(dynamodb, product_dynamodb, table, aws_faults):
+    leases = KclLeaseTable(product_dynamodb, table)
+    leases.ensure_table()
+    rule = aws_faults.add("UpdateItem", code="ProvisionedThroughputExceededException", times=2, match=table)
+    assert leases.write_checkpoints({sid(0): (ShardPosition.after_sequence("10"), [])}, OWNER) == 1
+    assert aws_faults.counts(rule) == {"seen": 3, "failed": 2}  # botocore's retries, none of ours on top
+    assert item(dynamodb, table, sid(0))["checkpoint"] == {"S": "10"}
+
+
+def test_a_checkpoint_write_whose_answer_was_lost_is_not_a_conflict(dynamodb, product_dynamodb, table, aws_faults):
+    """DynamoDB applied the write but its answer was lost (HTTP 500): botocore's retry fails its condition. That
+    is our own write, not another worker's: no conflict, and the next commit writes on (never a lost checkpoint)."""
+    leases = KclLeaseTable(product_dynamodb, table)
+    leases.ensure_table()
+    leases.write_checkpoints({sid(0): (ShardPosition.after_sequence("10"), [])}, OWNER)
+    rule = aws_faults.add("UpdateItem", code="InternalServerError", status=500, times=1, applied=True, match=table)
+    assert leases.write_checkpoints({sid(0): (ShardPosition.after_sequence("11"), [])}, OWNER) == 1
+    assert aws_faults.counts(rule) == {"seen": 2, "failed": 1}
+    assert item(dynamodb, table, sid(0))["checkpoint"] == {"S": "11"}
+    aws_faults.clear()
+    assert leases.write_checkpoints({sid(0): (ShardPosition.after_sequence("12"), [])}, OWNER) == 1
+    assert item(dynamodb, table, sid(0))["checkpoint"] == {"S": "12"}

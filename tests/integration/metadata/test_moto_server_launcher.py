@@ -70,3 +70,47 @@ def test_server_exits_when_its_parent_dies() -> None:
         time.sleep(0.2)
     else:
         raise AssertionError(f"moto server (pid {child_pid}) still answers after its parent died")
+
+
+def test_fault_injection_answers_aws_errors_over_http_counts_and_clears(moto_server, aws_faults) -> None:
+    """The devkit's fault rules (``aws_faults``): matching requests get the AWS error as the service sends it,
+    the rest reach moto, ``applied`` rules let moto do the work first, and every matching request is counted."""
+    import urllib.error
+
+    import pytest
+    from botocore.config import Config
+    from botocore.exceptions import ClientError
+
+    from samza_devkit.aws_faults import AwsFaults
+
+    client = boto3.client("dynamodb", endpoint_url=moto_server, region_name="us-east-1",
+                          config=Config(retries={"total_max_attempts": 1, "mode": "standard"}))
+    table = f"faults-{time.time_ns()}"
+    client.create_table(TableName=table, KeySchema=[{"AttributeName": "k", "KeyType": "HASH"}],
+                        AttributeDefinitions=[{"AttributeName": "k", "AttributeType": "S"}],
+                        BillingMode="PAY_PER_REQUEST")
+    try:
+        other = aws_faults.watch("PutItem", match="no-such-table")
+        throttle = aws_faults.add("PutItem", times=1, match=table)
+        lost = aws_faults.add("PutItem", code="InternalServerError", status=500, times=1, skip=1, applied=True,
+                              match=table)
+        with pytest.raises(ClientError) as caught:
+            client.put_item(TableName=table, Item={"k": {"S": "throttled"}})
+        assert caught.value.response["Error"]["Code"] == "ProvisionedThroughputExceededException"
+        with pytest.raises(ClientError) as caught:
+            client.put_item(TableName=table, Item={"k": {"S": "applied"}})
+        assert caught.value.response["ResponseMetadata"]["HTTPStatusCode"] == 500
+        client.put_item(TableName=table, Item={"k": {"S": "plain"}})
+        keys = {i["k"]["S"] for i in client.scan(TableName=table, ConsistentRead=True)["Items"]}
+        assert keys == {"applied", "plain"}  # the throttled write never reached moto, the "lost" one did
+        assert aws_faults.counts(throttle) == {"seen": 3, "failed": 1}
+        assert aws_faults.counts(lost) == {"seen": 3, "failed": 1}
+        assert aws_faults.counts(other) == {"seen": 0, "failed": 0}
+        aws_faults.clear()
+        with pytest.raises(KeyError):
+            aws_faults.counts(throttle)
+        with pytest.raises(urllib.error.HTTPError):  # a rule without an operation is refused, naming the problem
+            AwsFaults(moto_server)._request("POST", {"code": "X"})
+    finally:
+        client.delete_table(TableName=table)
+        client.close()

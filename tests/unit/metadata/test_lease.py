@@ -323,3 +323,65 @@ def test_a_lease_with_impossible_times_is_unreadable_and_replaced(store_uri, fie
     fresh = lease(store_uri, clock)
     fresh.hold()
     assert stored(store_uri)["owner"] == fresh.owner_id
+
+
+class FlakyStore:
+    """A store that stops answering on demand (every call raises MetadataStoreError while ``down``)."""
+
+    def __init__(self, inner) -> None:
+        self.inner = inner
+        self.down = False
+
+    def __getattr__(self, name):
+        attr = getattr(self.inner, name)
+        if not callable(attr):
+            return attr
+
+        def call(*args, **kwargs):
+            if self.down:
+                from spark_samza_source.core.errors import MetadataStoreError
+
+                raise MetadataStoreError(f"{name} failed for the lease: no answer from the store (injected)")
+            return attr(*args, **kwargs)
+
+        return call
+
+
+def flaky_lease(clock: Clock) -> tuple[DriverLease, FlakyStore]:
+    store = FlakyStore(open_store(f"memory:lease-{uuid.uuid4().hex}", "orders-enricher"))
+    return DriverLease(store, ttl_ms=TTL, wall_ms=clock, heartbeat=False, host="host-a", pid=1111,
+                       machine="machine-a"), store
+
+
+def test_a_store_unreachable_within_the_ttl_fails_the_call_but_not_the_lease():
+    clock = Clock()
+    driver, store = flaky_lease(clock)
+    driver.hold(query_identity("q"))
+    store.down = True
+    clock.now += TTL // 2
+    with pytest.raises(Exception, match="no answer from the store") as caught:
+        driver.hold(query_identity("q"))
+    assert not isinstance(caught.value, JobOwnershipError)
+    store.down = False
+    clock.now += TTL // 4  # still within the TTL of the last renewal
+    driver.hold(query_identity("q"))
+    assert driver.held["renewedMs"] == clock.now
+
+
+@pytest.mark.parametrize("renewer", ["driver call", "heartbeat"])
+def test_a_store_unreachable_for_longer_than_the_ttl_stops_the_driver_for_good(renewer):
+    """Issue #15: the driver stops with a clear error rather than run on without its lease, even once the store
+    answers again (another query may have taken the job over while this driver could not see the store)."""
+    clock = Clock()
+    driver, store = flaky_lease(clock)
+    driver.hold(query_identity("q"))
+    store.down = True
+    clock.now += TTL + 1
+    expected = (r"could not renew its lease on the job for 10\.0 s, longer than job\.ownership\.ttl = 10 s: the "
+                r"store did not answer \(.*no answer from the store.*\)\. .*stops rather than run on without its "
+                r"lease.*restart the query from its checkpoint")
+    with pytest.raises(JobOwnershipError, match=expected):
+        driver.renew() if renewer == "heartbeat" else driver.hold(query_identity("q"))
+    store.down = False
+    with pytest.raises(JobOwnershipError, match=expected):
+        driver.hold(query_identity("q"))
