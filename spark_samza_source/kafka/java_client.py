@@ -200,7 +200,7 @@ def _jaas(value: str, c: dict[str, str], out: JavaTranslation, token_provider_op
         out.rejected[key] = ("Amazon MSK IAM authentication: install the extra 'spark-samza-source[msk-iam]' and "
                              "set kafka.sasl.mechanism=OAUTHBEARER, kafka.security.protocol=SASL_SSL and option "
                              f"'{token_provider_option}' = 'spark_samza_source.kafka.msk_iam.token_provider' "
-                             "(kafka.sasl.oauthbearer.config='region=<aws region>')")
+                             "(kafka.sasl.oauthbearer.config='aws_region=<the cluster's AWS region>')")
         return
     if module == _KERBEROS_MODULE:
         out.rejected[key] = ("Kerberos: librdkafka uses kafka.sasl.mechanism=GSSAPI with kafka.sasl.kerberos.keytab "
