@@ -24,8 +24,8 @@ from ..core.errors import ConfigError
 from ..core.model import SystemStreamPartition
 from ..kafka.options import ASSIGN_OPTION, SUBSCRIBE_PATTERN_OPTION
 from ..metadata.base import validate_job_name
-from ..source.options import BROADCAST_OPTION, JOB_NAME_OPTION, METADATA_STORE_OPTION
 from ..source.option_parser import is_secret_option, shown
+from ..source.options import BROADCAST_OPTION, JOB_NAME_OPTION, METADATA_STORE_OPTION
 from .report import PropertiesImport
 
 __all__ = ["KAFKA_FORMAT", "KINESIS_FORMAT", "SystemTranslation", "Translation"]
