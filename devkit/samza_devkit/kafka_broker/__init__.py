@@ -101,7 +101,8 @@ class KafkaDevBroker:
 
     def __init__(self, data_dir: str | os.PathLike | None = None, port: int = 0, host: str = "127.0.0.1",
                  *, fsync: bool = False, auto_create_topics: bool = False, default_partitions: int = 1,
-                 in_process: bool = False, log_level: str | None = None, start_timeout: float = 60.0):
+                 in_process: bool = False, log_level: str | None = None, start_timeout: float = 60.0,
+                 sasl_plain_users: dict[str, str] | None = None, sasl_oauthbearer_secret: str | None = None):
         self._owns_dir = data_dir is None
         self._data_dir = Path(data_dir) if data_dir is not None else None
         self.port = port
@@ -110,6 +111,10 @@ class KafkaDevBroker:
         self.auto_create_topics = auto_create_topics
         self.default_partitions = default_partitions
         self.in_process = in_process
+        # SASL_PLAINTEXT listener when either is given (sasl.py): PLAIN users, and the HS256 key OAUTHBEARER
+        # tokens must be signed with
+        self.sasl_plain_users = dict(sasl_plain_users or {})
+        self.sasl_oauthbearer_secret = sasl_oauthbearer_secret
         self.log_level = log_level or os.environ.get("SAMZA_DEVBROKER_LOG_LEVEL", "WARNING")
         self.start_timeout = start_timeout
         self._proc: subprocess.Popen | None = None
@@ -157,9 +162,12 @@ class KafkaDevBroker:
         from .server import BrokerServer, run_in_thread
 
         logging.getLogger("spark_samza_source.kafka_broker").setLevel(self.log_level.upper())
+        from .sasl import SaslConfig
+
         self._server = BrokerServer(self.data_dir, self.host, self.port, fsync=self.fsync,
                                     auto_create_topics=self.auto_create_topics,
-                                    default_partitions=self.default_partitions)
+                                    default_partitions=self.default_partitions,
+                                    sasl=SaslConfig(self.sasl_plain_users, self.sasl_oauthbearer_secret))
         self._thread, self._loop = run_in_thread(self._server)
         self.port = self._server.port
 
@@ -176,6 +184,10 @@ class KafkaDevBroker:
             cmd.append("--fsync")
         if self.auto_create_topics:
             cmd.append("--auto-create-topics")
+        for user, password in sorted(self.sasl_plain_users.items()):
+            cmd += ["--sasl-plain-user", f"{user}:{password}"]
+        if self.sasl_oauthbearer_secret is not None:
+            cmd += ["--sasl-oauthbearer-secret", self.sasl_oauthbearer_secret]
         deadline = time.monotonic() + self.start_timeout
         while True:
             proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
@@ -200,6 +212,13 @@ class KafkaDevBroker:
         if not self.in_process or self._server is None:
             raise RuntimeError("request_counts needs a running broker started with in_process=True")
         return dict(self._server.request_counts)
+
+    @property
+    def authentications(self) -> dict[tuple[str, str], int]:
+        """Successful SASL authentications by (mechanism, principal) (``in_process=True`` brokers only)."""
+        if not self.in_process or self._server is None:
+            raise RuntimeError("authentications needs a running broker started with in_process=True")
+        return dict(self._server.authentications)
 
     def log_tail(self, n: int = 40) -> str:
         if self.log_path is None or not self.log_path.exists():

@@ -70,6 +70,7 @@ SUPPORTED_APIS: dict[int, tuple[int, int]] = {
     60: (0, 1),   # DescribeCluster
 }
 SUPPORTED_APIS.update({15: (0, 6), 16: (0, 5)})  # DescribeGroups, ListGroups: offsets-only groups (#14)
+SUPPORTED_APIS.update({17: (1, 1), 36: (0, 2)})  # SaslHandshake, SaslAuthenticate: served by server.py (sasl.py)
 for _key, (_lo, _hi) in SUPPORTED_APIS.items():  # never advertise past what kafka-python can decode
     assert _hi <= REQUEST_CLASSES[_key].max_version, _key
 
@@ -936,4 +937,5 @@ HANDLER_NAMES: dict[int, str] = {
     37: "create_partitions", 60: "describe_cluster",
 }
 HANDLER_NAMES.update({15: "describe_groups", 16: "list_groups"})  # group listing (#14)
+HANDLER_NAMES.update({17: "sasl_handshake", 36: "sasl_authenticate"})  # the server answers these (sasl.py)
 assert set(HANDLER_NAMES) == set(SUPPORTED_APIS)
