@@ -231,7 +231,7 @@ def _parse_group_id(opts: Options, client_conf: dict[str, str], job_name: str) -
         if not explicit.strip():
             raise ConfigError(f"option '{KAFKA_GROUP_ID_OPTION}' is empty; give the consumer group that "
                               "committed positions are mirrored to, or remove it")
-        return f"samza-{job_name}"
+        return explicit.strip()
     if opts.has(GROUP_ID_PREFIX_OPTION) and prefix is None:
         raise ConfigError(f"option '{GROUP_ID_PREFIX_OPTION}' is empty; give a prefix (e.g. 'analytics') or "
                           f"remove it (default '{DEFAULT_GROUP_ID_PREFIX}')")
