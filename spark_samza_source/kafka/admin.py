@@ -37,7 +37,13 @@ from confluent_kafka.admin import AdminClient, OffsetSpec
 
 from .client_conf import isolation_level_of, with_callbacks
 from .errors import KafkaSourceError
-from .options import ASSIGN_OPTION, GROUP_ID_PREFIX_OPTION, KAFKA_GROUP_ID_OPTION, SUBSCRIBE_OPTION
+from .options import (
+    ASSIGN_OPTION,
+    GROUP_ID_PREFIX_OPTION,
+    KAFKA_GROUP_ID_OPTION,
+    OAUTHBEARER_TOKEN_PROVIDER_OPTION,
+    SUBSCRIBE_OPTION,
+)
 
 __all__ = ["KafkaAdmin", "DEFAULT_API_TIMEOUT_MS", "isolation_level_of"]
 
@@ -69,6 +75,7 @@ class KafkaAdmin:
         self._timeout_s = max(0.001, api_timeout_ms / 1000.0)
         self._isolation = isolation_level_of(self._conf)
         self._admin: AdminClient | None = None
+        self._auth_error: KafkaError | None = None  # the last SASL/SSL authentication failure librdkafka reported
         self._lock = threading.Lock()
 
     # ---- plumbing -----------------------------------------------------------------------------------------
@@ -92,11 +99,30 @@ class KafkaAdmin:
                 # Consumer-only properties would only produce librdkafka warnings on an admin (producer) handle.
                 for key in ("isolation.level", "group.id", "auto.offset.reset", "enable.auto.commit"):
                     conf.pop(key, None)
+                conf["error_cb"] = self._on_client_error
                 try:
                     self._admin = AdminClient(conf)
                 except KafkaException as err:
                     raise KafkaSourceError(f"cannot create a Kafka admin client {self._where()}: {_msg(err)}") from None
             return self._admin
+
+    def _on_client_error(self, err: KafkaError) -> None:
+        if err.code() in (KafkaError._AUTHENTICATION, KafkaError.SASL_AUTHENTICATION_FAILED):
+            self._auth_error = err
+
+    def _authentication_failure(self) -> KafkaSourceError | None:
+        """A clear error when the broker refused our credentials: retrying cannot help, so it ends the call."""
+        admin = self._admin
+        if admin is not None:
+            admin.poll(0)  # serves error_cb
+        err = self._auth_error
+        if err is None:
+            return None
+        return KafkaSourceError(
+            f"Kafka authentication failed {self._where()}: {err.str()}. Check the options kafka.security.protocol, "
+            f"kafka.sasl.mechanism and the credentials (kafka.sasl.username / kafka.sasl.password, or the "
+            f"token of '{OAUTHBEARER_TOKEN_PROVIDER_OPTION}')"
+        )
 
     def _deadline(self) -> float:
         return time.monotonic() + self._timeout_s
@@ -126,6 +152,9 @@ class KafkaAdmin:
                     raise KafkaSourceError(f"Kafka operation '{what}' failed {self._where()}: {_msg(err)}") from None
             except TimeoutError as err:  # concurrent.futures.TimeoutError is TimeoutError on 3.11
                 last = err
+            refused = self._authentication_failure()
+            if refused is not None:
+                raise refused
             left = deadline - time.monotonic()
             if not warned and left > 0:
                 warned = True
