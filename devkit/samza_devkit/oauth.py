@@ -8,8 +8,9 @@ as space-separated ``key=value`` pairs:
 * ``principal=NAME``: the token's subject (default ``samza``);
 * ``lifetime_s=SECONDS``: how long the token is valid (default 3600);
 * ``signing_key=KEY``: sign with another key (a test of a token the broker must refuse);
-* ``record_dir=DIR``: write one file per call, named after the calling process, so a test can see that the
-  driver and the executors (other processes) each asked for a token.
+* ``record_dir=DIR``: write one file per call, named after the calling process and holding the token, so a test
+  can see that the driver and the executors (other processes) each asked for a token, and which tokens to look
+  for where they must never appear.
 """
 
 from __future__ import annotations
@@ -33,5 +34,5 @@ def token_provider(config: str) -> tuple[str, float, str, dict[str, str]]:
     record_dir = params.get("record_dir")
     if record_dir:
         Path(record_dir).mkdir(parents=True, exist_ok=True)
-        (Path(record_dir) / f"{os.getpid()}-{uuid.uuid4().hex[:8]}").write_text(principal)
+        (Path(record_dir) / f"{os.getpid()}-{uuid.uuid4().hex[:8]}").write_text(token)
     return token, expiry, principal, {}
