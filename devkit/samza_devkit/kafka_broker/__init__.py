@@ -54,17 +54,27 @@ Supported APIs, advertised in ApiVersions (nothing else is advertised or served)
     FindCoordinator 0-6  consumer groups: this broker; transactions: COORDINATOR_NOT_AVAILABLE
     OffsetCommit 2-10, OffsetFetch 1-10   for simple (assign()-based) consumers: generation -1 and
                          an empty member id; persisted
+    ListGroups 0-5, DescribeGroups 0-6   groups that hold committed offsets: state Empty, protocol type
+                         "", classic, no members (as Kafka shows a group only ever committed to, e.g. by
+                         AdminClient.alter_consumer_group_offsets); states/types filters; an unknown group
+                         is Dead (v6: GROUP_ID_NOT_FOUND); a group whose offsets all went with deleted
+                         topics no longer exists
+    SaslHandshake 1, SaslAuthenticate 0-2   only with ``sasl_plain_users`` / ``sasl_oauthbearer_secret``
+                         (a SASL_PLAINTEXT listener, ``sasl.py``): PLAIN users; OAUTHBEARER tokens must be
+                         HS256 JWTs signed with the broker's key, with ``sub`` and a future ``exp``
+                         (``samza_devkit.oauth.token_provider`` makes them); any other request before
+                         authentication, or a failed authentication, closes the connection
 
 An unknown API key, a version outside these ranges, a frame that does not parse or a frame larger
 than ``--max-frame-bytes`` (100 MiB) closes that connection (as Kafka does) and is logged; malformed
 record batches get a CORRUPT_MESSAGE error.  The broker keeps serving every other connection.
 
 Not supported: consumer-group membership (JoinGroup/SyncGroup/Heartbeat/LeaveGroup, KIP-848: use
-``assign()``, not ``subscribe()``), ListGroups/DescribeGroups/DeleteGroups, transactions and
+``assign()``, not ``subscribe()``), DeleteGroups/OffsetDelete, transactions and
 read_committed filtering (there is nothing to filter), fetch sessions (KIP-227; clients fall back to
 full fetches), retention, compaction and segment rolling (topic configs are stored and described but
 only message.timestamp.type and max.message.bytes are enforced; DeleteRecords is the only way data
-goes), AlterConfigs, replication and leader changes, ACLs, SASL/TLS, quotas, message format v0/v1,
+goes), AlterConfigs, replication and leader changes, ACLs, TLS, SCRAM/GSSAPI, quotas, message format v0/v1,
 CRC-32C validation of produced batches unless the ``crc32c`` package is installed (the pure-Python
 CRC is ~10 MB/s), timestamp lookups inside lz4/snappy/zstd batches without their Python codecs
 (answered at batch granularity).
