@@ -4,8 +4,8 @@
 ``systems.<s>.consumer.*`` -> ``kafka.*`` (Java client settings translated by ``kafka/java_client.py``, as for a
 query's options: JAAS lines, key stores, renamed keys; what has no librdkafka equivalent rejected with the reason;
 ``group.id`` -> ``kafka.group.id``); ``samza.offset.default`` at system, default-stream and stream level ->
-``startingOffsets``; the SSP grouper factory, input expansion and partition mapper -> ``grouper`` / ``expansion.algorithm``;
-``task.broadcast.inputs`` rewritten to the source's system name ``kafka``. Stream flags that would change what
+``startingOffsets``; the SSP grouper factory, input expansion and partition mapper -> ``grouper`` /
+``expansion.algorithm``; ``task.broadcast.inputs`` rewritten to the source's system name ``kafka``. Stream flags that would change what
 is read (``samza.reset.offset``, ``samza.bootstrap``, ``samza.broadcast``) are a ``ConfigError``.
 
 Callers: ``importer.py`` registers :data:`KAFKA` and ``common.Translation.run`` calls :func:`translate` when
