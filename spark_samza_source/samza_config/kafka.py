@@ -5,8 +5,8 @@
 query's options: JAAS lines, key stores, renamed keys; what has no librdkafka equivalent rejected with the reason;
 ``group.id`` -> ``kafka.group.id``); ``samza.offset.default`` at system, default-stream and stream level ->
 ``startingOffsets``; the SSP grouper factory, input expansion and partition mapper -> ``grouper`` /
-``expansion.algorithm``; ``task.broadcast.inputs`` rewritten to the source's system name ``kafka``. Stream flags that would change what
-is read (``samza.reset.offset``, ``samza.bootstrap``, ``samza.broadcast``) are a ``ConfigError``.
+``expansion.algorithm``; ``task.broadcast.inputs`` rewritten to the source's system name ``kafka``. Stream flags
+that would change what is read (``samza.reset.offset``, ``samza.bootstrap``, ``samza.broadcast``) are a ``ConfigError``.
 
 Callers: ``importer.py`` registers :data:`KAFKA` and ``common.Translation.run`` calls :func:`translate` when
 the chosen system is a Kafka system. Option names are the constants of ``kafka/options.py`` and
