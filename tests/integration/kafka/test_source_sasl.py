@@ -3,9 +3,9 @@ tokens signed with its key; see samza_devkit/kafka_broker/sasl.py), with real qu
 
 * OAUTHBEARER: the token provider named by ``kafka.sasl.oauthbearer.tokenProvider`` (a dotted path) is librdkafka's
   ``oauth_cb`` in every process that talks to Kafka: the driver-side runner (admin: metadata, watermarks, group
-  mirror) and the executors' Python workers (consumers). The broker refuses unsigned tokens, which is what
-  librdkafka would send by itself, so rows only arrive if the provider ran in the executors too; the provider
-  also records each call's process id.
+  mirror) and the executors' Python workers (consumers). Without the provider librdkafka has no token to send
+  (or, with ``enable.sasl.oauthbearer.unsecure.jwt``, an unsigned one the broker refuses), so rows only arrive if
+  the provider ran in the executors too; the provider also records each call's process id.
 * A token the broker refuses fails the query with an authentication error, not a silent stall.
 * PLAIN from a Java ``sasl.jaas.config`` line, translated at option parsing, on driver and executors.
 """
