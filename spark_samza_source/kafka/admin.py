@@ -25,12 +25,25 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeVar
 
-from confluent_kafka import Consumer, IsolationLevel, KafkaError, KafkaException, TopicCollection, TopicPartition
+from confluent_kafka import (
+    ConsumerGroupTopicPartitions,
+    IsolationLevel,
+    KafkaError,
+    KafkaException,
+    TopicCollection,
+    TopicPartition,
+)
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
-from .client_conf import isolation_level_of
+from .client_conf import isolation_level_of, with_callbacks
 from .errors import KafkaSourceError
-from .options import ASSIGN_OPTION, SUBSCRIBE_OPTION
+from .options import (
+    ASSIGN_OPTION,
+    GROUP_ID_PREFIX_OPTION,
+    KAFKA_GROUP_ID_OPTION,
+    OAUTHBEARER_TOKEN_PROVIDER_OPTION,
+    SUBSCRIBE_OPTION,
+)
 
 __all__ = ["KafkaAdmin", "DEFAULT_API_TIMEOUT_MS", "isolation_level_of"]
 
@@ -62,9 +75,7 @@ class KafkaAdmin:
         self._timeout_s = max(0.001, api_timeout_ms / 1000.0)
         self._isolation = isolation_level_of(self._conf)
         self._admin: AdminClient | None = None
-        self._group_consumers: dict[str, Consumer] = {}
-        # group id -> results delivered by the consumer's on_commit callback (served inside poll()).
-        self._commit_results: dict[str, list[tuple[KafkaError | None, list[TopicPartition]]]] = {}
+        self._auth_error: KafkaError | None = None  # the last SASL/SSL authentication failure librdkafka reported
         self._lock = threading.Lock()
 
     # ---- plumbing -----------------------------------------------------------------------------------------
@@ -76,7 +87,7 @@ class KafkaAdmin:
         return f"(bootstrap servers {self.bootstrap_servers})"
 
     def _client_conf(self) -> dict[str, Any]:
-        conf: dict[str, Any] = dict(self._conf)
+        conf: dict[str, Any] = with_callbacks(self._conf)  # the OAUTHBEARER token provider as oauth_cb
         conf["logger"] = log  # librdkafka logs go to Python logging, not stderr
         return conf
 
@@ -88,28 +99,30 @@ class KafkaAdmin:
                 # Consumer-only properties would only produce librdkafka warnings on an admin (producer) handle.
                 for key in ("isolation.level", "group.id", "auto.offset.reset", "enable.auto.commit"):
                     conf.pop(key, None)
+                conf["error_cb"] = self._on_client_error
                 try:
                     self._admin = AdminClient(conf)
                 except KafkaException as err:
                     raise KafkaSourceError(f"cannot create a Kafka admin client {self._where()}: {_msg(err)}") from None
             return self._admin
 
-    def _group_consumer(self, group_id: str) -> Consumer:
-        with self._lock:
-            consumer = self._group_consumers.get(group_id)
-            if consumer is None:
-                conf = self._client_conf()
-                conf.update({"group.id": group_id, "enable.auto.commit": "false", "enable.auto.offset.store": "false"})
-                results = self._commit_results.setdefault(group_id, [])
-                conf["on_commit"] = lambda err, partitions: results.append((err, partitions))
-                try:
-                    consumer = Consumer(conf)
-                except KafkaException as err:
-                    raise KafkaSourceError(
-                        f"cannot create a Kafka consumer for group '{group_id}' {self._where()}: {_msg(err)}"
-                    ) from None
-                self._group_consumers[group_id] = consumer
-            return consumer
+    def _on_client_error(self, err: KafkaError) -> None:
+        if err.code() in (KafkaError._AUTHENTICATION, KafkaError.SASL_AUTHENTICATION_FAILED):
+            self._auth_error = err
+
+    def _authentication_failure(self) -> KafkaSourceError | None:
+        """A clear error when the broker refused our credentials: retrying cannot help, so it ends the call."""
+        admin = self._admin
+        if admin is not None:
+            admin.poll(0)  # serves error_cb
+        err = self._auth_error
+        if err is None:
+            return None
+        return KafkaSourceError(
+            f"Kafka authentication failed {self._where()}: {err.str()}. Check the options kafka.security.protocol, "
+            f"kafka.sasl.mechanism and the credentials (kafka.sasl.username / kafka.sasl.password, or the "
+            f"token of '{OAUTHBEARER_TOKEN_PROVIDER_OPTION}')"
+        )
 
     def _deadline(self) -> float:
         return time.monotonic() + self._timeout_s
@@ -139,6 +152,9 @@ class KafkaAdmin:
                     raise KafkaSourceError(f"Kafka operation '{what}' failed {self._where()}: {_msg(err)}") from None
             except TimeoutError as err:  # concurrent.futures.TimeoutError is TimeoutError on 3.11
                 last = err
+            refused = self._authentication_failure()
+            if refused is not None:
+                raise refused
             left = deadline - time.monotonic()
             if not warned and left > 0:
                 warned = True
@@ -301,32 +317,31 @@ class KafkaAdmin:
     def commit_group_offsets(self, group_id: str, offsets: Mapping[TP, int]) -> None:
         """Commit ``offsets`` (next offset to read, Kafka convention) to consumer group ``group_id``.
 
-        A mirror for standard lag tools (``kafka-consumer-groups``, Burrow, ...): a consumer with that
-        ``group.id`` commits without joining the group (no ``subscribe``), which Kafka accepts while the group has
-        no active members.  Asynchronous commit + poll, so the call is bounded by the API timeout.
+        A mirror for standard lag tools (``kafka-consumer-groups``, Burrow, ...), written the way Kafka's own
+        ``kafka-consumer-groups --reset-offsets`` does: ``AdminClient.alter_consumer_group_offsets`` (an
+        OffsetCommit from outside the group, to its coordinator), so no consumer and no poll loop is needed.
+        Kafka accepts it only while the group has no active members; a group some other consumer is running in
+        answers UNKNOWN_MEMBER_ID, reported here as such (why Spark warns against sharing a group id).
         """
         if not offsets:
             return
         tps = sorted(offsets)
-        consumer = self._group_consumer(group_id)
         what = f"commit offsets of group '{group_id}' for {_describe_tps(tps)}"
-        done = self._commit_results[group_id]
+        request = ConsumerGroupTopicPartitions(group_id, [TopicPartition(t, p, int(offsets[(t, p)])) for t, p in tps])
 
         def attempt(left: float) -> None:
-            done.clear()
-            deadline = time.monotonic() + left
-            # A synchronous commit has no timeout in confluent-kafka: commit asynchronously, poll for on_commit.
-            consumer.commit(offsets=[TopicPartition(t, p, int(offsets[(t, p)])) for t, p in tps], asynchronous=True)
-            while not done and time.monotonic() < deadline:
-                # short slices: poll() runs the commit callback but then waits out its whole timeout
-                consumer.poll(min(0.005, max(0.0, deadline - time.monotonic())))
-            if not done:
-                raise TimeoutError(what)
-            err, parts = done[0]
-            if err is not None:
-                raise KafkaException(err)
-            bad = [tp for tp in parts or [] if tp.error is not None]
+            futures = self.admin.alter_consumer_group_offsets([request], request_timeout=left)
+            try:
+                result = futures[group_id].result(timeout=left + 1)
+            except KafkaException as err:
+                kerr = err.args[0] if err.args and isinstance(err.args[0], KafkaError) else None
+                if kerr is not None and kerr.code() == KafkaError.UNKNOWN_MEMBER_ID:
+                    raise KafkaSourceError(_active_group(group_id, self._where())) from None
+                raise
+            bad = [tp for tp in result.topic_partitions or [] if tp.error is not None]
             if bad:
+                if bad[0].error.code() == KafkaError.UNKNOWN_MEMBER_ID:
+                    raise KafkaSourceError(_active_group(group_id, self._where()))
                 raise KafkaException(bad[0].error)
 
         self._retrying(what, attempt)
@@ -336,12 +351,13 @@ class KafkaAdmin:
         tps = sorted(set(tps))
         if not tps:
             return {}
-        consumer = self._group_consumer(group_id)
+        request = ConsumerGroupTopicPartitions(group_id, [TopicPartition(t, p) for t, p in tps])
 
         def attempt(left: float) -> dict[TP, int | None]:
-            got = consumer.committed([TopicPartition(t, p) for t, p in tps], timeout=left)
+            futures = self.admin.list_consumer_group_offsets([request], request_timeout=left)
+            result = futures[group_id].result(timeout=left + 1)
             out: dict[TP, int | None] = {}
-            for tp in got:
+            for tp in result.topic_partitions or []:
                 if tp.error is not None and tp.error.code() not in _MISSING:
                     raise KafkaException(tp.error)
                 out[(tp.topic, tp.partition)] = tp.offset if tp.offset >= 0 else None
@@ -351,21 +367,21 @@ class KafkaAdmin:
 
     # ---- lifecycle ----------------------------------------------------------------------------------------
     def close(self) -> None:
-        """Close the group consumers and drop the admin client (AdminClient has no close)."""
+        """Drop the admin client (AdminClient has no close)."""
         with self._lock:
-            consumers, self._group_consumers = list(self._group_consumers.values()), {}
             self._admin = None
-        for consumer in consumers:
-            try:
-                consumer.close()
-            except Exception as err:  # closing is best effort
-                log.debug("closing a group consumer failed: %s", err)
 
     def __enter__(self) -> KafkaAdmin:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _active_group(group_id: str, where: str) -> str:
+    return (f"consumer group '{group_id}' has active members {where}: Kafka takes offsets from outside a group "
+            "only while it is empty. Another consumer uses this group id; give this query a group of its own "
+            f"(option '{KAFKA_GROUP_ID_OPTION}' or '{GROUP_ID_PREFIX_OPTION}')")
 
 
 def _msg(err: BaseException | None) -> str:

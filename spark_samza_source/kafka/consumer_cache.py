@@ -29,7 +29,7 @@ from typing import Any
 
 from confluent_kafka import Consumer, KafkaException
 
-from .client_conf import isolation_level_of
+from .client_conf import isolation_level_of, with_callbacks
 from .errors import KafkaSourceError
 
 __all__ = [
@@ -81,7 +81,7 @@ def _config_key(conf: Mapping[str, str]) -> str:
 
 
 def _new_consumer(conf: dict[str, str]) -> Consumer:
-    full: dict[str, Any] = dict(conf)
+    full: dict[str, Any] = with_callbacks(conf)  # the OAUTHBEARER token provider as oauth_cb
     full["logger"] = log  # librdkafka logs through Python logging (served during consume/poll)
     try:
         return Consumer(full)

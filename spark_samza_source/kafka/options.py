@@ -44,8 +44,6 @@ DEFAULT_MAX_ROWS_PER_BATCH = 10_000
 
 # Spark's Kafka source refuses these for the same reasons: the source manages groups and offsets itself.
 _REFUSED_KAFKA = {
-    "group.id": f"the source assigns partitions itself and mirrors progress to the group 'samza-<{JOB_NAME_OPTION}>' "
-    "(see commitOffsetsToKafka); remove 'kafka.group.id'",
     "enable.auto.commit": "offsets are tracked in Spark's checkpoint; Kafka auto-commit would record progress "
     "Spark has not made. Remove 'kafka.enable.auto.commit'",
     "auto.offset.reset": "use 'startingOffsets' for a new query and Startpoints to re-position a running one; "
@@ -84,6 +82,14 @@ DEFAULT_SETTLE_MS = 5 * 60_000
 
 
 DROP_TOPICS_OPTION = "dropTopics"
+
+# Consumer group and security (issue #14). The group is where committed positions are mirrored for lag tools
+# (commitOffsetsToKafka): kafka.group.id names it, else it is '<groupIdPrefix>-<job.name>'.
+KAFKA_GROUP_ID_OPTION = "kafka.group.id"
+GROUP_ID_PREFIX_OPTION = "groupIdPrefix"
+DEFAULT_GROUP_ID_PREFIX = "samza"
+#: dotted path of a Python callable used as librdkafka's oauth_cb (SASL/OAUTHBEARER) on the driver and executors
+OAUTHBEARER_TOKEN_PROVIDER_OPTION = "kafka.sasl.oauthbearer.tokenProvider"
 
 # Batch-only names (``spark.read``), Spark's Kafka source's: where a batch read stops. A streaming read refuses them.
 ENDING_OFFSETS_OPTION = "endingOffsets"
@@ -178,10 +184,7 @@ class KafkaSourceOptions(JobOptions):
     max_rows_per_arrow_batch: int
     poll_timeout_ms: int
     drop_topics: tuple[str, ...]  # dropTopics: topics that may leave the job (deleted or no longer subscribed)
-
-    @property
-    def group_id(self) -> str:
-        return f"samza-{self.job_name}"
+    group_id: str  # the consumer group committed positions are mirrored to (kafka.group.id / groupIdPrefix)
 
     def __repr__(self) -> str:  # the client config may hold SASL/SSL passwords: never show it
         return f"KafkaSourceOptions({self.describe()})"
@@ -201,7 +204,7 @@ class KafkaSourceOptions(JobOptions):
     def parse(cls, raw: Any) -> KafkaSourceOptions:
         opts = Options(raw)
         check_option_names(opts.keys(), option_names())
-        client_conf = opts.prefixed(KAFKA_CLIENT_OPTIONS_PREFIX)
+        client_conf = _client_conf(opts)  # Java names translated first, then librdkafka checks them
         if not client_conf.get("bootstrap.servers", "").strip():
             check_client_conf({k: v for k, v in client_conf.items() if v.strip()})  # kafka.bootstrap.server?
             raise ConfigError(
@@ -219,6 +222,7 @@ class KafkaSourceOptions(JobOptions):
         topics, pattern, assign = _parse_subscription(opts)
         common = JobOptions.parse_common(opts, job_name_example="orders-enricher",
                                          store_holds="startpoints, job model and checkpoint mirror")
+        group_id = _parse_group_id(opts, client_conf, common["job_name"])
         grouper = opts.string(GROUPER_OPTION, "GroupByPartitionFixedTasks")
         algorithm = opts.string(EXPANSION_ALGORITHM_OPTION)
         ordering = opts.choice(EXPANSION_ORDERING_OPTION, "drain-first", ("drain-first", "none"))
@@ -264,7 +268,46 @@ class KafkaSourceOptions(JobOptions):
                                                   minimum=1),
             poll_timeout_ms=opts.duration_ms(POLL_TIMEOUT_OPTION, DEFAULT_POLL_TIMEOUT_MS, minimum_ms=1),
             drop_topics=_parse_drop_topics(opts.string(DROP_TOPICS_OPTION)),
+            group_id=group_id,
         )
+
+
+def _client_conf(opts: Options) -> dict[str, str]:
+    """The ``kafka.*`` options as librdkafka configuration: Java client names translated (java_client.py), the
+    token provider checked to be importable here on the driver, so a typo fails the start, not an executor."""
+    from .client_conf import TOKEN_PROVIDER_KEY, load_token_provider
+    from .java_client import translate_java_settings
+
+    translated = translate_java_settings(opts.prefixed(KAFKA_CLIENT_OPTIONS_PREFIX),
+                                         token_provider_option=OAUTHBEARER_TOKEN_PROVIDER_OPTION)
+    if translated.rejected:
+        raise ConfigError("; ".join(f"option 'kafka.{key}' is not supported: {why}"
+                                    for key, why in sorted(translated.rejected.items())))
+    for native, java in sorted(translated.derived_from.items()):
+        log.info("option 'kafka.%s' translated to librdkafka's 'kafka.%s'", java, native)
+    conf = translated.conf
+    if TOKEN_PROVIDER_KEY in conf:
+        load_token_provider(conf[TOKEN_PROVIDER_KEY])  # raises ConfigError naming the option and the fix
+    return conf
+
+
+def _parse_group_id(opts: Options, client_conf: dict[str, str], job_name: str) -> str:
+    """``kafka.group.id`` as given (removed from the client config: readers never join or commit), else
+    ``<groupIdPrefix>-<job.name>``. Spark's rule: both together is an error."""
+    explicit = client_conf.pop("group.id", None)
+    prefix = opts.string(GROUP_ID_PREFIX_OPTION)
+    if explicit is not None and prefix is not None:
+        raise ConfigError(f"set either option '{KAFKA_GROUP_ID_OPTION}' (the whole group id) or "
+                          f"'{GROUP_ID_PREFIX_OPTION}' (the prefix of '<prefix>-<{JOB_NAME_OPTION}>'), not both")
+    if explicit is not None:
+        if not explicit.strip():
+            raise ConfigError(f"option '{KAFKA_GROUP_ID_OPTION}' is empty; give the consumer group that "
+                              "committed positions are mirrored to, or remove it")
+        return explicit.strip()
+    if opts.has(GROUP_ID_PREFIX_OPTION) and prefix is None:
+        raise ConfigError(f"option '{GROUP_ID_PREFIX_OPTION}' is empty; give a prefix (e.g. 'analytics') or "
+                          f"remove it (default '{DEFAULT_GROUP_ID_PREFIX}')")
+    return f"{(prefix or DEFAULT_GROUP_ID_PREFIX).strip()}-{job_name}"
 
 
 def _parse_drop_topics(value: str | None) -> tuple[str, ...]:

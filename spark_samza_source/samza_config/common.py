@@ -24,6 +24,7 @@ from ..core.errors import ConfigError
 from ..core.model import SystemStreamPartition
 from ..kafka.options import ASSIGN_OPTION, SUBSCRIBE_PATTERN_OPTION
 from ..metadata.base import validate_job_name
+from ..source.option_parser import is_secret_option, shown
 from ..source.options import BROADCAST_OPTION, JOB_NAME_OPTION, METADATA_STORE_OPTION
 from .report import PropertiesImport
 
@@ -381,13 +382,15 @@ class Translation:
             value = self.props[key].strip()
             self.used.add(key)
             if option in self.soft and self.options.get(option) != value:
-                self.notes.append(f"{self.name(key)}={value} (an option of {kind} in the file) replaces "
-                                  f"{option}={self.options[option]} derived from {self.derived_from[option]}")
+                self.notes.append(f"{self.name(key)}={_plain(option, value)} (an option of {kind} in the file) "
+                                  f"replaces {option}={_plain(option, self.options[option])} derived from "
+                                  f"{self.derived_from[option]}")
                 self.set_option(option, value, self.name(key))
                 continue
             if option in self.options and self.options[option] != value:
-                raise ConfigError(f"{self.name(key)}={value!r} contradicts {option}={self.options[option]!r} "
-                                  f"derived from {self.derived_from[option]}: remove one of them")
+                raise ConfigError(f"{self.name(key)}={shown(option, value)} contradicts "
+                                  f"{option}={shown(option, self.options[option])} derived from "
+                                  f"{self.derived_from[option]}: remove one of them")
             for group in translation.exclusive:
                 if option in group:
                     clash = [o for o in group if o != option and o in self.options]
@@ -419,3 +422,8 @@ class Translation:
             else:
                 self.ignore(key, "not recognised by the importer: check that it does not change what the job "
                                  "reads")
+
+
+def _plain(option: str, value: str) -> str:
+    """A value as a note shows it: as written, or ``***`` for a secret option."""
+    return "***" if is_secret_option(option) else value

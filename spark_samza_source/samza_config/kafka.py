@@ -1,11 +1,12 @@
 """Samza's Kafka system (``KafkaSystemFactory``) translated into ``samza-kafka`` options.
 
 ``task.inputs`` and RegExTopicGenerator rewriters -> ``subscribe`` / ``subscribePattern``;
-``systems.<s>.consumer.*`` -> ``kafka.*`` (librdkafka names; Java-only and consumer-group keys rejected with the
-reason); ``samza.offset.default`` at system, default-stream and stream level -> ``startingOffsets``; the SSP
-grouper factory, input expansion and partition mapper -> ``grouper`` / ``expansion.algorithm``;
-``task.broadcast.inputs`` rewritten to the source's system name ``kafka``. Stream flags that would change what
-is read (``samza.reset.offset``, ``samza.bootstrap``, ``samza.broadcast``) are a ``ConfigError``.
+``systems.<s>.consumer.*`` -> ``kafka.*`` (Java client settings translated by ``kafka/java_client.py``, as for a
+query's options: JAAS lines, key stores, renamed keys; what has no librdkafka equivalent rejected with the reason;
+``group.id`` -> ``kafka.group.id``); ``samza.offset.default`` at system, default-stream and stream level ->
+``startingOffsets``; the SSP grouper factory, input expansion and partition mapper -> ``grouper`` /
+``expansion.algorithm``; ``task.broadcast.inputs`` rewritten to the source's system name ``kafka``. Stream flags
+that would change what is read (``samza.reset.offset``, ``samza.bootstrap``, ``samza.broadcast``) are a ``ConfigError``.
 
 Callers: ``importer.py`` registers :data:`KAFKA` and ``common.Translation.run`` calls :func:`translate` when
 the chosen system is a Kafka system. Option names are the constants of ``kafka/options.py`` and
@@ -21,18 +22,22 @@ from ..core.broadcast import format_broadcast_inputs
 from ..core.errors import ConfigError
 from ..core.grouping import SAMZA_GROUPER_FACTORIES, FixedTasksGrouper
 from ..core.model import SystemStreamPartition
+from ..kafka.java_client import translate_java_settings
 from ..kafka.options import (
     ASSIGN_OPTION,
     COMMIT_OFFSETS_TO_KAFKA_OPTION,
     DROP_TOPICS_OPTION,
     EXPANSION_ORDERING_OPTION,
     EXPANSION_SETTLE_OPTION,
+    GROUP_ID_PREFIX_OPTION,
     INCLUDE_HEADERS_OPTION,
     JOB_MODEL_RESET_OPTION,
+    KAFKA_GROUP_ID_OPTION,
     MAX_OFFSETS_PER_TRIGGER_OPTION,
     MAX_ROWS_PER_ARROW_BATCH_OPTION,
     MAX_TRIGGER_DELAY_OPTION,
     MIN_OFFSETS_PER_TRIGGER_OPTION,
+    OAUTHBEARER_TOKEN_PROVIDER_OPTION,
     POLL_TIMEOUT_OPTION,
     STARTING_OFFSETS_BY_TIMESTAMP_OPTION,
     STARTING_OFFSETS_BY_TIMESTAMP_STRATEGY_OPTION,
@@ -47,7 +52,6 @@ from ..source.options import (
     EXPANSION_ALGORITHM_OPTION,
     FAIL_ON_DATA_LOSS_OPTION,
     GROUPER_OPTION,
-    JOB_NAME_OPTION,
     JOB_OWNERSHIP_TTL_OPTION,
     METADATA_STORE_OPTION,
     RETRY_TIMEOUT_OPTION,
@@ -83,14 +87,14 @@ NATIVE_OPTIONS = frozenset({
     MAX_TRIGGER_DELAY_OPTION, FAIL_ON_DATA_LOSS_OPTION, INCLUDE_HEADERS_OPTION, STARTPOINT_TTL_OPTION,
     STARTPOINT_POLL_INTERVAL_OPTION, COMMIT_OFFSETS_TO_KAFKA_OPTION, MAX_ROWS_PER_ARROW_BATCH_OPTION,
     POLL_TIMEOUT_OPTION, JOB_OWNERSHIP_TTL_OPTION, RETRY_TIMEOUT_OPTION, DROP_TOPICS_OPTION,
+    GROUP_ID_PREFIX_OPTION,
 })
 _EXCLUSIVE = ((SUBSCRIBE_OPTION, SUBSCRIBE_PATTERN_OPTION, ASSIGN_OPTION),
               (STARTING_OFFSETS_OPTION, STARTING_TIMESTAMP_OPTION, STARTING_OFFSETS_BY_TIMESTAMP_OPTION))
 
-# systems.<s>.consumer.<key>: Java consumer keys that mean something else here, or nothing to librdkafka.
+# systems.<s>.consumer.<key>: Java consumer keys that mean something else here. Security settings, Java-only
+# settings and renamed ones are translated by kafka/java_client.py, as for a query's kafka.* options.
 _CONSUMER_REJECTED = {
-    "group.id": "the source assigns partitions itself and mirrors committed offsets to the consumer group "
-                f"'samza-<{JOB_NAME_OPTION}>' ({COMMIT_OFFSETS_TO_KAFKA_OPTION}); Samza's group is not used",
     "auto.offset.reset": "in Samza it silently resets a position that fell out of range; here "
                          f"{FAIL_ON_DATA_LOSS_OPTION} (default true) fails the query naming the lost range, false "
                          "continues from the earliest available offset. Where a new query starts is "
@@ -99,30 +103,7 @@ _CONSUMER_REJECTED = {
     "auto.commit.enable": "offsets are tracked in Spark's checkpoint; Kafka auto-commit is refused by the source",
     "key.deserializer": "keys are always returned as binary; decode them in Spark",
     "value.deserializer": "values are always returned as binary; decode them in Spark",
-    "sasl.jaas.config": "a Java JAAS setting librdkafka does not have; set kafka.sasl.mechanism, "
-                        "kafka.sasl.username and kafka.sasl.password instead",
-    "ssl.truststore.location": "Java trust stores are not supported by librdkafka; set kafka.ssl.ca.location to a "
-                               "PEM file instead",
-    "ssl.truststore.password": "Java trust stores are not supported by librdkafka; use kafka.ssl.ca.location",
-    "ssl.truststore.type": "Java trust stores are not supported by librdkafka; use kafka.ssl.ca.location",
-    "ssl.keystore.type": "librdkafka reads PKCS#12 key stores only (kafka.ssl.keystore.location/password) or PEM "
-                         "(kafka.ssl.certificate.location, kafka.ssl.key.location)",
     "partition.assignment.strategy": "the source assigns partitions itself (no consumer-group rebalancing)",
-}
-# Java consumer settings librdkafka has no equivalent for: dropping them changes no record read.
-_CONSUMER_JAVA_ONLY = {
-    "default.api.timeout.ms", "exclude.internal.topics", "interceptor.classes", "internal.leave.group.on.close",
-    "metric.reporters", "metrics.num.samples", "metrics.sample.window.ms", "metrics.recording.level",
-    "rebalance.timeout.ms", "sasl.login.class", "sasl.login.callback.handler.class", "security.providers",
-    "ssl.enabled.protocols", "ssl.keymanager.algorithm", "ssl.trustmanager.algorithm", "ssl.protocol",
-    "ssl.secure.random.implementation", "ssl.provider", "sasl.client.callback.handler.class",
-    "client.dns.lookup.config",
-}
-# Java consumer names librdkafka spells differently, same meaning.
-_CONSUMER_RENAMED = {
-    "fetch.max.wait.ms": "fetch.wait.max.ms",
-    "receive.buffer.bytes": "socket.receive.buffer.bytes",
-    "send.buffer.bytes": "socket.send.buffer.bytes",
 }
 
 
@@ -167,6 +148,8 @@ def translate(tr: Translation, system: str, inputs: Inputs, patterns: Patterns,
 
 def _consumer(tr: Translation, system: str) -> None:
     prefix = f"systems.{system}.consumer."
+    passed: dict[str, str] = {}  # consumer property -> value, for the Java client translation
+    keys: dict[str, str] = {}  # consumer property -> its key in the file
     for key in tr.keys_with(prefix):
         prop = key[len(prefix):]
         value = tr.props[key].strip()
@@ -176,15 +159,23 @@ def _consumer(tr: Translation, system: str) -> None:
                            "bootstrap.servers only")
         elif prop in _CONSUMER_REJECTED:
             tr.reject(key, _CONSUMER_REJECTED[prop])
-        elif prop in _CONSUMER_JAVA_ONLY:
-            tr.reject(key, "a Java Kafka client setting librdkafka does not have; it changes no record read")
-        elif prop in _CONSUMER_RENAMED:
-            tr.set_option(f"kafka.{_CONSUMER_RENAMED[prop]}", value, key)
-            tr.notes.append(f"{tr.name(key)} -> kafka.{_CONSUMER_RENAMED[prop]} (librdkafka's name)")
-        elif not value:
+        elif prop == "group.id" and value:
+            tr.set_option(KAFKA_GROUP_ID_OPTION, value, tr.name(key))
+            tr.notes.append(f"{tr.name(key)} -> {KAFKA_GROUP_ID_OPTION}: the source assigns partitions itself; "
+                            f"the group only receives the committed positions ({COMMIT_OFFSETS_TO_KAFKA_OPTION}) "
+                            "and must not be used by running consumers")
+        elif not value and prop != "ssl.endpoint.identification.algorithm":
             tr.ignore(key, "empty value")
         else:
-            tr.set_option(f"kafka.{prop}", value, tr.name(key))
+            passed[prop], keys[prop] = value, key
+    translated = translate_java_settings(passed, token_provider_option=OAUTHBEARER_TOKEN_PROVIDER_OPTION)
+    for prop, why in translated.rejected.items():
+        tr.reject(keys[prop], why)
+    for prop, value in translated.conf.items():
+        origin = translated.derived_from.get(prop, prop)
+        tr.set_option(f"kafka.{prop}", value, tr.name(keys[origin]))
+        if origin != prop:
+            tr.notes.append(f"{tr.name(keys[origin])} -> kafka.{prop} (librdkafka's name)")
     if "kafka.bootstrap.servers" not in tr.options:
         producer = f"systems.{system}.producer.bootstrap.servers"
         if tr.props.get(producer, "").strip():

@@ -199,6 +199,84 @@ def test_kafka_sasl_and_ssl_passwords_never_appear(spark, kafka_broker, tmp_path
     assert_nowhere(secrets, texts)
 
 
+# ---- samza-kafka on a SASL listener: OAUTHBEARER tokens and a JAAS line's password -----------------------------
+@pytest.fixture(scope="module")
+def sasl_broker():
+    from samza_devkit.kafka_broker import KafkaDevBroker
+    from samza_devkit.oauth import DEV_OAUTH_SECRET
+
+    with KafkaDevBroker(sasl_plain_users={"alice": SASL_PLAIN_PASSWORD},
+                        sasl_oauthbearer_secret=DEV_OAUTH_SECRET) as broker:
+        yield broker
+
+
+SASL_PLAIN_PASSWORD = f"JAAS-PW-{uuid.uuid4().hex}"
+
+
+def test_kafka_oauthbearer_tokens_and_jaas_passwords_never_appear(spark, sasl_broker, tmp_path, caplog):
+    """The tokens the provider handed librdkafka (on the driver and executors: it records each one) and the
+    password inside a ``kafka.sasl.jaas.config`` line (translated at option parsing) are nowhere to be found."""
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    from spark_samza_source.kafka.source import SamzaKafkaDataSource
+
+    caplog.set_level(logging.DEBUG, logger="spark_samza_source")
+    bootstrap = sasl_broker.bootstrap_servers
+    plain = {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN", "sasl.username": "alice",
+             "sasl.password": SASL_PLAIN_PASSWORD}
+    topic = unique_topic("secret-sasl")
+    admin = AdminClient({"bootstrap.servers": bootstrap, **plain})  # kept alive until the topic exists
+    admin.create_topics([NewTopic(topic, num_partitions=2, replication_factor=1)])[topic].result(30)
+    produce(bootstrap, topic, [(b"k", f"v{i}".encode(), None, i % 2) for i in range(20)], extra_conf=plain)
+    job = f"secret-{uuid.uuid4().hex[:8]}"
+    store_dir, checkpoints, tokens_dir = tmp_path / "metadata", tmp_path / "checkpoints", tmp_path / "tokens"
+    common = {"kafka.bootstrap.servers": bootstrap, "subscribe": topic, "metadata.store": f"file://{store_dir}",
+              "startingOffsets": "earliest", "kafka.security.protocol": "SASL_PLAINTEXT"}
+    oauth = {**common, "job.name": job, "kafka.sasl.mechanism": "OAUTHBEARER",
+             "kafka.sasl.oauthbearer.tokenProvider": "samza_devkit.oauth.token_provider",
+             "kafka.sasl.oauthbearer.config": f"principal=secret-test record_dir={tokens_dir}"}
+    jaas = {**common, "job.name": job + "-jaas",
+            "kafka.sasl.jaas.config": 'org.apache.kafka.common.security.plain.PlainLoginModule required '
+                                      f'username="alice" password="{SASL_PLAIN_PASSWORD}";'}
+    texts: dict[str, str | bytes] = {}
+    with spark_output_to(spark, tmp_path / "spark-output") as (log_file, err_file):
+        for name, options in (("oauth", oauth), ("jaas", jaas)):
+            batches: list[int] = []
+            df = spark.readStream.format("samza-kafka").options(**options).load()
+            texts[f"explain(DataFrame) {name}"] = explain_text(df)
+            query = (df.writeStream.foreachBatch(lambda d, i, b=batches: b.append(d.count()))
+                     .option("checkpointLocation", str(checkpoints / name)).queryName(f"secret_{name}_{job[-8:]}")
+                     .trigger(processingTime="500 milliseconds").start())
+            try:
+                query.processAllAvailable()
+                assert sum(batches) == 20  # authenticated on driver and executors
+                texts[f"explain(query) {name}"] = explain_text(query)
+                texts[f"recentProgress {name}"] = "\n".join(progress_text(p) for p in query.recentProgress)
+                texts[f"status {name}"] = json.dumps(query.status)
+            finally:
+                query.stop()
+        # A query failing in the driver runner with the same credentials
+        failing = {**jaas, "job.name": job + "-x", "assign": json.dumps({topic: [7]})}
+        del failing["subscribe"]
+        message = failure_of(spark.readStream.format("samza-kafka").options(**failing).load().writeStream
+                             .format("noop").option("checkpointLocation", str(checkpoints / "fail")).start())
+        assert "names partition 7" in message
+        texts["runtime error"] = message
+        assert run_driver_cycle_in_process(SamzaKafkaDataSource, {**oauth, "job.name": job + "-inproc"}) == 20
+
+    tokens = [p.read_text() for p in tokens_dir.iterdir()]
+    assert tokens  # the provider ran
+    secrets = [SASL_PLAIN_PASSWORD] + tokens + [t.rsplit(".", 1)[1] for t in tokens]  # whole tokens, signatures
+    texts["log4j"] = log_file.read_text(errors="replace")
+    texts["stderr"] = err_file.read_text(errors="replace")
+    texts["caplog"] = caplog.text + "".join(f"{r.args!r}" for r in caplog.records)
+    assert "MicroBatchExecution" in texts["log4j"]
+    stored = files_under(store_dir, checkpoints)
+    assert any("/offsets/" in p for p in stored)
+    texts.update(stored)
+    assert_nowhere(secrets, texts)
+
+
 # ---- samza-kinesis ----------------------------------------------------------------------------------------------
 def test_aws_secret_key_and_session_token_never_appear(spark, moto_server, tmp_path, caplog):
     from spark_samza_source.kinesis.source import SamzaKinesisDataSource

@@ -54,17 +54,27 @@ Supported APIs, advertised in ApiVersions (nothing else is advertised or served)
     FindCoordinator 0-6  consumer groups: this broker; transactions: COORDINATOR_NOT_AVAILABLE
     OffsetCommit 2-10, OffsetFetch 1-10   for simple (assign()-based) consumers: generation -1 and
                          an empty member id; persisted
+    ListGroups 0-5, DescribeGroups 0-6   groups that hold committed offsets: state Empty, protocol type
+                         "", classic, no members (as Kafka shows a group only ever committed to, e.g. by
+                         AdminClient.alter_consumer_group_offsets); states/types filters; an unknown group
+                         is Dead (v6: GROUP_ID_NOT_FOUND); a group whose offsets all went with deleted
+                         topics no longer exists
+    SaslHandshake 1, SaslAuthenticate 0-2   only with ``sasl_plain_users`` / ``sasl_oauthbearer_secret``
+                         (a SASL_PLAINTEXT listener, ``sasl.py``): PLAIN users; OAUTHBEARER tokens must be
+                         HS256 JWTs signed with the broker's key, with ``sub`` and a future ``exp``
+                         (``samza_devkit.oauth.token_provider`` makes them); any other request before
+                         authentication, or a failed authentication, closes the connection
 
 An unknown API key, a version outside these ranges, a frame that does not parse or a frame larger
 than ``--max-frame-bytes`` (100 MiB) closes that connection (as Kafka does) and is logged; malformed
 record batches get a CORRUPT_MESSAGE error.  The broker keeps serving every other connection.
 
 Not supported: consumer-group membership (JoinGroup/SyncGroup/Heartbeat/LeaveGroup, KIP-848: use
-``assign()``, not ``subscribe()``), ListGroups/DescribeGroups/DeleteGroups, transactions and
+``assign()``, not ``subscribe()``), DeleteGroups/OffsetDelete, transactions and
 read_committed filtering (there is nothing to filter), fetch sessions (KIP-227; clients fall back to
 full fetches), retention, compaction and segment rolling (topic configs are stored and described but
 only message.timestamp.type and max.message.bytes are enforced; DeleteRecords is the only way data
-goes), AlterConfigs, replication and leader changes, ACLs, SASL/TLS, quotas, message format v0/v1,
+goes), AlterConfigs, replication and leader changes, ACLs, TLS, SCRAM/GSSAPI, quotas, message format v0/v1,
 CRC-32C validation of produced batches unless the ``crc32c`` package is installed (the pure-Python
 CRC is ~10 MB/s), timestamp lookups inside lz4/snappy/zstd batches without their Python codecs
 (answered at batch granularity).
@@ -101,7 +111,8 @@ class KafkaDevBroker:
 
     def __init__(self, data_dir: str | os.PathLike | None = None, port: int = 0, host: str = "127.0.0.1",
                  *, fsync: bool = False, auto_create_topics: bool = False, default_partitions: int = 1,
-                 in_process: bool = False, log_level: str | None = None, start_timeout: float = 60.0):
+                 in_process: bool = False, log_level: str | None = None, start_timeout: float = 60.0,
+                 sasl_plain_users: dict[str, str] | None = None, sasl_oauthbearer_secret: str | None = None):
         self._owns_dir = data_dir is None
         self._data_dir = Path(data_dir) if data_dir is not None else None
         self.port = port
@@ -110,6 +121,10 @@ class KafkaDevBroker:
         self.auto_create_topics = auto_create_topics
         self.default_partitions = default_partitions
         self.in_process = in_process
+        # SASL_PLAINTEXT listener when either is given (sasl.py): PLAIN users, and the HS256 key OAUTHBEARER
+        # tokens must be signed with
+        self.sasl_plain_users = dict(sasl_plain_users or {})
+        self.sasl_oauthbearer_secret = sasl_oauthbearer_secret
         self.log_level = log_level or os.environ.get("SAMZA_DEVBROKER_LOG_LEVEL", "WARNING")
         self.start_timeout = start_timeout
         self._proc: subprocess.Popen | None = None
@@ -157,9 +172,12 @@ class KafkaDevBroker:
         from .server import BrokerServer, run_in_thread
 
         logging.getLogger("spark_samza_source.kafka_broker").setLevel(self.log_level.upper())
+        from .sasl import SaslConfig
+
         self._server = BrokerServer(self.data_dir, self.host, self.port, fsync=self.fsync,
                                     auto_create_topics=self.auto_create_topics,
-                                    default_partitions=self.default_partitions)
+                                    default_partitions=self.default_partitions,
+                                    sasl=SaslConfig(self.sasl_plain_users, self.sasl_oauthbearer_secret))
         self._thread, self._loop = run_in_thread(self._server)
         self.port = self._server.port
 
@@ -176,6 +194,10 @@ class KafkaDevBroker:
             cmd.append("--fsync")
         if self.auto_create_topics:
             cmd.append("--auto-create-topics")
+        for user, password in sorted(self.sasl_plain_users.items()):
+            cmd += ["--sasl-plain-user", f"{user}:{password}"]
+        if self.sasl_oauthbearer_secret is not None:
+            cmd += ["--sasl-oauthbearer-secret", self.sasl_oauthbearer_secret]
         deadline = time.monotonic() + self.start_timeout
         while True:
             proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
@@ -200,6 +222,13 @@ class KafkaDevBroker:
         if not self.in_process or self._server is None:
             raise RuntimeError("request_counts needs a running broker started with in_process=True")
         return dict(self._server.request_counts)
+
+    @property
+    def authentications(self) -> dict[tuple[str, str], int]:
+        """Successful SASL authentications by (mechanism, principal) (``in_process=True`` brokers only)."""
+        if not self.in_process or self._server is None:
+            raise RuntimeError("authentications needs a running broker started with in_process=True")
+        return dict(self._server.authentications)
 
     def log_tail(self, n: int = 40) -> str:
         if self.log_path is None or not self.log_path.exists():

@@ -14,6 +14,7 @@ import signal
 import sys
 import threading
 
+from .sasl import SaslConfig
 from .server import DEFAULT_MAX_FRAME_BYTES, BrokerServer
 
 
@@ -28,6 +29,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--default-partitions", type=int, default=1)
     parser.add_argument("--max-frame-bytes", type=int, default=DEFAULT_MAX_FRAME_BYTES)
     parser.add_argument("--log-level", default=os.environ.get("SAMZA_DEVBROKER_LOG_LEVEL", "WARNING"))
+    parser.add_argument("--sasl-plain-user", action="append", default=[], metavar="USER:PASSWORD",
+                        help="SASL_PLAINTEXT listener: accept this PLAIN user (repeatable)")
+    parser.add_argument("--sasl-oauthbearer-secret", default=None, metavar="KEY",
+                        help="SASL_PLAINTEXT listener: accept OAUTHBEARER tokens signed (HS256) with KEY")
     parser.add_argument("--exit-on-stdin-eof", action="store_true",
                         help="also stop when stdin closes (the parent process died)")
     args = parser.parse_args(argv)
@@ -39,7 +44,9 @@ def main(argv: list[str] | None = None) -> int:
 async def _serve(args) -> int:
     server = BrokerServer(args.data_dir, args.host, args.port, fsync=args.fsync,
                           auto_create_topics=args.auto_create_topics,
-                          default_partitions=args.default_partitions, max_frame_bytes=args.max_frame_bytes)
+                          default_partitions=args.default_partitions, max_frame_bytes=args.max_frame_bytes,
+                          sasl=SaslConfig(dict(u.split(":", 1) for u in args.sasl_plain_user),
+                                          args.sasl_oauthbearer_secret))
     await server.start()
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()

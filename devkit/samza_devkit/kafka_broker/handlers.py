@@ -24,6 +24,8 @@ from kafka.protocol.admin import (
     DeleteTopicsResponse,
     DescribeClusterResponse,
     DescribeConfigsResponse,
+    DescribeGroupsResponse,
+    ListGroupsResponse,
 )
 from kafka.protocol.consumer import (
     FetchResponse,
@@ -67,6 +69,8 @@ SUPPORTED_APIS: dict[int, tuple[int, int]] = {
     37: (0, 3),   # CreatePartitions
     60: (0, 1),   # DescribeCluster
 }
+SUPPORTED_APIS.update({15: (0, 6), 16: (0, 5)})  # DescribeGroups, ListGroups: offsets-only groups (#14)
+SUPPORTED_APIS.update({17: (1, 1), 36: (0, 2)})  # SaslHandshake, SaslAuthenticate: served by server.py (sasl.py)
 for _key, (_lo, _hi) in SUPPORTED_APIS.items():  # never advertise past what kafka-python can decode
     assert _hi <= REQUEST_CLASSES[_key].max_version, _key
 
@@ -884,6 +888,47 @@ class BrokerState:
             groups.append(G(group_id=g.group_id, topics=topics, error_code=0))
         return R(version=version, throttle_time_ms=0, groups=groups)
 
+    # ------------------------------------------------------------------------------- group listing (#14)
+    # Groups here only ever hold committed offsets (no membership): Kafka shows such a classic group as
+    # state "Empty" with protocol type "" (kafka-consumer-groups --list / --describe see them the same way), and
+    # a group whose offsets are all gone (its topics deleted) as not existing.
+    def _existing_groups(self) -> list[str]:
+        return sorted(g for g, offsets in self.groups.groups.items() if offsets)
+
+    def list_groups(self, header, request):
+        version = header.api_version
+        R = ListGroupsResponse
+        states = {s.lower() for s in (request.states_filter or [])} if version >= 4 else set()
+        types = {t.lower() for t in (request.types_filter or [])} if version >= 5 else set()
+        listed = []
+        for group in self._existing_groups():
+            if states and "empty" not in states or types and "classic" not in types:
+                continue
+            listed.append(R.ListedGroup(group_id=group, protocol_type="", group_state="Empty", group_type="classic"))
+        return R(version=version, throttle_time_ms=0, error_code=0, groups=listed)
+
+    def describe_groups(self, header, request):
+        version = header.api_version
+        R = DescribeGroupsResponse
+        G = R.DescribedGroup
+        existing = set(self._existing_groups())
+        described = []
+        for group in request.groups:
+            if group in existing:
+                described.append(G(error_code=0, error_message=None, group_id=group, group_state="Empty",
+                                   protocol_type="", protocol_data="", members=[]))
+            elif not group:
+                described.append(G(error_code=ApiError.INVALID_GROUP_ID, error_message=None, group_id=group,
+                                   group_state="", protocol_type="", protocol_data="", members=[]))
+            elif version >= 6:  # KIP-1043: v6 answers GROUP_ID_NOT_FOUND where older versions said "Dead"
+                described.append(G(error_code=ApiError.GROUP_ID_NOT_FOUND, error_message=f"Group {group} not found.",
+                                   group_id=group, group_state="Dead", protocol_type="", protocol_data="",
+                                   members=[]))
+            else:
+                described.append(G(error_code=0, error_message=None, group_id=group, group_state="Dead",
+                                   protocol_type="", protocol_data="", members=[]))
+        return R(version=version, throttle_time_ms=0, groups=described)
+
 
 HANDLER_NAMES: dict[int, str] = {
     0: "produce", 1: "fetch", 2: "list_offsets", 3: "metadata", 8: "offset_commit", 9: "offset_fetch",
@@ -891,4 +936,6 @@ HANDLER_NAMES: dict[int, str] = {
     21: "delete_records", 22: "init_producer_id", 23: "offset_for_leader_epoch", 32: "describe_configs",
     37: "create_partitions", 60: "describe_cluster",
 }
+HANDLER_NAMES.update({15: "describe_groups", 16: "list_groups"})  # group listing (#14)
+HANDLER_NAMES.update({17: "sasl_handshake", 36: "sasl_authenticate"})  # the server answers these (sasl.py)
 assert set(HANDLER_NAMES) == set(SUPPORTED_APIS)

@@ -20,6 +20,7 @@ with warnings.catch_warnings():
     import kafka.protocol.consumer as _consumer
     import kafka.protocol.metadata as _metadata
     import kafka.protocol.producer as _producer
+    import kafka.protocol.sasl as _sasl
     from kafka.protocol.api_message import ApiMessage
 
 __all__ = [
@@ -65,6 +66,10 @@ class ApiError:
     INVALID_RECORD = 87
     UNKNOWN_TOPIC_ID = 100
     INCONSISTENT_TOPIC_ID = 103
+    GROUP_ID_NOT_FOUND = 69
+    SASL_AUTHENTICATION_FAILED = 58
+    ILLEGAL_SASL_STATE = 34
+    UNSUPPORTED_SASL_MECHANISM = 33
 
 
 class MalformedRequest(Exception):
@@ -74,7 +79,7 @@ class MalformedRequest(Exception):
 def _collect() -> tuple[dict[int, type], dict[int, type]]:
     requests: dict[int, type] = {}
     responses: dict[int, type] = {}
-    for mod in (_admin, _consumer, _metadata, _producer):
+    for mod in (_admin, _consumer, _metadata, _producer, _sasl):
         for name in mod.__all__:
             cls = getattr(mod, name)
             if isinstance(cls, type) and issubclass(cls, ApiMessage) and cls._json is not None:

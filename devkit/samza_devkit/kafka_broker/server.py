@@ -17,8 +17,12 @@ import socket
 import threading
 from pathlib import Path
 
+from kafka.protocol.sasl import SaslAuthenticateResponse, SaslHandshakeResponse
+
 from .handlers import HANDLER_NAMES, SUPPORTED_APIS, BrokerState
-from .protocol import MalformedRequest, decode_request, encode_response, parse_request_header
+from .protocol import ApiError, MalformedRequest, decode_request, encode_response, parse_request_header
+from .sasl import SaslConfig, SaslSession
+from .sasl import authenticate as sasl_authenticate
 
 __all__ = ["BrokerServer", "DEFAULT_MAX_FRAME_BYTES", "run_in_thread"]
 
@@ -30,7 +34,7 @@ DEFAULT_MAX_FRAME_BYTES = 100 * 1024 * 1024
 class BrokerServer:
     def __init__(self, data_dir: str | Path, host: str = "127.0.0.1", port: int = 0, *, fsync: bool = False,
                  auto_create_topics: bool = False, default_partitions: int = 1,
-                 max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES):
+                 max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES, sasl: SaslConfig | None = None):
         self.data_dir = Path(data_dir)
         self.host = host
         self.requested_port = port
@@ -39,6 +43,9 @@ class BrokerServer:
         self.auto_create_topics = auto_create_topics
         self.default_partitions = default_partitions
         self.max_frame_bytes = max_frame_bytes
+        self.sasl = sasl or SaslConfig()
+        # successful authentications by (mechanism, principal): tests see who connected, without timing anything
+        self.authentications: collections.Counter[tuple[str, str]] = collections.Counter()
         self.state: BrokerState | None = None
         self._server: asyncio.base_events.Server | None = None
         self._connections: set[asyncio.Task] = set()
@@ -78,6 +85,7 @@ class BrokerServer:
         if sock is not None:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         peer = writer.get_extra_info("peername")
+        session = SaslSession()
         try:
             while True:
                 size_bytes = await reader.readexactly(4)
@@ -86,11 +94,15 @@ class BrokerServer:
                     log.warning("closing %s: frame of %d bytes (limit %d)", peer, size, self.max_frame_bytes)
                     return
                 frame = await reader.readexactly(size)
-                response = await self.handle_frame(frame)
+                response = await self.handle_frame(frame, session)
                 if response is not None:
                     writer.write(response)
                     if writer.transport.get_write_buffer_size() > 1 << 20:
                         await writer.drain()
+                if session.failed:  # Kafka closes the connection after a failed authentication
+                    await writer.drain()
+                    log.info("closing %s: SASL authentication failed", peer)
+                    return
         except (asyncio.IncompleteReadError, ConnectionError):
             pass
         except MalformedRequest as exc:
@@ -103,7 +115,7 @@ class BrokerServer:
             self._connections.discard(task)
             writer.close()
 
-    async def handle_frame(self, frame: bytes) -> bytes | None:
+    async def handle_frame(self, frame: bytes, session: SaslSession | None = None) -> bytes | None:
         view = memoryview(frame)
         header = parse_request_header(view)
         key, version = header.api_key, header.api_version
@@ -117,6 +129,11 @@ class BrokerServer:
             raise MalformedRequest(f"unsupported version {version} of API key {key}")
         request = decode_request(view, header)
         self.request_counts[HANDLER_NAMES[key]] += 1
+        if key in (17, 36):
+            return encode_response(self._sasl_response(header, request, session or SaslSession()),
+                                   header.correlation_id)
+        if self.sasl.enabled and key != 18 and not (session is not None and session.authenticated):
+            raise MalformedRequest(f"{HANDLER_NAMES[key]} before SASL authentication")
         if log.isEnabledFor(logging.DEBUG):
             log.debug("%s v%d from %s", HANDLER_NAMES[key], version, header.client_id)
         result = getattr(state, HANDLER_NAMES[key])(header, request)
@@ -125,6 +142,26 @@ class BrokerServer:
         if result is None:
             return None
         return encode_response(result, header.correlation_id)
+
+    def _sasl_response(self, header, request, session: SaslSession):
+        """SaslHandshake v1 and SaslAuthenticate (sasl.py has the rules)."""
+        if header.api_key == 17:
+            mechanisms = self.sasl.mechanisms
+            if not mechanisms or session.mechanism is not None:
+                error = ApiError.ILLEGAL_SASL_STATE
+            elif request.mechanism not in mechanisms:
+                error = ApiError.UNSUPPORTED_SASL_MECHANISM
+            else:
+                error, session.mechanism = ApiError.NONE, request.mechanism
+            return SaslHandshakeResponse(version=header.api_version, error_code=error, mechanisms=mechanisms)
+        problem = sasl_authenticate(self.sasl, session, bytes(request.auth_bytes))
+        if problem is None:
+            self.authentications[(session.mechanism, session.principal)] += 1
+        else:
+            log.info("SASL %s authentication failed: %s", session.mechanism, problem)
+        return SaslAuthenticateResponse(version=header.api_version,
+                                        error_code=ApiError.SASL_AUTHENTICATION_FAILED if problem else 0,
+                                        error_message=problem, auth_bytes=b"", session_lifetime_ms=0)
 
 
 def run_in_thread(server: BrokerServer) -> tuple[threading.Thread, asyncio.AbstractEventLoop]:

@@ -49,7 +49,7 @@ def test_bootstrap_servers_required():
     assert "'kafka.bootstrap.servers' is required" in error_of(kafka__bootstrap__servers=None)
 
 
-@pytest.mark.parametrize("key", ["kafka.group.id", "kafka.enable.auto.commit", "kafka.auto.offset.reset"])
+@pytest.mark.parametrize("key", ["kafka.enable.auto.commit", "kafka.auto.offset.reset"])
 def test_refused_kafka_options_explain_why(key):
     message = error_of(**{key.replace(".", "__"): "x"})
     assert f"'{key}' is not supported" in message

@@ -234,18 +234,37 @@ def test_consumer_keys_pass_through_renamed_or_rejected():
     assert opts["kafka.client.id"] == "c1"
     assert opts["kafka.socket.receive.buffer.bytes"] == "65536"
     assert opts["kafka.ssl.key.password"] == "pw"
-    assert not any(k in opts for k in ("kafka.group.id", "kafka.auto.offset.reset", "kafka.enable.auto.commit"))
+    assert opts["kafka.group.id"] == "samza-group"  # the group committed positions are mirrored to
+    assert not any(k in opts for k in ("kafka.auto.offset.reset", "kafka.enable.auto.commit"))
     assert set(result.rejected) == {
-        "systems.kafka.consumer.group.id", "systems.kafka.consumer.auto.offset.reset",
+        "systems.kafka.consumer.auto.offset.reset",
         "systems.kafka.consumer.enable.auto.commit", "systems.kafka.consumer.zookeeper.connect",
         "systems.kafka.consumer.sasl.jaas.config", "systems.kafka.consumer.ssl.truststore.location",
         "systems.kafka.consumer.interceptor.classes",
     }
-    assert "samza-<job.name>" in result.rejected["systems.kafka.consumer.group.id"]
     assert "sasl.username" in result.rejected["systems.kafka.consumer.sasl.jaas.config"]
     assert "ssl.ca.location" in result.rejected["systems.kafka.consumer.ssl.truststore.location"]
     assert result.ignored["systems.kafka.consumer.empty"] == "empty value"
-    parse_kafka(opts)  # the source accepts what is left
+    assert parse_kafka(opts).group_id == "samza-group"  # the source accepts what is left
+
+
+def test_consumer_security_keys_are_translated_as_for_query_options():
+    """The importer and KafkaSourceOptions.parse share kafka/java_client.py: a PLAIN JAAS line becomes
+    kafka.sasl.username / kafka.sasl.password here too, a PKCS#12 key store type is implied."""
+    result = import_mapping(kafka(**{
+        "systems.kafka.consumer.security.protocol": "SASL_SSL",
+        "systems.kafka.consumer.sasl.jaas.config": 'org.apache.kafka.common.security.plain.PlainLoginModule '
+                                                   'required username="svc" password="pw-1";',
+        "systems.kafka.consumer.ssl.keystore.type": "PKCS12",
+        "systems.kafka.consumer.ssl.keystore.location": "/k.p12",
+    }))
+    opts = result.options
+    assert (opts["kafka.sasl.username"], opts["kafka.sasl.password"], opts["kafka.sasl.mechanism"]) == (
+        "svc", "pw-1", "PLAIN")
+    assert opts["kafka.ssl.keystore.location"] == "/k.p12" and "kafka.ssl.keystore.type" not in opts
+    assert "kafka.sasl.jaas.config" not in opts and not result.rejected
+    assert all("pw-1" not in note for note in result.notes)
+    parse_kafka(opts)
 
 
 def test_bootstrap_from_producer_when_consumer_has_none_and_note_when_absent():
@@ -702,3 +721,15 @@ def test_every_option_a_source_reads_passes_through_from_a_file(monkeypatch, par
     known = {n.lower() for n in translation.NATIVE_OPTIONS} | {"job.name", "task.broadcast.inputs"}
     missing = {n for n in read if not n.startswith("testing.")} - known
     assert read and not missing, f"add {sorted(missing)} to spark_samza_source.samza_config.{module}.NATIVE_OPTIONS"
+
+
+def test_a_contradicting_password_is_never_echoed():
+    """A file giving the password twice (JAAS line and kafka.sasl.password) fails without showing either."""
+    with pytest.raises(ConfigError) as err:
+        import_mapping(kafka(**{
+            "systems.kafka.consumer.sasl.jaas.config": 'org.apache.kafka.common.security.plain.PlainLoginModule '
+                                                       'required username="svc" password="pw-FIRST";',
+            "kafka.sasl.password": "pw-SECOND",
+        }))
+    assert "kafka.sasl.password" in str(err.value)
+    assert "pw-FIRST" not in str(err.value) and "pw-SECOND" not in str(err.value)
