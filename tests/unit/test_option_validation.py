@@ -153,7 +153,7 @@ def test_enhanced_fan_out_is_refused_and_getrecords_accepted():
     assert kinesis(**{"kinesis.consumerType": "GetRecords"}).stream == "clicks"
 
 
-@pytest.mark.parametrize("name", ["kafka.group.id", "kafka.enable.auto.commit", "kafka.auto.offset.reset"])
+@pytest.mark.parametrize("name", ["kafka.enable.auto.commit", "kafka.auto.offset.reset"])
 def test_kafka_client_settings_the_source_manages_stay_refused(name):
     assert f"option '{name}' is not supported" in error_of(kafka, **{name: "x"})
 
