@@ -1,4 +1,5 @@
-"""One MetadataStore contract, checked against every backend: memory, file, DynamoDB (moto) and S3 (moto).
+"""One MetadataStore contract, checked against every backend: memory, file, DynamoDB (moto) and S3 (boto3 on moto's
+S3 server, ``s3_store_uri`` from the devkit).
 
 ``MemoryMetadataStore`` is the reference semantics; every other store must be indistinguishable from it
 through the MetadataStore API.
@@ -9,7 +10,6 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable, Iterator
 
-import boto3
 import pytest
 
 from spark_samza_source.core.errors import ConfigError
@@ -18,20 +18,6 @@ from spark_samza_source.metadata import MetadataStore, open_store
 BACKENDS = ["memory", "file", "dynamodb", "s3"]
 
 NS = "startpoints"
-
-
-@pytest.fixture
-def s3_store_uri(moto_server: str, aws_region: str) -> Iterator[str]:
-    bucket = f"samza-meta-{uuid.uuid4().hex[:16]}"
-    s3 = boto3.client("s3", region_name=aws_region, endpoint_url=moto_server)
-    s3.create_bucket(Bucket=bucket)
-    scheme, _, hostport = moto_server.partition("://")
-    yield f"s3://{bucket}/meta?endpoint_override={hostport}&scheme={scheme}&region={aws_region}"
-    for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket):
-        for obj in page.get("Contents", []):
-            s3.delete_object(Bucket=bucket, Key=obj["Key"])
-    s3.delete_bucket(Bucket=bucket)
-    s3.close()
 
 
 @pytest.fixture(params=BACKENDS)
