@@ -72,7 +72,7 @@ ADDRESSING_STYLES = ("path", "virtual", "auto")
 DEFAULT_MAX_ATTEMPTS = 8
 #: re-reads of delete_if_equal (and retries of a 409 conflict) before giving up on a key that keeps changing
 MAX_CONDITIONAL_ATTEMPTS = 50
-_BUCKET_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{1,254}$")
+_BUCKET_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,254}$")
 _WRONG_ETAG = '"00000000000000000000000000000000"'
 
 #: (endpoint, bucket) -> (conditional writes honoured, why not); one probe per process and bucket
@@ -207,9 +207,7 @@ class S3MetadataStore(MetadataStore):
                 f"{OPTION} {self.uri!r}: cannot create an S3 client: {scrub_secrets(str(exc), self._raw_uri)}"
             ) from None
         self._probe_key = (str(self._client.meta.endpoint_url), bucket)
-        #: True when put_if_absent/delete_if_equal are atomic; decided by the probe before the first of them
-        self.atomic_conditionals = True
-        self._probed = False
+        self._honoured: bool | None = None  # conditional writes honoured? (None: not probed yet)
         self._probe_lock = threading.Lock()
 
     @classmethod
@@ -325,12 +323,19 @@ class S3MetadataStore(MetadataStore):
         return doc["key"], doc["value"]
 
     # -- conditional writes: honoured by this server? -----------------------------------------------------
+    @property
+    def atomic_conditionals(self) -> bool:  # type: ignore[override]
+        """True when put_if_absent/delete_if_equal are atomic: the server honours S3's conditional writes.
+
+        The first access (or the first conditional operation) probes the server, once per process and bucket."""
+        return self._conditionals()
+
     def _conditionals(self) -> bool:
         """Whether the server honours If-None-Match / If-Match (probed once per process, endpoint and bucket)."""
-        if self._probed:
-            return self.atomic_conditionals
+        if self._honoured is not None:
+            return self._honoured
         with self._probe_lock:
-            if not self._probed:
+            if self._honoured is None:
                 with _PROBED_LOCK:
                     known = _PROBED.get(self._probe_key)
                 if known is None:
@@ -345,9 +350,8 @@ class S3MetadataStore(MetadataStore):
                             "both succeed. The job lease and the Kinesis batch ends are exact only on a store that "
                             "does (AWS S3, recent MinIO), file: on a POSIX filesystem or dynamodb://",
                             self.uri, known[1])
-                self.atomic_conditionals = known[0]
-                self._probed = True
-        return self.atomic_conditionals
+                self._honoured = known[0]
+        return self._honoured
 
     def _probe(self) -> tuple[bool, str]:
         """Create, re-create, wrongly delete and delete a probe object; (honoured, reason when not)."""
