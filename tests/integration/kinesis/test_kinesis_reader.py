@@ -600,6 +600,8 @@ def test_an_attempt_past_the_winners_end_fails_and_its_retry_is_exact(kinesis, s
 
 
 def test_concurrent_streaming_attempts_yield_the_recorded_range_or_fail(kinesis, stream5000, ends):
+    """Backs README Guarantees: concurrent (speculative) attempts of one Kinesis batch each yield exactly the range
+    the first recorded, or fail; on file:, dynamodb:// and s3:// stores."""
     stream, _ = stream5000
     start = ShardPosition.trim_horizon()
     barrier = threading.Barrier(3)
