@@ -6,7 +6,10 @@ write anyway. The ``s3://`` metadata store must notice either and fall back to b
 proxy produces both behaviours on purpose in front of a real S3 emulator:
 
 - ``mode="ignore"``: the conditional headers are dropped before forwarding (the write always happens);
-- ``mode="refuse"``: a request carrying one of them is answered ``501 NotImplemented`` (S3's XML error body).
+- ``mode="refuse"``: a request carrying one of them is answered ``501 NotImplemented`` (S3's XML error body);
+- ``mode="lose-first-reply"``: conditions are honoured (forwarded), but the reply to the first conditional PUT of
+  each object is replaced by ``500 InternalError`` after the write happened, so botocore retries a write that
+  already succeeded and the retry meets 412 PreconditionFailed: the store must still know it won.
 
 Everything else is forwarded byte for byte (moto does not check signatures, so dropping a signed header is
 harmless there). Runs in a daemon thread of the calling process::
@@ -27,6 +30,8 @@ __all__ = ["S3WithoutConditionals", "CONDITIONAL_HEADERS"]
 CONDITIONAL_HEADERS = ("if-none-match", "if-match")
 _NOT_IMPLEMENTED = (b'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>NotImplemented</Code><Message>A header '
                     b"you provided implies functionality that is not implemented</Message></Error>")
+_INTERNAL_ERROR = (b'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>InternalError</Code><Message>We '
+                   b"encountered an internal error. Please try again.</Message></Error>")
 _HOP_BY_HOP = {"connection", "keep-alive", "transfer-encoding", "te", "trailer", "upgrade", "proxy-connection"}
 
 
@@ -34,12 +39,14 @@ class S3WithoutConditionals:
     """A proxy to ``upstream`` (an ``http://host:port`` S3 endpoint) that ignores or refuses conditional writes."""
 
     def __init__(self, upstream: str, mode: str = "ignore") -> None:
-        if mode not in ("ignore", "refuse"):
-            raise ValueError(f"mode must be 'ignore' or 'refuse', not {mode!r}")
+        if mode not in ("ignore", "refuse", "lose-first-reply"):
+            raise ValueError(f"mode must be 'ignore', 'refuse' or 'lose-first-reply', not {mode!r}")
         self.upstream = urllib.parse.urlsplit(upstream)
         self.mode = mode
         #: conditional requests seen (method, path): tests check that the store did send them
         self.conditional_requests: list[tuple[str, str]] = []
+        self._lost: set[str] = set()  # paths whose first conditional PUT reply was lost
+        self._lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
         self.endpoint: str | None = None
 
@@ -61,13 +68,21 @@ class S3WithoutConditionals:
                     if proxy.mode == "refuse":
                         self._answer(501, {"Content-Type": "application/xml"}, _NOT_IMPLEMENTED)
                         return
+                strip = proxy.mode == "ignore" and self.command in ("PUT", "DELETE")
                 headers = {k: v for k, v in self.headers.items() if k.lower() not in _HOP_BY_HOP
-                           and not (self.command in ("PUT", "DELETE") and k.lower() in CONDITIONAL_HEADERS)}
+                           and not (strip and k.lower() in CONDITIONAL_HEADERS)}
                 conn = http.client.HTTPConnection(proxy.upstream.hostname, proxy.upstream.port, timeout=60)
                 try:
                     conn.request(self.command, self.path, body=body, headers=headers)
                     resp = conn.getresponse()
                     data = resp.read()
+                    if proxy.mode == "lose-first-reply" and conditional and self.command == "PUT":
+                        with proxy._lock:
+                            lose = resp.status == 200 and self.path not in proxy._lost
+                            proxy._lost.add(self.path)
+                        if lose:  # written upstream; the client never hears so
+                            self._answer(500, {"Content-Type": "application/xml"}, _INTERNAL_ERROR)
+                            return
                     self._answer(resp.status, {k: v for k, v in resp.getheaders()
                                                if k.lower() not in _HOP_BY_HOP and k.lower() != "content-length"},
                                  data)

@@ -155,8 +155,10 @@ def _error_code(exc: BaseException) -> tuple[str, int]:
 
 
 def _is(exc: BaseException, *codes: str) -> bool:
+    """Whether ``exc`` carries one of ``codes``: an S3 error code, or an HTTP status when the answer had no code
+    (HEAD and some S3-compatible stores). A 404 NoSuchBucket is not a missing key."""
     code, status = _error_code(exc)
-    return code in codes or str(status) in codes
+    return code in codes or ((not code or code == str(status)) and str(status) in codes)
 
 
 class S3MetadataStore(MetadataStore):
@@ -233,12 +235,13 @@ class S3MetadataStore(MetadataStore):
     def _object_key(self, namespace: str, key: str) -> str:
         return self._dir(namespace) + encode_key(key) + SUFFIX
 
-    def _where(self, namespace: str, key: str | None) -> str:
+    def _where(self, namespace: str | None, key: str | None) -> str:
         k = f"key {key!r:.200} in " if key is not None else ""
-        return f"{k}namespace {namespace!r} of job {self.job_name!r} in metadata store {self.uri}"
+        ns = f"namespace {namespace!r} of " if namespace is not None else ""
+        return f"{k}{ns}job {self.job_name!r} in metadata store {self.uri}"
 
     # -- calls --------------------------------------------------------------------------------------------
-    def _fail(self, op: str, namespace: str, key: str | None, exc: BaseException) -> MetadataStoreError:
+    def _fail(self, op: str, namespace: str | None, key: str | None, exc: BaseException) -> MetadataStoreError:
         from botocore.exceptions import ClientError, NoCredentialsError
 
         detail = scrub_secrets(f"{type(exc).__name__}: {exc}", self._raw_uri)
@@ -357,18 +360,25 @@ class S3MetadataStore(MetadataStore):
         """Create, re-create, wrongly delete and delete a probe object; (honoured, reason when not)."""
         from botocore.exceptions import BotoCoreError, ClientError
 
-        ns = "probe"
         probe = "/".join(p for p in (self.prefix, self.job_name) if p) + f"/.conditional-write-probe-{uuid.uuid4().hex}"
         put = self._client.put_object
+        body = uuid.uuid4().hex.encode("ascii")
         try:
             try:
-                created = put(Bucket=self.bucket, Key=probe, Body=b"{}", IfNoneMatch="*")
+                etag = put(Bucket=self.bucket, Key=probe, Body=body, IfNoneMatch="*")["ETag"]
             except ClientError as exc:
                 if _is(exc, "NotImplemented", "501", "InvalidArgument", "400"):
                     return False, f"PutObject with If-None-Match answered {_error_code(exc)[0] or exc}"
-                raise
+                if not _is(exc, "PreconditionFailed", "412"):
+                    raise
+                # botocore re-sent our write after losing the reply: the object there must be ours
+                mine = self._client.get_object(Bucket=self.bucket, Key=probe)
+                with mine["Body"] as stream:
+                    if stream.read() != body:
+                        raise
+                etag = mine["ETag"]
             try:
-                put(Bucket=self.bucket, Key=probe, Body=b"{}", IfNoneMatch="*")
+                put(Bucket=self.bucket, Key=probe, Body=body, IfNoneMatch="*")
                 return False, "PutObject with If-None-Match: * replaced an existing object"
             except ClientError as exc:
                 if not _is(exc, "PreconditionFailed", "412", "ConditionalRequestConflict", "409"):
@@ -380,12 +390,12 @@ class S3MetadataStore(MetadataStore):
                 if not _is(exc, "PreconditionFailed", "412"):
                     return False, f"DeleteObject with If-Match answered {_error_code(exc)[0] or exc}"
             try:
-                self._client.delete_object(Bucket=self.bucket, Key=probe, IfMatch=created["ETag"])
+                self._client.delete_object(Bucket=self.bucket, Key=probe, IfMatch=etag)
             except ClientError as exc:
                 return False, f"DeleteObject with the object's own ETag in If-Match answered {_error_code(exc)[0]}"
             return True, ""
         except (ClientError, BotoCoreError) as exc:
-            raise self._fail("probing conditional writes", ns, None, exc) from None
+            raise self._fail("probing whether the store honours conditional writes", None, None, exc) from None
         finally:
             try:
                 self._client.delete_object(Bucket=self.bucket, Key=probe)
