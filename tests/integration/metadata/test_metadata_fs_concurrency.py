@@ -32,6 +32,7 @@ import pytest
 from samza_devkit.aws_fixtures import drop_s3_bucket, make_s3_bucket, s3_uri
 from samza_devkit.s3_without_conditionals import S3WithoutConditionals
 from spark_samza_source.core.errors import MetadataStoreError
+from spark_samza_source.kinesis.batch_ends import BatchEnds
 from spark_samza_source.metadata import open_store
 
 # fork: the workers below live in this test module, which --import-mode=importlib makes unimportable by name
@@ -434,6 +435,8 @@ def test_a_store_without_conditional_writes_is_detected_and_said_once(bucket_beh
     assert store.delete_if_equal(NS, "k", 2) is False and store.delete_if_equal(NS, "k", 1) is True
     assert store.atomic_conditionals is False
     again = open_store(uri, JOB)
+    BatchEnds(again)  # asks atomic_conditionals before any operation: the probe's answer, not a default
+    assert "two attempts of a Kinesis batch" in caplog.text
     assert again.put_if_absent(NS, "k", 3) is True and again.atomic_conditionals is False
     warnings = [r for r in caplog.records if "does not honour conditional writes" in r.getMessage()]
     assert len(warnings) == 1 and "best effort" in warnings[0].getMessage()
