@@ -30,8 +30,9 @@ URI: ``s3://[ACCESS_KEY:SECRET_KEY@]BUCKET[/PREFIX][?param=value&...]``. Paramet
 ``scheme`` are accepted too), ``addressing_style`` (``path``, ``virtual`` or ``auto``; default ``path`` when an
 endpoint is named, as MinIO needs, otherwise ``auto``), ``profile``, ``access_key``/``aws_access_key_id``,
 ``secret_key``/``aws_secret_access_key``, ``session_token``/``aws_session_token`` and ``max_attempts``
-(botocore's standard retries, default 8). Credentials are best left to boto3's chain (environment, profile,
-instance or task role); given in the URI, they never appear in ``store.uri``, errors or logs.
+(attempts per call, the first included, under botocore's standard retries, as for ``dynamodb://``; default 8).
+Credentials are best left to boto3's chain (environment, profile, instance or task role); given in the URI, they
+never appear in ``store.uri``, errors or logs.
 """
 
 from __future__ import annotations
@@ -201,7 +202,7 @@ class S3MetadataStore(MetadataStore):
             )
             self._client = session.client(
                 "s3", endpoint_url=endpoint, region_name=region or session.region_name or "us-east-1",
-                config=Config(retries={"mode": "standard", "max_attempts": max_attempts}, connect_timeout=10,
+                config=Config(retries={"mode": "standard", "total_max_attempts": max_attempts}, connect_timeout=10,
                               read_timeout=30, s3={"addressing_style": style}),
             )
         except BotoCoreError as exc:  # ProfileNotFound ...
