@@ -23,14 +23,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "devkit"))
 
-from samza_devkit.aws_fixtures import (  # noqa: E402
-    DUMMY_AWS_ENV,
-    drop_s3_bucket,
-    make_s3_bucket,
-    s3_uri,
-    unique_aws_name,
-)
+from samza_devkit.aws_fixtures import DUMMY_AWS_ENV, unique_aws_name  # noqa: E402
 from samza_devkit.moto_server import MotoServerProcess  # noqa: E402
+from samza_devkit.s3_fixtures import drop_s3_bucket, make_s3_bucket, s3_uri  # noqa: E402
 from spark_samza_source.metadata import open_store  # noqa: E402
 
 NS = "bench"

@@ -29,7 +29,7 @@ import traceback
 
 import pytest
 
-from samza_devkit.aws_fixtures import drop_s3_bucket, make_s3_bucket, s3_uri
+from samza_devkit.s3_fixtures import drop_s3_bucket, make_s3_bucket, s3_uri
 from samza_devkit.s3_without_conditionals import S3WithoutConditionals
 from spark_samza_source.core.errors import MetadataStoreError
 from spark_samza_source.kinesis.batch_ends import BatchEnds

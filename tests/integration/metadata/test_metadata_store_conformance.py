@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from samza_devkit.aws_fixtures import drop_s3_bucket, make_s3_bucket, s3_uri
+from samza_devkit.s3_fixtures import drop_s3_bucket, make_s3_bucket, s3_uri
 from samza_devkit.s3_without_conditionals import S3WithoutConditionals
 from spark_samza_source.core.errors import ConfigError
 from spark_samza_source.metadata import MetadataStore, open_store
