@@ -37,6 +37,9 @@ UNIT_CORE = ["tests/unit/core", "tests/unit/kafka"]
 UNIT_KIN = ["tests/unit/kinesis"]
 READER = ["tests/integration/kinesis/test_kinesis_reader.py", "-k",
           "record or retried or race or winner or attempts or streamed"]
+S3_RACES = ["tests/integration/metadata/test_metadata_fs_concurrency.py", "-k",
+            "s3 and (one_winner or threads or keep_every)"]
+S3_PROBE = ["tests/integration/metadata/test_metadata_fs_concurrency.py", "-k", "conditional or conditions"]
 
 
 @dataclass(frozen=True)
@@ -145,6 +148,16 @@ MUTANTS = [
       "        self.store.put(self.namespace, key, value)\n        if True:\n            return end", READER),
     m("passed-end-not-failed", "an attempt that yielded rows past the recorded end fails", KIN + "batch_ends.py",
       "if result.records and not _after(winner, result.end):", "if False:", READER),
+    # ---- s3:// metadata store conditional writes (metadata/s3.py), on moto's S3 server ---------------------------
+    m("s3-put-if-absent-unconditional", "two racing put_if_absent on s3:// never both win (If-None-Match: *)",
+      "spark_samza_source/metadata/s3.py", 'ContentType="application/json", IfNoneMatch="*")',
+      'ContentType="application/json")', S3_RACES),
+    m("s3-delete-if-equal-unconditional", "delete_if_equal on s3:// never deletes a value replaced since the read "
+      "(If-Match)", "spark_samza_source/metadata/s3.py", '"NoSuchKey", "404", Key=object_key,\n'
+      "                           IfMatch=found[1])", '"NoSuchKey", "404", Key=object_key)', S3_RACES),
+    m("s3-probe-trusts-every-store", "an S3-compatible store without conditional writes is found and used best "
+      "effort", "spark_samza_source/metadata/s3.py", "known = self._probe()",
+      'known = (True, "")', S3_PROBE),
     # ---- over-strict parsers (the fuzzers' fair share) --------------------------------------------------------
     m("offset-parser-refuses-all", "the Kafka offset parser accepts valid documents", KAFKA + "offset.py",
       "    def from_json(cls, value: Any) -> LogOffset:\n",

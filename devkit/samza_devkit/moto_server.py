@@ -160,6 +160,19 @@ def serialize_methods(owner: type, names: tuple[str, ...], flag: str) -> None:
     setattr(owner, flag, True)
 
 
+def serialize_s3_conditional_writes() -> None:
+    """Make moto's conditional S3 writes atomic, as S3's are.
+
+    moto checks ``If-None-Match: *`` / ``If-Match`` in its response handler (``S3Response.put_object`` and
+    ``delete_object``) and writes afterwards, without a lock: two racing ``PutObject(IfNoneMatch="*")`` on one key
+    could both pass the check. S3 lets exactly one win (the other gets 412, or 409 to retry). One lock around the
+    handlers restores that in the emulator. Idempotent.
+    """
+    from moto.s3.responses import S3Response
+
+    serialize_methods(S3Response, ("put_object", "delete_object"), "_samza_serialized")
+
+
 def serialize_dynamodb_writes() -> None:
     """Make moto's DynamoDB writes atomic, as DynamoDB's are.
 
@@ -206,6 +219,7 @@ def main(argv: list[str] | None = None) -> int:
 
     # moto 5.2 reshards unlike Kinesis (records keep landing in closed parents): see kinesis_helpers.
     apply_moto_kinesis_fixes()
+    serialize_s3_conditional_writes()
     serialize_dynamodb_writes()
     server = _fault_injecting_server(args.host, args.port)
     server.start()

@@ -8,4 +8,5 @@ or ``pytest -p samza_devkit.pytest_plugin``): fixtures backed by real local part
 
 from .aws_fixtures import *  # noqa: F401,F403
 from .kafka_fixtures import *  # noqa: F401,F403
+from .s3_fixtures import *  # noqa: F401,F403
 from .spark_fixtures import *  # noqa: F401,F403

@@ -58,8 +58,8 @@ class BatchEnds:
         if not store.atomic_conditionals and store.uri not in _WARNED:
             _WARNED.add(store.uri)
             log.warning("metadata store %s has no atomic conditional writes: two attempts of a Kinesis batch that "
-                        "run at the same time (speculative execution) could record different ends; use a file: "
-                        "or dynamodb: store", store.uri)
+                        "run at the same time (speculative execution) could record different ends; use a file:, "
+                        "dynamodb:// or s3:// (on a store with conditional writes, such as AWS S3) store", store.uri)
 
     # ---- keys -----------------------------------------------------------------------------------------------
     def _prefix(self, batch: int) -> str:

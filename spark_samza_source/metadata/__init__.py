@@ -4,8 +4,10 @@
 
 - ``memory:`` / ``memory:NAME``: a process-local dict (unit tests of the pure core);
 - ``file:///abs/path`` or a plain path (relative paths are made absolute): local files, atomic across processes;
-- ``s3://BUCKET/PREFIX``, ``gs://...``, ``abfs://...``, ``hdfs://...``: object stores through
-  ``pyarrow.fs.FileSystem.from_uri`` (conditional operations are best-effort there, see ``filesystem``);
+- ``s3://BUCKET/PREFIX?region=R&endpoint=URL``: S3 or an S3-compatible store through boto3, with S3's
+  conditional writes (exact; best effort on a store that does not honour them, see ``s3``);
+- ``gs://...``, ``abfs://...``, ``hdfs://...``: object stores through ``pyarrow.fs.FileSystem.from_uri``
+  (conditional operations are best-effort there, see ``filesystem``);
 - ``dynamodb://TABLE?region=R&endpoint=URL``: a DynamoDB table through boto3, with conditional writes.
 
 Store URIs may carry credentials (``s3://KEY:SECRET@bucket``, ``?secret_key=...``). ``redact_uri`` removes
@@ -33,6 +35,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from .dynamodb import DynamoDBMetadataStore
     from .filesystem import FileSystemMetadataStore
     from .memory import MemoryMetadataStore
+    from .s3 import S3MetadataStore
 
 __all__ = [
     "JsonValue",
@@ -40,6 +43,7 @@ __all__ = [
     "MemoryMetadataStore",
     "FileSystemMetadataStore",
     "DynamoDBMetadataStore",
+    "S3MetadataStore",
     "check_store_uri",
     "open_store",
     "redact_uri",
@@ -57,18 +61,20 @@ OPTION = METADATA_STORE_OPTION
 
 SUPPORTED_FORMS = (
     "memory:[NAME], file:///ABSOLUTE/PATH or a plain directory path, "
-    "s3://BUCKET/PREFIX, gs://BUCKET/PREFIX, abfs://CONTAINER@ACCOUNT.dfs.core.windows.net/PREFIX, "
+    "s3://BUCKET/PREFIX?region=REGION&endpoint=URL (boto3), "
+    "gs://BUCKET/PREFIX, abfs://CONTAINER@ACCOUNT.dfs.core.windows.net/PREFIX, "
     "hdfs://HOST/PATH (any URI pyarrow.fs.FileSystem.from_uri supports), "
     "dynamodb://TABLE?region=REGION&endpoint=URL"
 )
 
-#: schemes handed to pyarrow.fs.FileSystem.from_uri
-PYARROW_SCHEMES = frozenset({"s3", "gs", "gcs", "abfs", "abfss", "hdfs", "viewfs", "local", "mock"})
+#: schemes handed to pyarrow.fs.FileSystem.from_uri (s3 has its own boto3 store, with conditional writes)
+PYARROW_SCHEMES = frozenset({"gs", "gcs", "abfs", "abfss", "hdfs", "viewfs", "local", "mock"})
 
 _LAZY = {
     "MemoryMetadataStore": ".memory",
     "FileSystemMetadataStore": ".filesystem",
     "DynamoDBMetadataStore": ".dynamodb",
+    "S3MetadataStore": ".s3",
 }
 
 _SCHEME_RE = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*):")
@@ -235,6 +241,11 @@ def check_store_uri(uri: str) -> None:
         if not re.split(r"[/?#]", after, maxsplit=1)[0].strip():
             raise _config_error(uri, "the table is missing; write dynamodb://TABLE?region=REGION")
         _parse_uri(uri)
+    elif scheme == "s3":
+        from .s3 import parse_s3_uri
+
+        _check_bucket(uri, scheme)
+        parse_s3_uri(uri)
     elif scheme in PYARROW_SCHEMES:
         _check_bucket(uri, scheme)
     else:
@@ -271,6 +282,10 @@ def open_store(uri: str, job_name: str) -> MetadataStore:
             from .dynamodb import DynamoDBMetadataStore
 
             store = DynamoDBMetadataStore.from_uri(uri, job_name)
+        elif scheme == "s3":
+            from .s3 import S3MetadataStore
+
+            store = S3MetadataStore.from_uri(uri, job_name)
         elif scheme in PYARROW_SCHEMES:
             from .filesystem import FileSystemMetadataStore
 

@@ -41,6 +41,7 @@ OTHER_MEANINGS = {
     ("tasks", "ops/cli/commands.py"): "the job model's JSON field",
     ("region", "metadata/dynamodb.py"): "a dynamodb:// URI parameter",
     ("region", "metadata/__init__.py"): "a dynamodb:// URI parameter",
+    ("region", "metadata/s3.py"): "an s3:// URI parameter",
     ("region", "source/job_options.py"): "a dynamodb:// URI parameter",
     ("streamName", "kinesis/schema.py"): "the output column",
     ("streamName", "kinesis/lease_table.py"): "a KCL lease-table attribute",

@@ -26,16 +26,20 @@ WRITER_SECONDS = float(os.environ.get("SAMZA_FAULT_STARTPOINT_SECONDS", "20"))
 RECORDS = 2000
 
 
+@pytest.mark.parametrize("store", ["file", "s3"])
 def test_startpoints_racing_a_running_query_apply_once_and_only_applied_ones_are_deleted(
-        kafka_broker, fault_queries, tmp_path, fh):
+        kafka_broker, fault_queries, tmp_path, fh, store, request):
     """A writer process races a running query (Oldest / Specific startpoints, SSP-only and SSP+task keys, its own
     deletes). Proven from the offset log, the writer's log, the store and the delivered rows: every applied
     startpoint was written, applied at its position, exactly once and in creation order; ``applied`` carries the
     newest forward; whenever one of the writer's startpoints vanished without the writer deleting it, it had
     been applied in a completed batch (the source never deleted one it had not applied, nor let an older one
     replace a newer); at the end the store is empty and consistent with both logs; and every batch delivered
-    exactly the ranges its offsets record, so each startpoint's effect is visible exactly once."""
+    exactly the ranges its offsets record, so each startpoint's effect is visible exactly once. On a file: store
+    and on an s3:// store (moto's S3 server: delete_if_equal is DeleteObject with If-Match)."""
     q = fault_queries(kafka_broker.bootstrap_servers)
+    if store == "s3":
+        q.store_uri = request.getfixturevalue("s3_store_uri")
     topic = create_topic(q.bootstrap, unique_topic("sprace"), 2)
     produce(q.bootstrap, topic, [(b"k", f"{p}-{i}".encode(), None, p) for i in range(RECORDS) for p in (0, 1)])
     ssp_key = f"kafka.{topic}.0"

@@ -1,4 +1,5 @@
-"""One query per job.name and metadata store (the driver lease), through real samza-kinesis queries."""
+"""One query per job.name and metadata store (the driver lease), through real samza-kinesis queries, on a
+``file:`` store and on an ``s3://`` store (moto's S3 server, conditional writes)."""
 
 from __future__ import annotations
 
@@ -10,12 +11,21 @@ import pytest
 
 from samza_devkit import kinesis_helpers as kh
 from samza_devkit.query_harness import failure_of, lease_of
-from spark_samza_source.metadata import open_store
+from spark_samza_source.metadata import open_store, redact_uri
 from spark_samza_source.metadata.lease import KEY, NAMESPACE
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
 LONG_TTL = {"job.ownership.ttl": "10m"}  # no heartbeat renewal during these short runs
+
+
+@pytest.fixture(params=["file", "s3"])
+def ks(request, ks):
+    """The Kinesis query harness with its job's metadata store on local files or in a bucket on moto's S3."""
+    if request.param == "s3":
+        ks.store_uri = request.getfixturevalue("s3_store_uri")
+        assert open_store(ks.store_uri, ks.job).atomic_conditionals is True
+    return ks
 
 
 def put(ks, stream: str, values: range) -> None:
@@ -34,7 +44,7 @@ def test_a_second_query_with_the_same_job_fails_fast_and_the_first_keeps_running
     started = time.monotonic()
     message = failure_of(ks.start_collecting("second", stream))
     assert time.monotonic() - started < 60
-    assert f"job.name '{ks.job}' is already in use in metadata store '{ks.store_uri}'" in message
+    assert f"job.name '{ks.job}' is already in use in metadata store '{redact_uri(ks.store_uri)}'" in message
     assert f"host {owner['host']}, pid {owner['pid']}" in message and "expires at" in message
     assert "give this query its own job.name" in message
     assert ks.collected("second") == []

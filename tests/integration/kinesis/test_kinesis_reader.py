@@ -454,10 +454,13 @@ def test_a_shard_that_no_longer_exists(kinesis, stream5000):
 
 
 # ---- batch ends: put-if-absent winners and exact re-reads -----------------------------------------------------------
-@pytest.fixture(params=["file", "dynamodb"])
+@pytest.fixture(params=["file", "dynamodb", "s3"])
 def ends(request, tmp_path):
-    uri = f"file://{tmp_path}/meta" if request.param == "file" else request.getfixturevalue("dynamodb_store_uri")
+    """Batch ends in each exact store: local files, DynamoDB and S3 (conditional writes), the last two on moto."""
+    kind = request.param
+    uri = f"file://{tmp_path}/meta" if kind == "file" else request.getfixturevalue(f"{kind}_store_uri")
     store = open_store(uri, "clicks-etl")
+    assert store.atomic_conditionals is True  # for s3: moto's server honours If-None-Match / If-Match
     yield BatchEnds(store)
     store.close()
 
@@ -490,9 +493,8 @@ def test_batch_ends_record_get_list_and_cleanup(ends):
         ends.get(20, SHARD0)
 
 
-def test_a_retried_attempt_reads_exactly_what_the_first_one_recorded(kinesis, stream5000, tmp_path):
+def test_a_retried_attempt_reads_exactly_what_the_first_one_recorded(kinesis, stream5000, ends):
     stream, _ = stream5000
-    ends = BatchEnds(open_store(f"file://{tmp_path}/meta", "clicks-etl"))
     start = ShardPosition.trim_horizon()
     first = read_and_record(ends, 3, kinesis, stream, SHARD0, start, task=TASK, max_records=700, **FAST)
     assert ends.get(3, SHARD0) == first.end and first.records == 700
@@ -501,9 +503,8 @@ def test_a_retried_attempt_reads_exactly_what_the_first_one_recorded(kinesis, st
     assert retry.table().equals(first.table()) and retry.end == first.end
 
 
-def test_the_loser_of_a_race_re_reads_exactly_to_the_winners_end(kinesis, stream5000, tmp_path):
+def test_the_loser_of_a_race_re_reads_exactly_to_the_winners_end(kinesis, stream5000, ends):
     stream, _ = stream5000
-    ends = BatchEnds(open_store(f"file://{tmp_path}/meta", "clicks-etl"))
     start = ShardPosition.trim_horizon()
     winner = read_and_record(ends, 5, kinesis, stream, SHARD0, start, task=TASK, max_records=300, **FAST)
 
@@ -599,6 +600,8 @@ def test_an_attempt_past_the_winners_end_fails_and_its_retry_is_exact(kinesis, s
 
 
 def test_concurrent_streaming_attempts_yield_the_recorded_range_or_fail(kinesis, stream5000, ends):
+    """Backs README Guarantees: concurrent (speculative) attempts of one Kinesis batch each yield exactly the range
+    the first recorded, or fail; on file:, dynamodb:// and s3:// stores."""
     stream, _ = stream5000
     start = ShardPosition.trim_horizon()
     barrier = threading.Barrier(3)

@@ -1,4 +1,8 @@
-"""``file:`` store under concurrent writer PROCESSES and under SIGKILL.
+"""``file:`` and ``s3://`` stores under concurrent writer PROCESSES and under SIGKILL.
+
+``s3://`` runs on moto's S3 server (``s3_store_uri``), whose conditional writes (If-None-Match / If-Match) are what
+make it exact; the same harness run through a proxy that ignores those conditions (an S3-compatible store without
+them) shows two racing ``put_if_absent`` both winning, which is why the store probes for them and says so.
 
 Invariants (each one fails for a store that is not atomic, see the ``naive`` store below, which the harness must
 catch):
@@ -25,7 +29,10 @@ import traceback
 
 import pytest
 
+from samza_devkit.s3_fixtures import drop_s3_bucket, make_s3_bucket, s3_uri
+from samza_devkit.s3_without_conditionals import S3WithoutConditionals
 from spark_samza_source.core.errors import MetadataStoreError
+from spark_samza_source.kinesis.batch_ends import BatchEnds
 from spark_samza_source.metadata import open_store
 
 # fork: the workers below live in this test module, which --import-mode=importlib makes unimportable by name
@@ -219,12 +226,22 @@ def run_harness(uri: str, *, naive: bool | str, writers: int = 8, ops: int = 200
     return problems
 
 
-def test_concurrent_writer_processes_keep_every_invariant(tmp_path) -> None:
-    uri = f"file://{tmp_path}/store"
+@pytest.fixture(params=["file", "s3"])
+def store_uri(request: pytest.FixtureRequest, tmp_path) -> str:
+    """A real store every writer process opens by URI: local files, or a fresh bucket on moto's S3 server."""
+    if request.param == "file":
+        return f"file://{tmp_path}/store"
+    return request.getfixturevalue("s3_store_uri")
+
+
+def test_concurrent_writer_processes_keep_every_invariant(store_uri, tmp_path) -> None:
+    """Backs README Guarantees: racing writer processes keep every invariant, on file: and s3://."""
     started = time.monotonic()
-    assert run_harness(uri, naive=False) == []
-    leftovers = [n for n in os.listdir(tmp_path / "store" / JOB / NS) if n.startswith(".tmp-")]
-    assert leftovers == [], "temporary files left behind by writers that were not killed"
+    # S3 over HTTP on a 2-core machine: fewer operations per writer, the same races (every claim is contended)
+    assert run_harness(store_uri, naive=False, ops=200 if store_uri.startswith("file:") else 80) == []
+    if store_uri.startswith("file:"):
+        leftovers = [n for n in os.listdir(tmp_path / "store" / JOB / NS) if n.startswith(".tmp-")]
+        assert leftovers == [], "temporary files left behind by writers that were not killed"
     print(f"concurrent writers: {time.monotonic() - started:.0f}s")  # a figure; pytest's timeout bounds a hang
 
 
@@ -300,8 +317,9 @@ def kill_rounds(uri: str, *, naive: bool, rounds: int, writers: int = 4) -> list
     return problems
 
 
-def test_sigkilled_writers_never_leave_a_torn_value_or_a_stuck_lock(tmp_path) -> None:
-    uri = f"file://{tmp_path}/store"
+def test_sigkilled_writers_never_leave_a_torn_value_or_a_stuck_lock(store_uri) -> None:
+    """Backs README Guarantees: a SIGKILLed writer never leaves a torn value (nor, on file:, a stuck lock)."""
+    uri = store_uri
     assert kill_rounds(uri, naive=False, rounds=6) == []
     store = open_store(uri, JOB)
     listed = store.list(NS)
@@ -319,15 +337,15 @@ def test_sigkill_check_catches_non_atomic_writes(tmp_path) -> None:
 
 
 @pytest.mark.parametrize("threads", [4])
-def test_threads_in_one_process_are_atomic_too(tmp_path, threads: int) -> None:
+def test_threads_in_one_process_are_atomic_too(store_uri, threads: int) -> None:
     import threading
 
-    store = open_store(f"file://{tmp_path}/store", JOB)
+    store = open_store(store_uri, JOB)
     store.put(NS, "counter", {"n": 0})
     increments = [0] * threads
 
     def bump(t: int) -> None:
-        own = open_store(f"file://{tmp_path}/store", JOB) if t % 2 else store  # shared and separate instances
+        own = open_store(store_uri, JOB) if t % 2 else store  # shared and separate instances
         while increments[t] < 20:
             current = own.get(NS, "counter")
             if current is not None and own.delete_if_equal(NS, "counter", current):
@@ -375,10 +393,59 @@ def race_claims(uri: str, *, naive: bool | str, racers: int = 8, rounds: int = 6
     return problems
 
 
-def test_synchronized_put_if_absent_races_have_exactly_one_winner(tmp_path) -> None:
-    assert race_claims(f"file://{tmp_path}/store", naive=False) == []
-    assert open_store(f"file://{tmp_path}/store", JOB).list(NS) == {}
+def test_synchronized_put_if_absent_races_have_exactly_one_winner(store_uri) -> None:
+    """Backs README Guarantees: racing put_if_absent (eight processes at once) never both win; only the winner's
+    delete_if_equal matches. On file: and s3://."""
+    assert race_claims(store_uri, naive=False) == []
+    assert open_store(store_uri, JOB).list(NS) == {}
 
 
 def test_the_race_check_catches_check_then_act(tmp_path) -> None:
     assert race_claims(str(tmp_path / "racy"), naive="racy", rounds=20) != []
+
+
+# -- S3-compatible stores without conditional writes -----------------------------------------------------------
+
+@pytest.fixture
+def bucket_behind(moto_server, aws_region):
+    """``behind(mode)`` -> the URI of a fresh bucket reached through a proxy that ignores (``"ignore"``) or refuses
+    with 501 (``"refuse"``) S3's conditional writes; the proxy, for its record of conditional requests."""
+    made: list[tuple[str, S3WithoutConditionals]] = []
+
+    def behind(mode: str) -> tuple[str, S3WithoutConditionals]:
+        proxy = S3WithoutConditionals(moto_server, mode)
+        endpoint = proxy.start()
+        bucket = make_s3_bucket(moto_server, aws_region)
+        made.append((bucket, proxy))
+        return s3_uri(bucket, endpoint, aws_region), proxy
+
+    yield behind
+    for bucket, proxy in made:
+        proxy.stop()
+        drop_s3_bucket(moto_server, aws_region, bucket)
+
+
+@pytest.mark.parametrize("mode", ["ignore", "refuse"])
+def test_a_store_without_conditional_writes_is_detected_and_said_once(bucket_behind, mode, caplog) -> None:
+    """Backs the README line: on an S3-compatible store without conditional writes, s3:// is best effort and
+    says so once in the log."""
+    uri, proxy = bucket_behind(mode)
+    store = open_store(uri, JOB)
+    assert store.put_if_absent(NS, "k", 1) is True and store.put_if_absent(NS, "k", 2) is False
+    assert store.delete_if_equal(NS, "k", 2) is False and store.delete_if_equal(NS, "k", 1) is True
+    assert store.atomic_conditionals is False
+    again = open_store(uri, JOB)
+    BatchEnds(again)  # asks atomic_conditionals before any operation: the probe's answer, not a default
+    assert "two attempts of a Kinesis batch" in caplog.text
+    assert again.put_if_absent(NS, "k", 3) is True and again.atomic_conditionals is False
+    warnings = [r for r in caplog.records if "does not honour conditional writes" in r.getMessage()]
+    assert len(warnings) == 1 and "best effort" in warnings[0].getMessage()
+    assert "testing" not in caplog.text  # the credentials in the URI
+    assert proxy.conditional_requests  # the probe did ask
+
+
+def test_the_race_check_catches_a_store_that_ignores_conditions(bucket_behind) -> None:
+    """The harness is able to fail on S3: the same store through a proxy that drops If-None-Match / If-Match (the
+    store's probe then switches to check-then-act) lets two racers win one claim."""
+    uri, _ = bucket_behind("ignore")
+    assert race_claims(uri, naive=False, rounds=20) != []

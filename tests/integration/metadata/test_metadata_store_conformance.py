@@ -1,4 +1,7 @@
-"""One MetadataStore contract, checked against every backend: memory, file, DynamoDB (moto) and S3 (moto).
+"""One MetadataStore contract, checked against every backend: memory, file, DynamoDB (moto) and S3 (boto3 on moto's
+S3 server, ``s3_store_uri`` from the devkit), and S3 once more behind a proxy that ignores conditional writes
+(``s3-best-effort``: an S3-compatible store without them, where the store falls back to check-then-act, which must
+still keep the contract for a single writer).
 
 ``MemoryMetadataStore`` is the reference semantics; every other store must be indistinguishable from it
 through the MetadataStore API.
@@ -9,29 +12,16 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable, Iterator
 
-import boto3
 import pytest
 
+from samza_devkit.s3_fixtures import drop_s3_bucket, make_s3_bucket, s3_uri
+from samza_devkit.s3_without_conditionals import S3WithoutConditionals
 from spark_samza_source.core.errors import ConfigError
 from spark_samza_source.metadata import MetadataStore, open_store
 
-BACKENDS = ["memory", "file", "dynamodb", "s3"]
+BACKENDS = ["memory", "file", "dynamodb", "s3", "s3-best-effort"]
 
 NS = "startpoints"
-
-
-@pytest.fixture
-def s3_store_uri(moto_server: str, aws_region: str) -> Iterator[str]:
-    bucket = f"samza-meta-{uuid.uuid4().hex[:16]}"
-    s3 = boto3.client("s3", region_name=aws_region, endpoint_url=moto_server)
-    s3.create_bucket(Bucket=bucket)
-    scheme, _, hostport = moto_server.partition("://")
-    yield f"s3://{bucket}/meta?endpoint_override={hostport}&scheme={scheme}&region={aws_region}"
-    for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket):
-        for obj in page.get("Contents", []):
-            s3.delete_object(Bucket=bucket, Key=obj["Key"])
-    s3.delete_bucket(Bucket=bucket)
-    s3.close()
 
 
 @pytest.fixture(params=BACKENDS)
@@ -43,7 +33,19 @@ def store_uri(request: pytest.FixtureRequest, tmp_path) -> str:
         return (tmp_path / "metadata store").as_uri()  # a space in the root, percent-encoded in the URI
     if kind == "dynamodb":
         return request.getfixturevalue("dynamodb_store_uri")
+    if kind == "s3-best-effort":
+        return request.getfixturevalue("s3_best_effort_uri")
     return request.getfixturevalue("s3_store_uri")
+
+
+@pytest.fixture
+def s3_best_effort_uri(moto_server: str, aws_region: str) -> Iterator[str]:
+    bucket = make_s3_bucket(moto_server, aws_region)
+    with S3WithoutConditionals(moto_server, "ignore") as endpoint:
+        uri = s3_uri(bucket, endpoint, aws_region)
+        assert open_store(uri, "probe-first").atomic_conditionals is False
+        yield uri
+    drop_s3_bucket(moto_server, aws_region, bucket)
 
 
 @pytest.fixture

@@ -8,12 +8,13 @@ import sys
 
 import pytest
 
-from spark_samza_source.core.errors import ConfigError
+from spark_samza_source.core.errors import ConfigError, MetadataStoreError
 from spark_samza_source.metadata import (
     SUPPORTED_FORMS,
     DynamoDBMetadataStore,
     FileSystemMetadataStore,
     MemoryMetadataStore,
+    S3MetadataStore,
     open_store,
 )
 
@@ -79,13 +80,21 @@ def test_s3_credentials_stay_out_of_store_uri_and_errors(caplog) -> None:
     caplog.set_level(logging.DEBUG)
     store = open_store("s3://AKIAEXAMPLE:Sup3rS3cret%2Fkey@bucket/prefix?region=us-east-1"
                        "&endpoint_override=127.0.0.1:9&scheme=http", "job")
+    assert isinstance(store, S3MetadataStore)
     assert store.uri == "s3://***@bucket/prefix?region=us-east-1&endpoint_override=127.0.0.1:9&scheme=http"
-    with pytest.raises(ConfigError) as info:  # pyarrow itself refuses secret_key and echoes the URI
-        open_store("s3://AKIAEXAMPLE:Sup3rS3cret@bucket/p?region=us-east-1&secret_key=An0therS3cret", "job")
-    text = str(info.value) + caplog.text
+    assert store._client.meta.endpoint_url == "http://127.0.0.1:9"
+    with pytest.raises(ConfigError) as info:  # a misspelt parameter: the message repeats the (redacted) URI
+        open_store("s3://AKIAEXAMPLE:Sup3rS3cret@bucket/p?region=us-east-1&secret_key=An0therS3cret&regoin=x", "job")
+    with pytest.raises(MetadataStoreError) as unreachable:  # nothing listens on port 9: the error names the store
+        S3MetadataStore.from_uri("s3://bucket/p?endpoint=http://127.0.0.1:9&max_attempts=1&access_key=AKIAEXAMPLE"
+                                 "&secret_key=Sup3rS3cret", "job").get("ns", "k")
+    ours = "\n".join(r.getMessage() for r in caplog.records if r.name.startswith("spark_samza_source"))
+    text = str(info.value) + str(unreachable.value) + ours  # (botocore's own DEBUG lines show the key id)
+    assert "opened metadata store s3://***@bucket/prefix" in ours
     for secret in ("Sup3rS3cret", "An0therS3cret", "AKIAEXAMPLE"):
         assert secret not in text
-    assert "pyarrow.fs cannot open" in str(info.value) and "secret_key=***" in str(info.value)
+    assert "unknown parameter 'regoin'" in str(info.value) and "secret_key=***" in str(info.value)
+    assert "get failed for key 'k'" in str(unreachable.value) and "s3://bucket/p?" in str(unreachable.value)
 
 
 def test_dynamodb_uri_builds_a_client_without_network(monkeypatch) -> None:
