@@ -63,5 +63,5 @@ class SamzaKinesisDataSource(SamzaDataSource):
     stream_reader_class = SamzaKinesisStreamReader
 
     def schema(self):
-        self.parsed_options()  # fail at analysis time on bad options
+        self.schema_options()  # fail at analysis time on bad options
         return kinesis_schema()
