@@ -20,7 +20,7 @@ from .batch_options import KinesisBatchOptions
 from .coordinator import KinesisCoordinator
 from .input_partition import ShardRead
 from .offset import DRAINED
-from .options import SYSTEM
+from .options import ENDING_POSITION_OPTION, SYSTEM
 from .planner import initial_offset
 from .positions import AT_TIMESTAMP, TRIM_HORIZON, ShardPosition
 from .schema import TASK_COLUMN
@@ -64,7 +64,7 @@ def plan_batch_read(options: KinesisBatchOptions, pushed: PushedFilters, *, wall
         reads[task].append(ShardRead(0, None, sid, start, ending, until))
     unknown = sorted(set(options.ending.per_shard) - {s.shard_id for s in shards})
     if unknown:
-        log.warning("endingPosition names shards the stream does not list: %s", ", ".join(unknown[:20]))
+        log.warning("%s names shards the stream does not list: %s", ENDING_POSITION_OPTION, ", ".join(unknown[:20]))
     return list(reads.items())
 
 
