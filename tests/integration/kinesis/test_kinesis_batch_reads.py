@@ -69,6 +69,13 @@ def test_trim_horizon_to_latest_across_a_split_and_a_merge(ks):
         for i, sid in enumerate(order):
             parents = {shards[sid].get("ParentShardId"), shards[sid].get("AdjacentParentShardId")}
             assert not (parents & set(order[i + 1:])), f"{task}: {sid} read before its parent ({order})"
+    # lineage assignment, as a streaming query: a split's children stay in their parent's task, a merge's child
+    # goes to one of its parents' tasks
+    task_of = {r.shardId: r.task for r in rows}
+    for sid, info in shards.items():
+        parents = [p for p in (info.get("ParentShardId"), info.get("AdjacentParentShardId")) if p]
+        if parents:
+            assert task_of[sid] in {task_of[p] for p in parents}, (sid, parents, task_of)
     stream_schema = ks.stream(stream).schema
     assert ks.spark.read.format("samza-kinesis").options(**{
         k: v for k, v in ks.options(stream).items() if k != "job.name"}).load().schema == stream_schema
@@ -108,6 +115,44 @@ def test_pushed_filters_return_the_same_rows(ks):
         off = batch(ks, stream, pushdown=False, where=where)
         on = batch(ks, stream, pushdown=True, where=where)
         assert off and keys_of(off) == keys_of(on), where
+
+
+def test_pushed_filters_read_fewer_records(ks):
+    """Without Spark: the pushdown reader's plan and its executor reads, counting the records the reads took from
+    Kinesis (the reader keeps every record it gets), with and without the filters."""
+    from pyspark.sql.datasource import EqualTo, GreaterThanOrEqual
+
+    from spark_samza_source.kinesis.schema import kinesis_schema
+    from spark_samza_source.kinesis.source import SamzaKinesisPushdownBatchReader
+    from spark_samza_source.source.batch_reader import batch_raw_options
+
+    stream = ks.create_stream(2, "bcount")
+    put(ks, stream, "a")
+    time.sleep(1.2)
+    cut = dt.datetime.now(dt.timezone.utc)
+    time.sleep(1.2)
+    late = put(ks, stream, "b")
+    options = {k: v for k, v in ks.options(stream).items() if k not in ("job.name", "metadata.store")}
+    del options["startingPosition"]
+    raw, _ = batch_raw_options(options)
+
+    def read(*filters):
+        reader = SamzaKinesisPushdownBatchReader(SamzaKinesisPushdownBatchReader.parse_options(raw, False),
+                                                 kinesis_schema())
+        left = list(reader.pushFilters(list(filters)))
+        rows = [row for part in reader.partitions() for b in reader.read(part) for row in b.to_pylist()]
+        return rows, left
+
+    everything, _ = read()
+    assert len(everything) == 2 * len(KEYS)
+    since = GreaterThanOrEqual(("approximateArrivalTimestamp",), cut)
+    rows, left = read(since)
+    assert left == [since]  # Spark still applies it
+    assert sorted((r["shardId"], r["sequenceNumber"]) for r in rows) == acked(late)
+    one_shard = EqualTo(("shardId",), "shardId-000000000001")
+    rows, left = read(one_shard)
+    assert left == [] and rows and {r["shardId"] for r in rows} == {"shardId-000000000001"}
+    assert len(rows) < len(everything)
 
 
 def test_streaming_refuses_ending_position(ks):
