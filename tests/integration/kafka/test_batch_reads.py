@@ -254,3 +254,43 @@ def test_unpushable_filters_still_apply(spark, broker):
     off, _ = batch(spark, broker, pushdown=False, where=where, subscribe=topic)
     on, _ = batch(spark, broker, pushdown=True, where=where, subscribe=topic)
     assert off == on == expected(topic, 2, 10, lambda p, o: o < 3 or (p, o) == (1, 7))
+
+
+def test_batch_read_never_shows_the_sasl_password(spark, broker, caplog):
+    """The password given as an option is in no log line of the batch reader's driver and executor cycle (run here,
+    in-process, with pushdown), not in the reader's repr, not in explain() and not in a batch option's error."""
+    import contextlib
+    import io
+    import logging
+    import uuid
+
+    from pyspark.sql.datasource import GreaterThanOrEqual
+
+    from spark_samza_source.kafka.schema import kafka_schema
+    from spark_samza_source.kafka.source import SamzaKafkaPushdownBatchReader
+    from spark_samza_source.source.batch_reader import batch_raw_options
+
+    caplog.set_level(logging.DEBUG, logger="spark_samza_source")
+    secret = f"SASL-PW-{uuid.uuid4().hex}"
+    topic = make_topic(broker, partitions=2, per_partition=5, prefix="secret")
+    options = {"kafka.bootstrap.servers": broker.bootstrap_servers, "subscribe": topic,
+               "kafka.security.protocol": "PLAINTEXT", "kafka.sasl.username": "samza", "kafka.sasl.password": secret}
+    raw, uses_store = batch_raw_options({k.lower(): v for k, v in options.items()})
+    reader = SamzaKafkaPushdownBatchReader(SamzaKafkaPushdownBatchReader.parse_options(raw, uses_store),
+                                           kafka_schema(False))
+    since = dt.datetime.fromtimestamp((BASE_TS + 3000) / 1000, tz=dt.timezone.utc)
+    reader.pushFilters([GreaterThanOrEqual(("timestamp",), since)])
+    rows = [r for part in reader.partitions() for b in reader.read(part) for r in b.to_pylist()]
+    assert sorted((r["partition"], r["offset"]) for r in rows) == [(p, o) for p in range(2) for o in (3, 4)]
+    texts = {"logs": caplog.text, "repr": repr(reader.options)}
+    df = spark.read.format("samza-kafka").options(**options).load().where("partition = 1")
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        df.explain(True)
+    texts["explain"] = buf.getvalue()
+    with pytest.raises(Exception) as err:
+        spark.read.format("samza-kafka").options(**options, endingOffsets="earliest").load().collect()
+    texts["error"] = str(err.value)
+    assert "not valid for batch queries" in texts["error"]
+    for where, text in texts.items():
+        assert secret not in text, where
