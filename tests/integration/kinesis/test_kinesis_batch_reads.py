@@ -103,6 +103,16 @@ def test_at_timestamp_bounds(ks):
     assert len(batch(ks, stream)) == 3 * len(KEYS)
 
 
+def test_per_shard_ending_sequence_numbers(ks):
+    stream = ks.create_stream(2, "bseq")
+    puts = put(ks, stream, "a") + put(ks, stream, "b")
+    on_0 = sorted((p for p in puts if p.shard_id == "shardId-000000000000"), key=lambda p: int(p.sequence))
+    last = on_0[4].sequence  # the 5th record of shard 0: read up to and including it
+    rows = batch(ks, stream, endingPosition=f'{{"shardId-000000000000": "{last}", "shardId-000000000001": "LATEST"}}')
+    want = [p for p in puts if p.shard_id != "shardId-000000000000"] + on_0[:5]
+    assert keys_of(rows) == acked(want)
+
+
 def test_pushed_filters_return_the_same_rows(ks):
     stream = ks.create_stream(2, "bpush")
     put(ks, stream, "a")
