@@ -121,6 +121,16 @@ def test_subscribe_pattern(spark, broker):
     assert {(r[0], r[1], r[4]) for r in rows} == {(t, p, f"Partition {p}") for t, p in [(a, 0), (a, 1), (b, 0)]}
 
 
+def test_assign_and_include_headers(spark, broker):
+    topic = create_topic(broker.bootstrap_servers, unique_topic("assign"), 3)
+    produce(broker.bootstrap_servers, topic, [(b"k", f"v{p}".encode(), [("h", f"{p}".encode())], p) for p in range(3)])
+    df = spark.read.format("samza-kafka").options(**{
+        "kafka.bootstrap.servers": broker.bootstrap_servers, "assign": f'{{"{topic}":[0,2]}}',
+        "includeHeaders": "true"}).load()
+    rows = sorted((r.partition, r.value, [(h.key, h.value) for h in r.headers], r.task) for r in df.collect())
+    assert rows == [(p, f"v{p}".encode(), [("h", f"{p}".encode())], f"Partition {p}") for p in (0, 2)]
+
+
 def test_deleted_records_with_fail_on_data_loss(spark, broker):
     topic = make_topic(broker, partitions=1, per_partition=10)
     delete_records_before(broker.bootstrap_servers, topic, 0, 4)
