@@ -11,14 +11,15 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterator
 
+from ..source.batch_reader import PushdownBatchReader, SamzaBatchReader
 from ..source.data_source import SamzaDataSource
 from ..source.fault_hooks import reporting_batches
 from ..source.limits import default_read_limit
 from ..source.stream_reader import SamzaStreamReader
 from .input_partition import KafkaTaskPartition
 from .offset import LogOffset
-from .options import KafkaSourceOptions
-from .schema import kafka_schema
+from .options import BATCH_ONLY_OPTIONS, KafkaSourceOptions
+from .schema import TASK_COLUMN, kafka_schema
 
 log = logging.getLogger(__name__)
 
@@ -44,27 +45,61 @@ class SamzaKafkaStreamReader(SamzaStreamReader):
 
     # ---- executors --------------------------------------------------------------------------------------
     def read(self, partition: KafkaTaskPartition) -> Iterator:
-        from .reader import read_ranges
+        return read_task_ranges(self.options, partition)
 
-        batches = read_ranges(
-            self.options.client_conf,
-            partition.task,
-            partition.reads,
-            include_headers=self.options.include_headers,
-            fail_on_data_loss=self.options.fail_on_data_loss,
-            max_rows_per_batch=self.options.max_rows_per_arrow_batch,
-            poll_timeout_ms=self.options.poll_timeout_ms,
-        )
-        return reporting_batches(self.options.fault_hooks, batches, task=partition.task,
-                                 planned_rows=sum(r.size for r in partition.reads))
+
+def read_task_ranges(options: KafkaSourceOptions, partition: KafkaTaskPartition) -> Iterator:
+    """Executors: one task's offset ranges, as Arrow batches (a streaming batch and a batch read alike)."""
+    from .reader import read_ranges
+
+    batches = read_ranges(
+        options.client_conf,
+        partition.task,
+        partition.reads,
+        include_headers=options.include_headers,
+        fail_on_data_loss=options.fail_on_data_loss,
+        max_rows_per_batch=options.max_rows_per_arrow_batch,
+        poll_timeout_ms=options.poll_timeout_ms,
+    )
+    return reporting_batches(options.fault_hooks, batches, task=partition.task,
+                             planned_rows=sum(r.size for r in partition.reads))
+
+
+class SamzaKafkaBatchReader(SamzaBatchReader):
+    """``spark.read.format("samza-kafka")``: every task's ranges between the starting and ending options."""
+
+    partition_class = KafkaTaskPartition
+    filter_columns = {"value_columns": {"topic": str, "partition": int, TASK_COLUMN: str},
+                      "timestamp_column": "timestamp", "offset_column": "offset"}
+
+    @staticmethod
+    def parse_options(raw, use_stored_job_model: bool):
+        from .batch_options import KafkaBatchOptions
+
+        return KafkaBatchOptions.parse(raw, use_stored_job_model)
+
+    def plan(self):
+        from .batch import plan_batch_read
+
+        return plan_batch_read(self.options, self.pushed)
+
+    def read(self, partition: KafkaTaskPartition) -> Iterator:
+        return read_task_ranges(self.options.source, partition)
+
+
+class SamzaKafkaPushdownBatchReader(PushdownBatchReader, SamzaKafkaBatchReader):
+    """The batch reader with ``pushFilters`` (``spark.sql.python.filterPushdown.enabled`` on)."""
 
 
 class SamzaKafkaDataSource(SamzaDataSource):
-    """``spark.readStream.format("samza-kafka")``: Samza task semantics over Kafka."""
+    """``spark.readStream.format("samza-kafka")`` and ``spark.read``: Samza task semantics over Kafka."""
 
     FORMAT = FORMAT
     options_class = KafkaSourceOptions
     stream_reader_class = SamzaKafkaStreamReader
+    batch_only_options = BATCH_ONLY_OPTIONS
+    batch_reader_class = SamzaKafkaBatchReader
+    pushdown_batch_reader_class = SamzaKafkaPushdownBatchReader
 
     def schema(self):
-        return kafka_schema(self.parsed_options().include_headers)
+        return kafka_schema(self.schema_options().include_headers)

@@ -104,9 +104,11 @@ class SpecificOffsets(StartingOffsets):
     """
 
     per_partition: Mapping[str, Mapping[int, int]] = field(default_factory=dict)
+    #: the option named in messages (a batch read's endingOffsets uses this class too)
+    option: str = field(default=STARTING_OFFSETS_OPTION, compare=False)
 
     def starts(self, model, marks, offsets_for_times, *, fail_on_data_loss, assigned=None) -> Starts:
-        _check_named_partitions(STARTING_OFFSETS_OPTION, self.per_partition, model, assigned)
+        _check_named_partitions(self.option, self.per_partition, model, assigned)
         out: dict[SystemStreamPartition, int] = {}
         losses: list[DataLoss] = []
         beyond: list[str] = []
@@ -120,13 +122,13 @@ class SpecificOffsets(StartingOffsets):
             elif wanted > m.high:
                 beyond.append(f"{ssp.stream} partition {ssp.partition}: offset {wanted} (log end {m.high})")
             elif wanted < m.low:
-                losses.append(_below_log_start(model, ssp, wanted, m, fail_on_data_loss))
+                losses.append(_below_log_start(model, ssp, wanted, m, fail_on_data_loss, self.option))
                 out[ssp] = m.low
             else:
                 out[ssp] = wanted
         if beyond:
             raise ConfigError(
-                f"option '{STARTING_OFFSETS_OPTION}' names offsets beyond the end of their partition's log, where "
+                f"option '{self.option}' names offsets beyond the end of their partition's log, where "
                 f"nothing can be read: {'; '.join(beyond)}. The log end is the next offset to be written; give an "
                 "offset up to it, or -1 for latest, -2 for earliest"
             )
@@ -142,6 +144,8 @@ class ByTimestamp(StartingOffsets):
     timestamp_ms: int | None = None
     per_partition: Mapping[str, Mapping[int, int]] = field(default_factory=dict)
     strategy: str = DEFAULT_TIMESTAMP_STRATEGY
+    #: the option named in messages (a batch read's endingOffsetsByTimestamp uses this class too)
+    option: str = field(default=STARTING_OFFSETS_BY_TIMESTAMP_OPTION, compare=False)
 
     def __post_init__(self) -> None:
         if self.timestamp_ms is not None and self.per_partition:
@@ -150,7 +154,7 @@ class ByTimestamp(StartingOffsets):
             raise ConfigError(f"ByTimestamp strategy must be one of {TIMESTAMP_STRATEGIES}, got {self.strategy!r}")
 
     def starts(self, model, marks, offsets_for_times, *, fail_on_data_loss, assigned=None) -> Starts:
-        _check_named_partitions(STARTING_OFFSETS_BY_TIMESTAMP_OPTION, self.per_partition, model, assigned)
+        _check_named_partitions(self.option, self.per_partition, model, assigned)
         out: dict[SystemStreamPartition, int] = {}
         lookups: dict[SystemStreamPartition, int] = {}
         for ssp in sorted(model.ssps()):
@@ -180,7 +184,8 @@ class ByTimestamp(StartingOffsets):
 
 
 def _below_log_start(
-    model: JobModel, ssp: SystemStreamPartition, wanted: int, m: Watermarks, fail_on_data_loss: bool
+    model: JobModel, ssp: SystemStreamPartition, wanted: int, m: Watermarks, fail_on_data_loss: bool,
+    option: str = STARTING_OFFSETS_OPTION,
 ) -> DataLoss:
     """A ``startingOffsets`` entry below the log start: the query stops naming the lost range, or (with
     ``failOnDataLoss=false``) starts at the log start with the loss logged and returned to be counted."""
@@ -188,13 +193,13 @@ def _below_log_start(
     loss = DataLoss(ssp, task, wanted, m.low)
     if fail_on_data_loss:
         raise DataLossError(
-            f"option '{STARTING_OFFSETS_OPTION}' asks to start {ssp} at offset {wanted}, below its log start "
+            f"option '{option}' asks to start {ssp} at offset {wanted}, below its log start "
             f"{m.low}: {loss.describe()}. The query stops so nothing is skipped silently. To start at the earliest "
             f"available offset, give -2 (earliest) for this partition; or set {FAIL_ON_DATA_LOSS_OPTION}=false to "
             f"go on from offset {m.low} with the loss logged and counted in the progress (latestOffset[\"dataLoss\"])"
         )
     log.warning("data loss: %s asks for offset %d of %s: %s; starting at offset %d",
-                STARTING_OFFSETS_OPTION, wanted, ssp, loss.describe(), m.low)
+                option, wanted, ssp, loss.describe(), m.low)
     return loss
 
 

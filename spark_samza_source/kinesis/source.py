@@ -12,12 +12,13 @@ from collections.abc import Iterator
 from typing import Any
 
 from ..core.errors import OffsetFormatError
+from ..source.batch_reader import PushdownBatchReader, SamzaBatchReader
 from ..source.data_source import SamzaDataSource
 from ..source.stream_reader import SamzaStreamReader
 from .input_partition import KinesisTaskPartition
 from .offset import KinesisOffset
-from .options import KinesisSourceOptions
-from .schema import kinesis_schema
+from .options import BATCH_ONLY_OPTIONS, KinesisSourceOptions
+from .schema import TASK_COLUMN, kinesis_schema
 
 FORMAT = "samza-kinesis"
 
@@ -55,13 +56,45 @@ class SamzaKinesisStreamReader(SamzaStreamReader):
         return read_task(self.options, partition)
 
 
+class SamzaKinesisBatchReader(SamzaBatchReader):
+    """``spark.read.format("samza-kinesis")``: every shard of the lineage between the starting and ending
+    positions, in its task."""
+
+    partition_class = KinesisTaskPartition
+    filter_columns = {"value_columns": {"shardId": str, TASK_COLUMN: str},
+                      "timestamp_column": "approximateArrivalTimestamp"}
+
+    @staticmethod
+    def parse_options(raw, use_stored_job_model: bool):
+        from .batch_options import KinesisBatchOptions
+
+        return KinesisBatchOptions.parse(raw, use_stored_job_model)
+
+    def plan(self):
+        from .batch import plan_batch_read
+
+        return plan_batch_read(self.options, self.pushed)
+
+    def read(self, partition: KinesisTaskPartition) -> Iterator:
+        from .batch_task import read_batch_task
+
+        return read_batch_task(self.options.source, partition)
+
+
+class SamzaKinesisPushdownBatchReader(PushdownBatchReader, SamzaKinesisBatchReader):
+    """The batch reader with ``pushFilters`` (``spark.sql.python.filterPushdown.enabled`` on)."""
+
+
 class SamzaKinesisDataSource(SamzaDataSource):
     """``spark.readStream.format("samza-kinesis")``: Samza task semantics and KCL-style resharding."""
 
     FORMAT = FORMAT
     options_class = KinesisSourceOptions
     stream_reader_class = SamzaKinesisStreamReader
+    batch_only_options = BATCH_ONLY_OPTIONS
+    batch_reader_class = SamzaKinesisBatchReader
+    pushdown_batch_reader_class = SamzaKinesisPushdownBatchReader
 
     def schema(self):
-        self.parsed_options()  # fail at analysis time on bad options
+        self.schema_options()  # fail at analysis time on bad options
         return kinesis_schema()

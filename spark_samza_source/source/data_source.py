@@ -11,6 +11,7 @@ from typing import Any
 
 from pyspark.sql.datasource import DataSource
 
+from .batch_reader import batch_raw_options, called_for_filter_pushdown, refuse_batch_only_options
 from .offset_json import install_offset_json_guard
 
 
@@ -20,6 +21,9 @@ class SamzaDataSource(DataSource):
     FORMAT: str
     options_class: Any  # has ``parse(raw options) -> options``
     stream_reader_class: Any  # ``(options, schema) -> SamzaStreamReader``
+    batch_only_options: tuple[str, ...] = ()  # where a batch read stops: refused by streaming reads
+    batch_reader_class: Any  # ``(batch options, schema) -> SamzaBatchReader``; ``spark.read``
+    pushdown_batch_reader_class: Any  # the same with ``pushFilters`` (spark.sql.python.filterPushdown.enabled)
 
     @classmethod
     def name(cls) -> str:
@@ -28,6 +32,24 @@ class SamzaDataSource(DataSource):
     def parsed_options(self) -> Any:
         return self.options_class.parse(self.options)
 
+    def schema_options(self) -> Any:
+        """The options as the schema needs them: every option checked at ``load()``, ``job.name`` optional (a
+        batch read needs none; a streaming query without one fails when it starts)."""
+        raw, _ = batch_raw_options(self.options, strict=False)
+        return self.options_class.parse(raw)
+
     def streamReader(self, schema):
         install_offset_json_guard(self.FORMAT)
+        refuse_batch_only_options(self.options, self.batch_only_options, self.FORMAT)
         return self.stream_reader_class(self.parsed_options(), schema)
+
+    def batch_options(self) -> Any:
+        """The options of a batch read: the system's ``parse_batch(raw options, uses_job_store)``."""
+        raw, uses_store = batch_raw_options(self.options)
+        return self.batch_reader_class.parse_options(raw, uses_store)
+
+    def reader(self, schema):
+        """``spark.read``: the pushdown reader only when Spark calls from its filter-pushdown worker (see
+        ``source/batch_reader.py``: a reader with ``pushFilters`` fails while pushdown is off)."""
+        cls = self.pushdown_batch_reader_class if called_for_filter_pushdown() else self.batch_reader_class
+        return cls(self.batch_options(), schema)

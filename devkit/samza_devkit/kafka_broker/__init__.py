@@ -230,6 +230,14 @@ class KafkaDevBroker:
             raise RuntimeError("authentications needs a running broker started with in_process=True")
         return dict(self._server.authentications)
 
+    @property
+    def fetched_records(self) -> dict[str, int]:
+        """Records served by Fetch so far, by topic (``in_process=True`` brokers only), whole batches counted as
+        served: what a client's reads cost the broker."""
+        if not self.in_process or self._server is None or self._server.state is None:
+            raise RuntimeError("fetched_records needs a running broker started with in_process=True")
+        return dict(self._server.state.fetched_records)
+
     def log_tail(self, n: int = 40) -> str:
         if self.log_path is None or not self.log_path.exists():
             return ""

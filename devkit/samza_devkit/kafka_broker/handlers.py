@@ -8,6 +8,7 @@ when no response is due (Produce with acks=0).  Fetch is a coroutine: it long-po
 from __future__ import annotations
 
 import asyncio
+import collections
 import logging
 import re
 import shutil
@@ -195,6 +196,9 @@ class BrokerState:
         self.default_partitions = default_partitions
         self.topics_dir = self.data_dir / "topics"
         self.topics_dir.mkdir(parents=True, exist_ok=True)
+        # records served by Fetch responses, by topic (whole batches, as a real broker serves them): lets tests
+        # compare the records a client fetched, e.g. a batch read with and without filter pushdown
+        self.fetched_records: collections.Counter[str] = collections.Counter()
         self.topics: dict[str, TopicState] = {}
         self.topics_by_id: dict[uuid.UUID, TopicState] = {}
         for meta in sorted(self.topics_dir.glob("*/topic.json")):
@@ -697,7 +701,21 @@ class BrokerState:
                 out, total, error = self._fetch_once(request, version)
                 if error or total >= max(request.min_bytes, 1):
                     break
+        self._count_fetched(out)
         return FetchResponse(version=version, throttle_time_ms=0, error_code=0, session_id=0, responses=out)
+
+    def _count_fetched(self, out) -> None:
+        """Add the records of the batches in a Fetch response to ``fetched_records`` (from the batch headers)."""
+        from .log import BATCH_HEADER
+
+        for t in out:
+            name = t.topic or getattr(self.topics_by_id.get(t.topic_id), "name", "?")
+            for p in t.partitions:
+                data, pos = p.records or b"", 0
+                while pos + BATCH_HEADER.size <= len(data):
+                    fields = BATCH_HEADER.unpack_from(data, pos)
+                    self.fetched_records[name] += fields[-1]
+                    pos += fields[1] + 12  # length counts from after base offset (8) + length (4)
 
     # ------------------------------------------------------------------------------- offsets
     def list_offsets(self, header, request):

@@ -1,0 +1,116 @@
+"""Options of a ``samza-kafka`` batch read (``spark.read``): Spark's Kafka batch option names and meanings.
+
+Everything a streaming query takes (``subscribe`` / ``subscribePattern`` / ``assign``, ``includeHeaders``,
+``failOnDataLoss``, the grouper, ...) is parsed by :class:`~spark_samza_source.kafka.options.KafkaSourceOptions`;
+this adds where the read starts and stops, with Spark's batch defaults and rules: ``startingOffsets`` defaults to
+``earliest`` and may not be ``latest``, ``endingOffsets`` defaults to ``latest`` and may not be ``earliest``,
+``endingTimestamp`` / ``endingOffsetsByTimestamp`` end each partition at its first record at or after the time
+(exclusive), or at its end when there is none. Plain, picklable data: it travels to executors in the reader.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any
+
+from ..core.errors import ConfigError
+from ..source.option_parser import Options, json_object
+from .options import (
+    ENDING_OFFSETS_BY_TIMESTAMP_OPTION,
+    ENDING_OFFSETS_OPTION,
+    ENDING_TIMESTAMP_OPTION,
+    STARTING_OFFSETS_BY_TIMESTAMP_OPTION,
+    STARTING_OFFSETS_OPTION,
+    STARTING_TIMESTAMP_OPTION,
+    KafkaSourceOptions,
+)
+from .starting import (
+    EARLIEST_OFFSET,
+    LATEST_OFFSET,
+    TIMESTAMP_STRATEGY_LATEST,
+    ByTimestamp,
+    Earliest,
+    Latest,
+    SpecificOffsets,
+    StartingOffsets,
+)
+
+__all__ = ["KafkaBatchOptions"]
+
+
+@dataclass(frozen=True, repr=False)
+class KafkaBatchOptions:
+    """A batch read: the source options (``starting`` with the batch default), where it ends, and whether the
+    tasks come from the job model stored for ``job.name``."""
+
+    source: KafkaSourceOptions
+    ending: StartingOffsets
+    use_stored_job_model: bool
+
+    def __repr__(self) -> str:  # never the client config (credentials)
+        return f"KafkaBatchOptions({self.source.describe()}, ending={self.ending!r})"
+
+    @classmethod
+    def parse(cls, raw: Any, use_stored_job_model: bool) -> KafkaBatchOptions:
+        source = KafkaSourceOptions.parse(raw)
+        opts = Options(raw)
+        starting = source.starting
+        if not any(opts.has(n) for n in (STARTING_OFFSETS_OPTION, STARTING_TIMESTAMP_OPTION,
+                                          STARTING_OFFSETS_BY_TIMESTAMP_OPTION)):
+            starting = Earliest()
+        elif isinstance(starting, Latest):
+            raise ConfigError(f"option '{STARTING_OFFSETS_OPTION}'='latest' is not valid for batch queries: a "
+                              "batch read would read nothing. Use 'earliest', per-partition JSON or a timestamp")
+        elif isinstance(starting, SpecificOffsets) and any(
+                o == LATEST_OFFSET for parts in starting.per_partition.values() for o in parts.values()):
+            raise ConfigError(f"option '{STARTING_OFFSETS_OPTION}': -1 (latest) is not valid for batch queries; "
+                              "give an offset or -2 (earliest) for each partition named")
+        source = dataclasses.replace(source, starting=starting)
+        return cls(source, _parse_ending(opts), use_stored_job_model)
+
+
+def _parse_ending(opts: Options) -> StartingOffsets:
+    names = (ENDING_OFFSETS_OPTION, ENDING_TIMESTAMP_OPTION, ENDING_OFFSETS_BY_TIMESTAMP_OPTION)
+    given = [n for n in names if opts.has(n)]
+    if len(given) > 1:
+        raise ConfigError(f"set only one of the options {', '.join(given)}; they all choose where a batch read ends")
+    if not given:
+        return Latest()
+    name = given[0]
+    value = (opts.string(name) or "").strip()
+    if name == ENDING_TIMESTAMP_OPTION:
+        try:
+            ts = int(value)
+            if ts < 0:
+                raise ValueError
+        except ValueError:
+            raise ConfigError(f"option '{name}' must be epoch milliseconds (>= 0), got {value!r}") from None
+        return ByTimestamp(timestamp_ms=ts, strategy=TIMESTAMP_STRATEGY_LATEST, option=name)
+    if name == ENDING_OFFSETS_OPTION and value.lower() == "latest":
+        return Latest()
+    if name == ENDING_OFFSETS_OPTION and value.lower() == "earliest":
+        raise ConfigError(f"option '{name}'='earliest' is not valid for batch queries: the read would end before it "
+                          "starts. Use 'latest' (the default) or per-partition JSON like {\"orders\":{\"0\":100}}")
+    example = '{"orders":{"0":100,"1":-1}}' if name == ENDING_OFFSETS_OPTION else '{"orders":{"0":1700000000000}}'
+    try:
+        per: dict[str, dict[int, int]] = {}
+        for topic, parts in json_object(value, empty_ok=True).items():
+            if not isinstance(parts, dict):
+                raise ValueError
+            per[str(topic)] = {}
+            for part, off in parts.items():
+                if not str(part).isdigit() or not isinstance(off, int) or isinstance(off, bool):
+                    raise ValueError
+                if off < 0 and not (name == ENDING_OFFSETS_OPTION and off == LATEST_OFFSET):
+                    raise ValueError
+                per[str(topic)][int(part)] = off
+    except (ValueError, RecursionError):
+        meaning = (" (an offset, exclusive, or -1 = latest; -2 = earliest is not valid for an end)"
+                   if name == ENDING_OFFSETS_OPTION else " (epoch ms)")
+        allowed = "'latest' or JSON" if name == ENDING_OFFSETS_OPTION else "JSON"
+        raise ConfigError(f"option '{name}' must be {allowed} like {example}{meaning}; got {value!r}") from None
+    if name == ENDING_OFFSETS_OPTION:
+        assert EARLIEST_OFFSET not in {o for parts in per.values() for o in parts.values()}
+        return SpecificOffsets(per, option=name)
+    return ByTimestamp(per_partition=per, strategy=TIMESTAMP_STRATEGY_LATEST, option=name)

@@ -1,0 +1,77 @@
+"""The driver side of a samza-kinesis batch read: every shard of the stream's lineage, in its task, in range.
+
+It reuses the streaming query's pieces: ``ListShards`` through the coordinator's admin, the ``starting.py``
+strategies (default ``TRIM_HORIZON`` for a batch), and the planner's first job model (``initial_offset``: the
+shard-to-task mapping a new streaming query starts with), so the ``task`` column is the one a streaming query
+reading the same range gives. Closed and open shards are all read, parents before children within a task. The
+end is fixed here, once: ``LATEST`` is the planning time, so every task stops at the same instant. Pushed filters
+(``core/batch_filters.py``) prune shards and tasks, and ``approximateArrivalTimestamp >=`` starts each shard at
+``AT_TIMESTAMP`` (Spark still applies the filter). Nothing is written to the metadata store.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+
+from ..core.batch_filters import PushedFilters
+from ..core.model import TaskName
+from .batch_options import KinesisBatchOptions
+from .coordinator import KinesisCoordinator
+from .input_partition import ShardRead
+from .offset import DRAINED
+from .options import ENDING_POSITION_OPTION, SYSTEM
+from .planner import initial_offset
+from .positions import AT_TIMESTAMP, TRIM_HORIZON, ShardPosition
+from .schema import TASK_COLUMN
+from .shards import lineage_order
+
+log = logging.getLogger(__name__)
+
+__all__ = ["SHARD_ID_COLUMN", "TIMESTAMP_COLUMN", "plan_batch_read"]
+
+SHARD_ID_COLUMN = "shardId"
+TIMESTAMP_COLUMN = "approximateArrivalTimestamp"
+
+
+def plan_batch_read(options: KinesisBatchOptions, pushed: PushedFilters, *, wall_ms=None,
+                    ) -> list[tuple[TaskName, list[ShardRead]]]:
+    """(task, shard reads) for every task, in task order; each task's reads in lineage order."""
+    source = options.source
+    now = int(time.time() * 1000) if wall_ms is None else wall_ms
+    coordinator = KinesisCoordinator(source, wall_ms=lambda: now)
+    shards = coordinator.list_shards()
+    starts = source.starting.starts(shards, stream=source.stream, now_ms=lambda: now,
+                                    check_sequences=coordinator._check_sequences_with_kinesis,
+                                    kcl_checkpoints=coordinator._kcl_positions)
+    offset = initial_offset(shards, source.tasks, starts.positions, source.assignment, stream=source.stream,
+                            system=SYSTEM, default_position=ShardPosition.trim_horizon())
+    until = options.ending.until_ms - 1 if options.ending.until_ms is not None else now
+    reads: dict[TaskName, list[ShardRead]] = {t: [] for t in offset.task_names}
+    for info in lineage_order(shards):
+        sid = info.shard_id
+        state = offset.shards[sid]
+        task = offset.task_of(sid)
+        if state.status == DRAINED or task is None:
+            continue
+        if not pushed.allows(SHARD_ID_COLUMN, sid) or not pushed.allows(TASK_COLUMN, task.name):
+            continue
+        ending = info.ending_sequence
+        wanted_end = options.ending.per_shard.get(sid)
+        if wanted_end is not None:
+            ending = wanted_end if ending is None else str(min(int(ending), int(wanted_end)))
+        start = _narrowed(state.start, pushed.min_timestamp_ms)
+        reads[task].append(ShardRead(0, None, sid, start, ending, until))
+    unknown = sorted(set(options.ending.per_shard) - {s.shard_id for s in shards})
+    if unknown:
+        log.warning("%s names shards the stream does not list: %s", ENDING_POSITION_OPTION, ", ".join(unknown[:20]))
+    return list(reads.items())
+
+
+def _narrowed(start: ShardPosition, min_ms: int | None) -> ShardPosition:
+    """``start``, moved to ``AT_TIMESTAMP(min_ms)`` when that is later (a sequence position is kept)."""
+    if min_ms is None:
+        return start
+    if start.type == TRIM_HORIZON or (start.type == AT_TIMESTAMP and start.timestamp_ms < min_ms):
+        return ShardPosition.at_timestamp(min_ms)
+    return start

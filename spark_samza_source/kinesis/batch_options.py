@@ -1,0 +1,82 @@
+"""Options of a ``samza-kinesis`` batch read (``spark.read``): where it starts and where it ends.
+
+Everything a streaming query takes is parsed by :class:`~spark_samza_source.kinesis.options.KinesisSourceOptions`;
+a batch read starts at ``TRIM_HORIZON`` unless ``startingPosition`` says otherwise, and ends at ``endingPosition``:
+``LATEST`` (the default: fixed to the time the read is planned, so every task stops at the same instant),
+``AT_TIMESTAMP:<ISO-8601>`` (records that arrived before that time), or per-shard JSON (shard id -> a sequence
+number, read up to and including it, or ``LATEST``). Plain, picklable data: it travels to executors in the reader.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from ..core.errors import ConfigError
+from ..source.option_parser import Options, json_object
+from .options import AT_TIMESTAMP, ENDING_POSITION_OPTION, LATEST, STARTING_POSITION_OPTION, KinesisSourceOptions
+
+__all__ = ["KinesisBatchOptions", "KinesisEnding"]
+
+
+@dataclass(frozen=True)
+class KinesisEnding:
+    """Where a batch read ends: at the time it is planned (``until_ms`` None, ``per_shard`` empty), at a time
+    (``until_ms``: records that arrived before it), or per shard (shard id -> last sequence number read; shards
+    not named end at the planning time)."""
+
+    until_ms: int | None = None
+    per_shard: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, repr=False)
+class KinesisBatchOptions:
+    source: KinesisSourceOptions
+    ending: KinesisEnding
+
+    def __repr__(self) -> str:  # never the credentials
+        return f"KinesisBatchOptions({self.source.describe()}, ending={self.ending!r})"
+
+    @classmethod
+    def parse(cls, raw: Any, use_stored_job_model: bool = False) -> KinesisBatchOptions:
+        source = KinesisSourceOptions.parse(raw)
+        opts = Options(raw)
+        if not opts.has(STARTING_POSITION_OPTION):
+            from .starting import TrimHorizon
+
+            source = dataclasses.replace(source, starting=TrimHorizon())
+        return cls(source, _parse_ending(opts.string(ENDING_POSITION_OPTION)))
+
+
+def _parse_ending(value: str | None) -> KinesisEnding:
+    if value is None or value.strip().upper() == LATEST:
+        return KinesisEnding()
+    text = value.strip()
+    if text.upper().startswith(AT_TIMESTAMP):
+        stamp = text[len(AT_TIMESTAMP):].lstrip(":= ").strip()
+        try:
+            when = datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+            if when.tzinfo is None:
+                raise ValueError("no time zone")
+        except ValueError:
+            raise ConfigError(f"option '{ENDING_POSITION_OPTION}' {value!r}: AT_TIMESTAMP needs an ISO-8601 time "
+                              "with a zone, e.g. AT_TIMESTAMP:2026-11-22T08:00:00Z") from None
+        return KinesisEnding(until_ms=int(when.timestamp() * 1000))
+    if text.startswith("{"):
+        try:
+            per: dict[str, str] = {}
+            for shard, end in json_object(text).items():
+                if not isinstance(end, str) or not (end.isdigit() or end.upper() == LATEST):
+                    raise ValueError
+                if end.isdigit():
+                    per[str(shard)] = end
+        except (ValueError, RecursionError):
+            raise ConfigError(
+                f"option '{ENDING_POSITION_OPTION}' per-shard JSON must map shard ids to a sequence number (the "
+                f"last record read) or \"LATEST\", e.g. {{\"shardId-000000000000\": \"4960...\"}}; got {value!r}"
+            ) from None
+        return KinesisEnding(per_shard=per)
+    raise ConfigError(f"option '{ENDING_POSITION_OPTION}' must be LATEST, AT_TIMESTAMP:<ISO-8601> or per-shard JSON; "
+                      f"got {value!r}")
