@@ -5,7 +5,7 @@ from __future__ import annotations
 import string
 
 import pytest
-from hypothesis import given
+from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from spark_samza_source.metadata import redact_uri, scrub_secrets
@@ -72,6 +72,8 @@ def test_userinfo_never_survives(user: str, password: str, host: str, path: str)
 @given(name=_PARAM, value=_SECRET.filter(lambda s: "&" not in s), other=st.sampled_from(["", "&region=x"]))
 def test_secret_parameters_never_survive(name: str, value: str, other: str) -> None:
     uri = f"dynamodb://table?endpoint=http://h:1&{name}={value}{other}"
+    # a "secret" that is part of the URI's public text (e.g. 'dynamodb') cannot be told apart from it
+    assume(value not in f"dynamodb://table?endpoint=http://h:1&{name}=***{other}")
     redacted = redact_uri(uri)
     assert value not in redacted
     assert f"{name}=***" in redacted and redacted.startswith("dynamodb://table?endpoint=http://h:1&")
