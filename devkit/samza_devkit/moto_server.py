@@ -174,6 +174,24 @@ def serialize_dynamodb_writes() -> None:
                       "_samza_serialized")
 
 
+def _LoggingMotoServer(**kwargs):
+    """moto's ThreadedMotoServer whose WSGI app also serves the GetRecords log (``moto_request_log``)."""
+    from moto.moto_server.threaded_moto_server import ThreadedMotoServer
+    from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoRequestHandler, create_backend_app
+    from werkzeug.serving import make_server
+
+    from .moto_request_log import wrap_app
+
+    class LoggingMotoServer(ThreadedMotoServer):
+        def _server_entry(self) -> None:  # moto's own, with the app wrapped
+            app = wrap_app(DomainDispatcherApplication(create_backend_app))
+            self._server = make_server(self._ip_address, self._port, app, True, request_handler=MotoRequestHandler)
+            self._server_ready_event.set()
+            self._server.serve_forever()
+
+    return LoggingMotoServer(**kwargs)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Run moto (AWS mock) in server mode until SIGTERM.")
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default: loopback only)")
@@ -184,14 +202,14 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     logging.getLogger("werkzeug").setLevel(logging.INFO if args.verbose else logging.WARNING)
-    from moto.server import ThreadedMotoServer
-
     from .kinesis_helpers import apply_moto_kinesis_fixes
+    from .moto_request_log import install as install_request_log
 
     # moto 5.2 reshards unlike Kinesis (records keep landing in closed parents): see kinesis_helpers.
     apply_moto_kinesis_fixes()
     serialize_dynamodb_writes()
-    server = ThreadedMotoServer(ip_address=args.host, port=args.port, verbose=False)
+    install_request_log()
+    server = _LoggingMotoServer(ip_address=args.host, port=args.port, verbose=False)
     server.start()
     host, port = server.get_host_and_port()
     stop = threading.Event()

@@ -1,0 +1,72 @@
+"""A samza-kinesis task holding several shards reads them concurrently, each shard paced on its own: counted on
+the moto server (its GetRecords log, ``samza_devkit.moto_request_log``), not timed on the client.
+
+The task's reads ask for pages of 100 records (the real ``stream_and_record`` with ``records_per_call=100``) and
+each shard holds 250, so every shard needs exactly three calls, each answered in milliseconds: the 200 ms pacing,
+not the server, spaces one shard's calls.  A task reading its shards one after the other sends shard 0's three
+calls before shard 1's first; a task reading them concurrently sends every shard's first call before any second
+one, and each shard's calls no closer together than its pacing interval."""
+
+from __future__ import annotations
+
+import functools
+
+import pyarrow as pa
+
+from samza_devkit import kinesis_helpers as kh
+from samza_devkit import moto_request_log
+from spark_samza_source.kinesis import task as kinesis_task
+from spark_samza_source.kinesis.batch_ends import batch_ends_for, stream_and_record
+from spark_samza_source.kinesis.input_partition import KinesisTaskPartition, ShardRead
+from spark_samza_source.kinesis.options import KinesisSourceOptions
+from spark_samza_source.kinesis.positions import ShardPosition
+from spark_samza_source.kinesis.task import read_task
+from spark_samza_source.metadata import open_store
+
+SHARDS = 3
+PAGE = 100
+PER_SHARD = 250  # pages of 100, 100, 50: three calls per shard
+PACING_S = 0.2  # 5 GetRecords per second per shard
+# server-side arrival times of two calls the client started >= 200 ms apart: allow scheduling jitter
+PACING_SLACK_S = 0.05
+
+
+def test_a_task_reads_its_shards_interleaved_each_paced(kinesis, make_stream, moto_server, tmp_path, monkeypatch):
+    monkeypatch.setattr(kinesis_task, "stream_and_record", functools.partial(stream_and_record,
+                                                                             records_per_call=PAGE))
+    stream = make_stream(SHARDS)
+    shards = [s["ShardId"] for s in kh.list_shards(kinesis, stream)]
+    for shard in shards:
+        key = kh.hash_key_of(kinesis, stream, shard)
+        kh.put_records(kinesis, stream, [b"%s-%05d" % (shard.encode(), i) for i in range(PER_SHARD)],
+                       explicit_hash_key=key)
+    store_uri = f"file://{tmp_path}/store"
+    options = KinesisSourceOptions.parse({
+        "streamName": stream, "endpointUrl": moto_server, "region": "us-east-1", "job.name": "concurrency",
+        "metadata.store": store_uri, "maxRecordsPerShard": "1000",
+    })
+    partition = KinesisTaskPartition("Task-0", tuple(
+        ShardRead(batch=0, query_id="q", shard_id=s, start=ShardPosition.trim_horizon()) for s in shards))
+
+    moto_request_log.clear(moto_server)
+    batches = list(read_task(options, partition))
+    calls = moto_request_log.get_records_calls(moto_server, stream)
+
+    table = pa.Table.from_batches(batches)
+    for shard in shards:  # every row once; one shard's rows in sequence order
+        rows = table.filter(pa.compute.equal(table["shardId"], shard))
+        assert rows["data"].to_pylist() == [b"%s-%05d" % (shard.encode(), i) for i in range(PER_SHARD)]
+        seqs = [int(s) for s in rows["sequenceNumber"].to_pylist()]
+        assert seqs == sorted(seqs)
+    assert table.num_rows == SHARDS * PER_SHARD
+    ends = batch_ends_for(open_store(store_uri, "concurrency"), stream, "q").ends_for(0)
+    assert sorted(ends) == shards  # the batch-end protocol ran for every shard
+
+    by_shard = {s: [c for c in calls if c["shard"] == s] for s in shards}
+    assert {s: len(c) for s, c in by_shard.items()} == {s: 3 for s in shards}, calls
+    # interleaved: every shard's first call arrives before any shard's second call
+    assert {c["shard"] for c in calls[:SHARDS]} == set(shards), [c["shard"] for c in calls]
+    assert all(c["limit"] == PAGE for c in calls)
+    for shard, own in by_shard.items():  # each shard still paced at 5 GetRecords/s
+        for before, after in zip(own, own[1:]):
+            assert after["t"] - before["t"] >= PACING_S - PACING_SLACK_S, (shard, own)
