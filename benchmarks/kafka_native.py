@@ -141,6 +141,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="extra librdkafka setting for read_ranges, as a user's kafka.* option")
     args = parser.parse_args(argv)
     from kafka_source import VALUE_SIZE, produce
+
     from samza_devkit.kafka_broker import KafkaDevBroker
     from samza_devkit.kafka_helpers import create_topic
 

@@ -367,8 +367,8 @@ def measure_broker(label: str, spark, bootstrap: str, topic: str, records: int, 
         best = max(per_run)
         say(f"  [{label}] Spark / kcat per run (each against the kcat read right after it): "
             + ", ".join(f"{x:.2f}" for x in per_run))
-        record(f"{label}: kcat, {records:,} rec, {PARTITIONS} partitions", f"{max(k['rate'] for k in kcats):,.0f} rec/s",
-               "-", None)
+        best_kcat = max(k["rate"] for k in kcats)
+        record(f"{label}: kcat, {records:,} rec, {PARTITIONS} partitions", f"{best_kcat:,.0f} rec/s", "-", None)
         record(f"{label}: Spark steady state / kcat (best run)", f"{best:.2f}", f">= {SPARK_NATIVE_TARGET}",
                best >= SPARK_NATIVE_TARGET)
     if floors:

@@ -3,9 +3,9 @@
 Apart from the DataSource glue (``source.py``, which imports the driver's coordinator) so that the task path
 imports executor modules only (docs/architecture.md §2): the reader, the recorded batch ends, the client.
 
-A task that holds several shards reads them concurrently, one thread per shard on a bounded pool
-(``max_pool_connections`` of the AWS client settings, at most :data:`MAX_SHARD_THREADS`): each shard is paced on
-its own (5 ``GetRecords`` per second, as when read alone), so a task with a backlog on N shards takes about as
+A task that holds several shards reads them concurrently, one thread per shard on a bounded pool (at most the
+boto3 client's connection pool, ``max_pool_connections`` = 10, and :data:`MAX_SHARD_THREADS`): each shard is paced
+on its own (5 ``GetRecords`` per second, as when read alone), so a task with a backlog on N shards takes about as
 long as its slowest shard instead of the sum of all N, as AWS's connector does with one Spark partition per shard.
 Concurrency is safe because a task never holds a shard and its parent in the same batch (lineage, docs/
 architecture.md §8), and each shard keeps its own batch-end protocol (``stream_and_record``) untouched: rows of
