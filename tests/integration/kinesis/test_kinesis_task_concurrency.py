@@ -10,13 +10,16 @@ one, and each shard's calls no closer together than its pacing interval."""
 from __future__ import annotations
 
 import functools
+import threading
 
 import pyarrow as pa
+import pytest
 
 from samza_devkit import kinesis_helpers as kh
 from samza_devkit import moto_request_log
 from spark_samza_source.kinesis import task as kinesis_task
 from spark_samza_source.kinesis.batch_ends import batch_ends_for, stream_and_record
+from spark_samza_source.kinesis.errors import KinesisDataLossError
 from spark_samza_source.kinesis.input_partition import KinesisTaskPartition, ShardRead
 from spark_samza_source.kinesis.options import KinesisSourceOptions
 from spark_samza_source.kinesis.positions import ShardPosition
@@ -70,3 +73,47 @@ def test_a_task_reads_its_shards_interleaved_each_paced(kinesis, make_stream, mo
     for shard, own in by_shard.items():  # each shard still paced at 5 GetRecords/s
         for before, after in zip(own, own[1:], strict=False):
             assert after["t"] - before["t"] >= PACING_S - PACING_SLACK_S, (shard, own)
+
+
+def _reader_threads() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name.startswith("kinesis-Task-0")]
+
+
+def _filled_task(kinesis, make_stream, moto_server, tmp_path, shards: int = SHARDS):
+    stream = make_stream(shards)
+    ids = [s["ShardId"] for s in kh.list_shards(kinesis, stream)]
+    for shard in ids:
+        kh.put_records(kinesis, stream, [b"%s-%05d" % (shard.encode(), i) for i in range(PER_SHARD)],
+                       explicit_hash_key=kh.hash_key_of(kinesis, stream, shard))
+    options = KinesisSourceOptions.parse({
+        "streamName": stream, "endpointUrl": moto_server, "region": "us-east-1", "job.name": "concurrency",
+        "metadata.store": f"file://{tmp_path}/store", "maxRecordsPerShard": "1000",
+    })
+    return options, ids
+
+
+def test_a_task_closed_early_stops_its_reader_threads(kinesis, make_stream, moto_server, tmp_path, monkeypatch):
+    monkeypatch.setattr(kinesis_task, "stream_and_record", functools.partial(stream_and_record,
+                                                                             records_per_call=PAGE))
+    options, ids = _filled_task(kinesis, make_stream, moto_server, tmp_path)
+    partition = KinesisTaskPartition("Task-0", tuple(
+        ShardRead(batch=0, query_id="q", shard_id=s, start=ShardPosition.trim_horizon()) for s in ids))
+    reading = read_task(options, partition)
+    first = next(reading)
+    assert first.num_rows > 0 and _reader_threads()
+    reading.close()  # Spark stops consuming a task (e.g. a limit reached, the task cancelled)
+    assert _reader_threads() == []
+
+
+def test_one_shard_failing_fails_the_task_and_stops_the_others(kinesis, make_stream, moto_server, tmp_path,
+                                                               monkeypatch):
+    monkeypatch.setattr(kinesis_task, "stream_and_record", functools.partial(stream_and_record,
+                                                                             records_per_call=PAGE))
+    options, ids = _filled_task(kinesis, make_stream, moto_server, tmp_path)
+    missing = "shardId-000000000099"  # not in the stream: its read fails with data loss (failOnDataLoss default)
+    partition = KinesisTaskPartition("Task-0", tuple(
+        ShardRead(batch=0, query_id="q", shard_id=s, start=ShardPosition.trim_horizon()) for s in [*ids, missing]))
+    with pytest.raises(KinesisDataLossError, match=missing):
+        for _ in read_task(options, partition):
+            pass
+    assert _reader_threads() == []
