@@ -1,10 +1,16 @@
 """End-to-end figures of the ``samza-kafka`` source against the targets of the performance issue.
 
     .venv/bin/python benchmarks/kafka_source.py [--records 1000000] [--skip-mock]
-        [--only spark|planning|grouping|memory] [--repeat 3] [--batches 5] [--source-option KEY=VALUE]
+        [--only native|spark|planning|grouping|memory] [--repeat 3] [--batches 5] [--source-option KEY=VALUE]
         [--memory-shapes 1000000x1024,10000x102400] [--memory-kafka-conf KEY=VALUE] [--profile]
 
-Four parts (all by default, or one with ``--only``), then a summary table (figure, target, MET/MISSED):
+Five parts (all by default, or one with ``--only``), then a summary table (figure, target, MET/MISSED):
+
+0. ``native``: the native anchor (``kafka_native.py``): kcat, a bare confluent-kafka loop and ``read_ranges``
+   read the same ``--records`` x 100 B single-partition topic of the development broker, alternately
+   ``--repeat`` times.  Targets: ``read_ranges`` wall rate >= 0.6x kcat's, CPU per record <= 2x kcat's.  The
+   Spark part also runs kcat over its 4-partition topic right after every Spark run (Spark / kcat >= 0.45).
+   Skipped with a message when kcat is not installed (``apt-get install kcat``).
 
 1. ``spark``: ``--records`` records of 100 B over 4 partitions, read by a Spark query (``samza-kafka`` source,
    ``noop`` sink, ``local[2]``, ``Trigger.AvailableNow``, ``maxOffsetsPerTrigger`` = records / ``--batches``).
@@ -59,6 +65,7 @@ from bench_report import (
     record,
     say,
 )
+from kafka_native import KCAT, kcat_missing_reason, measure_single_partition, run_kcat
 
 HERE = Path(__file__).resolve().parent
 if str(HERE) not in sys.path:
@@ -72,6 +79,10 @@ PLANNING_TARGET_S = 1.0
 GROUPING_SSPS = 100_000
 GROUPING_TARGET_S = 2.0
 MEMORY_TARGET_MB = 512
+# Against the native anchor (kcat, same broker and topic, same run): benchmarks/kafka_native.py
+NATIVE_WALL_TARGET = 0.6  # read_ranges single-partition wall rate / kcat's
+NATIVE_CPU_TARGET = 2.0  # read_ranges CPU per record / kcat's
+SPARK_NATIVE_TARGET = 0.45  # Spark steady state (4 partitions, local[2]) / kcat reading the same topic
 
 
 
@@ -309,7 +320,10 @@ def measure_broker(label: str, spark, bootstrap: str, topic: str, records: int, 
     """Raw baseline then Spark query, each ``--repeat`` times alternately (best kept: the machine is shared)."""
     ranges = full_ranges(bootstrap, topic, PARTITIONS, records)
     options = dict(kv.split("=", 1) for kv in args.source_option)
-    raws, runs, floors = [], [], []
+    raws, runs, floors, kcats = [], [], [], []
+    native = label == "dev broker" and KCAT is not None  # kcat on the mock cluster would measure the mock
+    if label == "dev broker" and KCAT is None:
+        say(f"  {kcat_missing_reason()}")
     for i in range(args.repeat):
         say(f"  [{label}] run {i + 1}/{args.repeat}: raw baseline, 2 spawned processes, read_ranges one partition "
             f"at a time; {load()}")
@@ -326,6 +340,13 @@ def measure_broker(label: str, spark, bootstrap: str, topic: str, records: int, 
         say(f"    Spark steady state: {res['rate']:>10,.0f} rec/s ({res['steady_rows']:,} rows of batches 1..n in "
             f"{res['steady_s']:.2f} s, end of batch 0 -> end of last batch; whole query {res['total_s']:.1f} s "
             "incl. start)")
+        if native:
+            anchor = run_kcat(bootstrap, topic, records)
+            res["kcat"] = anchor
+            kcats.append(anchor)
+            say(f"    kcat, same topic (all {PARTITIONS} partitions), right after: {anchor['rate']:>10,.0f} rec/s "
+                f"({anchor['seconds']:.2f} s wall, {anchor['cpu']:.2f} CPU-s): Spark / kcat "
+                f"{res['rate'] / anchor['rate']:.2f}, raw / kcat {raw['rate'] / anchor['rate']:.2f}; {load()}")
         if not args.skip_floor:
             say(f"  [{label}] run {i + 1}/{args.repeat}: Spark floor, same pipeline and batch sizes over a Python "
                 f"source that reads no Kafka (prebuilt rows); {load()}")
@@ -341,6 +362,15 @@ def measure_broker(label: str, spark, bootstrap: str, topic: str, records: int, 
     record(f"{label}: raw read_ranges x2, {records:,} rec", f"{raw['rate']:,.0f} rec/s", "-", None)
     record(f"{label}: Spark steady state", f"{res['rate']:,.0f} rec/s", "-", None)
     record(f"{label}: Spark / raw", f"{ratio:.2f}", f">= {SPARK_TARGET}", ratio >= SPARK_TARGET)
+    if kcats:
+        per_run = [r["rate"] / r["kcat"]["rate"] for r in runs]
+        best = max(per_run)
+        say(f"  [{label}] Spark / kcat per run (each against the kcat read right after it): "
+            + ", ".join(f"{x:.2f}" for x in per_run))
+        best_kcat = max(k["rate"] for k in kcats)
+        record(f"{label}: kcat, {records:,} rec, {PARTITIONS} partitions", f"{best_kcat:,.0f} rec/s", "-", None)
+        record(f"{label}: Spark steady state / kcat (best run)", f"{best:.2f}", f">= {SPARK_NATIVE_TARGET}",
+               best >= SPARK_NATIVE_TARGET)
     if floors:
         floor = max(floors, key=lambda r: r["rate"])
         per_batch = res["steady_rows"] / (len(res["progress"]) - 1)
@@ -413,6 +443,39 @@ def part_spark(args, work: Path) -> None:
                 measure_broker(f"mock ({count:,} rec)", spark, bootstrap, topic, count, args, work)
     finally:
         spark.stop()
+
+
+# ---- part 0: read_ranges against kcat on one partition ----------------------------------------------------------
+
+def part_native(args, work: Path) -> None:
+    """kcat, a bare consume loop and read_ranges over one partition of the development broker, same topic, same
+    run (kafka_native.py); ratios of wall rate and CPU per record against kcat."""
+    from samza_devkit.kafka_broker import KafkaDevBroker
+    from samza_devkit.kafka_helpers import create_topic
+
+    say(f"== 0. read_ranges vs kcat (native librdkafka) on 1 partition, {args.records:,} x {VALUE_SIZE} B; {load()}")
+    if KCAT is None:
+        say(f"  {kcat_missing_reason()}")
+        return
+    conf = dict(kv.split("=", 1) for kv in args.memory_kafka_conf)
+    with KafkaDevBroker() as broker:
+        bootstrap = broker.bootstrap_servers
+        topic = f"bench-native-{uuid.uuid4().hex[:8]}"
+        create_topic(bootstrap, topic, 1)
+        secs = produce(bootstrap, topic, 1, args.records, VALUE_SIZE)
+        say(f"  [dev broker] {bootstrap}: produced {args.records:,} x {VALUE_SIZE} B to 1 partition in {secs:.1f} s")
+        best = measure_single_partition(bootstrap, topic, args.records, args.repeat, conf)
+    kcat, reader = best["kcat"], best["read_ranges"]
+    wall = reader["rate"] / kcat["rate"]
+    cpu = (reader["cpu"] / reader["rows"]) / (kcat["cpu"] / kcat["rows"])
+    record("native: kcat, 1 partition", f"{kcat['rate']:,.0f} rec/s, {1e6 * kcat['cpu'] / kcat['rows']:.2f} "
+           "CPU-s/M", "-", None)
+    record("native: read_ranges, 1 partition", f"{reader['rate']:,.0f} rec/s, "
+           f"{1e6 * reader['cpu'] / reader['rows']:.2f} CPU-s/M", "-", None)
+    record("native: read_ranges / kcat wall rate (best of each)", f"{wall:.2f}", f">= {NATIVE_WALL_TARGET}",
+           wall >= NATIVE_WALL_TARGET)
+    record("native: read_ranges / kcat CPU per record (best of each)", f"{cpu:.2f}", f"<= {NATIVE_CPU_TARGET}",
+           cpu <= NATIVE_CPU_TARGET)
 
 
 # ---- part 2: planning ------------------------------------------------------------------------------------------
@@ -641,13 +704,14 @@ def main(argv: list[str] | None = None) -> int:
                         help="Spark part: skip the no-I/O floor query (Spark's own per-batch cost)")
     parser.add_argument("--source-option", action="append", default=[], metavar="KEY=VALUE",
                         help="Spark part: extra samza-kafka option, e.g. commitOffsetsToKafka=false")
-    parser.add_argument("--only", choices=["spark", "planning", "grouping", "memory"])
+    parser.add_argument("--only", choices=["native", "spark", "planning", "grouping", "memory"])
     parser.add_argument("--planning-repeat", type=int, default=5)
     parser.add_argument("--grouping-repeat", type=int, default=3)
     parser.add_argument("--memory-shapes", default="1000000x1024,10000x102400",
                         help="comma-separated RECORDSxVALUE_BYTES read by the memory part (~1 GB each)")
     parser.add_argument("--memory-kafka-conf", action="append", default=[], metavar="KEY=VALUE",
-                        help="extra librdkafka setting for the memory part's reader, as a user's kafka.* option")
+                        help="extra librdkafka setting for the memory and native parts' reader, as a user's kafka.* "
+                        "option")
     parser.add_argument("--profile", action="store_true", help="print cProfile output even when a target is met")
     args = parser.parse_args(argv)
     if args.batches < 2:
@@ -661,7 +725,7 @@ def main(argv: list[str] | None = None) -> int:
         f"pyarrow {pyarrow.__version__}, confluent-kafka {_version(confluent_kafka.version())} / "
         f"librdkafka {_version(confluent_kafka.libversion())}")
     say(f"  {load()}; shared machine: other processes may compete for the CPUs")
-    parts = {"spark": part_spark, "planning": part_planning, "grouping": part_grouping, "memory": part_memory}
+    parts = {"native": part_native, "spark": part_spark, "planning": part_planning, "grouping": part_grouping, "memory": part_memory}
     with tempfile.TemporaryDirectory(prefix="bench-kafka-source-") as tmp:
         for name, fn in parts.items():
             if args.only in (None, name):

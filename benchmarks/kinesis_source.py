@@ -1,10 +1,10 @@
 """End-to-end figures of the ``samza-kinesis`` source against the targets of the performance issue, on moto.
 
-    .venv/bin/python benchmarks/kinesis_source.py [--only spark|planning] [--records 400000] [--shards 4]
+    .venv/bin/python benchmarks/kinesis_source.py [--only spark|planning|tasks] [--records 400000] [--shards 4]
         [--repeat 3] [--batches 5] [--lineage-shards 500] [--skip-reader] [--skip-floor] [--skip-moto-planning]
-        [--source-option KEY=VALUE] [--planning-repeat 5] [--profile]
+        [--source-option KEY=VALUE] [--planning-repeat 5] [--page 400] [--profile]
 
-Two parts (both by default, or one with ``--only``), then a summary table (figure, target, MET/MISSED):
+Three parts (all by default, or one with ``--only``), then a summary table (figure, target, MET/MISSED):
 
 1. ``spark``: ``--records`` records of 100 B spread evenly over ``--shards`` shards of a stream on a moto server
    (``MotoServerProcess``: moto in server mode in its own process, real HTTP), read by a Spark query
@@ -28,6 +28,10 @@ Two parts (both by default, or one with ``--only``), then a summary table (figur
    tasks_for_batch + round trip.  Then the real driver path (``KinesisCoordinator``: ListShards, batch ends in a
    ``file://`` metadata store, startpoint poll, idle-shard probes, commit) against moto with 500 listed shards
    (250 created, 125 of them split); ``--skip-moto-planning`` leaves it out.
+3. ``tasks`` (``kinesis_tasks.py``): 8 shards with a backlog read by 2 tasks (``read_task``, 4 shards each, 2
+   processes) against the slowest single shard read alone and against the tasks reading one shard after the
+   other; per-shard limits as on AWS (5 calls/s, 2 MB/s: 1 KB records in pages of ``--page`` 400).  Target: task
+   time <= 1.3x the slowest single shard's.
 
 The machines are small (2 cores) and shared: every part prints the load average it started under.  cProfile output
 is printed for a missed planning target and the slow driver calls (always with ``--profile``).  Exit status 1 when
@@ -991,7 +995,9 @@ def part_planning(args, work: Path) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--only", choices=["spark", "planning"])
+    parser.add_argument("--only", choices=["spark", "planning", "tasks"])
+    parser.add_argument("--page", type=int, default=400,
+                        help="tasks part: records per GetRecords (400 x 1 KB = the 2 MB/s per-shard budget)")
     parser.add_argument("--records", type=int, default=RECORDS,
                         help=f"Spark part: records of {VALUE_SIZE} B in all (a multiple of --shards)")
     parser.add_argument("--shards", type=int, default=SHARDS, help="Spark part: shards of the stream")
@@ -1023,7 +1029,9 @@ def main(argv: list[str] | None = None) -> int:
         f"pyarrow {pyarrow.__version__}, boto3 {boto3.__version__}, moto {_moto_version()}")
     say(f"  measuring {_source_tree()}")
     say(f"  {load()}; shared machine: other processes (e.g. a test suite) may compete for the CPUs")
-    parts = {"spark": part_spark, "planning": part_planning}
+    from kinesis_tasks import part_tasks
+
+    parts = {"spark": part_spark, "planning": part_planning, "tasks": part_tasks}
     with tempfile.TemporaryDirectory(prefix="bench-kinesis-source-") as tmp:
         for name, fn in parts.items():
             if args.only in (None, name):

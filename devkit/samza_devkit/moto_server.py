@@ -187,22 +187,24 @@ def serialize_dynamodb_writes() -> None:
                       "_samza_serialized")
 
 
-def _fault_injecting_server(host: str, port: int):
-    """moto's threaded server with the devkit's fault injection in front of its application (``aws_faults``:
-    AWS errors answered over HTTP, so botocore's real retry path is what tests exercise)."""
+def _devkit_moto_server(host: str, port: int):
+    """moto's threaded server with the devkit's middlewares around its application: fault injection
+    (``aws_faults``: AWS errors answered over HTTP, so botocore's real retry path is what tests exercise) over the
+    GetRecords log (``moto_request_log``, served at its own path)."""
     from moto.server import DomainDispatcherApplication, MotoRequestHandler, ThreadedMotoServer, create_backend_app
     from werkzeug.serving import make_server
 
     from .aws_faults import FaultInjectionMiddleware
+    from .moto_request_log import wrap_app
 
-    class FaultInjectingMotoServer(ThreadedMotoServer):
-        def _server_entry(self) -> None:  # as moto's, with the middleware around the application
-            app = FaultInjectionMiddleware(DomainDispatcherApplication(create_backend_app))
+    class DevkitMotoServer(ThreadedMotoServer):
+        def _server_entry(self) -> None:  # as moto's, with the middlewares around the application
+            app = FaultInjectionMiddleware(wrap_app(DomainDispatcherApplication(create_backend_app)))
             self._server = make_server(self._ip_address, self._port, app, True, request_handler=MotoRequestHandler)
             self._server_ready_event.set()
             self._server.serve_forever()
 
-    return FaultInjectingMotoServer(ip_address=host, port=port, verbose=False)
+    return DevkitMotoServer(ip_address=host, port=port, verbose=False)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -216,12 +218,14 @@ def main(argv: list[str] | None = None) -> int:
 
     logging.getLogger("werkzeug").setLevel(logging.INFO if args.verbose else logging.WARNING)
     from .kinesis_helpers import apply_moto_kinesis_fixes
+    from .moto_request_log import install as install_request_log
 
     # moto 5.2 reshards unlike Kinesis (records keep landing in closed parents): see kinesis_helpers.
     apply_moto_kinesis_fixes()
     serialize_s3_conditional_writes()
     serialize_dynamodb_writes()
-    server = _fault_injecting_server(args.host, args.port)
+    install_request_log()
+    server = _devkit_moto_server(args.host, args.port)
     server.start()
     host, port = server.get_host_and_port()
     stop = threading.Event()

@@ -36,6 +36,8 @@ __all__ = [
     "ConsumerCache",
     "DEFAULT_CAPACITY",
     "READER_GROUP_ID",
+    "READER_DEFAULTS",
+    "READER_FORCED",
     "consumer_config",
     "default_cache",
 ]
@@ -58,15 +60,28 @@ _FORCED = {
 # per-partition fetches mean fewer round trips when a task reads several partitions.
 # queued.max.messages.kbytes caps librdkafka's prefetch per partition (default 64 MiB): with large messages a
 # task holding several partitions otherwise prefetched hundreds of MiB (benchmarks/kafka_source.py, memory).
+#
+# fetch.queue.backoff.ms (librdkafka >= 2.1, default 1000): once queued.min.messages are queued, librdkafka
+# postpones the partition's next fetch by this long.  A bounded range read drains that queue in ~0.1 s and then
+# sat idle for the rest of the second: 1,000,000 x 100 B from one partition took 7.6 s at the default and 2.5-3 s
+# at 10 ms (CPU-bound from there); 1 ms and 0 ms were slower (fetch churn competing with the reader for the CPU),
+# as were a shorter fetch.wait.max.ms (10) or a larger queued.min.messages (500000) (benchmarks/kafka_native.py,
+# benchmarks/README.md "Native anchor").
 _TUNING = {
+    "fetch.queue.backoff.ms": "10",
     "fetch.wait.max.ms": "100",
     "queued.max.messages.kbytes": "16384",
     "max.partition.fetch.bytes": str(4 * 1024 * 1024),
 }
 
+READER_DEFAULTS: Mapping[str, str] = _TUNING
+READER_FORCED: Mapping[str, str] = _FORCED
+
 
 def consumer_config(client_conf: Mapping[str, str]) -> dict[str, str]:
-    """The effective librdkafka configuration of an executor consumer for ``client_conf``."""
+    """The effective librdkafka configuration of an executor consumer for ``client_conf``: the user's ``kafka.*``
+    settings, the throughput defaults of :data:`READER_DEFAULTS` where the user set nothing, then the settings the
+    reader needs (:data:`READER_FORCED`)."""
     conf = {str(k): str(v) for k, v in client_conf.items()}
     conf.setdefault("group.id", READER_GROUP_ID)
     conf["isolation.level"] = isolation_level_of(conf)
