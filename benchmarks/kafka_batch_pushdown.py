@@ -88,8 +88,8 @@ def main() -> None:
                       flush=True)
         spark.stop()
     print()
-    print(f"| records | selected | pushdown off (best) | pushdown on (best) | speed-up | load average at end |")
-    print(f"|---|---|---|---|---|---|")
+    print("| records | selected | pushdown off (best) | pushdown on (best) | speed-up | load average at end |")
+    print("|---|---|---|---|---|---|")
     print(f"| {args.records:,} | {expected:,} | {best['off']:.2f} s | {best['on']:.2f} s | "
           f"{best['off'] / best['on']:.1f}x | {', '.join(f'{x:.2f}' for x in os.getloadavg())} |")
 

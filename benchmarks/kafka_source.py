@@ -725,7 +725,8 @@ def main(argv: list[str] | None = None) -> int:
         f"pyarrow {pyarrow.__version__}, confluent-kafka {_version(confluent_kafka.version())} / "
         f"librdkafka {_version(confluent_kafka.libversion())}")
     say(f"  {load()}; shared machine: other processes may compete for the CPUs")
-    parts = {"native": part_native, "spark": part_spark, "planning": part_planning, "grouping": part_grouping, "memory": part_memory}
+    parts = {"native": part_native, "spark": part_spark, "planning": part_planning, "grouping": part_grouping,
+             "memory": part_memory}
     with tempfile.TemporaryDirectory(prefix="bench-kafka-source-") as tmp:
         for name, fn in parts.items():
             if args.only in (None, name):

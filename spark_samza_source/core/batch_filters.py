@@ -27,7 +27,7 @@ from typing import Any
 
 __all__ = ["PushedFilters", "push_filters", "timestamp_micros"]
 
-_EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
+_EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.UTC)
 
 
 @dataclass(frozen=True)

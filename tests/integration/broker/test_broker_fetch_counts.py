@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from confluent_kafka import Consumer, TopicPartition
+
 from samza_devkit.kafka_broker import KafkaDevBroker
 from samza_devkit.kafka_helpers import create_topic, produce
 

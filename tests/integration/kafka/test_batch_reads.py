@@ -11,6 +11,7 @@ import datetime as dt
 
 import pytest
 from pyspark.errors import PySparkException
+
 from samza_devkit.kafka_broker import KafkaDevBroker
 from samza_devkit.kafka_helpers import add_partitions, create_topic, delete_records_before, produce, unique_topic
 
@@ -197,7 +198,7 @@ def test_batch_refuses_latest_start_and_earliest_end(spark, broker):
 
 # ---- filter pushdown ----------------------------------------------------------------------------------------
 def _ts(offset: int, micros: int = 0) -> str:
-    t = dt.datetime.fromtimestamp((BASE_TS + 1000 * offset) / 1000, tz=dt.timezone.utc)
+    t = dt.datetime.fromtimestamp((BASE_TS + 1000 * offset) / 1000, tz=dt.UTC)
     t += dt.timedelta(microseconds=micros)
     return f"TIMESTAMP '{t.strftime('%Y-%m-%d %H:%M:%S.%f')}+00:00'"
 
@@ -288,7 +289,7 @@ def test_batch_read_never_shows_the_sasl_password(spark, broker, caplog):
     raw, uses_store = batch_raw_options({k.lower(): v for k, v in options.items()})
     reader = SamzaKafkaPushdownBatchReader(SamzaKafkaPushdownBatchReader.parse_options(raw, uses_store),
                                            kafka_schema(False))
-    since = dt.datetime.fromtimestamp((BASE_TS + 3000) / 1000, tz=dt.timezone.utc)
+    since = dt.datetime.fromtimestamp((BASE_TS + 3000) / 1000, tz=dt.UTC)
     reader.pushFilters([GreaterThanOrEqual(("timestamp",), since)])
     rows = [r for part in reader.partitions() for b in reader.read(part) for r in b.to_pylist()]
     assert sorted((r["partition"], r["offset"]) for r in rows) == [(p, o) for p in range(2) for o in (3, 4)]

@@ -89,11 +89,11 @@ def test_at_timestamp_bounds(ks):
     stream = ks.create_stream(2, "bts")
     put(ks, stream, "before")
     time.sleep(1.2)
-    t1 = dt.datetime.now(dt.timezone.utc)
+    t1 = dt.datetime.now(dt.UTC)
     time.sleep(1.2)
     middle = put(ks, stream, "middle")
     time.sleep(1.2)
-    t2 = dt.datetime.now(dt.timezone.utc)
+    t2 = dt.datetime.now(dt.UTC)
     time.sleep(1.2)
     put(ks, stream, "after")
     rows = batch(ks, stream, startingPosition=f"AT_TIMESTAMP:{t1.isoformat()}",
@@ -121,7 +121,7 @@ def test_pushed_filters_return_the_same_rows(ks):
     late = sorted(acked(first_late))
     rows = batch(ks, stream)
     boundary = min(r.approximateArrivalTimestamp for r in rows if (r.shardId, r.sequenceNumber) in set(late))
-    stamp = boundary.replace(tzinfo=dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f")
+    stamp = boundary.replace(tzinfo=dt.UTC).strftime("%Y-%m-%d %H:%M:%S.%f")
     some_task = sorted({r.task for r in rows})[0]
     for where in [f"approximateArrivalTimestamp >= TIMESTAMP '{stamp}+00:00'",
                   "shardId = 'shardId-000000000001'", "shardId IN ('shardId-000000000000', 'nope')",
@@ -143,7 +143,7 @@ def test_pushed_filters_read_fewer_records(ks):
     stream = ks.create_stream(2, "bcount")
     put(ks, stream, "a")
     time.sleep(1.2)
-    cut = dt.datetime.now(dt.timezone.utc)
+    cut = dt.datetime.now(dt.UTC)
     time.sleep(1.2)
     late = put(ks, stream, "b")
     options = {k: v for k, v in ks.options(stream).items() if k not in ("job.name", "metadata.store")}

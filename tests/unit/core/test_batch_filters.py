@@ -21,7 +21,7 @@ from spark_samza_source.core.batch_filters import PushedFilters, push_filters, t
 
 KAFKA = {"value_columns": {"topic": str, "partition": int, "task": str}, "timestamp_column": "timestamp",
          "offset_column": "offset"}
-T0 = dt.datetime(2024, 1, 1, tzinfo=dt.timezone.utc)
+T0 = dt.datetime(2024, 1, 1, tzinfo=dt.UTC)
 T0_MS = 1_704_067_200_000
 
 
