@@ -73,7 +73,8 @@ def test_kafka_bad_batch_options(extra, message):
 def test_kinesis_defaults_trim_horizon_to_latest():
     opts = kinesis()
     assert opts.source.starting == TrimHorizon() and opts.ending == KinesisEnding()
-    at = kinesis(startingPosition="AT_TIMESTAMP:2026-01-01T10:00:00Z", endingPosition="AT_TIMESTAMP:2026-01-01T11:00:00Z")
+    at = kinesis(startingPosition="AT_TIMESTAMP:2026-01-01T10:00:00Z",
+                 endingPosition="AT_TIMESTAMP:2026-01-01T11:00:00Z")
     assert at.source.starting == AtTimestamp(1767261600000) and at.ending.until_ms == 1767265200000
     per = kinesis(endingPosition='{"shardId-000000000000": "49650", "shardId-000000000001": "LATEST"}')
     assert per.ending.per_shard == {"shardId-000000000000": "49650"}
