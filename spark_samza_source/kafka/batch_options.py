@@ -24,6 +24,7 @@ from .options import (
     STARTING_OFFSETS_OPTION,
     STARTING_TIMESTAMP_OPTION,
     KafkaSourceOptions,
+    epoch_ms,
 )
 from .starting import (
     EARLIEST_OFFSET,
@@ -80,13 +81,7 @@ def _parse_ending(opts: Options) -> StartingOffsets:
     name = given[0]
     value = (opts.string(name) or "").strip()
     if name == ENDING_TIMESTAMP_OPTION:
-        try:
-            ts = int(value)
-            if ts < 0:
-                raise ValueError
-        except ValueError:
-            raise ConfigError(f"option '{name}' must be epoch milliseconds (>= 0), got {value!r}") from None
-        return ByTimestamp(timestamp_ms=ts, strategy=TIMESTAMP_STRATEGY_LATEST, option=name)
+        return ByTimestamp(timestamp_ms=epoch_ms(name, value), strategy=TIMESTAMP_STRATEGY_LATEST, option=name)
     if name == ENDING_OFFSETS_OPTION and value.lower() == "latest":
         return Latest()
     if name == ENDING_OFFSETS_OPTION and value.lower() == "earliest":

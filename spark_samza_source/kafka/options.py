@@ -382,13 +382,7 @@ def _parse_starting(opts: Options) -> StartingOffsets:
     name = given[0]
     value = opts.string(name) or ""
     if name == STARTING_TIMESTAMP_OPTION:
-        try:
-            ts = int(value)
-            if ts < 0:
-                raise ValueError
-        except ValueError:
-            raise ConfigError(f"option '{name}' must be epoch milliseconds (>= 0), got {value!r}") from None
-        return ByTimestamp(timestamp_ms=ts, strategy=strategy)
+        return ByTimestamp(timestamp_ms=epoch_ms(name, value), strategy=strategy)
     if name == STARTING_OFFSETS_OPTION and value.lower() in (EARLIEST, LATEST):
         return Earliest() if value.lower() == EARLIEST else Latest()
     example = '{"orders":{"0":23,"1":-2}}' if name == STARTING_OFFSETS_OPTION else '{"orders":{"0":1700000000000}}'
@@ -415,3 +409,15 @@ def _parse_starting(opts: Options) -> StartingOffsets:
 
 
 __all__ = ["KafkaSourceOptions", "is_secret_option"]
+
+
+def epoch_ms(option: str, value: str) -> int:
+    """Option ``option`` (``startingTimestamp``, ``endingTimestamp``) as epoch milliseconds, as Spark's Kafka source
+    takes them; a ConfigError naming the option otherwise."""
+    try:
+        ms = int(value)
+        if ms < 0:
+            raise ValueError
+    except ValueError:
+        raise ConfigError(f"option '{option}' must be epoch milliseconds (>= 0), got {value!r}") from None
+    return ms

@@ -11,12 +11,18 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any
 
 from ..core.errors import ConfigError
 from ..source.option_parser import Options, json_object
-from .options import AT_TIMESTAMP, ENDING_POSITION_OPTION, LATEST, STARTING_POSITION_OPTION, KinesisSourceOptions
+from .options import (
+    AT_TIMESTAMP,
+    ENDING_POSITION_OPTION,
+    LATEST,
+    STARTING_POSITION_OPTION,
+    KinesisSourceOptions,
+    at_timestamp_ms,
+)
 
 __all__ = ["KinesisBatchOptions", "KinesisEnding"]
 
@@ -55,15 +61,7 @@ def _parse_ending(value: str | None) -> KinesisEnding:
         return KinesisEnding()
     text = value.strip()
     if text.upper().startswith(AT_TIMESTAMP):
-        stamp = text[len(AT_TIMESTAMP):].lstrip(":= ").strip()
-        try:
-            when = datetime.fromisoformat(stamp.replace("Z", "+00:00"))
-            if when.tzinfo is None:
-                raise ValueError("no time zone")
-        except ValueError:
-            raise ConfigError(f"option '{ENDING_POSITION_OPTION}' {value!r}: AT_TIMESTAMP needs an ISO-8601 time "
-                              "with a zone, e.g. AT_TIMESTAMP:2026-11-22T08:00:00Z") from None
-        return KinesisEnding(until_ms=int(when.timestamp() * 1000))
+        return KinesisEnding(until_ms=at_timestamp_ms(ENDING_POSITION_OPTION, value))
     if text.startswith("{"):
         try:
             per: dict[str, str] = {}

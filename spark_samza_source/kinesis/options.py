@@ -315,17 +315,7 @@ def _parse_starting(value: str | None) -> StartingPosition:
     if upper == KCL:
         return KclCheckpoints()
     if upper.startswith(AT_TIMESTAMP):
-        stamp = text[len(AT_TIMESTAMP):].lstrip(":= ").strip()
-        try:
-            when = datetime.fromisoformat(stamp.replace("Z", "+00:00"))
-            if when.tzinfo is None:
-                raise ValueError("no time zone")
-        except ValueError:
-            raise ConfigError(
-                f"option 'startingPosition' {value!r}: AT_TIMESTAMP needs an ISO-8601 time with a zone, e.g. "
-                "AT_TIMESTAMP:2026-11-22T08:00:00Z"
-            ) from None
-        return AtTimestamp(int(when.timestamp() * 1000))
+        return AtTimestamp(at_timestamp_ms(STARTING_POSITION_OPTION, value))
     if text.startswith("{"):
         try:
             parsed = json_object(text)
@@ -345,3 +335,17 @@ def _parse_starting(value: str | None) -> StartingPosition:
         f"option 'startingPosition' must be LATEST, TRIM_HORIZON, AT_TIMESTAMP:<ISO-8601>, kcl, or per-shard JSON; "
         f"got {value!r}"
     )
+
+
+def at_timestamp_ms(option: str, value: str) -> int:
+    """The epoch milliseconds of an ``AT_TIMESTAMP:<ISO-8601 with a zone>`` position given as option ``option``
+    (``startingPosition``, ``endingPosition``); a ConfigError naming the option and an example otherwise."""
+    stamp = value.strip()[len(AT_TIMESTAMP):].lstrip(":= ").strip()
+    try:
+        when = datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+        if when.tzinfo is None:
+            raise ValueError("no time zone")
+    except ValueError:
+        raise ConfigError(f"option '{option}' {value!r}: AT_TIMESTAMP needs an ISO-8601 time with a zone, e.g. "
+                          "AT_TIMESTAMP:2026-11-22T08:00:00Z") from None
+    return int(when.timestamp() * 1000)
