@@ -400,25 +400,7 @@ class FileSystemMetadataStore(MetadataStore):
 
     def _load(self, namespace: str, key: str, path: str, raw: bytes) -> tuple[str, JsonValue]:
         """(stored key, value) of a file's bytes; MetadataStoreError for anything that is not our envelope."""
-        try:
-            doc = json.loads(raw)
-        except (ValueError, RecursionError) as exc:
-            raise MetadataStoreError(
-                f"corrupt value for {self._where(namespace, key)}: file {path} is not valid JSON ({exc}). "
-                "Fix or delete that file (or write the key again)"
-            ) from None
-        fmt = doc.get("format") if isinstance(doc, dict) else None
-        if type(fmt) is not int or fmt < 1 or not isinstance(doc.get("key"), str) or "value" not in doc:
-            raise MetadataStoreError(
-                f"corrupt value for {self._where(namespace, key)}: file {path} is JSON but not a metadata "
-                'envelope {"format": 1, "key": ..., "value": ...}. Fix or delete that file'
-            )
-        if fmt > FORMAT_VERSION:
-            raise FormatVersionError(
-                f"{self._where(namespace, key)} was written in format {fmt} by a newer spark-samza-source "
-                f"(this one reads format {FORMAT_VERSION}); upgrade spark-samza-source"
-            )
-        return doc["key"], doc["value"]
+        return decode_envelope(raw, self._where(namespace, key), f"file {path}", "file")
 
     def _load_checked(self, namespace: str, key: str, path: str, raw: bytes) -> JsonValue:
         stored_key, value = self._load(namespace, key, path, raw)
@@ -538,3 +520,28 @@ def _is_io_error(exc: BaseException) -> bool:
     except ImportError:  # pragma: no cover
         return False
     return isinstance(exc, ArrowException)
+
+
+def decode_envelope(raw: bytes, where: str, location: str, kind: str) -> tuple[str, JsonValue]:
+    """(stored key, value) of a stored envelope ``{"format": 1, "key": ..., "value": ...}`` (the ``file:`` and
+    ``s3://`` stores share the layout); a MetadataStoreError naming ``where`` (the key) and ``location`` (the file
+    or object, a ``kind``) for anything else, a FormatVersionError for a newer format."""
+    try:
+        doc = json.loads(raw)
+    except (ValueError, RecursionError) as exc:
+        raise MetadataStoreError(
+            f"corrupt value for {where}: {location} is not valid JSON ({exc}). "
+            f"Fix or delete that {kind} (or write the key again)"
+        ) from None
+    fmt = doc.get("format") if isinstance(doc, dict) else None
+    if type(fmt) is not int or fmt < 1 or not isinstance(doc.get("key"), str) or "value" not in doc:
+        raise MetadataStoreError(
+            f"corrupt value for {where}: {location} is JSON but not a metadata "
+            f'envelope {{"format": 1, "key": ..., "value": ...}}. Fix or delete that {kind}'
+        )
+    if fmt > FORMAT_VERSION:
+        raise FormatVersionError(
+            f"{where} was written in format {fmt} by a newer spark-samza-source "
+            f"(this one reads format {FORMAT_VERSION}); upgrade spark-samza-source"
+        )
+    return doc["key"], doc["value"]

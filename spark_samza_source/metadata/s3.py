@@ -48,10 +48,10 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from ..core.errors import ConfigError, FormatVersionError, MetadataStoreError
+from ..core.errors import ConfigError, MetadataStoreError
 from . import OPTION, _userinfo_span, redact_uri, scrub_secrets
 from .base import JsonValue, MetadataStore, validate_job_name, validate_namespace
-from .filesystem import FORMAT_VERSION, SUFFIX, decode_name, encode_key, hashed_name
+from .filesystem import FORMAT_VERSION, SUFFIX, decode_envelope, decode_name, encode_key, hashed_name
 
 __all__ = ["S3MetadataStore", "parse_s3_uri", "URI_PARAMETERS"]
 
@@ -301,30 +301,14 @@ class S3MetadataStore(MetadataStore):
     def _load(self, namespace: str, key: str | None, object_key: str, raw: bytes) -> tuple[str, JsonValue]:
         """(stored key, value) of an object's bytes; MetadataStoreError for anything that is not our envelope."""
         where = self._where(namespace, key)
-        try:
-            doc = json.loads(raw)
-        except (ValueError, RecursionError) as exc:
+        location = f"object s3://{self.bucket}/{object_key}"
+        stored_key, value = decode_envelope(raw, where, location, "object")
+        if key is not None and stored_key != key:
             raise MetadataStoreError(
-                f"corrupt value for {where}: object s3://{self.bucket}/{object_key} is not valid JSON ({exc}). "
-                "Fix or delete that object (or write the key again)"
-            ) from None
-        fmt = doc.get("format") if isinstance(doc, dict) else None
-        if type(fmt) is not int or fmt < 1 or not isinstance(doc.get("key"), str) or "value" not in doc:
-            raise MetadataStoreError(
-                f"corrupt value for {where}: object s3://{self.bucket}/{object_key} is JSON but not a metadata "
-                'envelope {"format": 1, "key": ..., "value": ...}. Fix or delete that object'
-            )
-        if fmt > FORMAT_VERSION:
-            raise FormatVersionError(
-                f"{where} was written in format {fmt} by a newer spark-samza-source (this one reads format "
-                f"{FORMAT_VERSION}); upgrade spark-samza-source"
-            )
-        if key is not None and doc["key"] != key:
-            raise MetadataStoreError(
-                f"corrupt value for {where}: object s3://{self.bucket}/{object_key} holds key {doc['key']!r:.200} "
+                f"corrupt value for {where}: {location} holds key {stored_key!r:.200} "
                 "(was it copied by hand?). Delete that object or move it back"
             )
-        return doc["key"], doc["value"]
+        return stored_key, value
 
     # -- conditional writes: honoured by this server? -----------------------------------------------------
     @property
