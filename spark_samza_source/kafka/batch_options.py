@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..core.errors import ConfigError
-from ..source.option_parser import Options, json_object
+from ..source.option_parser import Options
 from .options import (
     ENDING_OFFSETS_BY_TIMESTAMP_OPTION,
     ENDING_OFFSETS_OPTION,
@@ -25,6 +25,7 @@ from .options import (
     STARTING_TIMESTAMP_OPTION,
     KafkaSourceOptions,
     epoch_ms,
+    per_partition_numbers,
 )
 from .starting import (
     EARLIEST_OFFSET,
@@ -89,17 +90,7 @@ def _parse_ending(opts: Options) -> StartingOffsets:
                           "starts. Use 'latest' (the default) or per-partition JSON like {\"orders\":{\"0\":100}}")
     example = '{"orders":{"0":100,"1":-1}}' if name == ENDING_OFFSETS_OPTION else '{"orders":{"0":1700000000000}}'
     try:
-        per: dict[str, dict[int, int]] = {}
-        for topic, parts in json_object(value, empty_ok=True).items():
-            if not isinstance(parts, dict):
-                raise ValueError
-            per[str(topic)] = {}
-            for part, off in parts.items():
-                if not str(part).isdigit() or not isinstance(off, int) or isinstance(off, bool):
-                    raise ValueError
-                if off < 0 and not (name == ENDING_OFFSETS_OPTION and off == LATEST_OFFSET):
-                    raise ValueError
-                per[str(topic)][int(part)] = off
+        per = per_partition_numbers(value, negatives=(LATEST_OFFSET,) if name == ENDING_OFFSETS_OPTION else ())
     except (ValueError, RecursionError):
         meaning = (" (an offset, exclusive, or -1 = latest; -2 = earliest is not valid for an end)"
                    if name == ENDING_OFFSETS_OPTION else " (epoch ms)")

@@ -387,18 +387,7 @@ def _parse_starting(opts: Options) -> StartingOffsets:
         return Earliest() if value.lower() == EARLIEST else Latest()
     example = '{"orders":{"0":23,"1":-2}}' if name == STARTING_OFFSETS_OPTION else '{"orders":{"0":1700000000000}}'
     try:
-        parsed = json_object(value, empty_ok=True)
-        per: dict[str, dict[int, int]] = {}
-        for topic, parts in parsed.items():
-            if not isinstance(parts, dict):
-                raise ValueError
-            per[str(topic)] = {}
-            for part, off in parts.items():
-                if not str(part).isdigit() or not isinstance(off, int) or isinstance(off, bool):
-                    raise ValueError
-                if name == STARTING_OFFSETS_OPTION and off < -2 or name != STARTING_OFFSETS_OPTION and off < 0:
-                    raise ValueError
-                per[str(topic)][int(part)] = off
+        per = per_partition_numbers(value, negatives=(-2, -1) if name == STARTING_OFFSETS_OPTION else ())
     except (ValueError, RecursionError):
         allowed = "'earliest', 'latest' or JSON" if name == STARTING_OFFSETS_OPTION else "JSON"
         meaning = " (-2 = earliest, -1 = latest)" if name == STARTING_OFFSETS_OPTION else " (epoch ms)"
@@ -421,3 +410,21 @@ def epoch_ms(option: str, value: str) -> int:
     except ValueError:
         raise ConfigError(f"option '{option}' must be epoch milliseconds (>= 0), got {value!r}") from None
     return ms
+
+
+def per_partition_numbers(value: str, *, negatives: tuple[int, ...] = ()) -> dict[str, dict[int, int]]:
+    """``{topic: {partition: number}}`` of Spark's per-partition JSON options (``startingOffsets``,
+    ``endingOffsets``, ``...ByTimestamp``): non-negative integers, or one of ``negatives`` (the ones with a meaning
+    there: -2 earliest, -1 latest). ValueError for anything else; the caller names the option and an example."""
+    per: dict[str, dict[int, int]] = {}
+    for topic, parts in json_object(value, empty_ok=True).items():
+        if not isinstance(parts, dict):
+            raise ValueError(f"topic {topic!r} needs an object of partitions")
+        per[str(topic)] = {}
+        for part, number in parts.items():
+            if not str(part).isdigit() or not isinstance(number, int) or isinstance(number, bool):
+                raise ValueError(f"partition {part!r} of {topic!r} needs an integer")
+            if number < 0 and number not in negatives:
+                raise ValueError(f"{number} is not valid here")
+            per[str(topic)][int(part)] = number
+    return per

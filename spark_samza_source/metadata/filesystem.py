@@ -388,15 +388,7 @@ class FileSystemMetadataStore(MetadataStore):
         return f"key {key!r:.200} in namespace {namespace!r} of job {self.job_name!r} in metadata store {self.uri}"
 
     def _dump(self, namespace: str, key: str, value: JsonValue) -> bytes:
-        try:
-            text = json.dumps({"format": FORMAT_VERSION, "key": key, "value": value}, sort_keys=True,
-                              allow_nan=False, separators=(",", ":"))
-        except (TypeError, ValueError) as exc:
-            raise MetadataStoreError(
-                f"cannot store {self._where(namespace, key)}: the value is not JSON ({exc}); store dicts with "
-                "string keys, lists, strings, finite numbers, booleans or None"
-            ) from None
-        return text.encode("ascii")
+        return encode_envelope(key, value, self._where(namespace, key))
 
     def _load(self, namespace: str, key: str, path: str, raw: bytes) -> tuple[str, JsonValue]:
         """(stored key, value) of a file's bytes; MetadataStoreError for anything that is not our envelope."""
@@ -520,6 +512,21 @@ def _is_io_error(exc: BaseException) -> bool:
     except ImportError:  # pragma: no cover
         return False
     return isinstance(exc, ArrowException)
+
+
+def encode_envelope(key: str, value: JsonValue, where: str, **extra: str) -> bytes:
+    """The bytes the ``file:`` and ``s3://`` stores keep for ``key``: ``{"format": 1, "key": ..., "value": ...}``
+    (and ``extra`` fields, e.g. the S3 store's writer id), compact and ASCII; a MetadataStoreError naming ``where``
+    when ``value`` is not JSON."""
+    try:
+        text = json.dumps({"format": FORMAT_VERSION, "key": key, "value": value, **extra}, sort_keys=True,
+                          allow_nan=False, separators=(",", ":"))
+    except (TypeError, ValueError) as exc:
+        raise MetadataStoreError(
+            f"cannot store {where}: the value is not JSON ({exc}); store dicts with "
+            "string keys, lists, strings, finite numbers, booleans or None"
+        ) from None
+    return text.encode("ascii")
 
 
 def decode_envelope(raw: bytes, where: str, location: str, kind: str) -> tuple[str, JsonValue]:

@@ -37,7 +37,6 @@ never appear in ``store.uri``, errors or logs.
 
 from __future__ import annotations
 
-import json
 import logging
 import random
 import re
@@ -51,7 +50,7 @@ from typing import Any
 from ..core.errors import ConfigError, MetadataStoreError
 from . import OPTION, _userinfo_span, redact_uri, scrub_secrets
 from .base import JsonValue, MetadataStore, validate_job_name, validate_namespace
-from .filesystem import FORMAT_VERSION, SUFFIX, decode_envelope, decode_name, encode_key, hashed_name
+from .filesystem import SUFFIX, decode_envelope, decode_name, encode_envelope, encode_key, hashed_name
 
 __all__ = ["S3MetadataStore", "parse_s3_uri", "URI_PARAMETERS"]
 
@@ -288,15 +287,8 @@ class S3MetadataStore(MetadataStore):
             return body.read(), resp["ETag"]
 
     def _dump(self, namespace: str, key: str, value: JsonValue) -> bytes:
-        try:
-            text = json.dumps({"format": FORMAT_VERSION, "key": key, "value": value, "writer": uuid.uuid4().hex},
-                              sort_keys=True, allow_nan=False, separators=(",", ":"))
-        except (TypeError, ValueError) as exc:
-            raise MetadataStoreError(
-                f"cannot store {self._where(namespace, key)}: the value is not JSON ({exc}); store dicts with "
-                "string keys, lists, strings, finite numbers, booleans or None"
-            ) from None
-        return text.encode("ascii")
+        # a writer id makes every write's bytes unique, so a retried write that meets 412 can recognise its own
+        return encode_envelope(key, value, self._where(namespace, key), writer=uuid.uuid4().hex)
 
     def _load(self, namespace: str, key: str | None, object_key: str, raw: bytes) -> tuple[str, JsonValue]:
         """(stored key, value) of an object's bytes; MetadataStoreError for anything that is not our envelope."""
