@@ -48,6 +48,17 @@ def scrape(port: int) -> dict[tuple[str, tuple], float]:
             for family in text_string_to_metric_families(text) for s in family.samples}
 
 
+def reported_lag(progress: list[dict]) -> dict[int, dict]:
+    """{batch id: the lag report in its source's latestOffset} of the batches whose progress carries one."""
+    reported = {}
+    for p in progress:
+        latest_offset = p["sources"][0]["latestOffset"]
+        report = json.loads(latest_offset) if isinstance(latest_offset, str) else latest_offset
+        if isinstance(report, dict) and "millisBehindLatest" in report:
+            reported[p["batchId"]] = report
+    return reported
+
+
 def test_kinesis_lag_in_last_progress_the_listener_and_prometheus(ks):
     stream = ks.create_stream(2, "lag")
     shards = [s["ShardId"] for s in kh.list_shards(ks.client, stream)]
@@ -70,10 +81,21 @@ def test_kinesis_lag_in_last_progress_the_listener_and_prometheus(ks):
                     timeout=180, what="the query to catch up and report it")
         last = query.lastProgress
         ks.wait_for(lambda: listener.for_batch(last["batchId"], qid), timeout=30, what="the last event")
-        scraped = scrape(exporter.port)
-        latest = listener.latest_by_source[(qid, 0)]
-        progress = query.recentProgress
+        # the query keeps running (a batch may end between two reads), so scrape until the listener's latest
+        # figures are the same before and after the scrape: the published ones are then exactly those
+        for _ in range(20):
+            latest = listener.latest_by_source[(qid, 0)]
+            scraped = scrape(exporter.port)
+            if listener.latest_by_source[(qid, 0)] is latest:
+                break
+        else:
+            pytest.fail("the listener's latest figures changed during every scrape")
         query.stop()
+        # stopped: recentProgress is final; the listener hears of every batch in it (its events are asynchronous)
+        progress = query.recentProgress
+        reported = reported_lag(progress)
+        ks.wait_for(lambda: set(reported) <= {f.batch_id for f in listener.history if f.query_id == qid},
+                    timeout=30, what="the listener to hear of every reported batch")
     finally:
         exporter.stop()
         ks.spark.streams.removeListener(listener)
@@ -90,12 +112,6 @@ def test_kinesis_lag_in_last_progress_the_listener_and_prometheus(ks):
                                     for sid in shards}
 
     # ---- query.lastProgress / recentProgress: sources[0].latestOffset ----------------------------------------
-    reported = {}
-    for p in progress:
-        latest_offset = p["sources"][0]["latestOffset"]
-        report = json.loads(latest_offset) if isinstance(latest_offset, str) else latest_offset
-        if isinstance(report, dict) and "millisBehindLatest" in report:
-            reported[p["batchId"]] = report
     assert reported, "no progress reported MillisBehindLatest"
     assert last["batchId"] in reported  # query.lastProgress itself carries the figures
     behind_seen = False
@@ -127,7 +143,7 @@ def test_kinesis_lag_in_last_progress_the_listener_and_prometheus(ks):
     assert dict(lag.by_task) == {lag.shard_places[sid][1]: lag.behind[sid] for sid in shards}
     assert dict(lag.by_ssp) == {lag.shard_places[sid][0]: lag.behind[sid] for sid in shards}
 
-    # ---- Prometheus, scraped over HTTP while the query ran: the listener's latest figures ---------------------
+    # ---- Prometheus, scraped over HTTP while the query ran: the listener's latest figures at that moment ---------------------
     source = {"query": query.name, "query_id": qid, "source": "0", "system": "kinesis"}
 
     def value(name: str, **labels: str) -> float:
