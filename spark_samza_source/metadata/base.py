@@ -46,7 +46,8 @@ class MetadataStore(ABC):
     #: the store's URI with any credentials removed; safe to put in logs and errors
     uri: str
     job_name: str
-    #: True when put_if_absent / delete_if_equal are atomic against concurrent writers (local files, DynamoDB);
+    #: True when put_if_absent / delete_if_equal / replace_if_equal are atomic against concurrent writers (local
+    #: files, DynamoDB, S3 with conditional writes);
     #: False for object stores without conditional writes (check-then-act, best effort)
     atomic_conditionals: bool = True
 
@@ -69,6 +70,12 @@ class MetadataStore(ABC):
     @abstractmethod
     def delete_if_equal(self, namespace: str, key: str, expected: JsonValue) -> bool:
         """Remove ``key`` only if its current value equals ``expected`` (JSON equality); True if removed."""
+
+    @abstractmethod
+    def replace_if_equal(self, namespace: str, key: str, expected: JsonValue, value: JsonValue) -> bool:
+        """Store ``value`` only if the current value of ``key`` equals ``expected`` (JSON equality); True if this
+        call stored it. An absent key never matches. Compare-and-set: unlike ``delete_if_equal`` followed by
+        ``put_if_absent``, the key is never absent in between, so nobody can claim it there."""
 
     @abstractmethod
     def list(self, namespace: str) -> dict[str, JsonValue]:

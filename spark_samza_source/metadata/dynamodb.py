@@ -406,6 +406,35 @@ class DynamoDBMetadataStore(MetadataStore):
             "value keeps changing under concurrent writers"
         )
 
+    def replace_if_equal(self, namespace: str, key: str, expected: JsonValue, value: JsonValue) -> bool:
+        """Compare decoded JSON, then put only if the stored text is still the one compared. A put whose reply was
+        lost and that botocore sent again meets its own value: that reads back as ours, so it counts as stored."""
+        key = str(key)
+        new = self._dump(namespace, key, value)
+        for _ in range(_MAX_CAS_ATTEMPTS):
+            item = self._get_item("replace_if_equal", namespace, key)
+            if item is None:
+                return False
+            _, raw, current = self._load(namespace, key, item)
+            if current != expected:
+                return False
+            try:
+                self._put_item("replace_if_equal", namespace, key, value, ConditionExpression="#v = :raw",
+                               ExpressionAttributeNames={"#v": "value"},
+                               ExpressionAttributeValues={":raw": {"S": raw}})
+                return True
+            except Exception as exc:
+                if not self._conditional_failed(exc):
+                    raise
+            item = self._get_item("replace_if_equal", namespace, key)
+            if item is not None and item.get("value", {}).get("S") == new:
+                return True
+            # changed between our read and the put: look again
+        raise MetadataStoreError(
+            f"replace_if_equal gave up on {self._where(namespace, key)} after {_MAX_CAS_ATTEMPTS} attempts: the "
+            "value keeps changing under concurrent writers"
+        )
+
     def list(self, namespace: str) -> dict[str, JsonValue]:
         out: dict[str, JsonValue] = {}
         kwargs: dict[str, Any] = {

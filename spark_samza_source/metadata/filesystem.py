@@ -227,6 +227,23 @@ class _LocalBackend:
         self._sync_dir(directory)
         return True
 
+    def replace_if(self, directory: str, path: str, predicate: Callable[[bytes], bool], data: bytes) -> bool:
+        """Under the namespace lock (which every delete and replace takes, and a create-exclusive link cannot
+        win while the file exists): read, test, rename the new value over the old one."""
+        tmp = self._stage(directory, data)
+        try:
+            with self._locked(directory, create=False) as exists:
+                if not exists:
+                    return False
+                raw = self.read(path)
+                if raw is None or not predicate(raw):
+                    return False
+                os.replace(tmp, path)
+        finally:
+            _unlink_quietly(tmp)
+        self._sync_dir(directory)
+        return True
+
     def delete_if(self, directory: str, path: str, predicate: Callable[[bytes], bool] | None) -> bool:
         with self._locked(directory, create=False) as exists:
             if not exists:
@@ -306,6 +323,13 @@ class _ArrowBackend:
 
     def put_if_absent(self, directory: str, path: str, data: bytes) -> bool:
         if self.fs.get_file_info(path).type != self._pafs.FileType.NotFound:
+            return False
+        self.put(directory, path, data)
+        return True
+
+    def replace_if(self, directory: str, path: str, predicate: Callable[[bytes], bool], data: bytes) -> bool:
+        raw = self.read(path)
+        if raw is None or not predicate(raw):
             return False
         self.put(directory, path, data)
         return True
@@ -465,6 +489,17 @@ class FileSystemMetadataStore(MetadataStore):
 
         with self._io("delete_if_equal", namespace, key):
             return self._backend.delete_if(directory, path, matches)
+
+    def replace_if_equal(self, namespace: str, key: str, expected: JsonValue, value: JsonValue) -> bool:
+        key, directory, path = self._locate(namespace, key)
+        data = self._dump(namespace, key, value)
+        self._warn_best_effort("replace_if_equal")
+
+        def matches(raw: bytes) -> bool:
+            return self._load_checked(namespace, key, path, raw) == expected
+
+        with self._io("replace_if_equal", namespace, key):
+            return self._backend.replace_if(directory, path, matches, data)
 
     def list(self, namespace: str) -> dict[str, JsonValue]:
         directory = self._dir(namespace)

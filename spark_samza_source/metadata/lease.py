@@ -1,8 +1,9 @@
 """Job ownership: at most one running query per ``job.name`` and metadata store.
 
 Called by both coordinators on the driver: a :class:`DriverLease` is acquired with ``put_if_absent`` (namespace
-``owner``, key ``driver``) at the driver's first call, before the query writes anything else; renewed by a
-daemon thread every ``ttl / 3`` and by the driver calls; taken over only when expired, when the newcomer is the
+``owner``, key ``driver``) at the driver's first call, before the query writes anything else; renewed (one
+``replace_if_equal`` of the record this driver wrote, so the key is never absent in between) by a daemon thread
+every ``ttl / 3`` and by the driver calls; taken over (the same compare-and-set) only when expired, when the newcomer is the
 same query restarted from its checkpoint (the lease records the query's identity as its offsets show it), or when
 the owner ran on this machine and its process is gone. Anyone else fails fast with :class:`JobOwnershipError`
 naming the job, the (redacted) store, the owner's host and pid and when its lease expires. A driver whose lease
@@ -53,8 +54,9 @@ MIN_TTL_MS = 1_000
 #: identities kept in the lease: enough for every offset a restart may resume from (see ``offset_identity``)
 MAX_IDENTITIES = 4
 _ACQUIRE_ATTEMPTS = 10
-#: how long a newcomer that finds the key absent right after failing to create it waits before trying again: a
-#: renewal (delete_if_equal, then put_if_absent) leaves the key absent for a moment, which is no reason to move in
+#: how long a newcomer that finds the key absent right after failing to create it waits before trying again: the
+#: owner may be releasing it, or (a driver of an earlier release, which renewed by delete_if_equal then
+#: put_if_absent) between the two halves of a renewal; renewals and takeovers here are one compare-and-set
 _GAP_WAIT_S = 0.2
 
 
@@ -223,28 +225,33 @@ class DriverLease:
         record = self._record(identities, now, None)
         for _ in range(_ACQUIRE_ATTEMPTS):
             if self.store.put_if_absent(NAMESPACE, KEY, record):
-                self._held = record
-                log.info("job %s: this driver (host %s, pid %d) owns the job in %s (lease ttl %d ms)",
-                         self.store.job_name, self.host, self.pid, self.store.uri, self.ttl_ms)
+                self._own(record)
                 return
             current = self.store.get(NAMESPACE, KEY)
             if current is None:
-                # Between a renewal's delete and its put (give the owner a moment to finish, rather than steal
-                # the key from a live driver), released meanwhile, or a stored JSON null (reads like absent).
+                # Released meanwhile, between an earlier release's renewal halves (give that owner a moment rather
+                # than steal the key from a live driver), or a stored JSON null (reads like absent).
                 self.store.delete_if_equal(NAMESPACE, KEY, None)
                 self._sleep(_GAP_WAIT_S)
                 continue
             reason = self._takeover_reason(current, identities, now)
             if reason is None:
                 raise JobOwnershipError(self._conflict_message(current, now))
-            if self.store.delete_if_equal(NAMESPACE, KEY, current):
-                log.warning("job %s: taking the job over from %s: %s", self.store.job_name,
+            if self.store.replace_if_equal(NAMESPACE, KEY, current, record):
+                log.warning("job %s: took the job over from %s: %s", self.store.job_name,
                             self._describe_owner(current), reason)
+                self._own(record)
+                return
         raise JobOwnershipError(
             f"{JOB_NAME_OPTION} '{self.store.job_name}' in metadata store '{self.store.uri}': could not acquire the "
             f"job's lease after {_ACQUIRE_ATTEMPTS} attempts, other drivers keep changing it. Is another query with "
             f"the same {JOB_NAME_OPTION} starting and stopping in a loop? Give each query its own {JOB_NAME_OPTION}."
         )
+
+    def _own(self, record: dict[str, Any]) -> None:
+        self._held = record
+        log.info("job %s: this driver (host %s, pid %d) owns the job in %s (lease ttl %d ms)",
+                 self.store.job_name, self.host, self.pid, self.store.uri, self.ttl_ms)
 
     def _takeover_reason(self, current: Any, identities: tuple[str, ...], now: int) -> str | None:
         """Why this driver may replace ``current``, or None if it must not."""
@@ -289,7 +296,7 @@ class DriverLease:
             held = self._held
             assert held is not None
             new = self._record(identities, now, held)
-            if self.store.delete_if_equal(NAMESPACE, KEY, held) and self.store.put_if_absent(NAMESPACE, KEY, new):
+            if self.store.replace_if_equal(NAMESPACE, KEY, held, new):
                 self._held = new
                 return
             current = self.store.get(NAMESPACE, KEY)

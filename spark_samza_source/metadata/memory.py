@@ -60,6 +60,16 @@ class MemoryMetadataStore(MetadataStore):
             del self._data[k]
             return True
 
+    def replace_if_equal(self, namespace: str, key: str, expected: JsonValue, value: JsonValue) -> bool:
+        new = json.dumps(value, sort_keys=True, allow_nan=False)
+        with self._lock:
+            k = self._k(namespace, key)
+            raw = self._data.get(k)
+            if raw is None or json.loads(raw) != expected:
+                return False
+            self._data[k] = new
+            return True
+
     def list(self, namespace: str) -> dict[str, JsonValue]:
         validate_namespace(namespace)
         with self._lock:

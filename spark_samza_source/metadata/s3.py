@@ -10,6 +10,8 @@ version that was read. With them:
   ``writer`` id, so that case reads back as our own bytes and counts as won);
 - ``delete_if_equal`` = read the value and its ETag, compare (JSON equality), ``DeleteObject(IfMatch=etag)``;
   a 412 means the object changed in between: read again (bounded);
+- ``replace_if_equal`` (compare-and-set) = read the value and its ETag, compare, ``PutObject(IfMatch=etag)``; a
+  412 means the object changed in between (or this very put landed and was sent again): read again (bounded);
 - a PUT publishes a whole object or nothing, so neither a concurrent reader nor a SIGKILLed writer ever leaves a
   torn value; ``put`` and ``delete`` are plain.
 - 409 ConditionalRequestConflict (two conditional writes on one key at the same instant) is retried.
@@ -17,7 +19,7 @@ version that was read. With them:
 Object stores that do not implement these conditions (they answer 501 NotImplemented, or silently ignore the
 header) are found by a probe before the first conditional operation of a process: create a probe object with
 ``If-None-Match: *`` twice (the second must fail), delete it with a wrong ``If-Match`` (must fail), then with the
-right one. A store that fails the probe is used best effort (check-then-act, ``atomic_conditionals = False``)
+right one; a PUT with a wrong ``If-Match`` must fail too. A store that fails the probe is used best effort (check-then-act, ``atomic_conditionals = False``)
 and says so once in the log. The probe's result is kept per endpoint and bucket for the process.
 
 Layout and envelope are those of the ``file:`` store (``filesystem``), so a prefix written through pyarrow's
@@ -334,7 +336,8 @@ class S3MetadataStore(MetadataStore):
         return self._honoured
 
     def _probe(self) -> tuple[bool, str]:
-        """Create, re-create, wrongly delete and delete a probe object; (honoured, reason when not)."""
+        """Create, re-create, wrongly replace, wrongly delete and delete a probe object; (honoured, reason when
+        not)."""
         from botocore.exceptions import BotoCoreError, ClientError
 
         probe = "/".join(p for p in (self.prefix, self.job_name) if p) + f"/.conditional-write-probe-{uuid.uuid4().hex}"
@@ -360,6 +363,12 @@ class S3MetadataStore(MetadataStore):
             except ClientError as exc:
                 if not _is(exc, "PreconditionFailed", "412", "ConditionalRequestConflict", "409"):
                     return False, f"PutObject with If-None-Match answered {_error_code(exc)[0] or exc}"
+            try:
+                put(Bucket=self.bucket, Key=probe, Body=b"replaced", IfMatch=_WRONG_ETAG)
+                return False, "PutObject with a wrong If-Match replaced the object"
+            except ClientError as exc:
+                if not _is(exc, "PreconditionFailed", "412", "ConditionalRequestConflict", "409"):
+                    return False, f"PutObject with If-Match answered {_error_code(exc)[0] or exc}"
             try:
                 self._client.delete_object(Bucket=self.bucket, Key=probe, IfMatch=_WRONG_ETAG)
                 return False, "DeleteObject with a wrong If-Match deleted the object"
@@ -450,6 +459,35 @@ class S3MetadataStore(MetadataStore):
                     raise
                 self._pause(attempt)  # replaced since our read: look again
         raise self._gave_up("delete_if_equal", namespace, key)
+
+    def replace_if_equal(self, namespace: str, key: str, expected: JsonValue, value: JsonValue) -> bool:
+        """Compare decoded JSON, then ``PutObject(IfMatch=etag)`` of the object version that was compared. A put
+        whose reply was lost and that botocore sent again meets 412; its bytes (unique by the writer id) read
+        back as ours, so it counts as stored."""
+        key = str(key)
+        object_key = self._object_key(namespace, key)
+        data = self._dump(namespace, key, value)
+        exact = self._conditionals()
+        for attempt in range(MAX_CONDITIONAL_ATTEMPTS):
+            found = self._read("replace_if_equal", namespace, key)
+            if found is None or self._load(namespace, key, object_key, found[0])[1] != expected:
+                return found is not None and found[0] == data
+            if not exact:
+                self._call("replace_if_equal", namespace, key, self._client.put_object, Key=object_key, Body=data,
+                           ContentType="application/json")
+                return True
+            try:
+                self._call("replace_if_equal", namespace, key, self._client.put_object, "PreconditionFailed",
+                           "412", "ConditionalRequestConflict", "409", "NoSuchKey", "404", Key=object_key,
+                           Body=data, ContentType="application/json", IfMatch=found[1])
+                return True
+            except Exception as exc:
+                if _is(exc, "NoSuchKey", "404"):
+                    return False  # deleted by someone else since our read
+                if not _is(exc, "PreconditionFailed", "412", "ConditionalRequestConflict", "409"):
+                    raise
+                self._pause(attempt)  # replaced since our read (perhaps by this very put): look again
+        raise self._gave_up("replace_if_equal", namespace, key)
 
     def _gave_up(self, op: str, namespace: str, key: str) -> MetadataStoreError:
         return MetadataStoreError(

@@ -13,6 +13,8 @@ catch):
 - a counter advanced only by "``delete_if_equal(n)`` then ``put_if_absent(n + 1)``" ends at exactly the number
   of increments the processes report (two processes deleting the same ``n`` would both increment: lost
   update), and the ``put_if_absent`` after a won delete never finds the key taken;
+- a second counter advanced only by ``replace_if_equal(n, n + 1)`` (compare-and-set) ends at exactly the number
+  of increments the processes report;
 - the final value of a key written with plain ``put`` is the last value some writer wrote.
 """
 
@@ -116,6 +118,13 @@ class NaiveStore:
             return False
         return True
 
+    def replace_if_equal(self, ns: str, key: str, expected, value) -> bool:
+        if self.get(ns, key) != expected:
+            return False
+        time.sleep(0.002)
+        self.put(ns, key, value)
+        return True
+
     def list(self, ns: str) -> dict:
         directory = os.path.join(self.root, ns)
         return {n[:-5]: self.get(ns, n[:-5]) for n in os.listdir(directory) if n.endswith(".json")}
@@ -129,7 +138,8 @@ def _open(uri: str, naive: bool | str):
 
 
 def _writer(uri: str, naive: bool, writer: int, ops: int, n_claims: int, n_shared: int, claim_gate, out) -> None:
-    report = {"writer": writer, "claims": [], "increments": 0, "last_put": {}, "errors": [], "reads": 0}
+    report = {"writer": writer, "claims": [], "increments": 0, "cas_increments": 0, "last_put": {}, "errors": [],
+              "reads": 0}
     try:
         store = _open(uri, naive)
         rng = random.Random(writer)
@@ -160,6 +170,14 @@ def _writer(uri: str, naive: bool, writer: int, ops: int, n_claims: int, n_share
                             report["errors"].append(f"counter taken after winning delete of n={current['n']}")
                         report["increments"] += 1
                         break
+                while True:  # and one of a second counter, by compare-and-set
+                    current = store.get(NS, "cas-counter")
+                    report["reads"] += 1
+                    _check(current, "cas-counter")
+                    nxt = _value(writer, current["n"] + 1, 512) | {"n": current["n"] + 1}
+                    if store.replace_if_equal(NS, "cas-counter", current, nxt):
+                        report["cas_increments"] += 1
+                        break
             else:  # read and list while the others write
                 for key, value in store.list(NS).items():
                     _check(value, key)
@@ -188,6 +206,7 @@ def run_harness(uri: str, *, naive: bool | str, writers: int = 8, ops: int = 200
     n_claims, n_shared = ops // 4, 3
     setup = _open(uri, naive)
     setup.put(NS, "counter", _value(-1, 0, 512) | {"n": 0})
+    setup.put(NS, "cas-counter", _value(-1, 0, 512) | {"n": 0})
     results, stop, claim_gate = CTX.Queue(), CTX.Event(), CTX.Barrier(writers)
     procs = [CTX.Process(target=_writer, args=(uri, naive, w, ops, n_claims, n_shared, claim_gate, results))
              for w in range(writers)]
@@ -218,6 +237,10 @@ def run_harness(uri: str, *, naive: bool | str, writers: int = 8, ops: int = 200
     increments = sum(r["increments"] for r in writer_reports)
     if final["counter"]["n"] != increments:
         problems.append(f"counter is {final['counter']['n']} after {increments} increments (lost update)")
+    cas_increments = sum(r["cas_increments"] for r in writer_reports)
+    if final["cas-counter"]["n"] != cas_increments:
+        problems.append(f"cas-counter is {final['cas-counter']['n']} after {cas_increments} compare-and-set "
+                        "increments (lost update)")
     for s in range(n_shared):
         key, value = f"put-{s}", final.get(f"put-{s}")
         lasts = {r["writer"]: r["last_put"].get(key) for r in writer_reports}
@@ -255,6 +278,7 @@ def test_the_harness_catches_racy_conditionals(tmp_path) -> None:
     problems = run_harness(str(tmp_path / "racy"), naive="racy", writers=8, ops=120)
     assert any("winners" in p for p in problems), problems[:5]
     assert any("lost update" in p or "counter taken" in p for p in problems), problems[:5]
+    assert any(p.startswith("cas-counter") for p in problems), problems[:5]  # check-then-act CAS is caught too
 
 
 # -- SIGKILL ---------------------------------------------------------------------------------------------------
@@ -278,10 +302,14 @@ def _crash_writer(uri: str, naive: bool, writer: int, ready) -> None:
 
 def _crash_step(store, rng: random.Random, key: str, value: dict, i: int) -> None:
     r = rng.random()
-    if r < 0.6:
+    if r < 0.5:
         store.put(NS, key, value)
-    elif r < 0.8:
+    elif r < 0.7:
         store.put_if_absent(NS, f"{key}-claim-{i % 5}", value)
+    elif r < 0.85:
+        current = store.get(NS, key)
+        if current is not None:
+            store.replace_if_equal(NS, key, current, value)
     else:
         current = store.get(NS, key)
         if current is not None:

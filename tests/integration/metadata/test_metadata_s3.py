@@ -32,7 +32,8 @@ def s3(moto_server, aws_region):
 
 def test_a_conditional_write_whose_reply_was_lost_is_still_won(moto_server, aws_region) -> None:
     """botocore re-sends a PutObject whose reply was lost (500 after the write); the retry meets 412 on our own
-    object, which must count as won, not as someone else's (the job lease would otherwise refuse its own driver)."""
+    object, which must count as won, not as someone else's (the job lease would otherwise refuse its own driver,
+    or a renewal would count as lost)."""
     bucket = make_s3_bucket(moto_server, aws_region)
     try:
         with S3WithoutConditionals(moto_server, "lose-first-reply") as endpoint:
@@ -41,6 +42,11 @@ def test_a_conditional_write_whose_reply_was_lost_is_still_won(moto_server, aws_
             assert store.put_if_absent(NS, "k", {"second": True}) is False
             assert store.get(NS, "k") == {"first": True} and store.atomic_conditionals is True
             assert store.put_if_absent(NS, "other", 1) is True  # every first conditional PUT lost its reply
+            # compare-and-set: the first If-Match PUT on "cas" lands and loses its reply, its retry meets 412
+            store.put(NS, "cas", {"n": 1})
+            assert store.replace_if_equal(NS, "cas", {"n": 1}, {"n": 2}) is True
+            assert store.get(NS, "cas") == {"n": 2}
+            assert store.replace_if_equal(NS, "cas", {"n": 1}, {"n": 3}) is False  # a stale compare still loses
     finally:
         drop_s3_bucket(moto_server, aws_region, bucket)
 

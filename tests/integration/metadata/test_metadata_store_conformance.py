@@ -180,6 +180,25 @@ AWKWARD_KEYS = [
 ]
 
 
+def test_replace_if_equal(store: MetadataStore) -> None:
+    assert store.replace_if_equal(NS, "absent", {"a": 1}, {"a": 2}) is False
+    assert store.get(NS, "absent") is None  # an absent key never matches, not even an expected None
+    assert store.replace_if_equal(NS, "absent", None, 1) is False and store.list(NS) == {}
+    store.put(NS, "k", {"a": 1, "b": [1, 2]})
+    assert store.replace_if_equal(NS, "k", {"a": 1, "b": [2, 1]}, "no") is False
+    assert store.replace_if_equal(NS, "k", {"a": 1}, "no") is False
+    assert store.get(NS, "k") == {"a": 1, "b": [1, 2]}
+    assert store.replace_if_equal(NS, "k", {"b": [1, 2], "a": 1}, {"v": 2}) is True  # JSON equality
+    assert store.get(NS, "k") == {"v": 2}
+    assert store.replace_if_equal(NS, "k", {"a": 1, "b": [1, 2]}, {"v": 3}) is False  # the old value is gone
+    assert store.replace_if_equal(NS, "k", {"v": 2}, None) is True  # to a stored null: present, not absent
+    assert store.put_if_absent(NS, "k", 4) is False
+    assert store.replace_if_equal(NS, "k", None, {"v": 5}) is True
+    assert store.list(NS) == {"k": {"v": 5}}
+    store.delete(NS, "k")
+    assert store.replace_if_equal(NS, "k", {"v": 5}, 6) is False and store.get(NS, "k") is None
+
+
 def test_awkward_keys_are_distinct_and_round_trip(store: MetadataStore) -> None:
     expected = {key: {"i": i, "key": key} for i, key in enumerate(AWKWARD_KEYS)}
     assert len(expected) == len(AWKWARD_KEYS)
@@ -215,6 +234,7 @@ def test_escaping_job_names_are_refused(store_uri: str, job_name) -> None:
 def test_bad_namespaces_are_refused(store: MetadataStore, namespace: str) -> None:
     for call in (lambda: store.get(namespace, "k"), lambda: store.put(namespace, "k", 1),
                  lambda: store.put_if_absent(namespace, "k", 1), lambda: store.delete(namespace, "k"),
-                 lambda: store.delete_if_equal(namespace, "k", 1), lambda: store.list(namespace)):
+                 lambda: store.delete_if_equal(namespace, "k", 1), lambda: store.replace_if_equal(namespace, "k", 1, 2),
+                 lambda: store.list(namespace)):
         with pytest.raises(ConfigError, match="namespace"):
             call()

@@ -96,6 +96,10 @@ class HookedStore(MetadataStore):
         self._hook("delete_if_equal", key)
         return self.inner.delete_if_equal(namespace, key, expected)
 
+    def replace_if_equal(self, namespace: str, key: str, expected: JsonValue, value: JsonValue) -> bool:
+        self._hook("replace_if_equal", key)
+        return self.inner.replace_if_equal(namespace, key, expected, value)
+
     def list(self, namespace: str) -> dict[str, JsonValue]:
         return self.inner.list(namespace)
 

@@ -190,21 +190,42 @@ def test_a_removed_lease_is_taken_back_by_its_driver(store_uri):
     assert stored(store_uri)["owner"] == first.owner_id
 
 
-def test_a_contender_winning_the_gap_of_a_renewal_makes_the_renewer_fail(store_uri):
+def test_a_renewal_is_one_compare_and_set_and_never_leaves_the_key_absent(store_uri):
+    clock = Clock()
+    first = lease(store_uri, clock)
+    first.hold()
+    store = first.store
+    calls = []
+    for name in ("put_if_absent", "delete_if_equal", "replace_if_equal", "delete", "put"):
+        original = getattr(store, name)
+
+        def traced(*args, _name=name, _original=original):
+            calls.append(_name)
+            seen = _original(*args)
+            assert stored(store_uri) is not None, f"the lease was absent right after {_name}"
+            return seen
+
+        setattr(store, name, traced)
+    clock.now += TTL // 3
+    first.renew()
+    assert calls == ["replace_if_equal"] and stored(store_uri)["renewedMs"] == clock.now
+
+
+def test_a_contender_taking_over_just_before_a_renewal_makes_the_renewer_fail(store_uri):
     clock = Clock()
     first = lease(store_uri, clock)
     first.hold()
     store = first.store
     contender = lease(store_uri, clock, host="host-b", machine="m-b")
-    original = store.put_if_absent
+    original = store.replace_if_equal
 
-    def racing_put(namespace, key, value):  # the contender writes between our delete and our put
+    def racing_replace(namespace, key, expected, value):  # the contender's takeover lands first
         if value.get("owner") == first.owner_id:
-            assert original(namespace, key, contender._record((), clock.now, None))
-        return original(namespace, key, value)
+            contender.hold()
+        return original(namespace, key, expected, value)
 
-    store.put_if_absent = racing_put
-    clock.now += TTL
+    store.replace_if_equal = racing_replace
+    clock.now += TTL  # expired: the contender may take it over
     with pytest.raises(JobOwnershipError, match="lost the job"):
         first.renew()
     assert stored(store_uri)["owner"] == contender.owner_id
@@ -226,13 +247,10 @@ def test_heartbeat_renews_in_the_background_and_stops_on_release(tmp_path):
     beating.hold()
     first = stored(uri, "hb")["renewedMs"]
 
-    def renewed_ms() -> int:  # a reader may hit the instant between a renewal's delete and put
-        for _ in range(100):
-            record = stored(uri, "hb")
-            if record is not None:
-                return record["renewedMs"]
-            time.sleep(0.01)
-        raise AssertionError("lease missing")
+    def renewed_ms() -> int:  # a renewal replaces the record in place: a reader never finds it missing
+        record = stored(uri, "hb")
+        assert record is not None, "lease missing"
+        return record["renewedMs"]
 
     deadline = time.monotonic() + 10
     while renewed_ms() == first and time.monotonic() < deadline:
@@ -284,7 +302,9 @@ def test_ownership_ttl_option(parse, base):
         parse({**base, "job.ownership.ttl": "forever"})
 
 
-def test_a_newcomer_does_not_move_in_during_the_instant_a_renewal_leaves_the_key_absent(store_uri):
+def test_a_newcomer_does_not_move_in_while_an_earlier_release_renews_in_two_steps(store_uri):
+    """Drivers of earlier releases renewed by delete_if_equal then put_if_absent; during a rolling upgrade a
+    newcomer must still not move in during the instant that leaves the key absent."""
     clock = Clock()
     owner = lease(store_uri, clock)
     owner.hold()
