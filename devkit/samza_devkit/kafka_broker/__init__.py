@@ -58,7 +58,9 @@ Supported APIs, advertised in ApiVersions (nothing else is advertised or served)
                          "", classic, no members (as Kafka shows a group only ever committed to, e.g. by
                          AdminClient.alter_consumer_group_offsets); states/types filters; an unknown group
                          is Dead (v6: GROUP_ID_NOT_FOUND); a group whose offsets all went with deleted
-                         topics no longer exists
+                         topics no longer exists.  ``occupy_group`` (in-process brokers) stands in for a
+                         running consumer: the group is Stable with one member and refuses commits from
+                         outside it (UNKNOWN_MEMBER_ID) until ``vacate_group``
     SaslHandshake 1, SaslAuthenticate 0-2   only with ``sasl_plain_users`` / ``sasl_oauthbearer_secret``
                          (a SASL_PLAINTEXT listener, ``sasl.py``): PLAIN users; OAUTHBEARER tokens must be
                          HS256 JWTs signed with the broker's key, with ``sub`` and a future ``exp``
@@ -237,6 +239,21 @@ class KafkaDevBroker:
         if not self.in_process or self._server is None or self._server.state is None:
             raise RuntimeError("fetched_records needs a running broker started with in_process=True")
         return dict(self._server.state.fetched_records)
+
+    def occupy_group(self, group: str, member_id: str = "consumer-1-0f1e2d3c") -> None:
+        """Mark consumer group ``group`` as having an active member (``in_process=True`` brokers only): it shows as
+        Stable with that member, and commits from outside the group (AdminClient's alter_consumer_group_offsets)
+        are answered UNKNOWN_MEMBER_ID, as Kafka answers them while another consumer runs in the group."""
+        self._groups_of_running_server("occupy_group").members[group] = member_id
+
+    def vacate_group(self, group: str) -> None:
+        """The member of ``group`` left (see ``occupy_group``): the group is Empty again and takes commits."""
+        self._groups_of_running_server("vacate_group").members.pop(group, None)
+
+    def _groups_of_running_server(self, what: str):
+        if not self.in_process or self._server is None or self._server.state is None:
+            raise RuntimeError(f"{what} needs a running broker started with in_process=True")
+        return self._server.state.groups
 
     def log_tail(self, n: int = 40) -> str:
         if self.log_path is None or not self.log_path.exists():

@@ -830,6 +830,10 @@ class BrokerState:
             group_error = ApiError.INVALID_GROUP_ID
         elif request.member_id:
             group_error = ApiError.UNKNOWN_MEMBER_ID  # no group membership: only simple consumers
+        elif request.group_id in self.groups.members:
+            # Kafka takes a commit from outside the group (generation -1, no member id, e.g. AdminClient's
+            # alter_consumer_group_offsets) only while the group is Empty
+            group_error = ApiError.UNKNOWN_MEMBER_ID
         elif request.generation_id_or_member_epoch not in (-1,):
             group_error = ApiError.ILLEGAL_GENERATION
         commits = {}
@@ -910,8 +914,14 @@ class BrokerState:
     # Groups here only ever hold committed offsets (no membership): Kafka shows such a classic group as
     # state "Empty" with protocol type "" (kafka-consumer-groups --list / --describe see them the same way), and
     # a group whose offsets are all gone (its topics deleted) as not existing.
+    # A group a test marked as in use (KafkaDevBroker.occupy_group) shows as Kafka shows a running consumer's
+    # group: Stable, protocol type "consumer", its one member.
     def _existing_groups(self) -> list[str]:
-        return sorted(g for g, offsets in self.groups.groups.items() if offsets)
+        return sorted({g for g, offsets in self.groups.groups.items() if offsets} | set(self.groups.members))
+
+    def _group_state(self, group: str) -> tuple[str, str]:
+        """(state, protocol type) of an existing group."""
+        return ("Stable", "consumer") if group in self.groups.members else ("Empty", "")
 
     def list_groups(self, header, request):
         version = header.api_version
@@ -920,9 +930,11 @@ class BrokerState:
         types = {t.lower() for t in (request.types_filter or [])} if version >= 5 else set()
         listed = []
         for group in self._existing_groups():
-            if states and "empty" not in states or types and "classic" not in types:
+            state, protocol_type = self._group_state(group)
+            if states and state.lower() not in states or types and "classic" not in types:
                 continue
-            listed.append(R.ListedGroup(group_id=group, protocol_type="", group_state="Empty", group_type="classic"))
+            listed.append(R.ListedGroup(group_id=group, protocol_type=protocol_type, group_state=state,
+                                        group_type="classic"))
         return R(version=version, throttle_time_ms=0, error_code=0, groups=listed)
 
     def describe_groups(self, header, request):
@@ -933,8 +945,14 @@ class BrokerState:
         described = []
         for group in request.groups:
             if group in existing:
-                described.append(G(error_code=0, error_message=None, group_id=group, group_state="Empty",
-                                   protocol_type="", protocol_data="", members=[]))
+                state, protocol_type = self._group_state(group)
+                members = [G.DescribedGroupMember(
+                    member_id=self.groups.members[group], group_instance_id=None, client_id="consumer",
+                    client_host="/127.0.0.1", member_metadata=b"", member_assignment=b"")
+                ] if group in self.groups.members else []
+                described.append(G(error_code=0, error_message=None, group_id=group, group_state=state,
+                                   protocol_type=protocol_type, protocol_data="range" if members else "",
+                                   members=members))
             elif not group:
                 described.append(G(error_code=ApiError.INVALID_GROUP_ID, error_message=None, group_id=group,
                                    group_state="", protocol_type="", protocol_data="", members=[]))

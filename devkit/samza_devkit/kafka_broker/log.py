@@ -437,6 +437,9 @@ class GroupStore:
         self.fsync = fsync
         directory.mkdir(parents=True, exist_ok=True)
         self.groups: dict[str, dict[tuple[str, int], tuple[int, int, str | None]]] = {}
+        # groups some consumer is running in (a test's stand-in for membership, which this broker does not
+        # implement): group -> that member's id; in memory only, as Kafka forgets members whose sessions end
+        self.members: dict[str, str] = {}
         for path in directory.glob("*.json"):
             try:
                 data = json.loads(path.read_text())
