@@ -3,11 +3,11 @@
 Called by both coordinators on the driver: a :class:`DriverLease` is acquired with ``put_if_absent`` (namespace
 ``owner``, key ``driver``) at the driver's first call, before the query writes anything else; renewed (one
 ``replace_if_equal`` of the record this driver wrote, so the key is never absent in between) by a daemon thread
-every ``ttl / 3`` and by the driver calls; taken over (the same compare-and-set) only when expired, when the newcomer is the
-same query restarted from its checkpoint (the lease records the query's identity as its offsets show it), or when
-the owner ran on this machine and its process is gone. Anyone else fails fast with :class:`JobOwnershipError`
-naming the job, the (redacted) store, the owner's host and pid and when its lease expires. A driver whose lease
-was taken over fails at its next call.
+every ``ttl / 3`` and by the driver calls; taken over (the same compare-and-set) only when expired, when the
+newcomer is the same query restarted from its checkpoint (the lease records the query's identity as its offsets
+show it), or when the owner ran on this machine and its process is gone. Anyone else fails fast with
+:class:`JobOwnershipError` naming the job, the (redacted) store, the owner's host and pid and when its lease
+expires. A driver whose lease was taken over fails at its next call.
 
 Pure logic over the ``MetadataStore`` interface plus the local process facts it records; clocks are injectable.
 Why a lease, and its limits on object stores: docs/architecture.md §3 and the README's "One query per job".

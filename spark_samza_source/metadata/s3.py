@@ -18,9 +18,10 @@ version that was read. With them:
 
 Object stores that do not implement these conditions (they answer 501 NotImplemented, or silently ignore the
 header) are found by a probe before the first conditional operation of a process: create a probe object with
-``If-None-Match: *`` twice (the second must fail), delete it with a wrong ``If-Match`` (must fail), then with the
-right one; a PUT with a wrong ``If-Match`` must fail too. A store that fails the probe is used best effort (check-then-act, ``atomic_conditionals = False``)
-and says so once in the log. The probe's result is kept per endpoint and bucket for the process.
+``If-None-Match: *`` twice (the second must fail), replace it and delete it with a wrong ``If-Match`` (both must
+fail), then delete it with the right one. A store that fails the probe is used best effort (check-then-act,
+``atomic_conditionals = False``) and says so once in the log. The probe's result is kept per endpoint and bucket
+for the process.
 
 Layout and envelope are those of the ``file:`` store (``filesystem``), so a prefix written through pyarrow's
 ``s3://`` before is read as is::

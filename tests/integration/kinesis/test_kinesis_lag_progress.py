@@ -143,7 +143,7 @@ def test_kinesis_lag_in_last_progress_the_listener_and_prometheus(ks):
     assert dict(lag.by_task) == {lag.shard_places[sid][1]: lag.behind[sid] for sid in shards}
     assert dict(lag.by_ssp) == {lag.shard_places[sid][0]: lag.behind[sid] for sid in shards}
 
-    # ---- Prometheus, scraped over HTTP while the query ran: the listener's latest figures at that moment ---------------------
+    # ---- Prometheus, scraped over HTTP while the query ran: the listener's latest figures at that moment -------
     source = {"query": query.name, "query_id": qid, "source": "0", "system": "kinesis"}
 
     def value(name: str, **labels: str) -> float:
