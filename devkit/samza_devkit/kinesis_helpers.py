@@ -118,6 +118,25 @@ def delete_stream(client, name: str) -> None:
         client.delete_stream(StreamName=name, EnforceConsumerDeletion=True)
 
 
+def recreate_stream(client, name: str, shards: int, *, timeout_s: float = TIMEOUT_S) -> None:
+    """Delete stream ``name`` and create it again under the same name, with a creation time (and so an identity)
+    of its own: kinesalite keeps whole seconds, so the next second is waited for; a stream still being deleted
+    is retried until ``timeout_s``."""
+    created = client.describe_stream_summary(StreamName=name)["StreamDescriptionSummary"]["StreamCreationTimestamp"]
+    delete_stream(client, name)
+    while int(time.time()) <= int(created.timestamp()):
+        time.sleep(0.05)
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            create_stream(client, name, shards, timeout_s=timeout_s)
+            return
+        except client.exceptions.ResourceInUseException:  # still being deleted
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.25)
+
+
 def list_shards(client, stream: str) -> list[dict[str, Any]]:
     """Raw ``ListShards`` entries (all pages; moto needs the stream name with the token)."""
     out: list[dict[str, Any]] = []

@@ -41,6 +41,8 @@ class KinesisEnding:
 class KinesisBatchOptions:
     source: KinesisSourceOptions
     ending: KinesisEnding
+    #: ``job.name`` was given: take the tasks of the job's streaming query from its metadata store
+    use_stored_job_model: bool = False
 
     def __repr__(self) -> str:  # never the credentials
         return f"KinesisBatchOptions({self.source.describe()}, ending={self.ending!r})"
@@ -53,7 +55,7 @@ class KinesisBatchOptions:
             from .starting import TrimHorizon
 
             source = dataclasses.replace(source, starting=TrimHorizon())
-        return cls(source, _parse_ending(opts.string(ENDING_POSITION_OPTION)))
+        return cls(source, _parse_ending(opts.string(ENDING_POSITION_OPTION)), use_stored_job_model)
 
 
 def _parse_ending(value: str | None) -> KinesisEnding:

@@ -40,6 +40,7 @@ from .planner import (
 )
 from .positions import ShardPosition
 from .progress import millis_behind_report
+from .shard_tasks import ShardTasksMirror
 from .shards import ShardInfo
 from .startpoints import KinesisStartpointResolver
 
@@ -62,6 +63,7 @@ class KinesisCoordinator(JobCoordinator[KinesisOffset]):
         self._job_model_cache = None
         self._available_now_started = False
         self._lease_table: KclLeaseTable | None = None
+        self._shard_tasks: ShardTasksMirror | None = None
         self.available_now_until_ms: int | None = None
         self._identity_checked = False  # the stream identity was compared with an offset in this process
         self.data_loss: dict[str, list[str]] = {}  # reported in the progress (reportLatestOffset)
@@ -88,6 +90,13 @@ class KinesisCoordinator(JobCoordinator[KinesisOffset]):
     def applied_startpoints(self, offset: KinesisOffset):
         for (task, ssp), applied in offset.startpoints.items():
             yield task, ssp, applied.creation_timestamp
+
+    @property
+    def shard_tasks(self) -> ShardTasksMirror:
+        """The shard -> task map of the committed offset, for batch reads of this job (``shard_tasks.py``)."""
+        if self._shard_tasks is None:
+            self._shard_tasks = ShardTasksMirror(self.store, self.options.stream)
+        return self._shard_tasks
 
     def batch_ends(self, offset: KinesisOffset) -> BatchEnds:
         return batch_ends_for(self.store, self.options.stream, offset.query_id)
@@ -172,6 +181,7 @@ class KinesisCoordinator(JobCoordinator[KinesisOffset]):
             lease[sid] = (reached, info.parent_ids if info else ())
         checkpoint = {k: (next(iter(v.values())) if len(v) == 1 else v) for k, v in positions.items()}
         self.mirror_checkpoint(Checkpoint.from_pairs(checkpoint, batch_id=end.batch))
+        self.shard_tasks.write(end)
         if self.options.kcl_lease_table:
             if self._lease_table is None:
                 table = KclLeaseTable(dynamodb_client(self.settings), self.options.kcl_lease_table,

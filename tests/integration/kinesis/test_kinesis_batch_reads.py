@@ -85,6 +85,44 @@ def test_trim_horizon_to_latest_across_a_split_and_a_merge(ks):
         k: v for k, v in ks.options(stream).items() if k != "job.name"}).load().schema == stream_schema
 
 
+def test_with_job_name_a_backfill_takes_the_streaming_querys_tasks_after_resharding(ks):
+    """A streaming query starts on 2 shards (2 tasks) and keeps them while both shards split (4 open shards). A
+    batch read with its job.name puts every record in the task the streaming query did; one without makes a new
+    job model for the 4 open shards, which (the case worth the stored map) puts some of them elsewhere."""
+    stream = ks.create_stream(2, "btasks")
+    roots = [s["ShardId"] for s in kh.list_shards(ks.client, stream)]
+    puts = put(ks, stream, 0)
+    streamed = ks.run_available_now("btasks", stream)
+    for sid in roots:
+        kh.split_shard(ks.client, stream, sid)
+    puts += put(ks, stream, 1)
+    time.sleep(1.5)  # kinesalite stamps a new shard's records up to 1 s ahead (see the split-and-merge test)
+    streamed += ks.run_available_now("btasks", stream)
+    puts += put(ks, stream, 2)  # a third run commits the second run's batches (Spark commits one batch late)
+    time.sleep(1.5)
+    streamed += ks.run_available_now("btasks", stream)
+    streamed_task = {r.shardId: r.task for r in streamed}
+    assert sorted((r.shardId, r.sequenceNumber) for r in streamed) == acked(puts)
+    assert len(set(streamed_task.values())) == 2  # the query's 2 tasks, children in their parents'
+
+    options = {k: v for k, v in ks.options(stream).items() if k != "startingPosition"}
+    backfill = ks.spark.read.format("samza-kinesis").options(**options).load().collect()
+    assert keys_of(backfill) == acked(puts)
+    assert {(r.shardId, r.task) for r in backfill} == set(streamed_task.items())
+
+    fresh = batch(ks, stream)  # no job.name: this read's own job model
+    assert keys_of(fresh) == acked(puts)
+    assert {(r.shardId, r.task) for r in fresh} != set(streamed_task.items())
+
+    # the stream deleted and re-created (shard ids start again): the stored tasks belong to the old one, unused
+    kh.recreate_stream(ks.client, stream, 4)
+    again = put(ks, stream, "again")
+    time.sleep(1.5)
+    backfill = ks.spark.read.format("samza-kinesis").options(**options).load().collect()
+    assert keys_of(backfill) == acked(again)
+    assert {(r.shardId, r.task) for r in backfill} == {(r.shardId, r.task) for r in batch(ks, stream)}
+
+
 def test_at_timestamp_bounds(ks):
     stream = ks.create_stream(2, "bts")
     put(ks, stream, "before")

@@ -70,24 +70,6 @@ def test_latest_on_a_shard_idle_for_several_batches_reads_what_arrives_later(ks)
     assert not set(before) & set(data())  # nothing from before LATEST
 
 
-def recreate(ks, stream: str, shards: int) -> None:
-    """Delete ``stream`` and create it again under the same name (a creation time of its own)."""
-    created = ks.client.describe_stream_summary(StreamName=stream)["StreamDescriptionSummary"][
-        "StreamCreationTimestamp"]
-    kh.delete_stream(ks.client, stream)
-    ks.wait_for(lambda: int(time.time()) > int(created.timestamp()), timeout=10, interval=0.05,
-                what="the next second")
-
-    def create() -> bool:
-        try:
-            kh.create_stream(ks.client, stream, shards)
-            return True
-        except ks.client.exceptions.ResourceInUseException:  # still being deleted
-            return False
-
-    ks.wait_for(create, timeout=60, what="the stream to be created again")
-
-
 def run_until_recreated(ks, name: str, stream: str, **extra: str):
     """A query that reads ``stream``'s first records, during whose first batch (the driver waits in foreachBatch,
     so no trigger can fall between) the stream is deleted, re-created and given new records."""
@@ -96,7 +78,7 @@ def run_until_recreated(ks, name: str, stream: str, **extra: str):
 
     def on_batch(batch_id, rows):
         if rows and not new:
-            recreate(ks, stream, 1)
+            kh.recreate_stream(ks.client, stream, 1)
             new.extend(put(ks, stream, shard_keys(ks, stream)["shardId-000000000000"], "new", 8))
 
     query = ks.start_collecting(name, stream, on_batch=on_batch, **extra)

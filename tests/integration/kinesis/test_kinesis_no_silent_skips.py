@@ -4,7 +4,6 @@ log entry the source cannot use, on local Spark."""
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 
 import pytest
@@ -15,25 +14,6 @@ from samza_devkit.query_harness import failure_of
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
 
-def recreate(ks, stream: str) -> None:
-    """Delete ``stream`` and create it again under the same name, with a creation time of its own (kinesalite
-    keeps whole seconds: wait until the second has changed)."""
-    created = ks.client.describe_stream_summary(StreamName=stream)["StreamDescriptionSummary"][
-        "StreamCreationTimestamp"]
-    kh.delete_stream(ks.client, stream)
-    ks.wait_for(lambda: int(time.time()) > int(created.timestamp()), timeout=10, interval=0.05,
-                what="the next second")
-    ks.wait_for(lambda: _create(ks, stream), timeout=60, what="the stream to be created again")
-
-
-def _create(ks, stream: str) -> bool:
-    try:
-        kh.create_stream(ks.client, stream, 1)
-        return True
-    except ks.client.exceptions.ResourceInUseException:  # still being deleted
-        return False
-
-
 @pytest.mark.both_emulators
 def test_a_stream_recreated_while_stopped_is_data_loss_or_read_from_its_start(ks):
     """Backs README Guarantees: "A Kinesis stream deleted and re-created under the same name ... stops the query
@@ -42,7 +22,7 @@ def test_a_stream_recreated_while_stopped_is_data_loss_or_read_from_its_start(ks
     kh.put_records(ks.client, stream, [f"old-{i}".encode() for i in range(5)])
     assert sorted(r.data for r in ks.run_available_now("q", stream)) == [f"old-{i}".encode() for i in range(5)]
 
-    recreate(ks, stream)
+    kh.recreate_stream(ks.client, stream, 1)
     new = [f"new-{i}".encode() for i in range(8)]  # sequence numbers start over on moto: the old positions skip 5
     kh.put_records(ks.client, stream, new)
 
