@@ -152,13 +152,9 @@ MUTANTS = [
     m("s3-put-if-absent-unconditional", "two racing put_if_absent on s3:// never both win (If-None-Match: *)",
       "spark_samza_source/metadata/s3.py", 'ContentType="application/json", IfNoneMatch="*")',
       'ContentType="application/json")', S3_RACES),
-    m("s3-delete-if-equal-unconditional", "delete_if_equal on s3:// never deletes a value replaced since the read "
-      "(If-Match)", "spark_samza_source/metadata/s3.py", '"NoSuchKey", "404", Key=object_key,\n'
-      "                           IfMatch=found[1])", '"NoSuchKey", "404", Key=object_key)', S3_RACES),
-    m("s3-replace-if-equal-unconditional", "replace_if_equal on s3:// never overwrites a value replaced since the "
-      "read (If-Match on PutObject)", "spark_samza_source/metadata/s3.py",
-      'Body=data, ContentType="application/json", IfMatch=found[1])', 'Body=data, ContentType="application/json")',
-      S3_RACES),
+    m("s3-if-equal-unconditional", "delete_if_equal and replace_if_equal on s3:// never delete or overwrite a "
+      "value replaced since the read (If-Match)", "spark_samza_source/metadata/s3.py",
+      'write({"IfMatch": found[1]} if exact else {})', "write({})", S3_RACES),
     m("s3-probe-trusts-every-store", "an S3-compatible store without conditional writes is found and used best "
       "effort", "spark_samza_source/metadata/s3.py", "known = self._probe()",
       'known = (True, "")', S3_PROBE),

@@ -385,54 +385,49 @@ class DynamoDBMetadataStore(MetadataStore):
     def delete_if_equal(self, namespace: str, key: str, expected: JsonValue) -> bool:
         """Compare decoded JSON (like every store), then delete only if the stored text is still unchanged."""
         key = str(key)
-        for _ in range(_MAX_CAS_ATTEMPTS):
-            item = self._get_item("delete_if_equal", namespace, key)
-            if item is None:
-                return False
-            _, raw, value = self._load(namespace, key, item)
-            if value != expected:
-                return False
-            try:
-                self._call("delete_if_equal", namespace, key, self._client.delete_item, TableName=self.table,
-                           Key=self._item_key(namespace, key), ConditionExpression="#v = :raw",
-                           ExpressionAttributeNames={"#v": "value"}, ExpressionAttributeValues={":raw": {"S": raw}})
-                return True
-            except Exception as exc:
-                if not self._conditional_failed(exc):
-                    raise
-                # changed between our read and the delete: look again
-        raise MetadataStoreError(
-            f"delete_if_equal gave up on {self._where(namespace, key)} after {_MAX_CAS_ATTEMPTS} attempts: the "
-            "value keeps changing under concurrent writers"
-        )
+
+        def delete(raw: str) -> None:
+            self._call("delete_if_equal", namespace, key, self._client.delete_item, TableName=self.table,
+                       Key=self._item_key(namespace, key), **_unchanged(raw))
+
+        return self._if_equal("delete_if_equal", namespace, key, expected, delete)
 
     def replace_if_equal(self, namespace: str, key: str, expected: JsonValue, value: JsonValue) -> bool:
         """Compare decoded JSON, then put only if the stored text is still the one compared. A put whose reply was
         lost and that botocore sent again meets its own value: that reads back as ours, so it counts as stored."""
         key = str(key)
         new = self._dump(namespace, key, value)
+
+        def replace(raw: str) -> None:
+            self._put_item("replace_if_equal", namespace, key, value, **_unchanged(raw))
+
+        return self._if_equal("replace_if_equal", namespace, key, expected, replace,
+                              ours=lambda item: item is not None and item.get("value", {}).get("S") == new)
+
+    def _if_equal(self, op: str, namespace: str, key: str, expected: JsonValue, write: Callable[[str], None], *,
+                  ours: Callable[[dict[str, Any] | None], bool] | None = None) -> bool:
+        """Read, compare with ``expected`` (decoded JSON), then ``write(raw)``, conditioned on the stored text still
+        being ``raw``; when that condition fails, read again (bounded). ``ours``: whether the item found after a
+        failed condition is this call's own write (a retried request whose first reply was lost)."""
         for _ in range(_MAX_CAS_ATTEMPTS):
-            item = self._get_item("replace_if_equal", namespace, key)
+            item = self._get_item(op, namespace, key)
             if item is None:
                 return False
             _, raw, current = self._load(namespace, key, item)
             if current != expected:
                 return False
             try:
-                self._put_item("replace_if_equal", namespace, key, value, ConditionExpression="#v = :raw",
-                               ExpressionAttributeNames={"#v": "value"},
-                               ExpressionAttributeValues={":raw": {"S": raw}})
+                write(raw)
                 return True
             except Exception as exc:
                 if not self._conditional_failed(exc):
                     raise
-            item = self._get_item("replace_if_equal", namespace, key)
-            if item is not None and item.get("value", {}).get("S") == new:
+            if ours is not None and ours(self._get_item(op, namespace, key)):
                 return True
-            # changed between our read and the put: look again
+            # changed between our read and the write: look again
         raise MetadataStoreError(
-            f"replace_if_equal gave up on {self._where(namespace, key)} after {_MAX_CAS_ATTEMPTS} attempts: the "
-            "value keeps changing under concurrent writers"
+            f"{op} gave up on {self._where(namespace, key)} after {_MAX_CAS_ATTEMPTS} attempts: the value keeps "
+            "changing under concurrent writers"
         )
 
     def list(self, namespace: str) -> dict[str, JsonValue]:
@@ -458,6 +453,12 @@ class DynamoDBMetadataStore(MetadataStore):
                 break
             kwargs["ExclusiveStartKey"] = last
         return dict(sorted(out.items()))
+
+
+def _unchanged(raw: str) -> dict[str, Any]:
+    """The condition "the stored JSON text is still ``raw``" of a DynamoDB write."""
+    return {"ConditionExpression": "#v = :raw", "ExpressionAttributeNames": {"#v": "value"},
+            "ExpressionAttributeValues": {":raw": {"S": raw}}}
 
 
 def _restore(args: dict[str, Any]) -> DynamoDBMetadataStore:

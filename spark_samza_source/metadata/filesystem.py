@@ -208,9 +208,17 @@ class _LocalBackend:
             raise
         self._sync_dir(directory)
 
-    def put_if_absent(self, directory: str, path: str, data: bytes) -> bool:
+    @contextlib.contextmanager
+    def _staged(self, directory: str, data: bytes) -> Iterator[str]:
+        """``data`` in a staged temporary file, removed afterwards unless a link or rename consumed it."""
         tmp = self._stage(directory, data)
         try:
+            yield tmp
+        finally:
+            _unlink_quietly(tmp)
+
+    def put_if_absent(self, directory: str, path: str, data: bytes) -> bool:
+        with self._staged(directory, data) as tmp:
             try:
                 os.link(tmp, path)  # atomic: fails with EEXIST if any value is there
             except FileExistsError:
@@ -222,25 +230,17 @@ class _LocalBackend:
                     if os.path.lexists(path):
                         return False
                     os.replace(tmp, path)
-        finally:
-            _unlink_quietly(tmp)
         self._sync_dir(directory)
         return True
 
     def replace_if(self, directory: str, path: str, predicate: Callable[[bytes], bool], data: bytes) -> bool:
         """Under the namespace lock (which every delete and replace takes, and a create-exclusive link cannot
         win while the file exists): read, test, rename the new value over the old one."""
-        tmp = self._stage(directory, data)
-        try:
-            with self._locked(directory, create=False) as exists:
-                if not exists:
-                    return False
-                raw = self.read(path)
-                if raw is None or not predicate(raw):
-                    return False
-                os.replace(tmp, path)
-        finally:
-            _unlink_quietly(tmp)
+        with self._staged(directory, data) as tmp, self._locked(directory, create=False) as exists:
+            raw = self.read(path) if exists else None
+            if raw is None or not predicate(raw):
+                return False
+            os.replace(tmp, path)
         self._sync_dir(directory)
         return True
 

@@ -150,6 +150,10 @@ def parse_s3_uri(uri: str) -> dict[str, Any]:
     return cfg
 
 
+#: the answers to a conditional write that ``_if_equal`` handles itself (``_call`` wraps every other failure)
+_CONDITION_ANSWERS = ("PreconditionFailed", "412", "ConditionalRequestConflict", "409", "NoSuchKey", "404")
+
+
 def _error_code(exc: BaseException) -> tuple[str, int]:
     response = getattr(exc, "response", None) or {}
     code = str(response.get("Error", {}).get("Code", ""))
@@ -440,26 +444,12 @@ class S3MetadataStore(MetadataStore):
         """Compare decoded JSON (like every store), then delete only the object version that was compared."""
         key = str(key)
         object_key = self._object_key(namespace, key)
-        exact = self._conditionals()
-        for attempt in range(MAX_CONDITIONAL_ATTEMPTS):
-            found = self._read("delete_if_equal", namespace, key)
-            if found is None or self._load(namespace, key, object_key, found[0])[1] != expected:
-                return False
-            if not exact:
-                self._call("delete_if_equal", namespace, key, self._client.delete_object, Key=object_key)
-                return True
-            try:
-                self._call("delete_if_equal", namespace, key, self._client.delete_object, "PreconditionFailed",
-                           "412", "ConditionalRequestConflict", "409", "NoSuchKey", "404", Key=object_key,
-                           IfMatch=found[1])
-                return True
-            except Exception as exc:
-                if _is(exc, "NoSuchKey", "404"):
-                    return False  # deleted by someone else since our read
-                if not _is(exc, "PreconditionFailed", "412", "ConditionalRequestConflict", "409"):
-                    raise
-                self._pause(attempt)  # replaced since our read: look again
-        raise self._gave_up("delete_if_equal", namespace, key)
+
+        def delete(conditions: dict[str, str]) -> None:
+            self._call("delete_if_equal", namespace, key, self._client.delete_object, *_CONDITION_ANSWERS,
+                       Key=object_key, **conditions)
+
+        return self._if_equal("delete_if_equal", namespace, key, expected, delete)
 
     def replace_if_equal(self, namespace: str, key: str, expected: JsonValue, value: JsonValue) -> bool:
         """Compare decoded JSON, then ``PutObject(IfMatch=etag)`` of the object version that was compared. A put
@@ -468,27 +458,37 @@ class S3MetadataStore(MetadataStore):
         key = str(key)
         object_key = self._object_key(namespace, key)
         data = self._dump(namespace, key, value)
+
+        def replace(conditions: dict[str, str]) -> None:
+            self._call("replace_if_equal", namespace, key, self._client.put_object, *_CONDITION_ANSWERS,
+                       Key=object_key, Body=data, ContentType="application/json", **conditions)
+
+        return self._if_equal("replace_if_equal", namespace, key, expected, replace, ours=data)
+
+    def _if_equal(self, op: str, namespace: str, key: str, expected: JsonValue,
+                  write: Callable[[dict[str, str]], None], *, ours: bytes | None = None) -> bool:
+        """Read the value and its ETag, compare with ``expected`` (decoded JSON), then ``write(conditions)``:
+        ``If-Match`` on that ETag where the store honours conditional writes, nothing where it does not (best
+        effort). 412 / 409 (replaced since the read, or a concurrent conditional write): read again, bounded.
+        ``ours``: the bytes this call writes; found on a re-read, a retried request's first attempt landed."""
+        object_key = self._object_key(namespace, key)
         exact = self._conditionals()
         for attempt in range(MAX_CONDITIONAL_ATTEMPTS):
-            found = self._read("replace_if_equal", namespace, key)
-            if found is None or self._load(namespace, key, object_key, found[0])[1] != expected:
-                return found is not None and found[0] == data
-            if not exact:
-                self._call("replace_if_equal", namespace, key, self._client.put_object, Key=object_key, Body=data,
-                           ContentType="application/json")
+            found = self._read(op, namespace, key)
+            if found is not None and ours is not None and found[0] == ours:
                 return True
+            if found is None or self._load(namespace, key, object_key, found[0])[1] != expected:
+                return False
             try:
-                self._call("replace_if_equal", namespace, key, self._client.put_object, "PreconditionFailed",
-                           "412", "ConditionalRequestConflict", "409", "NoSuchKey", "404", Key=object_key,
-                           Body=data, ContentType="application/json", IfMatch=found[1])
+                write({"IfMatch": found[1]} if exact else {})
                 return True
             except Exception as exc:
                 if _is(exc, "NoSuchKey", "404"):
                     return False  # deleted by someone else since our read
                 if not _is(exc, "PreconditionFailed", "412", "ConditionalRequestConflict", "409"):
                     raise
-                self._pause(attempt)  # replaced since our read (perhaps by this very put): look again
-        raise self._gave_up("replace_if_equal", namespace, key)
+                self._pause(attempt)  # replaced since our read (perhaps by this very request): look again
+        raise self._gave_up(op, namespace, key)
 
     def _gave_up(self, op: str, namespace: str, key: str) -> MetadataStoreError:
         return MetadataStoreError(
