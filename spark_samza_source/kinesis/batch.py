@@ -4,10 +4,11 @@ It reuses the streaming query's pieces: ``ListShards`` through the coordinator's
 strategies (default ``TRIM_HORIZON`` for a batch), and the planner's first job model (``initial_offset``: the
 shard-to-task mapping a new streaming query starts with). With ``job.name``, the tasks the job's streaming query
 gave each shard (``shard_tasks.py``, read from its metadata store) come first, so a backfill's ``task`` column is
-the streaming query's even after resharding changed the open-shard count. Closed and open shards are all read, parents before children within a task. The
-end is fixed here, once: ``LATEST`` is the planning time, so every task stops at the same instant. Pushed filters
-(``core/batch_filters.py``) prune shards and tasks, and ``approximateArrivalTimestamp >=`` starts each shard at
-``AT_TIMESTAMP`` (Spark still applies the filter). Nothing is written to the metadata store.
+the streaming query's even after resharding changed the open-shard count. Closed and open shards are all read,
+parents before children within a task. The end is fixed here, once: ``LATEST`` is the planning time, so every task
+stops at the same instant. Pushed filters (``core/batch_filters.py``) prune shards and tasks, and
+``approximateArrivalTimestamp >=`` starts each shard at ``AT_TIMESTAMP`` (Spark still applies the filter). Nothing
+is written to the metadata store.
 """
 
 from __future__ import annotations
