@@ -114,7 +114,8 @@ class KafkaDevBroker:
     def __init__(self, data_dir: str | os.PathLike | None = None, port: int = 0, host: str = "127.0.0.1",
                  *, fsync: bool = False, auto_create_topics: bool = False, default_partitions: int = 1,
                  in_process: bool = False, log_level: str | None = None, start_timeout: float = 60.0,
-                 sasl_plain_users: dict[str, str] | None = None, sasl_oauthbearer_secret: str | None = None):
+                 sasl_plain_users: dict[str, str] | None = None, sasl_oauthbearer_secret: str | None = None,
+                 compaction_interval_s: float | None = None):
         self._owns_dir = data_dir is None
         self._data_dir = Path(data_dir) if data_dir is not None else None
         self.port = port
@@ -127,6 +128,7 @@ class KafkaDevBroker:
         # tokens must be signed with
         self.sasl_plain_users = dict(sasl_plain_users or {})
         self.sasl_oauthbearer_secret = sasl_oauthbearer_secret
+        self.compaction_interval_s = compaction_interval_s  # background compaction; None: ``compact()`` only
         self.log_level = log_level or os.environ.get("SAMZA_DEVBROKER_LOG_LEVEL", "WARNING")
         self.start_timeout = start_timeout
         self._proc: subprocess.Popen | None = None
@@ -179,7 +181,8 @@ class KafkaDevBroker:
         self._server = BrokerServer(self.data_dir, self.host, self.port, fsync=self.fsync,
                                     auto_create_topics=self.auto_create_topics,
                                     default_partitions=self.default_partitions,
-                                    sasl=SaslConfig(self.sasl_plain_users, self.sasl_oauthbearer_secret))
+                                    sasl=SaslConfig(self.sasl_plain_users, self.sasl_oauthbearer_secret),
+                                    compaction_interval_s=self.compaction_interval_s)
         self._thread, self._loop = run_in_thread(self._server)
         self.port = self._server.port
 
@@ -200,6 +203,8 @@ class KafkaDevBroker:
             cmd += ["--sasl-plain-user", f"{user}:{password}"]
         if self.sasl_oauthbearer_secret is not None:
             cmd += ["--sasl-oauthbearer-secret", self.sasl_oauthbearer_secret]
+        if self.compaction_interval_s:
+            cmd += ["--compaction-interval-s", str(self.compaction_interval_s)]
         deadline = time.monotonic() + self.start_timeout
         while True:
             proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
@@ -254,6 +259,37 @@ class KafkaDevBroker:
         if not self.in_process or self._server is None or self._server.state is None:
             raise RuntimeError(f"{what} needs a running broker started with in_process=True")
         return self._server.state.groups
+
+    def compact(self, topic: str, *, now_ms: int | None = None, timeout: float = 60.0) -> dict[int, dict[str, int]]:
+        """Run one compaction pass over every partition of ``topic`` (``cleanup.policy`` compact or compact,delete;
+        see ``compaction.py`` for what is kept) and return, per partition, its counts (``records_before``,
+        ``records_after``, ``tombstones_removed``, ``batches_dropped``, ``batches_rewritten``).  ``now_ms`` stands
+        for the broker's clock in the tombstone rule (a test can pass a time past ``delete.retention.ms``).  Works
+        for in-process and child-process brokers (a JSON command on the child's stdin)."""
+        command = {"op": "compact", "topic": topic, "now_ms": now_ms}
+        with self._lock:
+            if not self.running:
+                raise RuntimeError("compact needs a running broker")
+            answer = self._in_process_command(command, timeout) if self.in_process else \
+                self._child_command(command, timeout)
+        if "error" in answer:
+            raise RuntimeError(f"compact {topic}: {answer['error']}")
+        return {int(k): v for k, v in answer["partitions"].items()}
+
+    def _in_process_command(self, command: dict, timeout: float) -> dict:
+        import asyncio
+
+        return asyncio.run_coroutine_threadsafe(self._server.command(command), self._loop).result(timeout)
+
+    def _child_command(self, command: dict, timeout: float) -> dict:
+        import json
+
+        self._proc.stdin.write(json.dumps(command).encode() + b"\n")
+        self._proc.stdin.flush()
+        line = _readline_with_timeout(self._proc, timeout)
+        if not line:
+            raise RuntimeError(f"the dev broker did not answer {command} within {timeout:g} s; see {self.log_path}")
+        return json.loads(line)
 
     def log_tail(self, n: int = 40) -> str:
         if self.log_path is None or not self.log_path.exists():

@@ -2,12 +2,17 @@
 
 Prints exactly one line, ``listening on HOST:PORT``, once the broker accepts connections, then
 serves until SIGTERM or SIGINT and exits 0. Logs go to stderr. Test and demo infrastructure only.
+
+With ``--exit-on-stdin-eof`` each line written to stdin is a JSON control command (``BrokerServer.command``, e.g.
+``{"op": "compact", "topic": "t"}``) answered by one JSON line on stdout: how ``KafkaDevBroker.compact`` reaches a
+broker in a child process.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import logging
 import os
 import signal
@@ -34,7 +39,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sasl-oauthbearer-secret", default=None, metavar="KEY",
                         help="SASL_PLAINTEXT listener: accept OAUTHBEARER tokens signed (HS256) with KEY")
     parser.add_argument("--exit-on-stdin-eof", action="store_true",
-                        help="also stop when stdin closes (the parent process died)")
+                        help="also stop when stdin closes (the parent process died); stdin lines are JSON control "
+                             "commands, answered on stdout")
+    parser.add_argument("--compaction-interval-s", type=float, default=None,
+                        help="compact every compacted topic this often (default: only when asked)")
     args = parser.parse_args(argv)
     logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr,
                         format="%(asctime)s devbroker %(levelname)s %(message)s")
@@ -46,7 +54,8 @@ async def _serve(args) -> int:
                           auto_create_topics=args.auto_create_topics,
                           default_partitions=args.default_partitions, max_frame_bytes=args.max_frame_bytes,
                           sasl=SaslConfig(dict(u.split(":", 1) for u in args.sasl_plain_user),
-                                          args.sasl_oauthbearer_secret))
+                                          args.sasl_oauthbearer_secret),
+                          compaction_interval_s=args.compaction_interval_s)
     await server.start()
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
@@ -54,9 +63,14 @@ async def _serve(args) -> int:
         loop.add_signal_handler(sig, stop.set)
     if args.exit_on_stdin_eof:
         def watch_stdin() -> None:
+            pending = b""
             try:
-                while os.read(0, 4096):  # raw fd: no buffered-reader lock at shutdown
-                    pass
+                while chunk := os.read(0, 4096):  # raw fd: no buffered-reader lock at shutdown
+                    pending += chunk
+                    while b"\n" in pending:
+                        line, pending = pending.split(b"\n", 1)
+                        if line.strip():
+                            _answer_command(server, loop, line)
             except (OSError, ValueError):
                 pass
             loop.call_soon_threadsafe(stop.set)
@@ -67,6 +81,16 @@ async def _serve(args) -> int:
     await stop.wait()
     await server.stop()
     return 0
+
+
+def _answer_command(server: BrokerServer, loop: asyncio.AbstractEventLoop, line: bytes) -> None:
+    """Run one stdin control command on the event loop and print its JSON answer as one stdout line."""
+    try:
+        command = json.loads(line)
+        answer = asyncio.run_coroutine_threadsafe(server.command(command), loop).result()
+    except Exception as exc:  # a malformed line gets an answer too: the parent is waiting for one
+        answer = {"error": f"{type(exc).__name__}: {exc}"}
+    print(json.dumps(answer), flush=True)
 
 
 if __name__ == "__main__":

@@ -38,6 +38,7 @@ from kafka.protocol.consumer import (
 from kafka.protocol.metadata import ApiVersionsResponse, FindCoordinatorResponse, MetadataResponse
 from kafka.protocol.producer import InitProducerIdResponse, ProduceResponse
 
+from .compaction import compact_partition, is_compacted, keyless_record_error
 from .log import BatchError, GroupStore, PartitionLog, TopicState, atomic_write_json, crc32c_is_fast, parse_batches
 from .protocol import REQUEST_CLASSES, ApiError
 
@@ -592,10 +593,14 @@ class BrokerState:
                     if any(size > max_size for _s, size, _d, _t in batches):
                         raise BatchError(ApiError.MESSAGE_TOO_LARGE,
                                          f"record batch larger than max.message.bytes ({max_size})")
+                    keyless = is_compacted(topic.configs) and keyless_record_error(records, batches)
                 except BatchError as exc:
                     parts.append(P(index=idx, error_code=exc.code, base_offset=-1, log_append_time_ms=-1,
                                    log_start_offset=plog.log_start_offset, record_errors=[],
                                    error_message=str(exc)))
+                    continue
+                if keyless:
+                    parts.append(self._keyless_rejected(P, idx, plog, f"{topic.name}-{idx}", *keyless))
                     continue
                 code, dup_base, pstate = self._check_sequence(topic.name, idx, batches, records)
                 if code:
@@ -620,6 +625,40 @@ class BrokerState:
         if acks == 0:
             return None
         return R(version=version, responses=responses, throttle_time_ms=0)
+
+    @staticmethod
+    def _keyless_rejected(P, idx: int, plog: PartitionLog, where: str, record_index: int, message: str):
+        """Kafka's answer to a record without a key for a compacted topic: INVALID_RECORD, with a record error."""
+        message = f"{message} in topic partition {where}."
+        return P(index=idx, error_code=ApiError.INVALID_RECORD, base_offset=-1, log_append_time_ms=-1,
+                 log_start_offset=plog.log_start_offset, error_message=(
+                     "One or more records have been rejected due to 1 record errors in total, and only showing the "
+                     f"first three errors at most: [RecordError(batchIndex={record_index}, message='{message}')]"),
+                 record_errors=[P.BatchIndexAndErrorMessage(batch_index=record_index,
+                                                            batch_index_error_message=message)])
+
+    # ------------------------------------------------------------------------------- compaction
+    def compact(self, topic_name: str, now_ms: int | None = None) -> dict[int, dict[str, int]]:
+        """One compaction pass over every partition of a compacted topic (compaction.py): partition -> counts."""
+        topic = self.topics.get(topic_name)
+        if topic is None:
+            raise ValueError(f"unknown topic {topic_name!r}")
+        if not is_compacted(topic.configs):
+            raise ValueError(f"topic {topic_name!r} has cleanup.policy="
+                             f"{topic.configs.get('cleanup.policy', 'delete')!r}: only compacted topics are compacted")
+        retention = int(topic.configs.get("delete.retention.ms", TOPIC_CONFIG_DEFAULTS["delete.retention.ms"]))
+        out = {}
+        for i, plog in enumerate(topic.partitions):
+            out[i] = compact_partition(plog, retention, now_ms).as_dict()
+            self._wake(plog)  # a long-polling fetch re-reads the new files
+        log.info("compacted %s: %s", topic_name, out)
+        return out
+
+    def compact_all(self) -> None:
+        """A background pass: every compacted topic."""
+        for name, topic in list(self.topics.items()):
+            if is_compacted(topic.configs):
+                self.compact(name)
 
     # ------------------------------------------------------------------------------- Fetch
     def _fetch_once(self, request, version):

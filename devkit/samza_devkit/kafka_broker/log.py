@@ -38,6 +38,8 @@ from pathlib import Path
 from kafka.record.default_records import DefaultRecordBatch
 from kafka.record.util import calc_crc32c
 
+from .compaction import finish_interrupted_swap
+
 try:  # a C CRC-32C makes validating every produced batch cheap; the pure-Python one is ~10 MB/s
     from crc32c import crc32c as _fast_crc32c  # type: ignore[import-not-found]
 except ImportError:  # pragma: no cover - depends on the environment
@@ -137,6 +139,10 @@ class PartitionLog:
         self._log_path = directory / "log"
         self._index_path = directory / "index"
         self._start_path = directory / "log-start"
+        self._open()
+        self.waiters: set = set()
+
+    def _open(self) -> None:
         self.base_offsets = array("q")
         self.positions = array("q")
         self.sizes = array("l")
@@ -149,21 +155,33 @@ class PartitionLog:
         self._wfd = os.open(self._log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         self._ifd = os.open(self._index_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         self._rfd = os.open(self._log_path, os.O_RDONLY)
-        self.waiters: set = set()
+
+    def reload(self) -> None:
+        """Re-open the files after compaction replaced them (``compaction.py``); waiters are kept."""
+        self.close()
+        self._open()
+
+    def persist_log_start(self) -> None:
+        """Write the log start offset down, so that a log whose first batches were compacted away keeps it."""
+        tmp = self._start_path.with_name("log-start.tmp")
+        tmp.write_text(str(self.log_start_offset))
+        os.replace(tmp, self._start_path)
 
     # ----------------------------------------------------------------------------- recovery
     def _recover(self) -> None:
+        finish_interrupted_swap(self.dir)
         log_size = self._log_path.stat().st_size if self._log_path.exists() else 0
         raw = self._index_path.read_bytes() if self._index_path.exists() else b""
         entries = [
             _ENTRY.unpack_from(raw, i * _ENTRY.size) for i in range(len(raw) // _ENTRY.size)
         ]
-        # Keep the longest prefix of entries that is contiguous and inside the log file.
+        # Keep the longest prefix of entries that is contiguous in the file, with offsets increasing, and inside
+        # the log file.  (Offsets may jump: compaction drops whole batches, compaction.py.)
         good = 0
         expect_pos = 0
         expect_off = entries[0][0] if entries else 0
         for base, delta, pos, size, _ts, _crc in entries:
-            if pos != expect_pos or base != expect_off or pos + size > log_size or size < _MIN_BATCH:
+            if pos != expect_pos or base < expect_off or pos + size > log_size or size < _MIN_BATCH:
                 break
             good += 1
             expect_pos = pos + size
@@ -194,7 +212,7 @@ class PartitionLog:
                     BATCH_HEADER.unpack_from(tail, pos))
                 size = length + _LOG_OVERHEAD
                 if (magic != 2 or size < _MIN_BATCH or pos + size > len(tail) or delta < 0
-                        or (self.base_offsets and base != self.next_offset)
+                        or (self.base_offsets and base < self.next_offset)
                         or calc_crc32c(bytes(tail[pos + _ATTR_OFFSET:pos + size])) != crc):
                     break
                 if not self.base_offsets:
@@ -211,10 +229,10 @@ class PartitionLog:
             fh.write(b"".join(_ENTRY.pack(*e) for e in entries) + bytes(rebuilt))
             fh.flush()
             os.fsync(fh.fileno())
-        if self._start_path.exists():
+        if self._start_path.exists():  # (compaction may have removed the batch at the log start: keep it)
             self.log_start_offset = int(self._start_path.read_text().strip() or 0)
-        if self.base_offsets:
-            self.log_start_offset = max(self.log_start_offset, self.base_offsets[0])
+        elif self.base_offsets:
+            self.log_start_offset = self.base_offsets[0]
         self.log_start_offset = min(self.log_start_offset, self.next_offset)
 
     def _add_entry(self, base: int, delta: int, pos: int, size: int, max_ts: int) -> None:

@@ -34,8 +34,12 @@ DEFAULT_MAX_FRAME_BYTES = 100 * 1024 * 1024
 class BrokerServer:
     def __init__(self, data_dir: str | Path, host: str = "127.0.0.1", port: int = 0, *, fsync: bool = False,
                  auto_create_topics: bool = False, default_partitions: int = 1,
-                 max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES, sasl: SaslConfig | None = None):
+                 max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES, sasl: SaslConfig | None = None,
+                 compaction_interval_s: float | None = None):
         self.data_dir = Path(data_dir)
+        # background compaction of every compacted topic this often (None: only when asked, see ``command``)
+        self.compaction_interval_s = compaction_interval_s
+        self._compactor: asyncio.Task | None = None
         self.host = host
         self.requested_port = port
         self.port: int | None = None
@@ -63,8 +67,33 @@ class BrokerServer:
                                  default_partitions=self.default_partitions)
         self._server = await asyncio.start_server(self._serve, sock=sock, backlog=256,
                                                   limit=1 << 20)
+        if self.compaction_interval_s:
+            self._compactor = asyncio.create_task(self._compact_periodically())
+
+    async def _compact_periodically(self) -> None:
+        while True:
+            await asyncio.sleep(self.compaction_interval_s)
+            try:
+                self.state.compact_all()
+            except Exception:  # a broken log must not stop the broker; it is logged and retried next time
+                log.exception("background compaction failed")
+
+    async def command(self, command: dict) -> dict:
+        """A devkit control command, run on the event loop (the only thread touching the state):
+        ``{"op": "compact", "topic": NAME, "now_ms": optional}`` -> ``{"partitions": {partition: counts}}``, or
+        ``{"error": message}``.  ``KafkaDevBroker`` sends these in process, or as JSON lines on a child's stdin."""
+        try:
+            if command.get("op") != "compact":
+                raise ValueError(f"unknown command {command.get('op')!r}")
+            result = self.state.compact(command["topic"], command.get("now_ms"))
+            return {"partitions": {str(k): v for k, v in result.items()}}
+        except Exception as exc:  # reported to the caller, who raises it
+            return {"error": f"{type(exc).__name__}: {exc}"}
 
     async def stop(self) -> None:
+        if self._compactor is not None:
+            self._compactor.cancel()
+            self._compactor = None
         if self._server is not None:
             self._server.close()
         for task in list(self._connections):
