@@ -1,0 +1,62 @@
+"""Compacted topics for tests: produce record batches one by one, and what Kafka's cleaner leaves of them.
+
+``expected_after_compaction`` is the model the development broker's compaction (``kafka_broker/compaction.py``) is
+checked against: of every key the record with the highest offset, tombstones included (a first pass keeps them),
+and the last batch of the log whole (Kafka's active segment is never cleaned).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+
+from confluent_kafka import Consumer, KafkaError, TopicPartition
+
+from .kafka_helpers import Produced, produce
+
+__all__ = ["consume_partition", "expected_after_compaction", "produce_batches"]
+
+ONE_BATCH = {"linger.ms": "100", "batch.num.messages": "10000"}  # a produce() call's records leave as one batch
+
+
+def produce_batches(bootstrap: str, topic: str, batches: Sequence[Sequence[tuple]], partition: int = 0,
+                    ) -> list[list[Produced]]:
+    """Produce each element of ``batches`` (``(key, value[, timestamp_ms])`` tuples) as one record batch of
+    ``partition``, in order; returns the acknowledged records per batch."""
+    out = []
+    for records in batches:
+        rows = [(key, value, None, partition, rest[0] if rest else None) for key, value, *rest in records]
+        out.append(produce(bootstrap, topic, rows, extra_conf=ONE_BATCH))
+    return out
+
+
+def expected_after_compaction(batches: Sequence[Sequence[Produced]]) -> list[Produced]:
+    """The records one compaction pass keeps, in offset order (see the module docstring)."""
+    records = [r for batch in batches for r in batch]
+    latest = {r.key: r.offset for r in records}
+    active = {r.offset for r in batches[-1]} if batches else set()
+    return [r for r in records if r.offset in active or latest[r.key] == r.offset]
+
+
+def consume_partition(bootstrap: str, topic: str, partition: int, start: int, timeout: float = 30.0,
+                      ) -> tuple[list[tuple[int, bytes | None, bytes | None]], int]:
+    """Every record from ``start`` to the end of the partition, as (offset, key, value), and the offset at which
+    librdkafka reported the end of the partition (its fetch position then: past any trailing gap)."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "compaction-probe", "enable.auto.commit": False,
+                         "enable.partition.eof": True, "fetch.wait.max.ms": 50})
+    try:
+        consumer.assign([TopicPartition(topic, partition, start)])
+        rows: list = []
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            msg = consumer.poll(0.2)
+            if msg is None:
+                continue
+            if msg.error() is not None:
+                if msg.error().code() == KafkaError._PARTITION_EOF:
+                    return rows, msg.offset()
+                raise RuntimeError(f"consuming {topic}[{partition}]: {msg.error()}")
+            rows.append((msg.offset(), msg.key(), msg.value()))
+        raise TimeoutError(f"no end of {topic}[{partition}] within {timeout} s; read {rows}")
+    finally:
+        consumer.close()
