@@ -12,6 +12,7 @@ Usage::
         Producer({"bootstrap.servers": broker.bootstrap_servers}) ...
         broker.restart()                         # same port, same data
         broker.kill(); broker.start()            # crash (SIGKILL) and recover
+        broker.compact("topic")                  # one compaction pass (cleanup.policy compact / compact,delete)
     python -m samza_devkit.kafka_broker --port 0 --data-dir DIR
         # prints "listening on 127.0.0.1:PORT", serves until SIGTERM/SIGINT, exits 0
 
@@ -20,7 +21,15 @@ for the test process's GIL nor dies with it (the child also exits when its paren
 stdin).  ``in_process=True`` runs it on an event-loop thread instead (handy under a debugger).
 Modules: ``server.py`` (asyncio networking, framing), ``protocol.py`` (glue to kafka-python's schemas),
 ``handlers.py`` (one handler per API), ``log.py`` (partition log, index, recovery, group offsets),
-``client.py`` (a minimal blocking client for the helpers).
+``compaction.py`` (log compaction), ``client.py`` (a minimal blocking client for the helpers).
+
+Compaction (``compaction.py`` has the rules): topics whose ``cleanup.policy`` includes ``compact`` are compacted
+by ``KafkaDevBroker.compact(topic)`` (in process, or a JSON command on a child broker's stdin) and, with
+``compaction_interval_s``, in the background.  As Kafka's cleaner: the latest record of each key at its original
+offset, rewritten batches keeping base offset and last offset delta (uncompressed, new CRC-32C), tombstones
+removed by the first pass after their KIP-534 delete horizon (``delete.retention.ms``), the last batch of the log
+never cleaned (Kafka's active segment), an idempotent producer's last batch kept as an empty batch; the log start
+and end offsets do not move.
 
 Supported APIs, advertised in ApiVersions (nothing else is advertised or served):
 
@@ -35,6 +44,8 @@ Supported APIs, advertised in ApiVersions (nothing else is advertised or served)
     DescribeConfigs 1-4  topic (all Kafka topic configs with defaults) and broker resources
     DescribeCluster 0-1
     Produce 3-13         acks 0/1/all; record batch v2 only (else UNSUPPORTED_FOR_MESSAGE_FORMAT);
+                         a record without a key for a compacted topic -> INVALID_RECORD with a record error,
+                         as Kafka's LogValidator answers;
                          batches stored byte for byte with base offset and leader epoch rewritten; any
                          codec is accepted and stored compressed; LogAppendTime topics get the batch
                          timestamp type and max timestamp rewritten (CRC recomputed);
@@ -74,10 +85,11 @@ record batches get a CORRUPT_MESSAGE error.  The broker keeps serving every othe
 Not supported: consumer-group membership (JoinGroup/SyncGroup/Heartbeat/LeaveGroup, KIP-848: use
 ``assign()``, not ``subscribe()``), DeleteGroups/OffsetDelete, transactions and
 read_committed filtering (there is nothing to filter), fetch sessions (KIP-227; clients fall back to
-full fetches), retention, compaction and segment rolling (topic configs are stored and described but
-only message.timestamp.type and max.message.bytes are enforced; DeleteRecords is the only way data
-goes), AlterConfigs, replication and leader changes, ACLs, TLS, SCRAM/GSSAPI, quotas, message format v0/v1,
-CRC-32C validation of produced batches unless the ``crc32c`` package is installed (the pure-Python
+full fetches), time/size retention and segment rolling (topic configs are stored and described but only
+message.timestamp.type, max.message.bytes, cleanup.policy=compact and delete.retention.ms are enforced;
+DeleteRecords and compaction are the only ways data goes), AlterConfigs, replication and leader changes,
+ACLs, TLS, SCRAM/GSSAPI, quotas, message format v0/v1, compaction of lz4/snappy/zstd batches without their
+Python codecs, CRC-32C validation of produced batches unless the ``crc32c`` package is installed (the pure-Python
 CRC is ~10 MB/s), timestamp lookups inside lz4/snappy/zstd batches without their Python codecs
 (answered at batch granularity).
 
