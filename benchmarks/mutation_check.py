@@ -37,6 +37,7 @@ UNIT_CORE = ["tests/unit/core", "tests/unit/kafka"]
 UNIT_KIN = ["tests/unit/kinesis"]
 READER = ["tests/integration/kinesis/test_kinesis_reader.py", "-k",
           "record or retried or race or winner or attempts or streamed"]
+READER_COMPACTED = ["tests/integration/kafka/test_reader_compacted.py"]
 S3_RACES = ["tests/integration/metadata/test_metadata_fs_concurrency.py", "-k",
             "s3 and (one_winner or threads or keep_every)"]
 S3_PROBE = ["tests/integration/metadata/test_metadata_fs_concurrency.py", "-k", "conditional or conditions"]
@@ -47,8 +48,8 @@ class Mutant:
     name: str
     rule: str
     path: str
-    old: str
-    new: str
+    old: str | tuple[str, ...]
+    new: str | tuple[str, ...]
     tests: tuple[str, ...]
 
 
@@ -101,6 +102,16 @@ MUTANTS = [
     m("loss-never-fails", "failOnDataLoss=true stops the query", KAFKA + "planner.py",
       "                if fail_on_data_loss:\n                    raise DataLossError(f\"{described}.",
       "                if False:\n                    raise DataLossError(f\"{described}.", UNIT_CORE),
+    # ---- compacted topics (kafka/reader.py; no Spark: read_ranges over the dev broker's compaction) -------------
+    # A range ending in a gap is finished by either of two paths (a record at or past its end, or the consumer's
+    # position reaching it); each alone keeps the rule, so the mutant breaks both.
+    m("reader-waits-for-last-offset", "a range ending inside a compaction gap finishes without the stall timeout",
+      KAFKA + "reader.py", ("        if last >= end - 1:", "            if tp.offset >= p.rng.end:"),
+      ("        if last == end - 1:", "            if p.next >= p.rng.end:"), READER_COMPACTED),
+    m("reader-any-jump-is-loss", "a compaction gap is not data loss: only a log start past the range start is",
+      KAFKA + "reader.py",
+      "        if low > p.next:\n            self._data_loss(p, p.next, min(low, first, p.rng.end)",
+      "        if first > p.next:\n            self._data_loss(p, p.next, min(first, p.rng.end)", READER_COMPACTED),
     # ---- startpoints (kafka/planner.py, core/startpoint_manager.py) --------------------------------------------
     m("startpoint-applied-twice", "a startpoint is applied once", KAFKA + "planner.py",
       "if sp is not None and sp.creation_timestamp > previous.applied.get(key, -1):",
@@ -228,11 +239,16 @@ def main(argv: list[str] | None = None) -> int:
         for mu in chosen:
             target = copy / mu.path
             original = target.read_text()
-            count = original.count(mu.old)
-            if count != 1:
-                verdict = f"stale ({count} matches)"
+            # a mutant is one edit, or several (tuples) when one rule is kept by redundant code paths
+            edits = list(zip(mu.old, mu.new, strict=True)) if isinstance(mu.old, tuple) else [(mu.old, mu.new)]
+            counts = [original.count(old) for old, _ in edits]
+            if counts != [1] * len(edits):
+                verdict = f"stale ({counts} matches)"
             else:
-                target.write_text(original.replace(mu.old, mu.new))
+                mutated = original
+                for old, new in edits:
+                    mutated = mutated.replace(old, new)
+                target.write_text(mutated)
                 try:
                     status, took = run_tests(copy, mu.tests, args.timeout)
                 finally:
