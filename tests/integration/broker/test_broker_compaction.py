@@ -167,3 +167,32 @@ def _stored_batches(broker, topic):
         out.append((base, delta, pid, count))
         pos += length + 12
     return out
+
+
+def test_rewritten_batches_follow_the_record_batch_v2_format(broker):
+    """Checked against the protocol documentation with kafka-python's independent decoder: a valid CRC-32C, the
+    base offset and last offset delta of the original batch, each record's own offset, and for a batch holding a
+    tombstone KIP-534's delete horizon (attribute bit 6, the base timestamp) with the records' timestamps intact."""
+    from kafka.record.default_records import DefaultRecordBatch
+
+    topic = compacted_topic(broker, retention_ms=HOUR_MS)
+    produce_batches(broker.bootstrap_servers, topic, BATCHES)
+    now = int(time.time() * 1000)
+    broker.compact(topic, now_ms=now)
+    data = (broker.data_dir / "topics" / topic / "0" / "log").read_bytes()
+    batches, pos = [], 0
+    while pos < len(data):
+        batch = DefaultRecordBatch(data[pos:pos + struct.unpack_from(">i", data, pos + 8)[0] + 12])
+        assert batch.validate_crc()
+        batches.append(batch)
+        pos += batch.size_in_bytes
+    summary = [(b.base_offset, b.last_offset_delta, b.compression_type, [(r.offset, r.key, r.timestamp) for r in b])
+               for b in batches]
+    assert summary == [
+        (3, 1, 0, [(4, b"b", BASE_TS + 40)]),
+        (5, 2, 0, [(6, b"c", BASE_TS + 60), (7, b"e", BASE_TS + 70)]),
+        (8, 1, 0, [(8, b"a", BASE_TS + 80), (9, b"d", BASE_TS + 90)]),  # the active batch, untouched
+    ]
+    assert not batches[0].attributes & 0x40 and batches[0].first_timestamp == BASE_TS + 40
+    assert batches[1].attributes & 0x40 and batches[1].first_timestamp == now + HOUR_MS
+    assert [b.max_timestamp for b in batches] == [BASE_TS + 40, BASE_TS + 70, BASE_TS + 90]
