@@ -196,3 +196,19 @@ def test_rewritten_batches_follow_the_record_batch_v2_format(broker):
     assert not batches[0].attributes & 0x40 and batches[0].first_timestamp == BASE_TS + 40
     assert batches[1].attributes & 0x40 and batches[1].first_timestamp == now + HOUR_MS
     assert [b.max_timestamp for b in batches] == [BASE_TS + 40, BASE_TS + 70, BASE_TS + 90]
+
+
+def test_a_batch_losing_its_last_record_keeps_its_last_offset_and_the_active_batch_is_never_cleaned(broker):
+    """Kafka's ``overrideLastOffset``: the batch [0, 1] keeps last offset delta 1 when only offset 0 survives; the
+    log's last batch (Kafka's active segment) keeps both records of key x."""
+    from kafka.record.default_records import DefaultRecordBatch
+
+    topic = compacted_topic(broker)
+    produce_batches(broker.bootstrap_servers, topic,
+                    [[(b"k1", b"a"), (b"k2", b"b")], [(b"k2", b"c")], [(b"x", b"1"), (b"x", b"2")]])
+    broker.compact(topic)
+    assert consume_partition(broker.bootstrap_servers, topic, 0, 0) == (
+        [(0, b"k1", b"a"), (2, b"k2", b"c"), (3, b"x", b"1"), (4, b"x", b"2")], 5)
+    data = (broker.data_dir / "topics" / topic / "0" / "log").read_bytes()
+    first = DefaultRecordBatch(data[:struct.unpack_from(">i", data, 8)[0] + 12])
+    assert (first.base_offset, first.last_offset_delta, [r.offset for r in first]) == (0, 1, [0])
