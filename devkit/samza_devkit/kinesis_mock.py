@@ -38,7 +38,8 @@ KINESIS_MOCK_VERSION = "0.6.2"
 _PLAIN_PORT_TAG = "4568"
 _TLS_PORT_TAG = "4567"
 
-# node -e script: argv[1] the address to bind, argv[2] kinesis-mock's main.js. Leaves when the parent does.
+# node -e script: argv[1] the address to bind, argv[2] kinesis-mock's main.js. Leaves at once on SIGTERM (kinesis-mock's
+# own graceful exit waits for open connections, which can take the stopping test run 10 s), and when the parent dies.
 _LAUNCHER = r"""
 const net = require('net');
 const host = process.argv[1];
@@ -52,9 +53,10 @@ net.Server.prototype.listen = function (first, ...rest) {
     if (done) done();
   });
 };
+const exitNow = process.exit.bind(process);  // cats-effect replaces process.exit with a graceful exit that waits
 const parent = process.ppid;
-setInterval(() => { if (process.ppid !== parent) process.exit(0); }, 1000).unref();
-process.on('SIGTERM', () => process.exit(0));
+setInterval(() => { if (process.ppid !== parent) exitNow(0); }, 1000).unref();
+process.on('SIGTERM', () => exitNow(0));
 require(process.argv[2]);
 """
 
