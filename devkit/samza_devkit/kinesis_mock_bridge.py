@@ -14,8 +14,7 @@ response through unchanged except:
   with the children from ``ListShards``, and ends the stream.
 - **EndingSequenceNumber**: kinesis-mock reports a closed shard's as 9223372036854775807 in ``ListShards`` and
   ``DescribeStream``. The bridge puts the shard's last record's sequence number there, or, for a shard that never
-  had a record, its starting sequence number (``kinesis_shard_catalog``). A ``ListShards`` page asked with only a
-  ``NextToken`` names no stream and is passed through unchanged.
+  had a record, its starting sequence number (``kinesis_shard_catalog``).
 - **a second subscription to the same shard and consumer**: AWS answers a call made within 5 seconds of a
   successful one with ``ResourceInUseException`` (HTTP 400), and lets a later call take the subscription over,
   the earlier connection then failing with ``ResourceInUseException``. kinesis-mock refuses any second
@@ -23,6 +22,8 @@ response through unchanged except:
   bridge applies AWS's rule itself (``takeover_after_s``, 5 s by default; measured from the earlier call,
   whether or not its subscription is still open, as the reference words it) and turns a refusal kinesis-mock
   still sends as the stream's first message into an HTTP 400 error response.
+- **a shard the stream does not have**: AWS answers ``ResourceNotFoundException``; kinesis-mock streams empty
+  events (continuation "0"). The bridge answers the error.
 - **5-minute subscriptions**: both end a subscription after 5 minutes; ``subscription_limit_s`` shortens it so
   tests can meet a renewal in seconds. The stream then ends cleanly, after a whole event.
 
@@ -342,6 +343,8 @@ class _SubscriptionSession:
         self.consumer_arn, self.shard_id = request.get("ConsumerARN", ""), request.get("ShardId", "")
 
     def serve(self) -> None:
+        if self._refused_as_missing_shard():
+            return
         subscription = self.bridge.registry.admit(self.consumer_arn, self.shard_id, self.bridge.takeover_after_s)
         if subscription is None:
             self.handler.send_error_json(400, "ResourceInUseException", self._in_use_message())
@@ -359,6 +362,19 @@ class _SubscriptionSession:
             if upstream is not None:
                 upstream.close()
             self.bridge.registry.release(subscription)
+
+    def _refused_as_missing_shard(self) -> bool:
+        """AWS refuses a subscription to a shard the stream does not have; kinesis-mock streams empty events."""
+        try:
+            stream = StreamRef.from_arn(self.consumer_arn)
+        except ValueError:
+            return False  # kinesis-mock answers a malformed ARN itself
+        if self.bridge.catalog.has_shard(stream, self.shard_id) is not False:
+            return False
+        self.handler.send_error_json(400, "ResourceNotFoundException",
+                                     f"Shard {self.shard_id} in stream {stream.name} under account {stream.account} "
+                                     "does not exist")
+        return True
 
     def _in_use_message(self) -> str:
         return (f"Another active subscription exists for consumer {self.consumer_arn} on shard {self.shard_id}, or "

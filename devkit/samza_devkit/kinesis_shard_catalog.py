@@ -18,6 +18,7 @@ from typing import Any
 
 import boto3
 from botocore.config import Config
+from botocore.exceptions import ClientError
 
 __all__ = ["ENDING_PLACEHOLDER", "DEFAULT_ACCOUNT", "ShardEnd", "ShardCatalog", "StreamRef"]
 
@@ -48,14 +49,16 @@ class StreamRef:
     @classmethod
     def from_request(cls, request: dict[str, Any], authorization: str) -> StreamRef | None:
         """The stream a Kinesis request names (``StreamARN``, else ``StreamName`` in the signer's region and
-        account); None when it names none (e.g. ``ListShards`` with only a ``NextToken``)."""
+        account); None when it names none. A ``ListShards`` page asked with only a ``NextToken`` names its stream
+        in kinesis-mock's token (``NAME::shardId-...``: opaque on AWS, plain text in kinesis-mock 0.6.2)."""
         if request.get("StreamARN"):
             return cls.from_arn(request["StreamARN"])
         match = re.search(r"Credential=([^/,\s]+)/[^/]+/([^/]+)/", authorization or "")
-        if not request.get("StreamName") or match is None:
+        name = request.get("StreamName") or str(request.get("NextToken") or "").partition("::")[0]
+        if not name or match is None:
             return None
         key, region = match.groups()
-        return cls(region, key if re.fullmatch(r"\d{12}", key) else DEFAULT_ACCOUNT, request["StreamName"])
+        return cls(region, key if re.fullmatch(r"\d{12}", key) else DEFAULT_ACCOUNT, name)
 
 
 @dataclass(frozen=True)
@@ -94,6 +97,13 @@ class ShardCatalog:
             token = page.get("NextToken")
             if not token:
                 return shards
+
+    def has_shard(self, stream: StreamRef, shard_id: str) -> bool | None:
+        """Whether the stream has ``shard_id``; None when the stream cannot be listed (kinesis-mock answers then)."""
+        try:
+            return any(shard["ShardId"] == shard_id for shard in self.list_shards(stream))
+        except ClientError:
+            return None
 
     def shard_end(self, stream: StreamRef, shard_id: str) -> ShardEnd | None:
         """None while ``shard_id`` is open, else its end."""

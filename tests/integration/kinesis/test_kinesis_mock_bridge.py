@@ -309,3 +309,31 @@ def test_a_second_subscription_is_refused_then_takes_over(kinesis, stream, bridg
     assert taken_over.value.response["Error"]["Code"] == "ResourceInUseException"
     assert data(records) == ["a"]
     assert len(bridge.open_subscriptions(consumer_arn=consumer)) <= 1
+
+
+def test_a_subscription_to_a_shard_the_stream_does_not_have_is_refused(kinesis, stream):
+    consumer = register(kinesis, stream, "nowhere")
+    with pytest.raises(ClientError) as refused:
+        subscribe(kinesis, consumer, "shardId-000000000009")
+    assert refused.value.response["Error"]["Code"] == "ResourceNotFoundException"
+
+
+def test_listing_shards_by_pages_fixes_every_pages_ending_sequence_number(kinesis):
+    stream = kh.create_stream(kinesis, kh.unique_stream_name("pages"), 2)
+    try:
+        low, high = (s["ShardId"] for s in kh.list_shards(kinesis, stream))
+        last = put(kinesis, stream, "x")[-1]  # hash key 0: the low shard
+        kh.merge_shards(kinesis, stream, low, high)
+        pages, token = [], None
+        while True:  # one shard per page, and NextToken alone after the first, as AWS requires
+            page = (kinesis.list_shards(NextToken=token, MaxResults=1) if token
+                    else kinesis.list_shards(StreamName=stream, MaxResults=1))
+            pages.append(page["Shards"])
+            token = page.get("NextToken")
+            if not token:
+                break
+    finally:
+        kh.delete_stream(kinesis, stream)
+    ending = {s["ShardId"]: s["SequenceNumberRange"].get("EndingSequenceNumber") for page in pages for s in page}
+    assert len(pages) >= 3 and ending[low] == last
+    assert ending[high] not in (None, ENDING_PLACEHOLDER)
