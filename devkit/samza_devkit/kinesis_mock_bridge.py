@@ -202,6 +202,10 @@ def _position(event: dict[str, Any]) -> int:
     return max(numbers, default=-1)
 
 
+class _BridgeServer(ThreadingHTTPServer):
+    request_queue_size = 128  # Spark tasks open many connections at once; the default backlog is 5
+
+
 class KinesisMockBridge:
     """The bridge in front of kinesis-mock at ``upstream``; ``start()`` returns its endpoint.
 
@@ -222,7 +226,7 @@ class KinesisMockBridge:
 
     def start(self) -> str:
         handler = type("BoundBridgeHandler", (_BridgeHandler,), {"bridge": self})
-        self._server = ThreadingHTTPServer((self.host, 0), handler)
+        self._server = _BridgeServer((self.host, 0), handler)
         self._server.daemon_threads = True
         threading.Thread(target=self._server.serve_forever, name="kinesis-mock-bridge", daemon=True).start()
         self.endpoint = f"http://{self.host}:{self._server.server_address[1]}"
