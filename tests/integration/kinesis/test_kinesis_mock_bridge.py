@@ -15,12 +15,10 @@ import boto3
 import pytest
 import urllib3
 from botocore.config import Config
-from botocore.eventstream import EventStreamBuffer
 from botocore.exceptions import ClientError, EventStreamError, ResponseStreamingError
 from botocore.parsers import ResponseParserError
 
 from samza_devkit import kinesis_helpers as kh
-from samza_devkit.aws_event_stream import encode_message, event_message
 from samza_devkit.kinesis_shard_catalog import ENDING_PLACEHOLDER
 
 # a cut connection surfaces from the event stream as one of these
@@ -105,21 +103,6 @@ def events_until(event_stream, count: int, max_events: int = 15) -> tuple[list[d
 
 def data(records: list[dict]) -> list[str]:
     return [r["Data"].decode() for r in records]
-
-
-def test_event_stream_encoder_round_trips_through_botocore():
-    raw = encode_message({":message-type": "event", ":event-type": "initial-response"}, b"{}")
-    decoder = EventStreamBuffer()
-    decoder.add_data(raw + event_message("SubscribeToShardEvent", {"Records": [], "MillisBehindLatest": 0}))
-    first, second = list(decoder)
-    assert first.headers == {":message-type": "event", ":event-type": "initial-response"}
-    assert first.payload == b"{}"
-    assert second.headers[":content-type"] == "application/json"
-    assert second.payload == b'{"Records":[],"MillisBehindLatest":0}'
-    corrupted = EventStreamBuffer()
-    corrupted.add_data(raw[:-5] + bytes([raw[-5] ^ 1]) + raw[-4:])  # one payload bit flipped: message CRC fails
-    with pytest.raises(Exception, match="(?i)crc|checksum"):
-        list(corrupted)
 
 
 def test_kinesis_mock_still_departs_where_the_bridge_bridges(kinesis_mock_bridge, kinesis, stream):
