@@ -9,9 +9,8 @@ response through unchanged except:
   The bridge sends one as soon as kinesis-mock accepts the subscription.
 - **end of a closed shard**: AWS ends a subscription on a closed shard with a ``SubscribeToShardEvent`` whose
   ``ContinuationSequenceNumber`` is null and which carries ``ChildShards``; kinesis-mock keeps sending empty
-  events until its 5-minute limit. The bridge rewrites the event that delivers the shard's last record (or, for a
-  subscription starting after it, the first caught-up empty event once the shard is closed) into that final event,
-  with the children from ``ListShards``, and ends the stream.
+  events until its 5-minute limit. The bridge rewrites the event that delivers (or continues past) the shard's last
+  record into that final event, with the children from ``ListShards``, and ends the stream.
 - **EndingSequenceNumber**: kinesis-mock reports a closed shard's as 9223372036854775807 in ``ListShards`` and
   ``DescribeStream``. The bridge puts the shard's last record's sequence number there, or, for a shard that never
   had a record, its starting sequence number (``kinesis_shard_catalog``).
@@ -45,6 +44,8 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import urlparse
+
+from botocore.exceptions import ClientError
 
 from .aws_event_stream import MessageSplitter, RawMessage, event_message, exception_message
 from .kinesis_shard_catalog import ShardCatalog, StreamRef
@@ -166,13 +167,17 @@ class _UpstreamStream:
 
 
 class _ShardEndRewriter:
-    """Turns the event that reaches a closed shard's end into AWS's final event (null continuation, ChildShards)."""
+    """Turns the event that reaches a closed shard's end into AWS's final event (null continuation, ChildShards).
+
+    The end is reached when the event's records or continuation reach the shard's last record (kinesis-mock's
+    continuation is the tip's sequence number even for a LATEST or AT_TIMESTAMP subscription starting after it),
+    or at once for a shard that never had a record. Never by "caught up and empty" alone: an event produced just
+    before a split can be caught up and still miss records put right before the split."""
 
     def __init__(self, catalog: ShardCatalog, consumer_arn: str, shard_id: str) -> None:
         self.catalog = catalog
         self.stream = StreamRef.from_arn(consumer_arn)
         self.shard_id = shard_id
-        self._closed_before = False
 
     def rewrite(self, message: RawMessage) -> tuple[bytes, bool]:
         """The bytes to send for ``message`` and whether the stream ends with it."""
@@ -180,14 +185,12 @@ class _ShardEndRewriter:
             return message.raw, message.message_type == "exception"  # an error ends the stream
         if message.event_type != "SubscribeToShardEvent":
             return message.raw, False
+        try:
+            end = self.catalog.shard_end(self.stream, self.shard_id)
+        except ClientError:
+            return message.raw, False  # e.g. the stream is being deleted: kinesis-mock's event as it is
         event = json.loads(message.payload)
-        end = self.catalog.shard_end(self.stream, self.shard_id)
-        if end is None:
-            return message.raw, False
-        caught_up_after_close = self._closed_before and not event.get("Records") and event.get(
-            "MillisBehindLatest") == 0
-        self._closed_before = True  # every later event was produced after the close
-        if not (end.last_sequence is None or _position(event) >= int(end.last_sequence) or caught_up_after_close):
+        if end is None or not (end.last_sequence is None or _position(event) >= int(end.last_sequence)):
             return message.raw, False
         event["ContinuationSequenceNumber"] = None
         event["ChildShards"] = end.child_shards

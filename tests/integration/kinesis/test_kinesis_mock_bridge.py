@@ -200,11 +200,12 @@ def test_a_split_parents_stream_ends_with_child_shards_and_a_null_continuation(k
     described = kinesis.describe_stream(StreamName=stream)["StreamDescription"]["Shards"][0]
     assert parent["SequenceNumberRange"]["EndingSequenceNumber"] == sequences[-1]
     assert described["SequenceNumberRange"]["EndingSequenceNumber"] == sequences[-1]
-    again = subscribe(kinesis, register(kinesis, stream, "late"), Type="AFTER_SEQUENCE_NUMBER",
-                      SequenceNumber=sequences[-1])
-    late = [item["SubscribeToShardEvent"] for item in again]  # subscribing after the end: ends at once
-    assert [e["Records"] for e in late] == [[]]
-    assert sorted(late[-1]["ChildShards"], key=lambda c: c["ShardId"]) == children
+    for name, position in (("after-last", {"Type": "AFTER_SEQUENCE_NUMBER", "SequenceNumber": sequences[-1]}),
+                           ("latest", {"Type": "LATEST"})):
+        late = [item["SubscribeToShardEvent"] for item in subscribe(kinesis, register(kinesis, stream, name),
+                                                                    **position)]
+        assert [e["Records"] for e in late] == [[]], name  # subscribed after the end: the final event at once
+        assert sorted(late[-1]["ChildShards"], key=lambda c: c["ShardId"]) == children, name
 
 
 def test_merged_parents_end_with_the_child_naming_both(kinesis):
