@@ -4,7 +4,7 @@ Two emulators written by different people disagree where the Kinesis API referen
 them is wrong; running the Kinesis integration tests on both keeps the product from leaning on one emulator's
 habits (``docs/kinesis-emulators.md`` lists the differences found and which one matches AWS).
 
-- :func:`ensure_kinesalite` installs the pinned version once into a cache directory (``npm install --prefix``;
+- :func:`ensure_kinesalite` installs the pinned version once into a cache directory (``npm_cache``;
   ``SAMZA_KINESALITE_DIR`` or ``~/.cache/spark-samza-source/kinesalite``), under a file lock so parallel test
   processes install it once; :class:`KinesaliteNotAvailable` when ``npm``/``node`` are missing or the install
   fails (the fixture turns that into a skip with the reason).
@@ -17,13 +17,12 @@ Only Kinesis: DynamoDB (lease tables, the metadata store) stays on moto.
 
 from __future__ import annotations
 
-import fcntl
 import os
 import shutil
-import subprocess
 from pathlib import Path
 
 from .moto_server import ListeningChildProcess
+from .npm_cache import NpmPackageNotAvailable, cache_root, install_npm_package
 
 __all__ = ["KINESALITE_VERSION", "KinesaliteNotAvailable", "KinesaliteProcess", "ensure_kinesalite"]
 
@@ -44,39 +43,18 @@ setTimeout(() => process.exit(0), 2 ** 31 - 1);
 """
 
 
-class KinesaliteNotAvailable(RuntimeError):
+class KinesaliteNotAvailable(NpmPackageNotAvailable):
     """npm or node is missing, or installing kinesalite failed (the message says which)."""
 
 
 def cache_dir() -> Path:
-    configured = os.environ.get("SAMZA_KINESALITE_DIR", "").strip()
-    if configured:
-        return Path(configured)
-    return Path.home() / ".cache" / "spark-samza-source" / "kinesalite"
+    return cache_root("SAMZA_KINESALITE_DIR", "kinesalite")
 
 
 def ensure_kinesalite(prefix: Path | None = None, timeout_s: float = 300.0) -> Path:
     """The ``node_modules`` directory holding kinesalite ``KINESALITE_VERSION``, installed there if needed."""
-    node, npm = shutil.which("node"), shutil.which("npm")
-    if node is None or npm is None:
-        raise KinesaliteNotAvailable(f"{'node' if node is None else 'npm'} is not installed")
-    prefix = Path(prefix or cache_dir()) / KINESALITE_VERSION
-    modules = prefix / "node_modules"
-    marker = modules / "kinesalite" / "package.json"
-    prefix.mkdir(parents=True, exist_ok=True)
-    with open(prefix / ".install.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # one installer at a time; the others find it installed
-        if not marker.exists():
-            cmd = [npm, "install", "--prefix", str(prefix), "--no-audit", "--no-fund", "--no-save",
-                   f"kinesalite@{KINESALITE_VERSION}"]
-            try:
-                done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s)
-            except subprocess.TimeoutExpired:
-                raise KinesaliteNotAvailable(f"'{' '.join(cmd)}' took longer than {timeout_s:.0f}s") from None
-            if done.returncode != 0 or not marker.exists():
-                raise KinesaliteNotAvailable(
-                    f"'{' '.join(cmd)}' failed with code {done.returncode}: {(done.stderr or done.stdout)[-2000:]}")
-    return modules
+    return install_npm_package("kinesalite", KINESALITE_VERSION, Path(prefix or cache_dir()),
+                               error=KinesaliteNotAvailable, timeout_s=timeout_s)
 
 
 class KinesaliteProcess(ListeningChildProcess):
