@@ -28,7 +28,7 @@ import urllib.parse
 from typing import TYPE_CHECKING, Any
 
 from ..core.errors import ConfigError
-from ..source.options import JOB_NAME_OPTION, METADATA_STORE_OPTION
+from ..spec.common import JOB_NAME_OPTION, METADATA_STORE_OPTION
 from .base import JsonValue, MetadataStore, validate_job_name, validate_namespace
 
 if TYPE_CHECKING:  # pragma: no cover

@@ -23,7 +23,19 @@ from ..core.errors import ConfigError
 from ..core.grouping import SAMZA_GROUPER_FACTORIES, FixedTasksGrouper
 from ..core.model import SystemStreamPartition
 from ..kafka.java_client import translate_java_settings
-from ..kafka.options import (
+from ..spec.common import (
+    BROADCAST_OPTION,
+    COPARTITION_OPTION,
+    EXPANSION_ALGORITHM_OPTION,
+    FAIL_ON_DATA_LOSS_OPTION,
+    GROUPER_OPTION,
+    JOB_OWNERSHIP_TTL_OPTION,
+    METADATA_STORE_OPTION,
+    RETRY_TIMEOUT_OPTION,
+    STARTPOINT_POLL_INTERVAL_OPTION,
+    STARTPOINT_TTL_OPTION,
+)
+from ..spec.kafka import (
     ASSIGN_OPTION,
     COMMIT_OFFSETS_TO_KAFKA_OPTION,
     DROP_TOPICS_OPTION,
@@ -45,18 +57,6 @@ from ..kafka.options import (
     STARTING_TIMESTAMP_OPTION,
     SUBSCRIBE_OPTION,
     SUBSCRIBE_PATTERN_OPTION,
-)
-from ..source.options import (
-    BROADCAST_OPTION,
-    COPARTITION_OPTION,
-    EXPANSION_ALGORITHM_OPTION,
-    FAIL_ON_DATA_LOSS_OPTION,
-    GROUPER_OPTION,
-    JOB_OWNERSHIP_TTL_OPTION,
-    METADATA_STORE_OPTION,
-    RETRY_TIMEOUT_OPTION,
-    STARTPOINT_POLL_INTERVAL_OPTION,
-    STARTPOINT_TTL_OPTION,
 )
 from .common import (
     EXPANSION_KEY,
