@@ -22,8 +22,11 @@ METADATA_STORE = Option(
     default="samza-metadata", default_doc="`samza-metadata` (a local directory, with a warning)")
 FAIL_ON_DATA_LOSS = Option(
     "failOnDataLoss", Flag(),
-    "records gone before they were read fail the query naming where; `false` reads on and reports what was "
-    "skipped in the progress (`latestOffset[\"dataLoss\"]`)",
+    "records gone before they were read (below a partition's log start, an expired shard, a topic or stream "
+    "re-created under its name) fail the query naming where; `false` logs, reads on (a re-created stream from "
+    "`TRIM_HORIZON`) and counts what a batch skipped in the progress: `latestOffset[\"dataLoss\"]` = "
+    "`{SSP key: records}` since the run started (samza-kafka also reports `recreatedTopics` and "
+    "`malformedStartpoints` there)",
     default=True)
 STARTPOINT_TTL = Option(
     "startpoint.ttl", Duration(minimum_ms=1),
@@ -40,7 +43,8 @@ JOB_OWNERSHIP_TTL = Option(
 RETRY_TIMEOUT = Option(
     "endpoint.retryTimeout", Duration(minimum_ms=1000),
     "how long the driver retries an endpoint that does not answer (refused, reset, timed out, HTTP 5xx, a leader "
-    "moving), with backoff, before the query fails naming it: rides out a broker or endpoint restart",
+    "moving), with backoff, before the query fails naming it: rides out a broker or endpoint restart (a warning is "
+    "logged while it retries; an executor's Kafka read is bounded by `kafkaConsumer.pollTimeoutMs`)",
     default=60_000)
 FAULT_HOOKS = Option(
     "testing.faultHooks", Text("dotted module path"),

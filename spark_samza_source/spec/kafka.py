@@ -13,10 +13,11 @@ from .common import (
     JOB_OPTIONS,
     MAX_RECORDS_PER_PARTITION_OPTION,
     MIN_PARTITIONS_OPTION,
+    RETRY_TIMEOUT,
     RETRY_TIMEOUT_OPTION,
     TESTING,
 )
-from .option import Count, Duration, Flag, Namespace, OneOf, Option, OptionSpec, Text
+from .option import Count, Duration, Flag, Namespace, OneOf, Option, OptionSpec, Text, format_duration
 
 SOURCE = "samza-kafka"
 
@@ -74,7 +75,9 @@ JOB_MODEL_RESET = Option(
 # ---- where a query starts, and how much a micro-batch reads ------------------------------------------------------
 STARTING_OFFSETS = Option(
     "startingOffsets", Text('`earliest`, `latest` or JSON `{"orders":{"0":23,"1":-2}}`'),
-    "where a new checkpoint starts (-2 earliest, -1 latest per partition); Startpoints re-position later",
+    "where a new checkpoint starts (-2 earliest, -1 latest per partition); Startpoints re-position later. An "
+    "offset below the log start is data loss (`failOnDataLoss`); entries naming partitions or topics the query "
+    "does not read, or offsets beyond the log end, fail naming them",
     default=LATEST, default_doc="`latest` (batch: `earliest`)")
 STARTING_TIMESTAMP = Option(
     "startingTimestamp", Text("epoch ms"),
@@ -154,7 +157,7 @@ _ONE_TASK_PER_PARTITION = (
     "to the topic, or repartition() the DataFrame after load(); remove the option")
 _FETCH_RETRIES = (
     f"calls to the cluster are retried with backoff for a time rather than a count; set '{RETRY_TIMEOUT_OPTION}' "
-    "(default 60s) instead")
+    f"(default {format_duration(RETRY_TIMEOUT.default)}) instead")
 FETCH_OFFSET_NUM_RETRIES_OPTION = "fetchOffset.numRetries"
 FETCH_OFFSET_RETRY_INTERVAL_OPTION = "fetchOffset.retryIntervalMs"
 REFUSED = {

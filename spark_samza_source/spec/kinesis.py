@@ -15,10 +15,11 @@ from .common import (
     MAX_RECORDS_PER_PARTITION_OPTION,
     METADATA_STORE_OPTION,
     MIN_PARTITIONS_OPTION,
+    RETRY_TIMEOUT,
     RETRY_TIMEOUT_OPTION,
     TESTING,
 )
-from .option import Count, Duration, OneOf, Option, OptionSpec, Text
+from .option import Count, Duration, OneOf, Option, OptionSpec, Text, format_duration
 
 SOURCE = "samza-kinesis"
 
@@ -49,7 +50,7 @@ DYNAMODB_ENDPOINT_URL = Option(
     default_doc="`endpointUrl`'s value")
 ACCESS_KEY_ID = Option(
     "awsAccessKeyId", Text("access key id"),
-    "static credentials, with `awsSecretKey` (and `sessionToken`); never logged or shown in errors",
+    "static credentials, with `awsSecretKey` (and `sessionToken`)",
     default_doc="boto3's default chain", aliases=("kinesis.awsAccessKeyId",))
 SECRET_KEY = Option(
     "awsSecretKey", Text("secret key"),
@@ -89,7 +90,9 @@ ASSIGNMENT = Option(
 # ---- where a query starts, and how much a micro-batch reads ------------------------------------------------------
 STARTING_POSITION = Option(
     "startingPosition", Text("`LATEST`, `TRIM_HORIZON`, `AT_TIMESTAMP:<ISO-8601>`, `kcl` or per-shard JSON"),
-    "where a new checkpoint starts (`kcl`: after a KCL lease table's checkpoints); Startpoints re-position later",
+    "where a new checkpoint starts (`kcl`: after a KCL lease table's checkpoints); Startpoints re-position later. "
+    "Per-shard JSON: every shard named must exist and its sequence numbers belong to it; shards not named start at "
+    "`LATEST`, except descendants of a named shard, which start at `TRIM_HORIZON`",
     default=LATEST, default_doc="`LATEST` (batch: `TRIM_HORIZON`)", aliases=("kinesis.startingPosition",))
 #: AWS's Kinesis connector's maxFetchRecordsPerShard default. Rows go to Spark after every GetRecords page, so a
 #: task holds one page (<= 10,000 records), never a whole batch.
@@ -109,7 +112,8 @@ DESCRIBE_SHARD_INTERVAL = Option(
     default=0, aliases=("kinesis.describeShardInterval",))
 KCL_LEASE_TABLE = Option(
     "kcl.leaseTable", Text("DynamoDB table"),
-    "mirror committed checkpoints into a KCL-compatible lease table",
+    "mirror committed checkpoints into a KCL-compatible DynamoDB lease table (`leaseKey`, `checkpoint`/"
+    "`SHARD_END`, `checkpointSubSequenceNumber`, `leaseCounter`, `leaseOwner`, `parentShardId`)",
     default_doc="off")
 
 # ---- batch reads (spark.read) --------------------------------------------------------------------------------------
@@ -129,7 +133,7 @@ _OWN_METADATA = (f"samza-kinesis keeps its batch ends, startpoints and checkpoin
                  f"(e.g. dynamodb://table?region=...), and can mirror checkpoints to a KCL lease table with "
                  f"'{KCL_LEASE_TABLE.name}'; use those instead")
 _RETRIES = (f"calls to AWS are retried with backoff for a time rather than a count; set '{RETRY_TIMEOUT_OPTION}' "
-            "(default 60s) instead")
+            f"(default {format_duration(RETRY_TIMEOUT.default)}) instead")
 _BOUND = f"bound a batch with '{MAX_RECORDS_PER_SHARD.name}' / '{MAX_FETCH_TIME_PER_SHARD.name}' instead"
 _JAVA_CREDENTIALS = (f"Java credential providers do not exist in Python: use '{ACCESS_KEY_ID.name}'/"
                      f"'{SECRET_KEY.name}', '{ROLE_ARN.name}', or boto3's default chain")

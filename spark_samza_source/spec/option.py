@@ -34,11 +34,12 @@ _CUTOFF = 0.6
 
 
 def format_duration(ms: int) -> str:
-    """``ms`` in the largest unit that divides it, as the duration options are written (``5m``, ``12h``)."""
+    """``ms`` as the duration options are written, in the largest unit that divides it at least twice (``60s``,
+    ``5m``, ``12h``)."""
     for unit, size in (("d", 86_400_000), ("h", 3_600_000), ("m", 60_000), ("s", 1000)):
-        if ms and ms % size == 0:
+        if ms % size == 0 and ms >= 2 * size:
             return f"{ms // size}{unit}"
-    return f"{ms}ms"
+    return f"{ms}ms" if ms else "0"
 
 
 # ---- kinds: how a value is read and checked, and how the reference describes it --------------------------------
@@ -227,7 +228,7 @@ class OptionSpec:
         seen: set[str] = set()
         for name in (n.lower() for option in self.options for n in (option.name, *option.aliases)):
             if name in seen:
-                raise AssertionError(f"{self.source}: option name {name!r} declared twice")
+                raise ValueError(f"{self.source}: option name {name!r} declared twice")
             seen.add(name)
 
     def names(self) -> OptionNames:
