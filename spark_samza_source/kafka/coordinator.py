@@ -49,8 +49,6 @@ from .startpoints import KafkaStartpointResolver, kafka_startpoint_problem
 
 log = logging.getLogger(__name__)
 
-JOB_MODEL_NAMESPACE = JOB_MODEL
-
 
 class KafkaCoordinator(JobCoordinator[LogOffset]):
     """Plans batches for one query. Lives in Spark's long-lived driver-side Python runner."""
@@ -132,7 +130,7 @@ class KafkaCoordinator(JobCoordinator[LogOffset]):
 
     def _stored_job_model(self, quiet: bool = False) -> JobModel | None:
         """The job model an earlier query of this job.name stored, unless jobModel.reset says to start afresh."""
-        value = self.store.get(JOB_MODEL_NAMESPACE, JOB_MODEL_CURRENT)
+        value = self.store.get(JOB_MODEL, JOB_MODEL_CURRENT)
         job = self.options.job_name
         if value is None:
             if not quiet:
@@ -206,12 +204,12 @@ class KafkaCoordinator(JobCoordinator[LogOffset]):
             ) from None
 
     def _persist_job_model(self, model: JobModel, previous: JobModel | None) -> None:
-        current = self.store.get(JOB_MODEL_NAMESPACE, JOB_MODEL_CURRENT)
+        current = self.store.get(JOB_MODEL, JOB_MODEL_CURRENT)
         if current == model.to_json():
             return
         if current is not None:
-            self.store.put(JOB_MODEL_NAMESPACE, JOB_MODEL_PREVIOUS, current)
-        self.store.put(JOB_MODEL_NAMESPACE, JOB_MODEL_CURRENT, model.to_json())
+            self.store.put(JOB_MODEL, JOB_MODEL_PREVIOUS, current)
+        self.store.put(JOB_MODEL, JOB_MODEL_CURRENT, model.to_json())
 
     def topic_ids(self, model: JobModel, more=()) -> dict[str, str]:
         """The Kafka topic ID of every topic ``model`` (and the SSPs ``more``) reads."""
