@@ -5,7 +5,6 @@ our own clear errors apart from bugs. Messages name the option, stream or key at
 how to fix it. They never contain secrets.
 """
 
-
 # defined in the option spec's leaf (it raises ConfigError and may import nothing above it); re-exported here
 from ..spec.errors import ConfigError as ConfigError
 from ..spec.errors import SamzaSourceError as SamzaSourceError

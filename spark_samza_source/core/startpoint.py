@@ -61,7 +61,6 @@ __all__ = [
 #: A clock returns epoch milliseconds. Injected in tests so creation timestamps and TTLs are deterministic.
 Clock = Callable[[], int]
 
-
 #: Samza stores timestamps in a Java ``long``; a larger value would not read back in a Samza tool.
 JAVA_LONG_MAX = 2**63 - 1
 
