@@ -2,8 +2,9 @@
 
 Spark hands a Python data source its options as a case-insensitive dict of strings (keys lower-cased). Every
 reader here raises :class:`ConfigError` naming the option, the value, what is allowed and how to fix it.
-Values of options that look secret are never echoed: a name is secret when its entry says so, or when it looks
-secret (a ``kafka.*`` pass-through such as ``kafka.sasl.password`` has no entry of its own).
+Values of options that look secret are never echoed. Secrecy is one rule over the name (:func:`is_secret_option`),
+not a flag per entry, because the ``kafka.*`` pass-through (``kafka.sasl.password``, ``kafka.ssl.key.password``)
+has no entries; an entry's ``secret`` and the reference's "secret" mark come from the same rule.
 """
 
 from __future__ import annotations
