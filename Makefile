@@ -14,7 +14,7 @@ STAMP  := $(VENV)/.installed
 export PYSPARK_PYTHON := $(abspath $(PY))
 export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
 
-.PHONY: setup test demo lint wheel package clean check-java
+.PHONY: setup test demo lint options-doc wheel package clean check-java
 
 setup: $(STAMP)
 
@@ -48,6 +48,10 @@ check-java:
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check spark_samza_source pyspark_samza_kafka pyspark_samza_kinesis devkit tests benchmarks examples conftest.py
+
+# docs/options.md is generated from the option spec (spark_samza_source/spec/); a unit test fails while it is stale.
+options-doc: $(STAMP)
+	$(PY) -m spark_samza_source.spec.reference > docs/options.md
 
 # Where `make wheel` and `make package` write (overridable: the spark-submit tests build into a temp dir).
 DIST         ?= dist

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 
-from ..source.options import BROADCAST_OPTION
+from ..spec.common import BROADCAST_OPTION
 from .errors import ConfigError
 from .jobmodel import JobModel
 from .model import SystemStream, SystemStreamPartition

@@ -21,6 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ..spec.namespaces import CHECKPOINTS
 from .errors import FormatVersionError, MetadataStoreError, SamzaSourceError
 from .json_text import loads
 from .model import SystemStreamPartition, TaskName
@@ -33,7 +34,7 @@ __all__ = ["CHECKPOINT_FORMAT_VERSION", "NAMESPACE", "Checkpoint", "CheckpointFo
 
 CHECKPOINT_FORMAT_VERSION = 1
 #: The metadata-store namespace of the checkpoint mirror.
-NAMESPACE = "checkpoint"
+NAMESPACE = CHECKPOINTS
 
 _MAX_DEPTH = 32
 

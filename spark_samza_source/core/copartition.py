@@ -17,7 +17,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..source.options import COPARTITION_OPTION, JOB_NAME_OPTION
+from ..spec.common import COPARTITION_OPTION, JOB_NAME_OPTION
 from .errors import ConfigError, CoPartitionError, PartitionExpansionError
 from .expansion import (
     checked_partition_before_expansion,

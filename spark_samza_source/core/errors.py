@@ -5,13 +5,9 @@ our own clear errors apart from bugs. Messages name the option, stream or key at
 how to fix it. They never contain secrets.
 """
 
-
-class SamzaSourceError(Exception):
-    """Base class of every error this package raises on purpose."""
-
-
-class ConfigError(SamzaSourceError, ValueError):
-    """An option or configuration value is missing or invalid."""
+# defined in the option spec's leaf (it raises ConfigError and may import nothing above it); re-exported here
+from ..spec.errors import ConfigError as ConfigError
+from ..spec.errors import SamzaSourceError as SamzaSourceError
 
 
 class PartitionExpansionError(SamzaSourceError):

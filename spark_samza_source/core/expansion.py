@@ -16,7 +16,7 @@ import math
 from abc import ABC, abstractmethod
 from typing import Any
 
-from ..source.options import EXPANSION_ALGORITHM_OPTION, JOB_NAME_OPTION
+from ..spec.common import EXPANSION_ALGORITHM_OPTION, JOB_NAME_OPTION
 from .errors import ConfigError, PartitionExpansionError
 from .model import SystemStream
 

@@ -22,7 +22,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any, ClassVar
 
-from ..source.options import GROUPER_OPTION, JOB_NAME_OPTION
+from ..spec.common import GROUPER_OPTION, JOB_NAME_OPTION
 from .errors import ConfigError, PartitionExpansionError
 from .expansion import (
     EXPANSION_ALGORITHM_OPTION,

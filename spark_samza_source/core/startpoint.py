@@ -35,6 +35,8 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Generic, TypeVar
 
+# Samza's StartpointManager default TTL (12 h) and the poll interval: the option spec's defaults
+from ..spec.common import DEFAULT_STARTPOINT_POLL_INTERVAL_MS, DEFAULT_STARTPOINT_TTL_MS
 from .errors import StartpointFormatError, UnsupportedStartpoint
 from .model import SystemStreamPartition
 
@@ -58,13 +60,6 @@ __all__ = [
 
 #: A clock returns epoch milliseconds. Injected in tests so creation timestamps and TTLs are deterministic.
 Clock = Callable[[], int]
-
-#: Samza's ``StartpointManager.DEFAULT_EXPIRATION_DURATION``: 12 hours.
-DEFAULT_STARTPOINT_TTL_MS = 12 * 3600 * 1000
-#: How often a driver looks for new startpoints unless startpoint.pollInterval says otherwise. Both defaults live
-#: here, in the startpoint model, not in the driver-side manager: the option parsers import them, and executors
-#: import the option parsers.
-DEFAULT_STARTPOINT_POLL_INTERVAL_MS = 10_000
 
 #: Samza stores timestamps in a Java ``long``; a larger value would not read back in a Samza tool.
 JAVA_LONG_MAX = 2**63 - 1

@@ -20,6 +20,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ..spec.namespaces import STARTPOINTS
 from .errors import ConfigError, MetadataStoreError, SamzaSourceError, StartpointFormatError
 from .jobmodel import JobModel
 from .model import SystemStreamPartition, TaskName
@@ -42,7 +43,7 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 #: The metadata-store namespace holding every startpoint.
-NAMESPACE = "startpoint"
+NAMESPACE = STARTPOINTS
 #: Conditional-write retries before a key that keeps changing under fan-out is reported as an error.
 _MAX_ATTEMPTS = 16
 

@@ -35,15 +35,15 @@ from confluent_kafka import (
 )
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
-from .client_conf import isolation_level_of, with_callbacks
-from .errors import KafkaSourceError
-from .options import (
+from ..spec.kafka import (
     ASSIGN_OPTION,
     GROUP_ID_PREFIX_OPTION,
     KAFKA_GROUP_ID_OPTION,
     OAUTHBEARER_TOKEN_PROVIDER_OPTION,
     SUBSCRIBE_OPTION,
 )
+from .client_conf import isolation_level_of, with_callbacks
+from .errors import KafkaSourceError
 
 __all__ = ["KafkaAdmin", "DEFAULT_API_TIMEOUT_MS", "isolation_level_of"]
 

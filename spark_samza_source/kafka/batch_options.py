@@ -15,18 +15,16 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..core.errors import ConfigError
-from ..source.option_parser import Options
-from .options import (
+from ..spec.kafka import (
     ENDING_OFFSETS_BY_TIMESTAMP_OPTION,
     ENDING_OFFSETS_OPTION,
     ENDING_TIMESTAMP_OPTION,
     STARTING_OFFSETS_BY_TIMESTAMP_OPTION,
     STARTING_OFFSETS_OPTION,
     STARTING_TIMESTAMP_OPTION,
-    KafkaSourceOptions,
-    epoch_ms,
-    per_partition_numbers,
 )
+from ..spec.values import Options
+from .options import KafkaSourceOptions, epoch_ms, per_partition_numbers
 from .starting import (
     EARLIEST_OFFSET,
     LATEST_OFFSET,

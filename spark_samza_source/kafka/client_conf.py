@@ -11,8 +11,8 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..core.errors import ConfigError
+from ..spec.kafka import OAUTHBEARER_TOKEN_PROVIDER_OPTION
 from .errors import KafkaSourceError
-from .options import OAUTHBEARER_TOKEN_PROVIDER_OPTION
 
 __all__ = ["TOKEN_PROVIDER_KEY", "isolation_level_of", "load_token_provider", "with_callbacks"]
 

@@ -29,27 +29,25 @@ from ..core.model import SystemStream, SystemStreamPartition, TaskName, TaskSsp
 from ..metadata.lease import offset_identity
 from ..source.job_coordinator import JobCoordinator
 from ..source.limits import MinRowsGate
-from ..source.options import BROADCAST_OPTION, FAIL_ON_DATA_LOSS_OPTION, JOB_NAME_OPTION, RETRY_TIMEOUT_OPTION
-from .admin import KafkaAdmin
-from .input_partition import KafkaRange
-from .offset import REBASE_NEW_PARTITION, REBASE_STARTPOINT, LogOffset, Rebase
-from .options import (
+from ..spec.common import BROADCAST_OPTION, FAIL_ON_DATA_LOSS_OPTION, JOB_NAME_OPTION, RETRY_TIMEOUT_OPTION
+from ..spec.kafka import (
     ASSIGN_OPTION,
     DROP_TOPICS_OPTION,
     EXPANSION_SETTLE_OPTION,
     JOB_MODEL_RESET_OPTION,
     SUBSCRIBE_OPTION,
     SUBSCRIBE_PATTERN_OPTION,
-    SYSTEM,
-    KafkaSourceOptions,
 )
+from ..spec.namespaces import JOB_MODEL, JOB_MODEL_CURRENT, JOB_MODEL_PREVIOUS
+from .admin import KafkaAdmin
+from .input_partition import KafkaRange
+from .offset import REBASE_NEW_PARTITION, REBASE_STARTPOINT, LogOffset, Rebase
+from .options import SYSTEM, KafkaSourceOptions
 from .planner import PlanResult, ResolvedStartpoint, plan_next, recreated_topic_error, recreated_topics
 from .positions import Watermarks
 from .startpoints import KafkaStartpointResolver, kafka_startpoint_problem
 
 log = logging.getLogger(__name__)
-
-JOB_MODEL_NAMESPACE = "jobmodel"
 
 
 class KafkaCoordinator(JobCoordinator[LogOffset]):
@@ -132,7 +130,7 @@ class KafkaCoordinator(JobCoordinator[LogOffset]):
 
     def _stored_job_model(self, quiet: bool = False) -> JobModel | None:
         """The job model an earlier query of this job.name stored, unless jobModel.reset says to start afresh."""
-        value = self.store.get(JOB_MODEL_NAMESPACE, "current")
+        value = self.store.get(JOB_MODEL, JOB_MODEL_CURRENT)
         job = self.options.job_name
         if value is None:
             if not quiet:
@@ -206,12 +204,12 @@ class KafkaCoordinator(JobCoordinator[LogOffset]):
             ) from None
 
     def _persist_job_model(self, model: JobModel, previous: JobModel | None) -> None:
-        current = self.store.get(JOB_MODEL_NAMESPACE, "current")
+        current = self.store.get(JOB_MODEL, JOB_MODEL_CURRENT)
         if current == model.to_json():
             return
         if current is not None:
-            self.store.put(JOB_MODEL_NAMESPACE, "previous", current)
-        self.store.put(JOB_MODEL_NAMESPACE, "current", model.to_json())
+            self.store.put(JOB_MODEL, JOB_MODEL_PREVIOUS, current)
+        self.store.put(JOB_MODEL, JOB_MODEL_CURRENT, model.to_json())
 
     def topic_ids(self, model: JobModel, more=()) -> dict[str, str]:
         """The Kafka topic ID of every topic ``model`` (and the SSPs ``more``) reads."""

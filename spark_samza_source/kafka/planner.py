@@ -16,7 +16,8 @@ from ..core.errors import DataLossError
 from ..core.expansion import DefaultPartitionExpansionAlgorithm, PartitionExpansionAlgorithm, checked_feeders
 from ..core.jobmodel import JobModel
 from ..core.model import SystemStream, SystemStreamPartition, TaskSsp
-from ..source.options import FAIL_ON_DATA_LOSS_OPTION
+from ..spec.common import FAIL_ON_DATA_LOSS_OPTION
+from ..spec.kafka import DRAIN_FIRST
 from .offset import (
     REBASE_DATA_LOSS,
     REBASE_NEW_PARTITION,
@@ -29,9 +30,6 @@ from .offset import (
 from .positions import DataLoss, Watermarks
 
 log = logging.getLogger(__name__)
-
-DRAIN_FIRST = "drain-first"
-NO_ORDERING = "none"
 
 
 @dataclass(frozen=True)

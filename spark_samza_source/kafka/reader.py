@@ -24,7 +24,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from confluent_kafka import Consumer, KafkaError, Message, TopicPartition
 
-from ..source.options import FAIL_ON_DATA_LOSS_OPTION
+from ..spec.common import FAIL_ON_DATA_LOSS_OPTION
 from .consumer_cache import ConsumerCache, default_cache
 from .errors import KafkaDataLossError, KafkaSourceError
 from .input_partition import KafkaRange

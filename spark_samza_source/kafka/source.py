@@ -16,9 +16,10 @@ from ..source.data_source import SamzaDataSource
 from ..source.fault_hooks import reporting_batches
 from ..source.limits import default_read_limit
 from ..source.stream_reader import SamzaStreamReader
+from ..spec.kafka import BATCH_ONLY_OPTIONS
 from .input_partition import KafkaTaskPartition
 from .offset import LogOffset
-from .options import BATCH_ONLY_OPTIONS, KafkaSourceOptions
+from .options import KafkaSourceOptions
 from .schema import TASK_COLUMN, kafka_schema
 
 log = logging.getLogger(__name__)

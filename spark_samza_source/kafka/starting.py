@@ -22,11 +22,17 @@ from dataclasses import dataclass, field
 from ..core.errors import ConfigError, DataLossError
 from ..core.jobmodel import JobModel
 from ..core.model import SystemStreamPartition
-from ..source.options import FAIL_ON_DATA_LOSS_OPTION
-from .options import (
+from ..spec.common import FAIL_ON_DATA_LOSS_OPTION
+from ..spec.kafka import (
+    EARLIEST,
+    STARTING_OFFSETS,
     STARTING_OFFSETS_BY_TIMESTAMP_OPTION,
+    STARTING_OFFSETS_BY_TIMESTAMP_STRATEGY,
     STARTING_OFFSETS_BY_TIMESTAMP_STRATEGY_OPTION,
     STARTING_OFFSETS_OPTION,
+    TIMESTAMP_STRATEGIES,
+    TIMESTAMP_STRATEGY_ERROR,
+    TIMESTAMP_STRATEGY_LATEST,
 )
 from .positions import DataLoss, OffsetsForTimes, Watermarks
 
@@ -34,11 +40,7 @@ log = logging.getLogger(__name__)
 
 #: Spark's per-partition markers in ``startingOffsets`` JSON.
 EARLIEST_OFFSET, LATEST_OFFSET = -2, -1
-#: ``startingOffsetsByTimestampStrategy``: a partition with no record at or after the timestamp fails the query
-#: (``error``, Spark's default) or starts at its end (``latest``).
-TIMESTAMP_STRATEGY_ERROR, TIMESTAMP_STRATEGY_LATEST = "error", "latest"
-TIMESTAMP_STRATEGIES = (TIMESTAMP_STRATEGY_ERROR, TIMESTAMP_STRATEGY_LATEST)
-DEFAULT_TIMESTAMP_STRATEGY = TIMESTAMP_STRATEGY_ERROR
+DEFAULT_TIMESTAMP_STRATEGY: str = STARTING_OFFSETS_BY_TIMESTAMP_STRATEGY.default
 
 
 @dataclass(frozen=True)
@@ -92,7 +94,8 @@ class Latest(StartingOffsets):
 
 
 #: Where a query starts when no starting option is set.
-DEFAULT_STARTING_OFFSETS: StartingOffsets = Latest()
+#: the default of ``startingOffsets`` for a streaming query, its spec entry's
+DEFAULT_STARTING_OFFSETS: StartingOffsets = Earliest() if STARTING_OFFSETS.default == EARLIEST else Latest()
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
+from ..spec.kinesis import ENDPOINT_URL_OPTION, REGION_OPTION, STREAM_NAME_OPTION
 from . import kpl
 from .calls import (  # re-exported: callers and tests that predate calls.py import them from here
     THROTTLING_CODES,
@@ -31,7 +32,6 @@ from .calls import (  # re-exported: callers and tests that predate calls.py imp
     unreachable,
 )
 from .errors import KinesisSourceError, KinesisStreamNotFoundError
-from .options import ENDPOINT_URL_OPTION, REGION_OPTION, STREAM_NAME_OPTION
 from .positions import AFTER_SEQUENCE_NUMBER, ShardPosition
 from .shards import ShardInfo
 

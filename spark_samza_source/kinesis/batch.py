@@ -19,11 +19,12 @@ from collections.abc import Callable
 
 from ..core.batch_filters import PushedFilters
 from ..core.model import TaskName
+from ..spec.kinesis import ENDING_POSITION_OPTION
 from .batch_options import KinesisBatchOptions
 from .coordinator import KinesisCoordinator
 from .input_partition import ShardRead
 from .offset import DRAINED
-from .options import ENDING_POSITION_OPTION, SYSTEM
+from .options import SYSTEM
 from .planner import initial_offset
 from .positions import AT_TIMESTAMP, TRIM_HORIZON, ShardPosition
 from .schema import TASK_COLUMN

@@ -25,6 +25,7 @@ import pyarrow as pa
 
 from ..core.errors import MetadataStoreError
 from ..metadata.base import MetadataStore
+from ..spec.namespaces import BATCH_ENDS
 from .errors import KinesisSourceError
 from .positions import AFTER_SEQUENCE_NUMBER, PositionFormatError, ShardPosition
 from .reader import ShardReadResult, read_shard, stream_shard
@@ -34,7 +35,7 @@ __all__ = ["AttemptPassedRecordedEnd", "BatchEnds", "NAMESPACE", "RecordedEnd", 
 
 log = logging.getLogger(__name__)
 
-NAMESPACE = "kinesis-batch-ends"
+NAMESPACE = BATCH_ENDS
 _BATCH_DIGITS = 20
 _WARNED: set[str] = set()  # store URIs already warned about (BatchEnds is built once per shard read)
 

@@ -14,15 +14,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..core.errors import ConfigError
-from ..source.option_parser import Options, json_object
-from .options import (
-    AT_TIMESTAMP,
-    ENDING_POSITION_OPTION,
-    LATEST,
-    STARTING_POSITION_OPTION,
-    KinesisSourceOptions,
-    at_timestamp_ms,
-)
+from ..spec.kinesis import AT_TIMESTAMP, ENDING_POSITION_OPTION, LATEST, STARTING_POSITION_OPTION
+from ..spec.values import Options, json_object
+from .options import KinesisSourceOptions, at_timestamp_ms
+from .starting import TrimHorizon
 
 __all__ = ["KinesisBatchOptions", "KinesisEnding"]
 
@@ -52,8 +47,6 @@ class KinesisBatchOptions:
         source = KinesisSourceOptions.parse(raw)
         opts = Options(raw)
         if not opts.has(STARTING_POSITION_OPTION):
-            from .starting import TrimHorizon
-
             source = dataclasses.replace(source, starting=TrimHorizon())
         return cls(source, _parse_ending(opts.string(ENDING_POSITION_OPTION)), use_stored_job_model)
 

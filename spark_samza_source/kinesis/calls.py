@@ -29,7 +29,7 @@ from typing import Any, TypeVar
 from botocore.exceptions import ClientError, HTTPClientError
 from botocore.exceptions import ConnectionError as BotoConnectionError
 
-from ..source.options import RETRY_TIMEOUT_OPTION
+from ..spec.common import RETRY_TIMEOUT_OPTION
 from .client import AwsClientSettings, client_where
 from .errors import KinesisSourceError, KinesisThrottledError
 from .positions import AFTER_SEQUENCE_NUMBER, AT_SEQUENCE_NUMBER, AT_TIMESTAMP, SHARD_END, TRIM_HORIZON, ShardPosition

@@ -37,7 +37,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ..core.errors import ConfigError
-from ..source.job_options import DEFAULT_RETRY_TIMEOUT_MS
+from ..spec.common import DEFAULT_RETRY_TIMEOUT_MS
 
 __all__ = [
     "AwsClientSettings",

@@ -21,7 +21,8 @@ from ..core.checkpoint import Checkpoint
 from ..core.errors import ConfigError, SamzaSourceError
 from ..metadata.lease import offset_identity, query_identity
 from ..source.job_coordinator import JobCoordinator
-from ..source.options import FAIL_ON_DATA_LOSS_OPTION
+from ..spec.common import FAIL_ON_DATA_LOSS_OPTION
+from ..spec.kinesis import KCL_LEASE_TABLE_OPTION, STARTING_POSITION_OPTION
 from .admin import KinesisAdmin
 from .batch_ends import BatchEnds, batch_ends_for
 from .calls import error_code, iterator_request
@@ -30,7 +31,7 @@ from .errors import KclLeaseConflictError, KinesisDataLossError
 from .input_partition import ShardRead
 from .lease_table import KclLeaseTable
 from .offset import READABLE, KinesisOffset, StreamIdentity
-from .options import KCL_LEASE_TABLE_OPTION, STARTING_POSITION_OPTION, SYSTEM, KinesisSourceOptions
+from .options import SYSTEM, KinesisSourceOptions
 from .planner import (
     ShardStartpoint,
     initial_offset,

@@ -59,10 +59,10 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
+from ..spec.kinesis import KCL_LEASE_TABLE_OPTION
 from .calls import error_code
 from .client import AwsClientSettings
 from .errors import KclLeaseConflictError, KinesisSourceError
-from .options import KCL_LEASE_TABLE_OPTION
 from .positions import (
     AFTER_SEQUENCE_NUMBER,
     AT_SEQUENCE_NUMBER,

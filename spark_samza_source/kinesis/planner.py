@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 from ..core.errors import DataLossError
 from ..core.model import SystemStreamPartition, TaskName, TaskSsp
-from ..source.options import FAIL_ON_DATA_LOSS_OPTION, JOB_NAME_OPTION, METADATA_STORE_OPTION
+from ..spec.common import FAIL_ON_DATA_LOSS_OPTION, JOB_NAME_OPTION, METADATA_STORE_OPTION
 from .errors import KinesisPlanError
 from .mapper import LINEAGE, ShardPartitionMapper, check_assignment, task_name
 from .offset import (

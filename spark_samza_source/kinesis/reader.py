@@ -22,7 +22,7 @@ from typing import Any
 import pyarrow as pa
 from botocore.exceptions import ClientError
 
-from ..source.options import FAIL_ON_DATA_LOSS_OPTION
+from ..spec.common import FAIL_ON_DATA_LOSS_OPTION
 from . import kpl
 from .calls import (
     THROTTLING_CODES,

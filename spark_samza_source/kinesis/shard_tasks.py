@@ -23,6 +23,7 @@ from typing import Any
 
 from ..core.errors import FormatVersionError
 from ..metadata.base import MetadataStore
+from ..spec.namespaces import SHARD_TASKS
 from .mapper import task_index
 from .offset import KinesisOffset, StreamIdentity
 
@@ -30,7 +31,7 @@ log = logging.getLogger(__name__)
 
 __all__ = ["NAMESPACE", "ShardTasks", "ShardTasksMirror"]
 
-NAMESPACE = "shard-tasks"
+NAMESPACE = SHARD_TASKS
 FORMAT_VERSION = 1
 
 

@@ -15,9 +15,10 @@ from ..core.errors import OffsetFormatError
 from ..source.batch_reader import PushdownBatchReader, SamzaBatchReader
 from ..source.data_source import SamzaDataSource
 from ..source.stream_reader import SamzaStreamReader
+from ..spec.kinesis import BATCH_ONLY_OPTIONS
 from .input_partition import KinesisTaskPartition
 from .offset import KinesisOffset
-from .options import BATCH_ONLY_OPTIONS, KinesisSourceOptions
+from .options import KinesisSourceOptions
 from .schema import TASK_COLUMN, kinesis_schema
 
 FORMAT = "samza-kinesis"

@@ -19,8 +19,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from ..core.errors import ConfigError
+from ..spec.kinesis import LATEST, STARTING_POSITION, STARTING_POSITION_OPTION
 from .errors import KinesisPlanError
-from .options import STARTING_POSITION_OPTION
 from .positions import ShardPosition
 from .shards import ShardInfo, index_shards, lineage_order
 
@@ -67,16 +67,16 @@ class Latest(StartingPosition):
                        for s in shards}, latest_ms)
 
 
-#: Where a query starts when ``startingPosition`` is not set.
-DEFAULT_STARTING_POSITION: StartingPosition = Latest()
-
-
 @dataclass(frozen=True)
 class TrimHorizon(StartingPosition):
     """``TRIM_HORIZON`` (or ``EARLIEST``): every shard from its oldest record still retained."""
 
     def starts(self, shards, *, stream, now_ms, check_sequences, kcl_checkpoints) -> Starts:
         return Starts({s.shard_id: ShardPosition.trim_horizon() for s in shards})
+
+
+#: Where a streaming query starts when ``startingPosition`` is not set: its spec entry's default.
+DEFAULT_STARTING_POSITION: StartingPosition = Latest() if STARTING_POSITION.default == LATEST else TrimHorizon()
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from abc import ABC, abstractmethod
 from typing import Any
 
 from ..core.errors import ConfigError
-from ..source.options import JOB_NAME_OPTION
+from ..spec.common import JOB_NAME_OPTION
 
 JsonValue = Any  # a value json.dumps accepts: dict, list, str, int, float, bool, None
 

@@ -45,8 +45,8 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from ..core.errors import FormatVersionError, MetadataStoreError, SamzaSourceError
-from . import OPTION, SUPPORTED_FORMS, redact_uri, scrub_secrets
 from .base import JsonValue, MetadataStore, validate_job_name, validate_namespace
+from .uri import OPTION, SUPPORTED_FORMS, redact_uri, scrub_secrets
 
 try:  # POSIX only; elsewhere the local store falls back to best-effort conditionals
     import fcntl

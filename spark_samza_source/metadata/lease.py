@@ -27,7 +27,14 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ..core.errors import SamzaSourceError
-from ..source.options import JOB_NAME_OPTION, JOB_OWNERSHIP_TTL_OPTION, METADATA_STORE_OPTION
+from ..spec.common import (
+    DEFAULT_OWNERSHIP_TTL_MS,
+    JOB_NAME_OPTION,
+    JOB_OWNERSHIP_TTL_OPTION,
+    METADATA_STORE_OPTION,
+    MIN_OWNERSHIP_TTL_MS,
+)
+from ..spec.namespaces import LEASE, LEASE_KEY
 from .base import MetadataStore
 
 __all__ = [
@@ -44,13 +51,11 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-NAMESPACE = "owner"
-KEY = "driver"
+NAMESPACE = LEASE
+KEY = LEASE_KEY
 LEASE_FORMAT_VERSION = 1
 TTL_OPTION = JOB_OWNERSHIP_TTL_OPTION
-#: how long the job-ownership lease lives without renewal unless job.ownership.ttl says otherwise
-DEFAULT_OWNERSHIP_TTL_MS = 60_000
-MIN_TTL_MS = 1_000
+MIN_TTL_MS = MIN_OWNERSHIP_TTL_MS
 #: identities kept in the lease: enough for every offset a restart may resume from (see ``offset_identity``)
 MAX_IDENTITIES = 4
 _ACQUIRE_ATTEMPTS = 10

@@ -51,9 +51,9 @@ from collections.abc import Callable
 from typing import Any
 
 from ..core.errors import ConfigError, MetadataStoreError
-from . import OPTION, _userinfo_span, redact_uri, scrub_secrets
 from .base import JsonValue, MetadataStore, validate_job_name, validate_namespace
 from .filesystem import SUFFIX, decode_envelope, decode_name, encode_envelope, encode_key, hashed_name
+from .uri import OPTION, _userinfo_span, redact_uri, scrub_secrets
 
 __all__ = ["S3MetadataStore", "parse_s3_uri", "URI_PARAMETERS"]
 

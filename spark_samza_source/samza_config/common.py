@@ -22,10 +22,10 @@ from dataclasses import dataclass
 from ..core.broadcast import parse_broadcast_inputs
 from ..core.errors import ConfigError
 from ..core.model import SystemStreamPartition
-from ..kafka.options import ASSIGN_OPTION, SUBSCRIBE_PATTERN_OPTION
 from ..metadata.base import validate_job_name
-from ..source.option_parser import is_secret_option, shown
-from ..source.options import BROADCAST_OPTION, JOB_NAME_OPTION, METADATA_STORE_OPTION
+from ..spec.common import BROADCAST_OPTION, JOB_NAME_OPTION, METADATA_STORE_OPTION
+from ..spec.kafka import ASSIGN_OPTION, SUBSCRIBE_PATTERN_OPTION
+from ..spec.values import is_secret_option, shown
 from .report import PropertiesImport
 
 __all__ = ["KAFKA_FORMAT", "KINESIS_FORMAT", "SystemTranslation", "Translation"]

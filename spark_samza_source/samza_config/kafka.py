@@ -23,8 +23,21 @@ from ..core.errors import ConfigError
 from ..core.grouping import SAMZA_GROUPER_FACTORIES, FixedTasksGrouper
 from ..core.model import SystemStreamPartition
 from ..kafka.java_client import translate_java_settings
-from ..kafka.options import (
+from ..spec.common import (
+    BROADCAST_OPTION,
+    COPARTITION_OPTION,
+    EXPANSION_ALGORITHM_OPTION,
+    FAIL_ON_DATA_LOSS_OPTION,
+    GROUPER_OPTION,
+    JOB_OWNERSHIP_TTL_OPTION,
+    METADATA_STORE_OPTION,
+    RETRY_TIMEOUT_OPTION,
+    STARTPOINT_POLL_INTERVAL_OPTION,
+    STARTPOINT_TTL_OPTION,
+)
+from ..spec.kafka import (
     ASSIGN_OPTION,
+    BOOTSTRAP_SERVERS_OPTION,
     COMMIT_OFFSETS_TO_KAFKA_OPTION,
     DROP_TOPICS_OPTION,
     EXPANSION_ORDERING_OPTION,
@@ -45,18 +58,6 @@ from ..kafka.options import (
     STARTING_TIMESTAMP_OPTION,
     SUBSCRIBE_OPTION,
     SUBSCRIBE_PATTERN_OPTION,
-)
-from ..source.options import (
-    BROADCAST_OPTION,
-    COPARTITION_OPTION,
-    EXPANSION_ALGORITHM_OPTION,
-    FAIL_ON_DATA_LOSS_OPTION,
-    GROUPER_OPTION,
-    JOB_OWNERSHIP_TTL_OPTION,
-    METADATA_STORE_OPTION,
-    RETRY_TIMEOUT_OPTION,
-    STARTPOINT_POLL_INTERVAL_OPTION,
-    STARTPOINT_TTL_OPTION,
 )
 from .common import (
     EXPANSION_KEY,
@@ -140,10 +141,10 @@ def translate(tr: Translation, system: str, inputs: Inputs, patterns: Patterns,
     if system != "kafka":
         tr.notes.append(f"the Samza system '{system}' is called 'kafka' here: SSPs, task names of "
                         "GroupBySystemStreamPartition and Startpoint keys say 'kafka'")
-    if "kafka.bootstrap.servers" not in tr.options and "kafka.bootstrap.servers" not in {
+    if BOOTSTRAP_SERVERS_OPTION not in tr.options and BOOTSTRAP_SERVERS_OPTION not in {
             k.lower() for k in tr.props}:
         tr.notes.append(f"systems.{system}.consumer.bootstrap.servers is not set: add the option "
-                        "kafka.bootstrap.servers")
+                        f"{BOOTSTRAP_SERVERS_OPTION}")
 
 
 def _consumer(tr: Translation, system: str) -> None:
@@ -176,12 +177,12 @@ def _consumer(tr: Translation, system: str) -> None:
         tr.set_option(f"kafka.{prop}", value, tr.name(keys[origin]))
         if origin != prop:
             tr.notes.append(f"{tr.name(keys[origin])} -> kafka.{prop} (librdkafka's name)")
-    if "kafka.bootstrap.servers" not in tr.options:
+    if BOOTSTRAP_SERVERS_OPTION not in tr.options:
         producer = f"systems.{system}.producer.bootstrap.servers"
         if tr.props.get(producer, "").strip():
-            tr.set_option("kafka.bootstrap.servers", tr.props[producer].strip(), producer)
+            tr.set_option(BOOTSTRAP_SERVERS_OPTION, tr.props[producer].strip(), producer)
             tr.used.add(producer)
-            tr.notes.append(f"kafka.bootstrap.servers is taken from {producer} (no consumer setting)")
+            tr.notes.append(f"{BOOTSTRAP_SERVERS_OPTION} is taken from {producer} (no consumer setting)")
 
 
 def _system_keys(tr: Translation, system: str) -> None:

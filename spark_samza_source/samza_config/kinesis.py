@@ -18,7 +18,15 @@ import re
 
 from ..core.errors import ConfigError
 from ..core.model import SystemStreamPartition
-from ..kinesis.options import (
+from ..spec.common import (
+    FAIL_ON_DATA_LOSS_OPTION,
+    JOB_OWNERSHIP_TTL_OPTION,
+    METADATA_STORE_OPTION,
+    RETRY_TIMEOUT_OPTION,
+    STARTPOINT_POLL_INTERVAL_OPTION,
+    STARTPOINT_TTL_OPTION,
+)
+from ..spec.kinesis import (
     ACCESS_KEY_ID_OPTION,
     ASSIGNMENT_OPTION,
     DESCRIBE_SHARD_INTERVAL_OPTION,
@@ -36,14 +44,6 @@ from ..kinesis.options import (
     STREAM_NAME_OPTION,
     STS_ENDPOINT_URL_OPTION,
     TASKS_OPTION,
-)
-from ..source.options import (
-    FAIL_ON_DATA_LOSS_OPTION,
-    JOB_OWNERSHIP_TTL_OPTION,
-    METADATA_STORE_OPTION,
-    RETRY_TIMEOUT_OPTION,
-    STARTPOINT_POLL_INTERVAL_OPTION,
-    STARTPOINT_TTL_OPTION,
 )
 from .common import (
     EXPANSION_KEY,

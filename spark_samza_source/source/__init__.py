@@ -1,9 +1,8 @@
 """The Samza-job skeleton both sources share (docs/architecture.md §2).
 
-The option names (:mod:`.options`) and parser (:mod:`.option_parser`), the common options (:mod:`.job_options`),
-the ``DataSource`` (:mod:`.data_source`), the stream reader (:mod:`.stream_reader`), the job coordinator
+The common options parsed once (:mod:`.job_options`; every option itself is declared in ``spec/``), the
+``DataSource`` (:mod:`.data_source`), the stream reader (:mod:`.stream_reader`), the job coordinator
 (:mod:`.job_coordinator`), the input partition (:mod:`.partition`), read limits (:mod:`.limits`), errors for
 offset files (:mod:`.offset_json`) and the test-only fault-hook seam (:mod:`.fault_hooks`). A system package
-derives from these and adds what is its own. This ``__init__`` imports nothing, so the pure ``core/`` modules may
-import the option names without loading anything else.
+derives from these and adds what is its own. This ``__init__`` imports nothing.
 """

@@ -25,7 +25,7 @@ from pyspark.sql.datasource import DataSourceReader
 
 from ..core.batch_filters import PushedFilters, push_filters
 from ..core.errors import ConfigError
-from .options import JOB_NAME_OPTION, METADATA_STORE_OPTION
+from ..spec.common import JOB_NAME_OPTION, METADATA_STORE_OPTION
 from .partition import TaskInputPartition
 
 __all__ = [

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..core.errors import ConfigError
-from .options import FAULT_HOOKS_OPTION, TESTING_OPTIONS_PREFIX
+from ..spec.common import FAULT_HOOKS_OPTION, TESTING_OPTIONS_PREFIX
 
 __all__ = [
     "NO_FAULT_HOOKS", "SHARD_END_RECORDED", "TASK_HANDED_BATCH", "TASK_READ_DONE", "FaultHookOptions", "report",

@@ -1,10 +1,9 @@
 """The options every Samza job has, whichever system it reads, parsed in one place.
 
 ``KafkaSourceOptions`` and ``KinesisSourceOptions`` derive from :class:`JobOptions`, so ``options.job_name`` and
-the rest read the same in both sources, and :meth:`JobOptions.parse_common` is the one parser of ``job.name``,
-``metadata.store``, ``failOnDataLoss``, ``startpoint.ttl`` / ``startpoint.pollInterval``, ``job.ownership.ttl``,
-``endpoint.retryTimeout`` and the test-only ``testing.*`` fault hooks. Each default is defined beside the code
-that uses it and imported here.
+the rest read the same in both sources, and :meth:`JobOptions.parse_common` is the one parser of the entries of
+``spec/common.py``'s ``JOB_OPTIONS`` (names, defaults and descriptions live there) and of the test-only
+``testing.*`` fault hooks.
 """
 
 from __future__ import annotations
@@ -13,30 +12,13 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..core.startpoint import DEFAULT_STARTPOINT_POLL_INTERVAL_MS, DEFAULT_STARTPOINT_TTL_MS
+from ..metadata import check_store_uri
 from ..metadata.base import validate_job_name
-from ..metadata.lease import DEFAULT_OWNERSHIP_TTL_MS, MIN_TTL_MS
+from ..spec import common
+from ..spec.values import Options
 from .fault_hooks import NO_FAULT_HOOKS, FaultHookOptions
-from .option_parser import Options
-from .options import (
-    FAIL_ON_DATA_LOSS_OPTION,
-    JOB_NAME_OPTION,
-    JOB_OWNERSHIP_TTL_OPTION,
-    METADATA_STORE_OPTION,
-    RETRY_TIMEOUT_OPTION,
-    STARTPOINT_POLL_INTERVAL_OPTION,
-    STARTPOINT_TTL_OPTION,
-)
 
 log = logging.getLogger(__name__)
-
-#: Where startpoints, the job model, the checkpoint mirror and the lease live when ``metadata.store`` is not set:
-#: a local directory, fine for a notebook, not for production (the warning says so).
-DEFAULT_METADATA_STORE = "samza-metadata"
-#: How long an endpoint that does not answer (broker down, connection refused or reset, HTTP 5xx, a leader
-#: moving) is retried, with backoff, before the query fails naming it: rides out a broker or endpoint restart.
-DEFAULT_RETRY_TIMEOUT_MS = 60_000
-MIN_RETRY_TIMEOUT_MS = 1_000
 
 
 @dataclass(frozen=True)
@@ -61,31 +43,26 @@ class JobOptions:
         system keeps in the store, for the warning when ``metadata.store`` is not set.
         """
         job_name = opts.string(
-            JOB_NAME_OPTION, required=True, hint=f"it names the job's {store_holds} in the metadata store, e.g. "
-            f".option('{JOB_NAME_OPTION}', '{job_name_example}')")
+            common.JOB_NAME_OPTION, required=True, hint=f"it names the job's {store_holds} in the metadata store, "
+            f"e.g. .option('{common.JOB_NAME_OPTION}', '{job_name_example}')")
         validate_job_name(job_name)
-        store = opts.string(METADATA_STORE_OPTION)
+        store = opts.string(common.METADATA_STORE_OPTION)
         if store is not None:
-            from ..metadata import check_store_uri
-
             check_store_uri(store)  # refused at load(), not at the first trigger
         else:
-            store = DEFAULT_METADATA_STORE
+            store = common.METADATA_STORE.default
             log.warning(
                 "option '%s' is not set: using the local directory '%s'. The job's %s then live on this "
                 "machine's disk only, which driver and executors must share; production jobs should use durable "
                 "shared storage (e.g. s3://bucket/prefix or dynamodb://table?region=...).",
-                METADATA_STORE_OPTION, store, store_holds)
+                common.METADATA_STORE_OPTION, store, store_holds)
         return {
             "job_name": job_name,
             "metadata_store": store,
-            "fail_on_data_loss": opts.boolean(FAIL_ON_DATA_LOSS_OPTION, True),
-            "startpoint_ttl_ms": opts.duration_ms(STARTPOINT_TTL_OPTION, DEFAULT_STARTPOINT_TTL_MS, minimum_ms=1),
-            "startpoint_poll_ms": opts.duration_ms(STARTPOINT_POLL_INTERVAL_OPTION,
-                                                   DEFAULT_STARTPOINT_POLL_INTERVAL_MS),
-            "ownership_ttl_ms": opts.duration_ms(JOB_OWNERSHIP_TTL_OPTION, DEFAULT_OWNERSHIP_TTL_MS,
-                                                 minimum_ms=MIN_TTL_MS),
-            "retry_timeout_ms": opts.duration_ms(RETRY_TIMEOUT_OPTION, DEFAULT_RETRY_TIMEOUT_MS,
-                                                 minimum_ms=MIN_RETRY_TIMEOUT_MS),
+            "fail_on_data_loss": common.FAIL_ON_DATA_LOSS.read(opts),
+            "startpoint_ttl_ms": common.STARTPOINT_TTL.read(opts),
+            "startpoint_poll_ms": common.STARTPOINT_POLL_INTERVAL.read(opts),
+            "ownership_ttl_ms": common.JOB_OWNERSHIP_TTL.read(opts),
+            "retry_timeout_ms": common.RETRY_TIMEOUT.read(opts),
             "fault_hooks": FaultHookOptions.parse(opts),
         }

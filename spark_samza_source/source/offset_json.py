@@ -12,7 +12,7 @@ from __future__ import annotations
 import sys
 
 from ..core.errors import OffsetFormatError
-from .options import JOB_NAME_OPTION
+from ..spec.common import JOB_NAME_OPTION
 
 #: (which offset, in which file of <checkpoint>/offsets/)
 OffsetRole = tuple[str, str]

@@ -1,8 +1,9 @@
-"""Option validation of both sources (source/option_names.py): a misspelt, refused or unknown option fails option
+"""Option validation of both sources (spec/option.py): a misspelt, refused or unknown option fails option
 parsing with an error naming it and the fix, never a silent run with defaults the user did not choose."""
 
 from __future__ import annotations
 
+import dataclasses
 import string
 
 import pytest
@@ -16,7 +17,9 @@ from spark_samza_source.kafka.options import KafkaSourceOptions
 from spark_samza_source.kinesis import options as kinesis_options
 from spark_samza_source.kinesis.options import KinesisSourceOptions
 from spark_samza_source.kinesis.starting import AtTimestamp, TrimHorizon
-from spark_samza_source.source.option_names import OptionNames, check_option_names
+from spark_samza_source.spec import kafka as kafka_spec
+from spark_samza_source.spec import kinesis as kinesis_spec
+from spark_samza_source.spec.option import Namespace, Option, OptionNames, Text, check_option_names
 
 KAFKA = {"kafka.bootstrap.servers": "localhost:9092", "subscribe": "orders", "job.name": "j",
          "metadata.store": "memory://validation"}
@@ -178,11 +181,15 @@ def test_names_are_matched_case_insensitively_as_spark_hands_them_over():
     assert kafka(maxOffsetsPerTrigger="10").max_offsets_per_trigger == 10
 
 
-def test_an_option_constant_added_to_an_options_module_is_known_without_further_change(monkeypatch):
+def test_an_entry_added_to_a_spec_is_known_without_further_change(monkeypatch):
     assert "unknown option 'newoptionforatest'" in error_of(kafka, newOptionForATest="1")
-    monkeypatch.setattr(kafka_options, "NEW_OPTION_FOR_A_TEST_OPTION", "newOptionForATest", raising=False)
+    added = Option("newOptionForATest", Text(), "an option only this test has")
+    monkeypatch.setattr(kafka_spec, "KAFKA", dataclasses.replace(kafka_spec.KAFKA,
+                                                                 options=(*kafka_spec.KAFKA.options, added)))
     kafka(newOptionForATest="1")
-    monkeypatch.setattr(kinesis_options, "NEW_OPTIONS_PREFIX", "new.", raising=False)
+    new_namespace = Namespace("new.", "a namespace only this test has")
+    monkeypatch.setattr(kinesis_spec, "KINESIS", dataclasses.replace(
+        kinesis_spec.KINESIS, namespaces=(*kinesis_spec.KINESIS.namespaces, new_namespace)))
     check_option_names(["new.anything"], kinesis_options.option_names())
 
 

@@ -22,10 +22,10 @@ from ...core.startpoint import (
     StartpointTimestamp,
     StartpointUpcoming,
 )
-from ...core.startpoint_manager import NAMESPACE as STARTPOINT_NAMESPACE
 from ...core.startpoint_manager import StartpointManager, parse_startpoint_key, startpoint_key
 from ...metadata import open_store, redact_uri
-from ...source.options import STARTPOINT_POLL_INTERVAL_OPTION
+from ...spec.common import STARTPOINT_POLL_INTERVAL_OPTION
+from ...spec.namespaces import CHECKPOINTS, JOB_MODEL, JOB_MODEL_CURRENT, JOB_MODEL_PREVIOUS, STARTPOINTS
 from .parser import UsageError
 from .render import cell, iso_ms, render_table
 
@@ -33,7 +33,6 @@ __all__ = ["CommandError", "Outcome", "run"]
 
 KAFKA = "kafka"
 KINESIS = "kinesis"
-JOB_MODEL_NAMESPACE = "jobmodel"  # as kafka.coordinator.JOB_MODEL_NAMESPACE (not imported: it pulls in the client)
 #: how many offset files ``jobmodel show --checkpoint`` walks back to find the previous job model
 _JOB_MODEL_HISTORY = 1000
 
@@ -101,7 +100,7 @@ def _build_startpoint(args: argparse.Namespace) -> Startpoint:
 
 
 def _current_job_model(store) -> JobModel | None:
-    raw = store.get(JOB_MODEL_NAMESPACE, "current")
+    raw = store.get(JOB_MODEL, JOB_MODEL_CURRENT)
     return None if raw is None else JobModel.from_json(raw)
 
 
@@ -183,7 +182,7 @@ def _scan_startpoints(store) -> tuple[list[dict[str, Any]], list[dict[str, Any]]
     """(entries, malformed) of the startpoint namespace, each as the JSON the commands print."""
     manager = StartpointManager(store)
     entries, malformed = [], []
-    for key, raw in sorted(store.list(STARTPOINT_NAMESPACE).items()):
+    for key, raw in sorted(store.list(STARTPOINTS).items()):
         try:
             ssp, task = parse_startpoint_key(key)
         except StartpointFormatError as err:
@@ -298,7 +297,7 @@ def startpoint_set(args: argparse.Namespace) -> Outcome:
     if sel.ssp.system == KAFKA:
         model = _current_job_model(store)
         if model is None:
-            if not store.list("checkpoint"):
+            if not store.list(CHECKPOINTS):
                 warnings.append(f"nothing is stored yet for {_where(args)}: check --store and --job (the "
                                 "startpoint is stored anyway and applies when the query plans a batch)")
         elif sel.ssp not in model.ssps():
@@ -340,7 +339,7 @@ def startpoint_delete(args: argparse.Namespace) -> Outcome:
         keys = [startpoint_key(sel.ssp, sel.task)]
     else:
         keys = []
-        for key in sorted(store.list(STARTPOINT_NAMESPACE)):
+        for key in sorted(store.list(STARTPOINTS)):
             try:
                 ssp, _task = parse_startpoint_key(key)
             except StartpointFormatError:
@@ -349,8 +348,8 @@ def startpoint_delete(args: argparse.Namespace) -> Outcome:
                 keys.append(key)
     deleted = []
     for key in keys:
-        if store.get(STARTPOINT_NAMESPACE, key) is not None:
-            store.delete(STARTPOINT_NAMESPACE, key)
+        if store.get(STARTPOINTS, key) is not None:
+            store.delete(STARTPOINTS, key)
             deleted.append(key)
     data = {**_header(args), "action": "delete", **_selected_json(sel), "deleted": deleted}
     if deleted:
@@ -417,7 +416,7 @@ def jobmodel_show(args: argparse.Namespace) -> Outcome:
         model, previous, source, kinesis = _job_model_from_checkpoint(args)
     else:
         store = _open(args)
-        current = store.get(JOB_MODEL_NAMESPACE, "current")
+        current = store.get(JOB_MODEL, JOB_MODEL_CURRENT)
         if current is None:
             raise CommandError(
                 f"no job model stored for {_where(args)}: the samza-kafka driver writes it when the query plans "
@@ -425,7 +424,7 @@ def jobmodel_show(args: argparse.Namespace) -> Outcome:
                 "offset: pass --checkpoint DIR"
             )
         model = JobModel.from_json(current)
-        raw_previous = store.get(JOB_MODEL_NAMESPACE, "previous")
+        raw_previous = store.get(JOB_MODEL, JOB_MODEL_PREVIOUS)
         previous = JobModel.from_json(raw_previous) if raw_previous is not None else None
         source = f"metadata store {redact_uri(args.store)}"
     diff = model.diff(previous) if previous is not None else None

@@ -16,7 +16,7 @@ from datetime import datetime
 from typing import NoReturn
 
 from ..._version import __version__
-from ...source.options import JOB_NAME_OPTION, METADATA_STORE_OPTION
+from ...spec.common import JOB_NAME_OPTION, METADATA_STORE_OPTION
 
 __all__ = [
     "STORE_ENV",

@@ -1,8 +1,10 @@
-"""Parsing and validating reader options, shared by both sources.
+"""The typed reading of option values, and the redaction of secret ones: what every option kind is built on.
 
 Spark hands a Python data source its options as a case-insensitive dict of strings (keys lower-cased). Every
-parser here raises :class:`ConfigError` naming the option, the value, what is allowed and how to fix it.
-Values of options that look secret are never echoed.
+reader here raises :class:`ConfigError` naming the option, the value, what is allowed and how to fix it.
+Values of options that look secret are never echoed. Secrecy is one rule over the name (:func:`is_secret_option`),
+not a flag per entry, because the ``kafka.*`` pass-through (``kafka.sasl.password``, ``kafka.ssl.key.password``)
+has no entries; an entry's ``secret`` and the reference's "secret" mark come from the same rule.
 """
 
 from __future__ import annotations
@@ -12,12 +14,13 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from ..core.errors import ConfigError
+from .errors import ConfigError
 
 _SECRET_HINTS = ("password", "secret", "credential", "token", "sasl.jaas", "private", "accesskey", "secretkey")
 
 
 def is_secret_option(name: str) -> bool:
+    """Whether the value of option ``name`` may be a credential: it is then never logged or shown in an error."""
     lowered = name.lower().replace("_", "").replace("-", "")
     return any(hint.replace(".", "") in lowered.replace(".", "") for hint in _SECRET_HINTS)
 
@@ -25,10 +28,6 @@ def is_secret_option(name: str) -> bool:
 def shown(name: str, value: Any) -> str:
     """The value as it may appear in an error or a log line: secrets are replaced by ``***``."""
     return "***" if is_secret_option(name) else repr(value)
-
-
-def redact_options(options: Mapping[str, str]) -> dict[str, str]:
-    return {k: ("***" if is_secret_option(k) else v) for k, v in options.items()}
 
 
 class Options:
