@@ -26,7 +26,7 @@ def read_batch_task(options: KinesisSourceOptions, partition: KinesisTaskPartiti
     settings = AwsClientSettings.from_settings(options.client_settings())
     client = kinesis_client(settings)
     shard_settings = ShardReadSettings(max_records=_NO_RECORD_CAP, max_fetch_time_ms=_BATCH_FETCH_TIME_MS,
-                                       fail_on_data_loss=options.fail_on_data_loss, aws=settings)
+                                       fail_on_data_loss=options.fail_on_data_loss, aws_settings=settings)
     for read in partition.reads:  # lineage order: parents before children
         request = ShardReadRequest(options.stream, read.shard_id, read.start, partition.task,
                                    ending_sequence=read.ending_sequence, until_arrival_ms=read.until_arrival_ms)

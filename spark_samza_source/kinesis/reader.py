@@ -121,8 +121,8 @@ class ShardReadSettings:
     ``max_records`` user records and ``max_fetch_time_ms`` bound a read (an exact read, which has a recorded end,
     is bounded by ``exact_timeout_ms`` instead); ``records_per_call`` is the ``GetRecords`` limit (at most 10 000),
     ``min_call_interval_ms`` the pacing between calls on one shard, ``max_retries`` the throttled calls in a row
-    before the read fails, ``max_rows_per_batch`` the rows per Arrow batch handed out. ``aws`` only serves to scrub
-    credentials out of error texts; ``sleep`` is the clock's wait (tests replace it).
+    before the read fails, ``max_rows_per_batch`` the rows per Arrow batch handed out. ``aws_settings`` only
+    serves to scrub credentials out of error texts; ``sleep`` is the clock's wait (tests replace it).
     """
 
     max_records: int = DEFAULT_MAX_RECORDS
@@ -133,7 +133,7 @@ class ShardReadSettings:
     min_call_interval_ms: int = DEFAULT_MIN_CALL_INTERVAL_MS
     max_retries: int = DEFAULT_MAX_RETRIES
     exact_timeout_ms: int = DEFAULT_EXACT_TIMEOUT_MS
-    aws: AwsClientSettings | None = None
+    aws_settings: AwsClientSettings | None = None
     sleep: Callable[[float], None] = time.sleep
 
     def __post_init__(self) -> None:
@@ -214,7 +214,7 @@ class ShardStream:
     """One read of one shard (built by :func:`stream_shard`): iterate for the rows, then look at ``result``."""
 
     def __init__(self, client: Any, request: ShardReadRequest, read: ShardReadSettings) -> None:
-        settings = read.aws
+        settings = read.aws_settings
         self.client = client
         self.calls = KinesisCalls(client, settings=settings, max_retries=read.max_retries, sleep=read.sleep)
         self.scrub = settings.scrub if settings is not None else (lambda t: str(t)[:1000])

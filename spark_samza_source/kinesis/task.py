@@ -58,7 +58,7 @@ def read_task(options: KinesisSourceOptions, partition: KinesisTaskPartition) ->
 def read_settings(options: KinesisSourceOptions, settings: AwsClientSettings) -> ShardReadSettings:
     """The task's shard read settings, the same for every shard it reads."""
     return ShardReadSettings(max_records=options.max_records_per_shard, max_fetch_time_ms=options.max_fetch_time_ms,
-                             fail_on_data_loss=options.fail_on_data_loss, aws=settings)
+                             fail_on_data_loss=options.fail_on_data_loss, aws_settings=settings)
 
 
 def _read_shard(options: KinesisSourceOptions, partition: KinesisTaskPartition, client: Any, store: Any,
