@@ -27,10 +27,6 @@ def shown(name: str, value: Any) -> str:
     return "***" if is_secret_option(name) else repr(value)
 
 
-def redact_options(options: Mapping[str, str]) -> dict[str, str]:
-    return {k: ("***" if is_secret_option(k) else v) for k, v in options.items()}
-
-
 class Options:
     """Read-only view of the user's options with typed getters; remembers which keys were consumed."""
 
