@@ -89,8 +89,6 @@ def initial_offset(
     *,
     stream: str,
     system: str = "kinesis",
-    slots_per_task: int | None = None,
-    default_position: ShardPosition | None = None,
     latest_timestamp_ms: int | None = None,
     query_id: str | None = None,
     stream_identity=None,
@@ -99,12 +97,16 @@ def initial_offset(
 
     ``starting``: one position for every shard (default ``TRIM_HORIZON``), or shard id -> position (e.g. seeded
     from a KCL lease table, ``SHARD_END`` for finished shards); shards missing from the mapping start at
-    ``default_position`` (default ``TRIM_HORIZON``). ``num_tasks=None``: the open-shard count (at least 1).
+    ``TRIM_HORIZON``. ``num_tasks=None``: the open-shard count (at least 1).
     ``latest_timestamp_ms``: record the time ``LATEST`` was resolved to (the caller passes ``AT_TIMESTAMP``).
+
+    Nine parameters: the first four say what batch 0 reads and how shards map onto tasks; the keyword-only rest
+    are recorded verbatim in the offset (its stream and system, when ``LATEST`` was resolved, the query and the
+    stream incarnation), so grouping them would only rename the offset's own fields.
     """
     check_assignment(assignment)
     listed = index_shards(shards)
-    default = default_position or ShardPosition.trim_horizon()
+    default = ShardPosition.trim_horizon()
     if starting is None:
         starting = ShardPosition.trim_horizon()
     if isinstance(starting, ShardPosition):
@@ -122,7 +124,7 @@ def initial_offset(
     if num_tasks is None:
         num_tasks = max(1, sum(1 for s in listed.values() if not s.closed))
     live = [listed[sid] for sid, status in statuses.items() if status != DRAINED]
-    mapper = ShardPartitionMapper.build(num_tasks, live, assignment, slots_per_task)
+    mapper = ShardPartitionMapper.build(num_tasks, live, assignment)
     return KinesisOffset(
         batch=0,
         stream=stream,
