@@ -4,6 +4,11 @@
 the startpoints already resolved to positions, and the read limit; it returns the next offset. It does no
 I/O, so every rule here (startpoint rebases, drain-first expansion barriers, data-loss handling, the read
 limit split in proportion to backlog) is unit-tested without a broker.
+
+``plan_next`` is a pipeline of phases over one frozen :class:`PlanInputs` (the query's fixed rules in
+:class:`PlanRules`), each a function of its own: recreated topics (``recreated_in_model``), start positions
+(``start_positions``), barriers and cuts (``barriers_and_cuts``), read caps (``read_caps``, then
+``split_read_limit``) and the next offset (``next_offset``).
 """
 
 from __future__ import annotations

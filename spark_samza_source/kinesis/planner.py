@@ -9,6 +9,8 @@ to shard positions and hands everything in; every rule is unit-tested without Ki
   otherwise blocked; a known shard gone before it was drained is data loss (``fail_on_data_loss``).
 - Startpoints apply when newer than the one recorded in ``applied`` for their (task, SSP), never twice.
 - The job model is kept unless ``num_tasks`` changes or ``new_job_model=True`` (then 1:1 again, ``mapper.build``).
+- ``plan_next`` is a pipeline of phases over one frozen :class:`PlanInputs`, each a function of its own:
+  positions after the batch, unlisted shards (expired or lost), new shards, startpoints, lineage, the mapping.
 
 Design and reasons: docs/architecture.md §4, §6 and §8.
 """
