@@ -238,7 +238,7 @@ def resumed_read_profile(endpoint: str, stream: str, shard_id: str, per_batch: i
                                  secret_key="testing")
     client = kinesis_client(settings)
     first = read_shard(client, stream, shard_id, ShardPosition.trim_horizon(), task="Task-0", max_records=per_batch,
-                       settings=settings)
+                       aws_settings=settings)
     slept: list[float] = []
 
     def sleep(seconds: float) -> None:
@@ -249,7 +249,7 @@ def resumed_read_profile(endpoint: str, stream: str, shard_id: str, per_batch: i
 
     def resumed():
         results.append(read_shard(client, stream, shard_id, first.end, task="Task-0", max_records=per_batch,
-                                  settings=settings, sleep=sleep))
+                                  aws_settings=settings, sleep=sleep))
 
     prof = cProfile.Profile()
     t = time.perf_counter()
@@ -306,7 +306,7 @@ def _reader_worker(endpoint: str, stream: str, shard_ids, per_shard: int, per_ba
                                  secret_key="testing")
     client = kinesis_client(settings)
     read_shard(client, stream, shard_ids[0], ShardPosition.trim_horizon(), task="warm", max_records=1,
-               settings=settings)
+               aws_settings=settings)
     barrier.wait()
     started, cpu = time.monotonic(), cpu_seconds()
     rows = calls = reads = 0
@@ -315,7 +315,7 @@ def _reader_worker(endpoint: str, stream: str, shard_ids, per_shard: int, per_ba
         pos = ShardPosition.trim_horizon()
         while True:
             res = read_shard(client, stream, sid, pos, task="Task-0", max_records=per_batch,
-                             max_fetch_time_ms=120_000, settings=settings)
+                             max_fetch_time_ms=120_000, aws_settings=settings)
             rows += res.records
             calls += res.calls
             reads += 1

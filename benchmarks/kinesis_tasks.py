@@ -7,10 +7,11 @@ slowest shard; a Samza task holds several shards, and if it read them in turn a 
 Target: task time <= 1.3x the slowest single shard's read.
 
 Per-shard limits as on AWS: 5 ``GetRecords`` per second (the reader's pacing) and 2 MB/s, here 1,000-byte records
-in pages of 400 (400 KB per call x 5 calls/s = 2 MB/s; the reader's page size is set through the real
-``stream_and_record``, the only change).  moto answers such a page in milliseconds, so, as on Kinesis, the
-per-shard pacing and not the server bounds a shard's read.  moto runs every call under one lock on one core, so
-with full 10,000-record pages the server would be the bottleneck for any client (``--page 10000`` shows it).
+in pages of 400 (400 KB per call x 5 calls/s = 2 MB/s; the reader's page size is set in the task's real
+``ShardReadSettings`` (``task.read_settings``), the only change).  moto answers such a page in milliseconds, so,
+as on Kinesis, the per-shard pacing and not the server bounds a shard's read.  moto runs every call under one
+lock on one core, so with full 10,000-record pages the server would be the bottleneck for any client
+(``--page 10000`` shows it).
 
 Used by ``kinesis_source.py --only tasks``; the figures are wall times of one batch (``read_task`` until its last
 row and recorded end), best of ``--repeat``; the ratio is taken within each run (same load), the best kept.
@@ -18,7 +19,7 @@ row and recorded end), best of ``--repeat``; the ratio is taken within each run 
 
 from __future__ import annotations
 
-import functools
+import dataclasses
 import multiprocessing as mp
 import os
 import time
@@ -38,12 +39,13 @@ def _task_worker(endpoint: str, stream: str, store: str, shard_ids: list[str], b
                  serial: bool, barrier, results) -> None:
     """One task (one process): read_task over ``shard_ids`` for ``batch``; wall time from the barrier."""
     from spark_samza_source.kinesis import task as kinesis_task
-    from spark_samza_source.kinesis.batch_ends import stream_and_record
     from spark_samza_source.kinesis.input_partition import KinesisTaskPartition, ShardRead
     from spark_samza_source.kinesis.options import KinesisSourceOptions
     from spark_samza_source.kinesis.positions import ShardPosition
 
-    kinesis_task.stream_and_record = functools.partial(stream_and_record, records_per_call=page)
+    task_settings = kinesis_task.read_settings
+    kinesis_task.read_settings = lambda options, aws: dataclasses.replace(task_settings(options, aws),
+                                                                          records_per_call=page)
     if serial:
         kinesis_task.MAX_SHARD_THREADS = 1  # the task as it was: one shard after the other
     options = KinesisSourceOptions.parse({

@@ -87,21 +87,22 @@ MUTANTS = [
       KAFKA + "planner.py", "hold_at = start if partition >= before else None", "hold_at = None", UNIT_CORE),
     # ---- settle cut (kafka/planner.py) ------------------------------------------------------------------------
     m("settle-time-ignored", "a growth is cut expansion.settleTime after it is seen", KAFKA + "planner.py",
-      "prev_counts, job_model, expansion_algorithm, start_of, now_ms + settle_ms",
-      "prev_counts, job_model, expansion_algorithm, start_of, now_ms", UNIT_CORE),
+      "prev_counts, inputs.job_model, rules.expansion_algorithm, lowest.get, inputs.now_ms + rules.settle_ms",
+      "prev_counts, inputs.job_model, rules.expansion_algorithm, lowest.get, inputs.now_ms", UNIT_CORE),
     m("never-cut", "the plan that ends the settle time cuts the growth", KAFKA + "planner.py",
-      "if any(b.settling and now_ms >= b.settle_until for b in chain):", "if False:", UNIT_CORE),
+      "if any(settled(b) for b in chain):", "if False:", UNIT_CORE),
     m("cut-at-start", "the cut is at the feeders' high watermark when the settle time ends", KAFKA + "planner.py",
-      "        if ssp in watermarks and ssp not in missing:\n            return watermarks[ssp].high",
-      "        if False:\n            return watermarks[ssp].high", UNIT_CORE),
+      "        if ssp in inputs.watermarks and ssp not in starts.missing:\n"
+      "            return inputs.watermarks[ssp].high",
+      "        if False:\n            return inputs.watermarks[ssp].high", UNIT_CORE),
     # ---- data-loss detection (kafka/planner.py) ----------------------------------------------------------------
     m("no-loss-below-log-start", "a start below the log start is data loss", KAFKA + "planner.py",
-      "if start < marks.low or start > marks.high:", "if start > marks.high:", UNIT_CORE),
+      "if marks.low <= position <= marks.high:", "if position <= marks.high:", UNIT_CORE),
     m("no-loss-offsets-backwards", "offsets gone backwards (topic re-created) are data loss", KAFKA + "planner.py",
-      "if start < marks.low or start > marks.high:", "if start < marks.low:", UNIT_CORE),
+      "if marks.low <= position <= marks.high:", "if marks.low <= position:", UNIT_CORE),
     m("loss-never-fails", "failOnDataLoss=true stops the query", KAFKA + "planner.py",
-      "                if fail_on_data_loss:\n                    raise DataLossError(f\"{described}.",
-      "                if False:\n                    raise DataLossError(f\"{described}.", UNIT_CORE),
+      "    if fail_on_data_loss:\n        raise DataLossError(f\"{described}.",
+      "    if False:\n        raise DataLossError(f\"{described}.", UNIT_CORE),
     # ---- compacted topics (kafka/reader.py; no Spark: read_ranges over the dev broker's compaction) -------------
     # A range ending in a gap is finished by either of two paths (a record at or past its end, or the consumer's
     # position reaching it); each alone keeps the rule, so the mutant breaks both.
@@ -114,7 +115,7 @@ MUTANTS = [
       "        if first > p.next:\n            self._data_loss(p, p.next, min(first, p.rng.end)", READER_COMPACTED),
     # ---- startpoints (kafka/planner.py, core/startpoint_manager.py) --------------------------------------------
     m("startpoint-applied-twice", "a startpoint is applied once", KAFKA + "planner.py",
-      "if sp is not None and sp.creation_timestamp > previous.applied.get(key, -1):",
+      "if sp is not None and sp.creation_timestamp > inputs.previous.applied.get(key, -1):",
       "if sp is not None:", UNIT_CORE),
     m("delete-even-if-changed", "a startpoint is deleted only if unchanged", CORE + "startpoint_manager.py",
       "        if current.creation_timestamp != creation_timestamp:\n            log.info(",
@@ -142,17 +143,17 @@ MUTANTS = [
       KIN + "mapper.py", "first = min(known, key=lambda p: (info[p].hash_start if p in info else _NO_HASH, p))",
       "first = max(known, key=lambda p: (info[p].hash_start if p in info else _NO_HASH, p))", UNIT_KIN),
     m("kinesis-lost-shard-ignored", "a shard gone before it was drained is data loss", KIN + "planner.py",
-      "        if fail_on_data_loss:\n            raise DataLossError(\n"
-      "                f\"samza-kinesis stream",
-      "        if False:\n            raise DataLossError(\n"
-      "                f\"samza-kinesis stream", UNIT_KIN),
+      "    if inputs.fail_on_data_loss:\n        raise DataLossError(\n"
+      "            f\"samza-kinesis stream",
+      "    if False:\n        raise DataLossError(\n"
+      "            f\"samza-kinesis stream", UNIT_KIN),
     m("kinesis-startpoint-applied-twice", "a Kinesis startpoint is applied once", KIN + "planner.py",
       "        if sp.creation_timestamp <= previous.applied.get(key, -1):\n            continue",
       "        if False:\n            continue", UNIT_KIN),
     # ---- batch-end recording (kinesis/batch_ends.py) -----------------------------------------------------------
     m("retry-ignores-recorded-end", "a retried attempt reads exactly to the recorded end", KIN + "batch_ends.py",
-      "reading = stream_shard(client, stream, shard_id, start, task=task, recorded_end=recorded, **read_options)",
-      "reading = stream_shard(client, stream, shard_id, start, task=task, recorded_end=None, **read_options)",
+      "reading = stream_shard(client, replace(request, recorded_end=recorded), read)",
+      "reading = stream_shard(client, replace(request, recorded_end=None), read)",
       READER),
     m("record-overwrites", "the first attempt's end wins (put-if-absent)", KIN + "batch_ends.py",
       "        if self.store.put_if_absent(self.namespace, key, value):\n            return end",

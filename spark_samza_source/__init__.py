@@ -13,10 +13,7 @@ def register(spark) -> None:
     """Register both sources on ``spark`` explicitly (not needed when the wheel is pip-installed: Spark finds
     the ``pyspark_samza_kafka`` / ``pyspark_samza_kinesis`` modules by itself)."""
     from .kafka.source import SamzaKafkaDataSource
+    from .kinesis.source import SamzaKinesisDataSource
 
     spark.dataSource.register(SamzaKafkaDataSource)
-    try:
-        from .kinesis.source import SamzaKinesisDataSource
-    except ImportError:  # the Kinesis source is not built yet
-        return
     spark.dataSource.register(SamzaKinesisDataSource)

@@ -39,4 +39,7 @@ class OffsetFormatError(SamzaSourceError, ValueError):
 
 
 class DataLossError(SamzaSourceError):
-    """Records the query had not read yet are gone (deleted, expired, or the topic was re-created)."""
+    """Records the query had not read yet are gone (deleted, expired, or the topic was re-created).
+
+    Raised as is by the planners on the driver; the readers on the executors raise their system's subclass
+    (``KafkaDataLossError``, ``KinesisDataLossError``), so one ``except DataLossError`` catches every loss."""

@@ -171,11 +171,3 @@ class JobModelDiff:
         lines += [f"{s} moved {a} -> {b}" for s, (a, b) in self.moved_ssps.items()]
         lines += [f"{s} removed (was in {t})" for s, t in self.removed_ssps.items()]
         return lines
-
-
-def group_ssps_by_stream(ssps: Iterable[SystemStreamPartition]) -> dict[SystemStream, list[SystemStreamPartition]]:
-    """Group SSPs by stream, each list sorted by partition."""
-    out: dict[SystemStream, list[SystemStreamPartition]] = {}
-    for ssp in sorted(ssps):
-        out.setdefault(ssp.system_stream, []).append(ssp)
-    return out

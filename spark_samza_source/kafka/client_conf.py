@@ -113,7 +113,7 @@ def librdkafka_near_names(name: str) -> list[str]:
     return [candidate for candidate in seen if librdkafka_knows(candidate)][:3]
 
 
-# ---- OAUTHBEARER token provider (issue #14) ---------------------------------------------------------------------
+# ---- OAUTHBEARER token provider: a user's function that fetches tokens for brokers using SASL/OAUTHBEARER -------
 # Kept in the client configuration (so it reaches executors with it) under the option's name without 'kafka.',
 # lower-cased as Spark hands options over; replaced by librdkafka's oauth_cb wherever a client is created.
 TOKEN_PROVIDER_KEY = OAUTHBEARER_TOKEN_PROVIDER_OPTION[len("kafka."):].lower()

@@ -43,7 +43,14 @@ from .admin import KafkaAdmin
 from .input_partition import KafkaRange
 from .offset import REBASE_NEW_PARTITION, REBASE_STARTPOINT, LogOffset, Rebase
 from .options import SYSTEM, KafkaSourceOptions
-from .planner import PlanResult, ResolvedStartpoint, plan_next, recreated_topic_error, recreated_topics
+from .planner import (
+    PlanResult,
+    PlanRules,
+    ResolvedStartpoint,
+    plan_next,
+    recreated_topic_error,
+    recreated_topics,
+)
 from .positions import Watermarks
 from .startpoints import KafkaStartpointResolver, kafka_startpoint_problem
 
@@ -284,13 +291,15 @@ class KafkaCoordinator(JobCoordinator[LogOffset]):
             marks,
             startpoints=startpoints,
             max_rows=max_rows,
-            until=self._until,
-            ordering=self.options.ordering,
-            fail_on_data_loss=self.options.fail_on_data_loss,
-            expansion_algorithm=self._algorithm,
             now_ms=now_ms,
-            settle_ms=self.options.expansion_settle_ms,
             topic_ids=topic_ids,
+            rules=PlanRules(
+                ordering=self.options.ordering,
+                fail_on_data_loss=self.options.fail_on_data_loss,
+                expansion_algorithm=self._algorithm,
+                settle_ms=self.options.expansion_settle_ms,
+                until=self._until,
+            ),
         )
         self._count_data_loss(result.data_loss)
         for topic, (_old, new) in result.recreated.items():

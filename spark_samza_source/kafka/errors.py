@@ -8,7 +8,7 @@ contain client configuration values other than ``bootstrap.servers`` (SASL passw
 
 from __future__ import annotations
 
-from ..core.errors import SamzaSourceError
+from ..core.errors import DataLossError, SamzaSourceError
 
 __all__ = ["KafkaSourceError", "KafkaDataLossError"]
 
@@ -17,6 +17,7 @@ class KafkaSourceError(SamzaSourceError):
     """A Kafka operation failed or timed out; the message names the operation and the topics involved."""
 
 
-class KafkaDataLossError(KafkaSourceError):
+class KafkaDataLossError(KafkaSourceError, DataLossError):
     """Records the query should have read are gone (deleted, aged out, topic re-created) and
-    ``failOnDataLoss`` is true."""
+    ``failOnDataLoss`` is true. A :class:`DataLossError` like the planner's, so ``except DataLossError`` catches
+    a loss whether the driver or an executor found it."""

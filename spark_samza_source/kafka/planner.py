@@ -4,6 +4,11 @@
 the startpoints already resolved to positions, and the read limit; it returns the next offset. It does no
 I/O, so every rule here (startpoint rebases, drain-first expansion barriers, data-loss handling, the read
 limit split in proportion to backlog) is unit-tested without a broker.
+
+``plan_next`` is a pipeline of phases over one frozen :class:`PlanInputs` (the query's fixed rules in
+:class:`PlanRules`), each a function of its own: recreated topics (``recreated_in_model``), start positions
+(``start_positions``), barriers and cuts (``barriers_and_cuts``), read caps (``read_caps``, then
+``split_read_limit``) and the next offset (``next_offset``).
 """
 
 from __future__ import annotations
@@ -15,7 +20,7 @@ from dataclasses import dataclass, field
 from ..core.errors import DataLossError
 from ..core.expansion import DefaultPartitionExpansionAlgorithm, PartitionExpansionAlgorithm, checked_feeders
 from ..core.jobmodel import JobModel
-from ..core.model import SystemStream, SystemStreamPartition, TaskSsp
+from ..core.model import SystemStream, SystemStreamPartition, TaskName, TaskSsp
 from ..spec.common import FAIL_ON_DATA_LOSS_OPTION
 from ..spec.kafka import DRAIN_FIRST
 from .offset import (
@@ -74,6 +79,72 @@ class PlanResult:
     new_barriers: list[SystemStreamPartition] = field(default_factory=list)
 
 
+@dataclass(frozen=True)
+class PlanRules:
+    """How a query plans, the same at every trigger.
+
+    ``ordering``: ``drain-first`` holds a grown partition until its feeders drained to the cut; ``none`` reads
+    everything at once. ``expansion_algorithm`` names the partitions that feed a grown one (default:
+    ``hash % N``); a growth is cut ``settle_ms`` after it is seen, so producers with stale metadata have written
+    their last old-layout records before it. ``until`` caps every SSP (``Trigger.AvailableNow``: the high
+    watermarks seen when it was prepared; SSPs missing from it are not read).
+    """
+
+    ordering: str = DRAIN_FIRST
+    fail_on_data_loss: bool = True
+    expansion_algorithm: PartitionExpansionAlgorithm | None = None
+    settle_ms: int = 0
+    until: Mapping[SystemStreamPartition, int] | None = None
+
+
+@dataclass(frozen=True)
+class PlanInputs:
+    """What one trigger plans from; every phase reads it and none changes it."""
+
+    previous: LogOffset
+    job_model: JobModel
+    watermarks: Mapping[SystemStreamPartition, Watermarks]
+    startpoints: Mapping[TaskSsp, ResolvedStartpoint]
+    topic_ids: Mapping[str, str]
+    now_ms: int
+    rules: PlanRules
+
+    def model_streams(self) -> set[str]:
+        return {s.stream for s in self.job_model.ssps()}
+
+
+@dataclass(frozen=True)
+class StartPositions:
+    """Phase 2's answer: where each (task, SSP) starts this batch, and why when it is not where it stopped.
+
+    ``applied`` is the offset's record of startpoint creation timestamps in force; ``newly_applied`` the
+    startpoints taken in this plan. ``missing`` SSPs are in the job model but not reported by the broker.
+    """
+
+    starts: Mapping[TaskSsp, int]
+    rebases: Mapping[TaskSsp, Rebase] = field(default_factory=dict)
+    applied: Mapping[TaskSsp, int] = field(default_factory=dict)
+    newly_applied: Mapping[TaskSsp, ResolvedStartpoint] = field(default_factory=dict)
+    missing: frozenset[SystemStreamPartition] = frozenset()
+    data_loss: tuple[DataLoss, ...] = ()
+
+    def lowest(self) -> dict[SystemStreamPartition, int]:
+        """The lowest start over the tasks holding an SSP (a broadcast SSP has several)."""
+        out: dict[SystemStreamPartition, int] = {}
+        for (_task, ssp), start in self.starts.items():
+            out[ssp] = min(start, out.get(ssp, start))
+        return out
+
+
+@dataclass(frozen=True)
+class BarrierPlan:
+    """Phase 3's answer: the barriers in force after this plan, those it added and the SSPs it released."""
+
+    barriers: Mapping[SystemStreamPartition, tuple[Barrier, ...]]
+    new: tuple[SystemStreamPartition, ...] = ()
+    released: tuple[SystemStreamPartition, ...] = ()
+
+
 def plan_next(
     previous: LogOffset,
     job_model: JobModel,
@@ -81,176 +152,276 @@ def plan_next(
     *,
     startpoints: Mapping[TaskSsp, ResolvedStartpoint] | None = None,
     max_rows: int | None = None,
-    until: Mapping[SystemStreamPartition, int] | None = None,
-    ordering: str = DRAIN_FIRST,
-    fail_on_data_loss: bool = True,
-    expansion_algorithm: PartitionExpansionAlgorithm | None = None,
     now_ms: int = 0,
-    settle_ms: int = 0,
     topic_ids: Mapping[str, str] | None = None,
+    rules: PlanRules = PlanRules(),
 ) -> PlanResult:
-    """Plan the batch after ``previous``.
+    """Plan the batch after ``previous``, in five phases over one frozen :class:`PlanInputs`.
 
-    ``until`` caps every SSP (``Trigger.AvailableNow``: the high watermarks seen when it was prepared; SSPs
-    missing from it are not read). ``expansion_algorithm`` names the partitions that feed a grown one
-    (default: ``hash % N``); a growth seen now is cut ``settle_ms`` after ``now_ms`` (wall clock, epoch ms),
-    so producers with stale metadata have written their last old-layout records before it.
-    ``topic_ids`` (topic -> Kafka topic ID now) are recorded in the offset; a topic whose ID differs from the
-    one ``previous`` recorded was re-created: data loss (its SSPs restart at the log start with
-    ``fail_on_data_loss`` false). Raises :class:`DataLossError` when ``fail_on_data_loss`` and an unread range
-    is gone. Returns
-    ``previous`` itself (same object) when nothing changes, so Spark sees an equal offset string and plans no
-    empty batch.
+    ``now_ms`` is the wall clock (epoch ms) that settle times are measured against. ``topic_ids`` (topic ->
+    Kafka topic ID now) are recorded in the offset; a topic whose ID differs from the one ``previous``
+    recorded was re-created: data loss (its SSPs restart at the log start when ``rules.fail_on_data_loss`` is
+    false). Raises :class:`DataLossError` when ``rules.fail_on_data_loss`` and an unread range is gone.
+    Returns ``previous`` itself (same object) when nothing changes, so Spark sees an equal offset string and
+    plans no empty batch.
     """
-    startpoints = dict(startpoints or {})
-    result = PlanResult(offset=previous)
-    prev_counts = previous.job_model.partition_counts()
-    starts: dict[TaskSsp, int] = {}
-    rebases: dict[TaskSsp, Rebase] = {}
-    applied = {k: v for k, v in previous.applied.items()}
-    missing: set[SystemStreamPartition] = set()
-    topic_ids = dict(topic_ids or {})
-    recreated = recreated_topics(previous, topic_ids)
-    model_streams = {s.stream for s in job_model.ssps()}
-    recreated = {t: ids for t, ids in recreated.items() if t in model_streams}
-    if recreated and fail_on_data_loss:
+    inputs = PlanInputs(previous, job_model, watermarks, dict(startpoints or {}), dict(topic_ids or {}), now_ms,
+                        rules)
+    recreated = recreated_in_model(inputs)
+    starts = start_positions(inputs, recreated)
+    barriers = barriers_and_cuts(inputs, starts)
+    ends = split_read_limit(starts.starts, read_caps(inputs, starts, barriers.barriers), max_rows)
+    return PlanResult(
+        offset=next_offset(inputs, starts, barriers.barriers, ends),
+        data_loss=list(starts.data_loss),
+        recreated=recreated,
+        applied=dict(starts.newly_applied),
+        released_barriers=list(barriers.released),
+        new_barriers=list(barriers.new),
+    )
+
+
+# Phase 1: recreated topics.
+
+def recreated_in_model(inputs: PlanInputs) -> dict[str, tuple[str, str]]:
+    """The job model's topics that were deleted and re-created since ``inputs.previous``: topic -> (old, new ID).
+
+    Raises (the alphabetically first such topic) when data loss fails the query; otherwise logs each one.
+    """
+    streams = inputs.model_streams()
+    recreated = {t: ids for t, ids in recreated_topics(inputs.previous, inputs.topic_ids).items() if t in streams}
+    if recreated and inputs.rules.fail_on_data_loss:
         topic = min(recreated)
         raise recreated_topic_error(topic, recreated[topic])
     for topic, (old_id, new_id) in recreated.items():
         log.warning("data loss: topic '%s' was deleted and re-created (topic ID %s, was %s); reading the new topic "
                     "from its start", topic, new_id, old_id)
-    result.recreated = recreated
+    return recreated
 
-    for task, ssps in job_model.tasks.items():
+
+# Phase 2: start positions.
+
+@dataclass(frozen=True)
+class _Start:
+    position: int
+    rebase: Rebase | None = None
+    loss: DataLoss | None = None
+
+
+def start_positions(inputs: PlanInputs, recreated: Mapping[str, tuple[str, str]]) -> StartPositions:
+    """Where every (task, SSP) of the job model starts: a due startpoint, else the log start of a re-created
+    topic, else where it stopped (checked against the log's bounds). An SSP the broker no longer reports keeps
+    its position and is marked missing (or fails the query)."""
+    starts: dict[TaskSsp, int] = {}
+    rebases: dict[TaskSsp, Rebase] = {}
+    applied = dict(inputs.previous.applied)
+    newly_applied: dict[TaskSsp, ResolvedStartpoint] = {}
+    missing: set[SystemStreamPartition] = set()
+    losses: list[DataLoss] = []
+    for task, ssps in inputs.job_model.tasks.items():
         for ssp in sorted(ssps):
             key = (task, ssp)
-            marks = watermarks.get(ssp)
+            marks = inputs.watermarks.get(ssp)
             if marks is None:
-                if fail_on_data_loss:
-                    raise DataLossError(
-                        f"{ssp} (task {task}) is in the job model but the broker no longer reports it "
-                        "(partition or topic deleted?). Check the topic; to go on without it, restart with "
-                        f"{FAIL_ON_DATA_LOSS_OPTION}=false"
-                    )
-                kept = previous.positions.get(key, previous.position_of(ssp))
+                kept = unreported_start(inputs, task, ssp)
                 if kept is not None:
-                    log.warning("%s is not reported by the broker; not reading it this batch", ssp)
                     starts[key] = kept
                     missing.add(ssp)
                 continue
-            sp = startpoints.get(key)
-            if sp is not None and sp.creation_timestamp > previous.applied.get(key, -1):
-                position = min(max(sp.position, marks.low), marks.high)
-                if position != sp.position:
-                    log.warning("startpoint for %s in %s resolved to %d, clamped into [%d, %d]",
-                                ssp, task, sp.position, marks.low, marks.high)
-                starts[key] = position
-                rebases[key] = Rebase(position, REBASE_STARTPOINT, sp.creation_timestamp)
+            sp = due_startpoint(inputs, key)
+            if sp is not None:
+                start = startpoint_start(sp, marks, key)
                 applied[key] = sp.creation_timestamp
-                result.applied[key] = sp
-                continue
-            if ssp.stream in recreated:
-                starts[key] = marks.low
-                rebases[key] = Rebase(marks.low, REBASE_DATA_LOSS)
-                continue
-            if key in previous.positions:
-                start = previous.positions[key]
-            elif ssp in job_model.broadcast and previous.position_of(ssp) is not None:
-                start = previous.position_of(ssp)
-                rebases[key] = Rebase(start, REBASE_NEW_TASK)
-            elif previous.position_of(ssp) is not None:
-                start = previous.position_of(ssp)  # moved between tasks (non-fixed grouper): progress moves along
+                newly_applied[key] = sp
+            elif ssp.stream in recreated:
+                start = _Start(marks.low, Rebase(marks.low, REBASE_DATA_LOSS))
             else:
-                start = marks.low
-                rebases[key] = Rebase(start, REBASE_NEW_PARTITION)
-            if start < marks.low or start > marks.high:
-                if start < marks.low:
-                    loss = DataLoss(ssp, task, start, marks.low)
-                    advice = (f"To continue from the earliest available offset ({marks.low}), restart with "
-                              f"{FAIL_ON_DATA_LOSS_OPTION}=false, or write a Startpoint for this partition.")
-                    described = loss.describe()
-                else:  # offsets went backwards: the topic was re-created or truncated, or the offset was edited
-                    loss = DataLoss(ssp, task, marks.high, start)
-                    described = (
-                        f"{ssp} (task {task}): the position to read next, {start}, is past the end of the log "
-                        f"({marks.high}, the next offset to be written): the topic was re-created or truncated, or "
-                        "the checkpoint's offset was edited"
-                    )
-                    advice = (
-                        "Records the query has not read may be gone, and which ones cannot be told from here. "
-                        "Write a Startpoint for this partition to say where to go on: StartpointUpcoming to read "
-                        f"only new records (offset {marks.high}), StartpointSpecific for an offset you choose, or "
-                        f"StartpointOldest to re-read the whole partition from offset {marks.low} (which is also "
-                        f"what {FAIL_ON_DATA_LOSS_OPTION}=false does, reporting the loss)."
-                    )
-                if fail_on_data_loss:
-                    raise DataLossError(f"{described}. The query stops so nothing is skipped silently. {advice}")
-                log.warning("data loss: %s; continuing from offset %d", described, marks.low)
-                result.data_loss.append(loss)
-                start = marks.low
-                rebases[key] = Rebase(start, REBASE_DATA_LOSS)
-            starts[key] = start
+                start = checked_against_log(carried_start(inputs, key, marks), key, marks,
+                                            inputs.rules.fail_on_data_loss)
+            starts[key] = start.position
+            if start.rebase is not None:
+                rebases[key] = start.rebase
+            if start.loss is not None:
+                losses.append(start.loss)
+    return StartPositions(
+        starts, rebases, {k: v for k, v in applied.items() if k in starts}, newly_applied, frozenset(missing),
+        tuple(losses),
+    )
 
-    applied = {k: v for k, v in applied.items() if k in starts}
 
-    lowest_start: dict[SystemStreamPartition, int] = {}
-    for (_task, ssp), start in starts.items():
-        lowest_start[ssp] = min(start, lowest_start.get(ssp, start))
-    start_of = lowest_start.get  # the lowest start over the tasks holding an SSP (broadcast: several)
+def unreported_start(inputs: PlanInputs, task: TaskName, ssp: SystemStreamPartition) -> int | None:
+    """The position kept for an SSP the broker no longer reports (None: never read), or raise."""
+    if inputs.rules.fail_on_data_loss:
+        raise DataLossError(
+            f"{ssp} (task {task}) is in the job model but the broker no longer reports it "
+            "(partition or topic deleted?). Check the topic; to go on without it, restart with "
+            f"{FAIL_ON_DATA_LOSS_OPTION}=false"
+        )
+    previous = inputs.previous
+    kept = previous.positions.get((task, ssp), previous.position_of(ssp))
+    if kept is not None:
+        log.warning("%s is not reported by the broker; not reading it this batch", ssp)
+    return kept
+
+
+def due_startpoint(inputs: PlanInputs, key: TaskSsp) -> ResolvedStartpoint | None:
+    """The startpoint for ``key`` if it is newer than the one the offset last applied there."""
+    sp = inputs.startpoints.get(key)
+    if sp is not None and sp.creation_timestamp > inputs.previous.applied.get(key, -1):
+        return sp
+    return None
+
+
+def startpoint_start(sp: ResolvedStartpoint, marks: Watermarks, key: TaskSsp) -> _Start:
+    """A startpoint's position, clamped into the log's bounds."""
+    position = min(max(sp.position, marks.low), marks.high)
+    if position != sp.position:
+        task, ssp = key
+        log.warning("startpoint for %s in %s resolved to %d, clamped into [%d, %d]",
+                    ssp, task, sp.position, marks.low, marks.high)
+    return _Start(position, Rebase(position, REBASE_STARTPOINT, sp.creation_timestamp))
+
+
+def carried_start(inputs: PlanInputs, key: TaskSsp, marks: Watermarks) -> _Start:
+    """Where ``key`` stopped: its own position, else its SSP's under another task, else the log start."""
+    previous = inputs.previous
+    task, ssp = key
+    if key in previous.positions:
+        return _Start(previous.positions[key])
+    position = previous.position_of(ssp)
+    if position is None:
+        return _Start(marks.low, Rebase(marks.low, REBASE_NEW_PARTITION))
+    if ssp in inputs.job_model.broadcast:
+        return _Start(position, Rebase(position, REBASE_NEW_TASK))
+    return _Start(position)  # moved between tasks (non-fixed grouper): progress moves along
+
+
+def checked_against_log(start: _Start, key: TaskSsp, marks: Watermarks, fail_on_data_loss: bool) -> _Start:
+    """``start`` if it lies within the log, else data loss: raise, or restart at the log start and report it."""
+    position = start.position
+    if marks.low <= position <= marks.high:
+        return start
+    task, ssp = key
+    if position < marks.low:
+        loss = DataLoss(ssp, task, position, marks.low)
+        advice = (f"To continue from the earliest available offset ({marks.low}), restart with "
+                  f"{FAIL_ON_DATA_LOSS_OPTION}=false, or write a Startpoint for this partition.")
+        described = loss.describe()
+    else:  # offsets went backwards: the topic was re-created or truncated, or the offset was edited
+        loss = DataLoss(ssp, task, marks.high, position)
+        described = (
+            f"{ssp} (task {task}): the position to read next, {position}, is past the end of the log "
+            f"({marks.high}, the next offset to be written): the topic was re-created or truncated, or "
+            "the checkpoint's offset was edited"
+        )
+        advice = (
+            "Records the query has not read may be gone, and which ones cannot be told from here. "
+            "Write a Startpoint for this partition to say where to go on: StartpointUpcoming to read "
+            f"only new records (offset {marks.high}), StartpointSpecific for an offset you choose, or "
+            f"StartpointOldest to re-read the whole partition from offset {marks.low} (which is also "
+            f"what {FAIL_ON_DATA_LOSS_OPTION}=false does, reporting the loss)."
+        )
+    if fail_on_data_loss:
+        raise DataLossError(f"{described}. The query stops so nothing is skipped silently. {advice}")
+    log.warning("data loss: %s; continuing from offset %d", described, marks.low)
+    return _Start(marks.low, Rebase(marks.low, REBASE_DATA_LOSS), loss)
+
+
+# Phase 3: barriers and cuts.
+
+def barriers_and_cuts(inputs: PlanInputs, starts: StartPositions) -> BarrierPlan:
+    """The expansion barriers after this plan: those carried over, plus one per partition of a stream that grew
+    (drain-first only), with every growth whose settle time has ended cut, and the drained ones released."""
+    lowest = starts.lowest()
+    barriers = _carry_barriers(inputs.previous, inputs.job_model)
+    new: list[SystemStreamPartition] = []
+    rules = inputs.rules
+    if rules.ordering == DRAIN_FIRST:
+        prev_counts = inputs.previous.job_model.partition_counts()
+        for held, barrier in _growth_barriers(
+            prev_counts, inputs.job_model, rules.expansion_algorithm, lowest.get, inputs.now_ms + rules.settle_ms
+        ):
+            barriers[held] = barriers.get(held, ()) + (barrier,)
+            new.append(held)
 
     def cut_position(ssp: SystemStreamPartition) -> int:
         """Where a growth is cut in ``ssp``: its high watermark now (its start if the broker lost it)."""
-        if ssp in watermarks and ssp not in missing:
-            return watermarks[ssp].high
-        return lowest_start.get(ssp, 0)
+        if ssp in inputs.watermarks and ssp not in starts.missing:
+            return inputs.watermarks[ssp].high
+        return lowest.get(ssp, 0)
 
-    barriers = _carry_barriers(previous, job_model)
-    if ordering == DRAIN_FIRST:
-        for held, barrier in _growth_barriers(
-            prev_counts, job_model, expansion_algorithm, start_of, now_ms + settle_ms
-        ):
-            barriers[held] = barriers.get(held, ()) + (barrier,)
-            result.new_barriers.append(held)
-    # The plan that ends a growth's settle time cuts it: from here on the feeders' targets are fixed.
-    for held, chain in list(barriers.items()):
-        if any(b.settling and now_ms >= b.settle_until for b in chain):
-            barriers[held] = tuple(
-                b.cut(cut_position(held), {f: cut_position(f) for f in b.feeders})
-                if b.settling and now_ms >= b.settle_until else b
+    barriers = cut_settled(barriers, inputs.now_ms, cut_position)
+    released = _release_drained(barriers, lowest.get)
+    return BarrierPlan(barriers, tuple(new), tuple(released))
+
+
+def cut_settled(
+    barriers: Mapping[SystemStreamPartition, tuple[Barrier, ...]],
+    now_ms: int,
+    cut_position: Callable[[SystemStreamPartition], int],
+) -> dict[SystemStreamPartition, tuple[Barrier, ...]]:
+    """Cut every barrier whose settle time has ended: from here on the feeders' targets are fixed."""
+    def settled(b: Barrier) -> bool:
+        return b.settling and now_ms >= b.settle_until
+
+    out = dict(barriers)
+    for held, chain in barriers.items():
+        if any(settled(b) for b in chain):
+            out[held] = tuple(
+                b.cut(cut_position(held), {f: cut_position(f) for f in b.feeders}) if settled(b) else b
                 for b in chain
             )
-    result.released_barriers = _release_drained(barriers, start_of)
+    return out
 
-    # End positions: everything available up to the cap, minus blocked SSPs, limited in proportion to backlog.
+
+# Phase 4: caps.
+
+def read_caps(
+    inputs: PlanInputs, starts: StartPositions, barriers: Mapping[SystemStreamPartition, tuple[Barrier, ...]]
+) -> dict[TaskSsp, int]:
+    """How far each (task, SSP) may read: its high watermark, lowered to the ``until`` cap and to any barrier's
+    hold; a missing SSP reads nothing. The read limit is applied after, in proportion to backlog."""
+    until = inputs.rules.until
     caps: dict[TaskSsp, int] = {}
-    for key, start in starts.items():
+    for key, start in starts.starts.items():
         _, ssp = key
-        if ssp in missing:
+        if ssp in starts.missing:
             caps[key] = start
             continue
-        high = watermarks[ssp].high
+        high = inputs.watermarks[ssp].high
         if until is not None:
             high = min(high, until.get(ssp, start))
         holds = [b.hold_at for b in barriers.get(ssp, ()) if b.hold_at is not None]
         caps[key] = max(start, min([high, *holds]))
-    ends = split_read_limit(starts, caps, max_rows)
+    return caps
 
-    # Topic IDs: the ones seen now, else the ones recorded before, for the topics the job model reads. A change
-    # of IDs alone plans no batch (an offset written before IDs were recorded gets them with the next batch).
-    ids = {t: topic_ids.get(t) or previous.topic_ids.get(t) for t in sorted(model_streams)}
-    new_offset = LogOffset(job_model, ends, rebases, barriers, applied, {t: i for t, i in ids.items() if i})
+
+# Phase 5: the next offset.
+
+def next_offset(
+    inputs: PlanInputs,
+    starts: StartPositions,
+    barriers: Mapping[SystemStreamPartition, tuple[Barrier, ...]],
+    ends: Mapping[TaskSsp, int],
+) -> LogOffset:
+    """The offset ending this batch, or ``inputs.previous`` itself when nothing moved.
+
+    Topic IDs: the ones seen now, else the ones recorded before, for the topics the job model reads. A change
+    of IDs alone plans no batch (an offset written without IDs gets them with the next batch). The previous
+    offset's own rebases belong to the batch that ended there, so they do not count as a change either.
+    """
+    previous = inputs.previous
     if (
-        not rebases
-        and ends == dict(previous.positions)
-        and job_model == previous.job_model
+        not starts.rebases
+        and dict(ends) == dict(previous.positions)
+        and inputs.job_model == previous.job_model
         and dict(barriers) == dict(previous.barriers)
-        and applied == dict(previous.applied)
+        and dict(starts.applied) == dict(previous.applied)
     ):
-        return result  # nothing to do: hand back the previous offset itself
-    # (The previous offset's own rebases belong to the batch that ended there; returning ``previous`` above
-    # when nothing moved means no empty batch is planned just to drop them.)
-    result.offset = new_offset
-    return result
+        return previous
+    ids = {t: inputs.topic_ids.get(t) or previous.topic_ids.get(t) for t in sorted(inputs.model_streams())}
+    return LogOffset(inputs.job_model, dict(ends), dict(starts.rebases), dict(barriers), dict(starts.applied),
+                     {t: i for t, i in ids.items() if i})
 
 
 def _carry_barriers(previous: LogOffset, job_model: JobModel) -> dict[SystemStreamPartition, tuple[Barrier, ...]]:

@@ -51,8 +51,7 @@ def plan_batch_read(options: KinesisBatchOptions, pushed: PushedFilters, *, wall
                                     kcl_checkpoints=coordinator._kcl_positions)
     stored = _stored_shard_tasks(coordinator) if options.use_stored_job_model else None
     offset = initial_offset(shards, stored.num_tasks if stored else source.tasks, starts.positions,
-                            source.assignment, stream=source.stream, system=SYSTEM,
-                            default_position=ShardPosition.trim_horizon())
+                            source.assignment, stream=source.stream, system=SYSTEM)
     task_of = _stored_tasks_first(stored, offset, shards) if stored else offset.task_of
     until = options.ending.until_ms - 1 if options.ending.until_ms is not None else now
     reads: dict[TaskName, list[ShardRead]] = {t: [] for t in offset.task_names}

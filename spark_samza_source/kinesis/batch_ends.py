@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import pyarrow as pa
@@ -28,7 +28,7 @@ from ..metadata.base import MetadataStore
 from ..spec.namespaces import BATCH_ENDS
 from .errors import KinesisSourceError
 from .positions import AFTER_SEQUENCE_NUMBER, PositionFormatError, ShardPosition
-from .reader import ShardReadResult, read_shard, stream_shard
+from .reader import ShardReadRequest, ShardReadResult, ShardReadSettings, stream_shard
 
 __all__ = ["AttemptPassedRecordedEnd", "BatchEnds", "NAMESPACE", "RecordedEnd", "batch_ends_for",
            "read_and_record", "stream_and_record"]
@@ -179,18 +179,19 @@ def _after(later: ShardPosition, earlier: ShardPosition) -> bool:
     return later.sequence_order() > earlier.sequence_order()
 
 
-def stream_and_record(ends: BatchEnds, batch: int, client: Any, stream: str, shard_id: str, start: ShardPosition,
-                      *, task: str, **read_options: Any) -> Iterator[pa.RecordBatch]:
+def stream_and_record(ends: BatchEnds, batch: int, client: Any, request: ShardReadRequest,
+                      read: ShardReadSettings) -> Iterator[pa.RecordBatch]:
     """Yield one shard's rows for one batch as they are read, so that every attempt that succeeds yields the same.
 
     A generator (see the module doc for the protocol); its return value is the :class:`ShardReadResult` of the
-    whole read (``end`` the recorded end, ``records`` the rows yielded; ``batches`` empty).  ``read_options`` go
-    to :func:`stream_shard` (``ending_sequence``, ``max_records``, ``max_fetch_time_ms``, ``fail_on_data_loss``,
-    ``hash_range`` ...).  Raises :class:`AttemptPassedRecordedEnd` when a concurrent attempt recorded an end
-    before this one and this one had already yielded rows beyond it.
+    whole read (``end`` the recorded end, ``records`` the rows yielded; ``batches`` empty). ``request`` says
+    which shard from where (its ``recorded_end`` is set here from the store); ``read`` the task's read settings.
+    Raises :class:`AttemptPassedRecordedEnd` when a concurrent attempt recorded an end before this one and this
+    one had already yielded rows beyond it.
     """
+    task, stream, shard_id, start = request.task, request.stream, request.shard_id, request.start
     recorded = ends.get(batch, shard_id)
-    reading = stream_shard(client, stream, shard_id, start, task=task, recorded_end=recorded, **read_options)
+    reading = stream_shard(client, replace(request, recorded_end=recorded), read)
     yield from reading
     result = reading.result
     if recorded is not None:
@@ -205,7 +206,7 @@ def stream_and_record(ends: BatchEnds, batch: int, client: Any, stream: str, sha
             "Spark discards its rows, and the retry reads exactly to the recorded end (this happens only when "
             "two attempts of one batch run at once, e.g. with speculative execution)", winner)
     resume = result.end if result.records else start
-    rest = stream_shard(client, stream, shard_id, resume, task=task, recorded_end=winner, **read_options)
+    rest = stream_shard(client, replace(request, start=resume, recorded_end=winner), read)
     yield from rest
     rest.result.start = start
     rest.result.records += result.records
@@ -220,19 +221,19 @@ def _behind_at_end(result: ShardReadResult) -> int | None:
     return result.millis_behind_latest
 
 
-def read_and_record(ends: BatchEnds, batch: int, client: Any, stream: str, shard_id: str, start: ShardPosition,
-                    *, task: str, **read_options: Any) -> ShardReadResult:
+def read_and_record(ends: BatchEnds, batch: int, client: Any, request: ShardReadRequest,
+                    read: ShardReadSettings) -> ShardReadResult:
     """:func:`stream_and_record` for a caller that holds every row until the end is recorded: returns the result
     with its ``batches``, and when another attempt recorded an earlier end first, re-reads exactly to it (no row
     had been handed out, so no failure is needed)."""
     batches: list[pa.RecordBatch] = []
-    reading = stream_and_record(ends, batch, client, stream, shard_id, start, task=task, **read_options)
+    reading = stream_and_record(ends, batch, client, request, read)
     try:
         while True:
             batches.append(next(reading))
     except StopIteration as done:
         result = done.value
     except AttemptPassedRecordedEnd as passed:
-        return read_shard(client, stream, shard_id, start, task=task, recorded_end=passed.winner, **read_options)
+        return stream_shard(client, replace(request, recorded_end=passed.winner), read).run()
     result.batches = batches
     return result

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from .client import AwsClientSettings, kinesis_client
 from .input_partition import KinesisTaskPartition
 from .options import KinesisSourceOptions
-from .reader import stream_shard
+from .reader import ShardReadRequest, ShardReadSettings, stream_shard
 
 __all__ = ["read_batch_task"]
 
@@ -25,10 +25,9 @@ _BATCH_FETCH_TIME_MS = 3_600_000
 def read_batch_task(options: KinesisSourceOptions, partition: KinesisTaskPartition) -> Iterator:
     settings = AwsClientSettings.from_settings(options.client_settings())
     client = kinesis_client(settings)
+    shard_settings = ShardReadSettings(max_records=_NO_RECORD_CAP, max_fetch_time_ms=_BATCH_FETCH_TIME_MS,
+                                       fail_on_data_loss=options.fail_on_data_loss, aws_settings=settings)
     for read in partition.reads:  # lineage order: parents before children
-        yield from stream_shard(
-            client, options.stream, read.shard_id, read.start, task=partition.task,
-            ending_sequence=read.ending_sequence, max_records=_NO_RECORD_CAP,
-            max_fetch_time_ms=_BATCH_FETCH_TIME_MS, fail_on_data_loss=options.fail_on_data_loss,
-            settings=settings, until_arrival_ms=read.until_arrival_ms,
-        )
+        request = ShardReadRequest(options.stream, read.shard_id, read.start, partition.task,
+                                   ending_sequence=read.ending_sequence, until_arrival_ms=read.until_arrival_ms)
+        yield from stream_shard(client, request, shard_settings)

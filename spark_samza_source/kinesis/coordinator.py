@@ -123,14 +123,13 @@ class KinesisCoordinator(JobCoordinator[KinesisOffset]):
     def initial_offset(self) -> KinesisOffset:
         self.lease.hold()
         shards = self.list_shards()
-        default = ShardPosition.trim_horizon()
         starts = self.options.starting.starts(shards, stream=self.options.stream, now_ms=self._wall_ms,
                                               check_sequences=self._check_sequences_with_kinesis,
                                               kcl_checkpoints=self._kcl_positions)
         positions, latest_ms = starts.positions, starts.latest_timestamp_ms
         offset = initial_offset(
             shards, self.options.tasks, positions, self.options.assignment, stream=self.options.stream,
-            system=SYSTEM, default_position=default, latest_timestamp_ms=latest_ms, query_id=uuid.uuid4().hex,
+            system=SYSTEM, latest_timestamp_ms=latest_ms, query_id=uuid.uuid4().hex,
             stream_identity=self.stream_identity(),
         )
         self._identity_checked = True

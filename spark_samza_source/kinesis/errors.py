@@ -9,7 +9,7 @@ back from botocore (see :func:`spark_samza_source.kinesis.client.AwsClientSettin
 
 from __future__ import annotations
 
-from ..core.errors import SamzaSourceError
+from ..core.errors import DataLossError, SamzaSourceError
 
 __all__ = [
     "KinesisSourceError",
@@ -29,9 +29,11 @@ class KinesisStreamNotFoundError(KinesisSourceError):
     """The stream (or one of its shards) does not exist at the endpoint / in the region the client talks to."""
 
 
-class KinesisDataLossError(KinesisSourceError):
+class KinesisDataLossError(KinesisSourceError, DataLossError):
     """Records the query should read are gone (older than the stream's retention, shard expired) and
-    ``failOnDataLoss`` is true, or a retried attempt cannot reproduce the end an earlier attempt recorded."""
+    ``failOnDataLoss`` is true, or a retried attempt cannot reproduce the end an earlier attempt recorded. A
+    :class:`DataLossError` like the planner's, so ``except DataLossError`` catches a loss whether the driver or an
+    executor found it."""
 
 
 class KinesisThrottledError(KinesisSourceError):

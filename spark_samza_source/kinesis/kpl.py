@@ -53,7 +53,6 @@ __all__ = [
 MAGIC = b"\xf3\x89\x9a\xc2"
 DIGEST_SIZE = 16
 _MIN_SIZE = len(MAGIC) + DIGEST_SIZE + 1  # the KCL requires more than magic + digest bytes
-MAX_HASH_KEY = 2**128 - 1
 
 
 class _Corrupt(Exception):

@@ -55,6 +55,7 @@ import logging
 import threading
 import time
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from botocore.exceptions import ClientError
@@ -128,6 +129,21 @@ def _n(item: Mapping[str, Any], name: str) -> int | None:
 def _s(item: Mapping[str, Any], name: str) -> str | None:
     value = item.get(name)
     return value["S"] if value and "S" in value else None
+
+
+@dataclass(frozen=True)
+class _LeaseWrite:
+    """One lease as :meth:`KclLeaseTable.write_checkpoints` writes it: the KCL checkpoint of ``position``, the
+    owner, the lineage and hash range KCL keeps beside it, and the ``leaseCounter`` the write sets."""
+
+    shard_id: str
+    counter: int
+    checkpoint: str
+    sub: int
+    position: ShardPosition
+    owner: str
+    parents: tuple[str, ...]
+    hash_range: tuple[int, int] | None
 
 
 class KclLeaseTable:
@@ -276,8 +292,9 @@ class KclLeaseTable:
                     log.warning("taking over the KCL lease of shard %s in %s from %r (counter %s)", shard_id,
                                 self._where(), seen_owner, seen_counter)
             new_counter = (seen_counter or 0) + 1
-            if self._write(shard_id, item is not None, seen_counter, new_counter, checkpoint, sub, position, owner,
-                           parent_ids, (hash_ranges or {}).get(shard_id)):
+            lease = _LeaseWrite(shard_id, new_counter, checkpoint, sub, position, owner, tuple(parent_ids),
+                                (hash_ranges or {}).get(shard_id))
+            if self._write(lease, item is not None, seen_counter):
                 self._written[shard_id] = new_counter
                 written += 1
             else:
@@ -289,9 +306,11 @@ class KclLeaseTable:
                 f"'{KCL_LEASE_TABLE_OPTION}' at another one); the other leases were written.")
         return written
 
-    def _write(self, shard_id: str, exists: bool, seen_counter: int | None, new_counter: int, checkpoint: str,
-               sub: int, position: ShardPosition, owner: str, parents: list[str],
-               hash_range: tuple[int, int] | None) -> bool:
+    def _write(self, lease: _LeaseWrite, exists: bool, seen_counter: int | None) -> bool:
+        """Write ``lease`` on condition that nobody changed it since it was read (its counter is still
+        ``seen_counter``; or it still has none, or does not exist yet); False when someone else did."""
+        shard_id, checkpoint, sub, position = lease.shard_id, lease.checkpoint, lease.sub, lease.position
+        owner, parents, hash_range, new_counter = lease.owner, list(lease.parents), lease.hash_range, lease.counter
         values: dict[str, Any] = {
             ":cp": {"S": checkpoint}, ":sub": {"N": str(sub)}, ":c": {"N": str(new_counter)},
             ":o": {"S": owner}, ":zero": {"N": "0"},
@@ -328,18 +347,19 @@ class KclLeaseTable:
             return True
         except ClientError as err:
             if error_code(err) == "ConditionalCheckFailedException":
-                return self._is_our_write(shard_id, new_counter, owner, checkpoint, sub)
+                return self._is_our_write(lease)
             raise self._fail(f"UpdateItem of the lease of shard {shard_id}", err) from None
 
-    def _is_our_write(self, shard_id: str, counter: int, owner: str, checkpoint: str, sub: int) -> bool:
+    def _is_our_write(self, lease: _LeaseWrite) -> bool:
         """After a failed condition: does the lease hold exactly this write already? botocore retries a write
         whose answer was lost (a timeout, an HTTP 5xx after DynamoDB applied it); the retry then fails its own
         condition. Taking that for a conflict would drop the checkpoint from the mirror for good (the counter
         would look moved by someone else at every later commit)."""
         try:
-            item = self.client.get_item(TableName=self.table, Key={_KEY: {"S": shard_id}},
+            item = self.client.get_item(TableName=self.table, Key={_KEY: {"S": lease.shard_id}},
                                         ConsistentRead=True).get("Item")
         except ClientError as err:
-            raise self._fail(f"GetItem of the lease of shard {shard_id}", err) from None
-        return (item is not None and _n(item, "leaseCounter") == counter and _s(item, "leaseOwner") == owner
-                and _s(item, "checkpoint") == checkpoint and _n(item, "checkpointSubSequenceNumber") == sub)
+            raise self._fail(f"GetItem of the lease of shard {lease.shard_id}", err) from None
+        return (item is not None and _n(item, "leaseCounter") == lease.counter
+                and _s(item, "leaseOwner") == lease.owner and _s(item, "checkpoint") == lease.checkpoint
+                and _n(item, "checkpointSubSequenceNumber") == lease.sub)

@@ -209,15 +209,6 @@ class ShardPartitionMapper:
             out.append(slot)
         return out
 
-    def choose_task(self, shard: ShardInfo, info: Mapping[str, ShardInfo], assignment: str = LINEAGE,
-                    retired: Mapping[str, int] | None = None) -> int:
-        check_assignment(assignment)
-        task = self._lineage_task(shard, info, retired or {}) if assignment == LINEAGE else None
-        if task is None:
-            loads = self._loads(info)
-            task = min(range(self._num_tasks), key=lambda i: (loads[i][0], loads[i][1], i))
-        return task
-
     def choose_slot(self, task: int, shard: ShardInfo, info: Mapping[str, ShardInfo]) -> int:
         self._check_task(task)
         used = self._task_used.get(task, set())

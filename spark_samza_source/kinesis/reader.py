@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 import pyarrow as pa
@@ -41,8 +41,11 @@ from .positions import AFTER_SEQUENCE_NUMBER, AT_SEQUENCE_NUMBER, AT_TIMESTAMP, 
 from .schema import kinesis_arrow_schema
 
 __all__ = [
+    "ShardReadRequest",
     "ShardReadResult",
+    "ShardReadSettings",
     "read_shard",
+    "shard_read",
     "stream_shard",
     "ShardStream",
     "DEFAULT_MAX_RECORDS",
@@ -75,6 +78,7 @@ STOP_SHARD_END = "shard_end"
 STOP_ARRIVED_LATER = "arrived_after_available_now_start"
 
 _ALL = EVERY_SUB  # "every sub-record" when comparing sub-sequence numbers
+_FINISHED = object()  # in place of an iterator: the read has ended (``result`` is set)
 
 
 def _arrival_ms(record: dict[str, Any]) -> int:
@@ -109,56 +113,91 @@ class ShardReadResult:
         return pa.Table.from_batches(self.batches, schema=kinesis_arrow_schema())
 
 
-def stream_shard(
-    client: Any,
-    stream: str,
-    shard_id: str,
-    start: ShardPosition,
-    *,
-    task: str,
-    ending_sequence: str | None = None,
-    recorded_end: ShardPosition | None = None,
-    max_records: int = DEFAULT_MAX_RECORDS,
-    max_fetch_time_ms: int = DEFAULT_MAX_FETCH_TIME_MS,
-    fail_on_data_loss: bool = True,
-    hash_range: tuple[int, int] | None = None,
-    records_per_call: int = DEFAULT_RECORDS_PER_CALL,
-    max_rows_per_batch: int = DEFAULT_MAX_ROWS_PER_BATCH,
-    min_call_interval_ms: int = DEFAULT_MIN_CALL_INTERVAL_MS,
-    max_retries: int = DEFAULT_MAX_RETRIES,
-    exact_timeout_ms: int = DEFAULT_EXACT_TIMEOUT_MS,
-    settings: AwsClientSettings | None = None,
-    sleep: Callable[[float], None] = time.sleep,
-    until_arrival_ms: int | None = None,
-) -> ShardStream:
-    """A reader of shard ``shard_id`` of ``stream`` from ``start`` (see the module documentation for the stop rules).
+@dataclass(frozen=True)
+class ShardReadSettings:
+    """How an executor reads shards, the same for every shard of a task: built once per task and handed to each
+    read, as Spark's ``KafkaBatchInputPartition`` carries its consumer settings.
+
+    ``max_records`` user records and ``max_fetch_time_ms`` bound a read (an exact read, which has a recorded end,
+    is bounded by ``exact_timeout_ms`` instead); ``records_per_call`` is the ``GetRecords`` limit (at most 10 000),
+    ``min_call_interval_ms`` the pacing between calls on one shard, ``max_retries`` the throttled calls in a row
+    before the read fails, ``max_rows_per_batch`` the rows per Arrow batch handed out. ``aws_settings`` only
+    serves to scrub credentials out of error texts; ``sleep`` is the clock's wait (tests replace it).
+    """
+
+    max_records: int = DEFAULT_MAX_RECORDS
+    max_fetch_time_ms: int = DEFAULT_MAX_FETCH_TIME_MS
+    fail_on_data_loss: bool = True
+    records_per_call: int = DEFAULT_RECORDS_PER_CALL
+    max_rows_per_batch: int = DEFAULT_MAX_ROWS_PER_BATCH
+    min_call_interval_ms: int = DEFAULT_MIN_CALL_INTERVAL_MS
+    max_retries: int = DEFAULT_MAX_RETRIES
+    exact_timeout_ms: int = DEFAULT_EXACT_TIMEOUT_MS
+    aws_settings: AwsClientSettings | None = None
+    sleep: Callable[[float], None] = time.sleep
+
+    def __post_init__(self) -> None:
+        if (self.max_records < 1 or self.records_per_call < 1 or self.max_rows_per_batch < 1
+                or self.max_fetch_time_ms < 0):
+            raise ValueError("max_records, records_per_call and max_rows_per_batch must be >= 1, "
+                             "max_fetch_time_ms >= 0")
+
+
+@dataclass(frozen=True)
+class ShardReadRequest:
+    """One read of one shard: ``shard_id`` of ``stream`` from ``start``, its rows tagged with ``task``.
+
+    ``ending_sequence`` is the shard's ``EndingSequenceNumber`` when it is closed (``ShardInfo.ending_sequence``).
+    ``recorded_end`` makes the read exact (a retried / speculative attempt reads to where the first one stopped).
+    ``hash_range`` keeps only the KPL sub-records whose hash key lies in it. ``until_arrival_ms``
+    (``Trigger.AvailableNow``) stops before the first record that arrived after that time, so the trigger reads
+    what was there when it started; an exact read ignores it (the recorded end decides).
+    """
+
+    stream: str
+    shard_id: str
+    start: ShardPosition
+    task: str
+    ending_sequence: str | None = None
+    recorded_end: ShardPosition | None = None
+    hash_range: tuple[int, int] | None = None
+    until_arrival_ms: int | None = None
+
+
+_REQUEST_FIELDS = frozenset(f.name for f in fields(ShardReadRequest))
+_SETTINGS_FIELDS = frozenset(f.name for f in fields(ShardReadSettings))
+
+
+def shard_read(stream: str, shard_id: str, start: ShardPosition, *, task: str,
+               **options: Any) -> tuple[ShardReadRequest, ShardReadSettings]:
+    """The request and settings of one read from keyword options (the fields of both), for callers that read
+    one shard by hand (tests, benchmarks, tools); an unknown option is a TypeError naming it."""
+    unknown = sorted(set(options) - _REQUEST_FIELDS - _SETTINGS_FIELDS)
+    if unknown:
+        raise TypeError(f"unknown shard read option(s): {', '.join(unknown)}")
+    request = ShardReadRequest(stream, shard_id, start, task,
+                               **{k: v for k, v in options.items() if k in _REQUEST_FIELDS})
+    return request, ShardReadSettings(**{k: v for k, v in options.items() if k in _SETTINGS_FIELDS})
+
+
+def stream_shard(client: Any, request: ShardReadRequest, read: ShardReadSettings) -> ShardStream:
+    """A reader of one shard (see the module documentation for the stop rules).
 
     Iterate it to get the rows as Arrow batches while they are read (one or more per ``GetRecords`` response);
     once it is exhausted, ``.result`` says where the read ended (its ``batches`` stay empty); ``.run()`` instead
-    reads everything and returns the result with its batches.
-
-    ``client`` is a boto3 Kinesis client (``client.kinesis_client``).  ``ending_sequence`` is the shard's
-    ``EndingSequenceNumber`` when it is closed (``ShardInfo.ending_sequence``).  ``recorded_end`` makes the read
-    exact (a retried / speculative attempt).  ``task`` fills the ``task`` column; ``settings`` only serve to scrub
-    credentials out of error texts.  ``until_arrival_ms`` (``Trigger.AvailableNow``) stops before the first record
-    that arrived after that time, so the trigger reads what was there when it started.
+    reads everything and returns the result with its batches. ``client`` is a boto3 Kinesis client
+    (``client.kinesis_client``).
     """
-    if max_records < 1 or records_per_call < 1 or max_rows_per_batch < 1 or max_fetch_time_ms < 0:
-        raise ValueError("max_records, records_per_call and max_rows_per_batch must be >= 1, "
-                         "max_fetch_time_ms >= 0")
-    reader = ShardStream(client, stream, shard_id, start, task, ending_sequence, recorded_end, max_records,
-                         max_fetch_time_ms, fail_on_data_loss, hash_range, min(records_per_call, 10_000),
-                         max_rows_per_batch, min_call_interval_ms, max_retries, exact_timeout_ms, settings, sleep)
-    reader.until_arrival_ms = None if recorded_end is not None else until_arrival_ms
-    return reader
+    return ShardStream(client, request, read)
 
 
 def read_shard(client: Any, stream: str, shard_id: str, start: ShardPosition, **options: Any) -> ShardReadResult:
     """Read shard ``shard_id`` of ``stream`` from ``start`` (see the module documentation for the stop rules).
 
-    The options are :func:`stream_shard`'s; the result holds every row (``batches``) and where the read ended.
+    The options are the fields of :class:`ShardReadRequest` and :class:`ShardReadSettings` (``task`` is
+    required); the result holds every row (``batches``) and where the read ended.
     """
-    return stream_shard(client, stream, shard_id, start, **options).run()
+    return stream_shard(client, *shard_read(stream, shard_id, start, **options)).run()
 
 
 class _NotYet(Exception):
@@ -174,34 +213,32 @@ class _ShardGone(Exception):
 class ShardStream:
     """One read of one shard (built by :func:`stream_shard`): iterate for the rows, then look at ``result``."""
 
-    until_arrival_ms: int | None = None
-
-    def __init__(self, client, stream, shard_id, start, task, ending_sequence, recorded_end, max_records,
-                 max_fetch_time_ms, fail_on_data_loss, hash_range, records_per_call, max_rows_per_batch,
-                 min_call_interval_ms, max_retries, exact_timeout_ms, settings, sleep) -> None:
+    def __init__(self, client: Any, request: ShardReadRequest, read: ShardReadSettings) -> None:
+        settings = read.aws_settings
         self.client = client
-        self.calls = KinesisCalls(client, settings=settings, max_retries=max_retries, sleep=sleep)
+        self.calls = KinesisCalls(client, settings=settings, max_retries=read.max_retries, sleep=read.sleep)
         self.scrub = settings.scrub if settings is not None else (lambda t: str(t)[:1000])
-        self.stream = stream
-        self.shard_id = shard_id
-        self.start = start
-        self.task = task
-        self.ending = int(ending_sequence) if ending_sequence is not None else None
-        self.recorded = recorded_end
+        self.stream = request.stream
+        self.shard_id = request.shard_id
+        self.start = start = request.start
+        self.task = request.task
+        self.ending = int(request.ending_sequence) if request.ending_sequence is not None else None
+        self.recorded = recorded_end = request.recorded_end
         self.exact = recorded_end is not None
-        self.max_records = max_records
-        self.fail_on_data_loss = fail_on_data_loss
-        self.hash_range = hash_range
-        self.limit = records_per_call
-        self.max_rows = max_rows_per_batch
-        self.interval_s = max(0, min_call_interval_ms) / 1000.0
-        self.max_retries = max_retries
-        self.sleep = sleep
+        self.until_arrival_ms = None if self.exact else request.until_arrival_ms
+        self.max_records = read.max_records
+        self.fail_on_data_loss = read.fail_on_data_loss
+        self.hash_range = request.hash_range
+        self.limit = min(read.records_per_call, DEFAULT_RECORDS_PER_CALL)
+        self.max_rows = read.max_rows_per_batch
+        self.interval_s = max(0, read.min_call_interval_ms) / 1000.0
+        self.max_retries = read.max_retries
+        self.sleep = read.sleep
         now = time.monotonic()
-        self.deadline = now + (exact_timeout_ms if self.exact else max_fetch_time_ms) / 1000.0
+        self.deadline = now + (read.exact_timeout_ms if self.exact else read.max_fetch_time_ms) / 1000.0
         self.last_call = -1e9
         self.schema = kinesis_arrow_schema()
-        self.result = ShardReadResult(stream, shard_id, start, start, "")
+        self.result = ShardReadResult(self.stream, self.shard_id, start, start, "")
         self._pos = start
         self._last_read: tuple[str, int] | None = None  # (sequence, sub) of the last row read, not yet in _pos
         # the record a (re)acquired iterator must start with: (sequence, last sub already consumed or -1 = none
@@ -234,104 +271,146 @@ class ShardStream:
         return ready
 
     def _steps(self) -> Iterator[None]:
-        """The read loop; pauses (yields) after each response so that its rows can be handed out."""
-        res = self.result
+        """The read loop; pauses (yields) after each response so that its rows can be handed out. Every way out
+        sets ``result`` (``_finish``) or raises."""
+        if self._finished_before_reading():
+            return
+        iterator = self._first_iterator()
+        self._retries = 0
+        self._outage = self.calls.retry_clock()
+        confirmations = 0
+        while iterator is not _FINISHED:
+            if iterator is None:  # real Kinesis: a closed shard read to its end
+                self._shard_end()
+                return
+            if self._out_of_time():
+                return
+            limit = self._call_limit()
+            self._pace()
+            try:
+                resp = self.client.get_records(ShardIterator=iterator, Limit=limit)
+            except (*UNREACHABLE, ClientError) as err:
+                iterator = self._after_failed_call(err, iterator)
+                continue
+            self._retries = 0
+            self._outage.ok()
+            self.result.calls += 1
+            records = resp.get("Records", [])
+            behind = self.result.millis_behind_latest = resp.get("MillisBehindLatest")
+            if self._consume(records) is not None:
+                return
+            yield
+            iterator = resp.get("NextShardIterator")
+            caught_up = iterator is not None and behind == 0 and len(records) < limit
+            confirmations = confirmations + 1 if caught_up else 0
+            if caught_up and self._stopped_caught_up(confirmations):
+                return
+
+    def _finished_before_reading(self) -> bool:
+        """Finish at once when there is nothing to read: an exact read whose recorded end is its start, a start
+        at SHARD_END, or a start after the last record of a closed shard."""
+        start = self.start
         if self.exact:
             self._check_recorded()
-            if self.recorded == self.start:
-                return self._finish(self.start, STOP_RECORDED_END)
-        if self.start.is_shard_end:
-            return self._finish(self.start, STOP_SHARD_END)
-        if (not self.exact and self.ending is not None and self.start.type == AFTER_SEQUENCE_NUMBER
-                and self.start.sub < 0 and int(self.start.sequence) >= self.ending):
-            return self._finish(ShardPosition.shard_end(), STOP_SHARD_END)
+            if self.recorded == start:
+                self._finish(start, STOP_RECORDED_END)
+                return True
+        if start.is_shard_end:
+            self._finish(start, STOP_SHARD_END)
+            return True
+        if (not self.exact and self.ending is not None and start.type == AFTER_SEQUENCE_NUMBER
+                and start.sub < 0 and int(start.sequence) >= self.ending):
+            self._finish(ShardPosition.shard_end(), STOP_SHARD_END)
+            return True
+        return False
+
+    def _first_iterator(self) -> str | None | object:
+        """The iterator to start with, or ``_FINISHED`` when the read already ended (throttled to its deadline,
+        or a start later than Kinesis' clock)."""
         try:
-            iterator = self._acquire(self.pos)
+            return self._acquire(self.pos)
         except ThrottledAtDeadline:
-            return self._finish(self.pos, STOP_MAX_FETCH_TIME)
+            self._finish(self.pos, STOP_MAX_FETCH_TIME)
         except _NotYet as err:
             if self.exact:
                 why = f"Kinesis refuses the start as later than its clock: {self.scrub(err)}"
                 raise self._exact_error(why) from None
             log.info("task %r: shard %s of %s: %s is later than Kinesis' clock; nothing to read yet", self.task,
                      self.shard_id, self.stream, self.pos)
-            return self._finish(self.pos, STOP_CAUGHT_UP)
-        retries = 0
-        confirmations = 0
-        outage = self.calls.retry_clock()
-        while True:
-            if iterator is None:  # real Kinesis: a closed shard read to its end
-                return self._shard_end()
-            if time.monotonic() >= self.deadline:
-                if self.exact:
-                    raise self._exact_error("it was not reached within exact_timeout_ms (throttled, or the "
-                                            "shard is not draining?)")
-                return self._finish(self.pos, STOP_MAX_FETCH_TIME)
-            limit = self.limit if self.exact else min(self.limit, max(1, self.max_records - res.records))
-            if self.expect is not None and not self.exact:
-                if limit == self.limit == self.max_records - res.records and self.limit > 1:
-                    # the resumed-at record (skipped) takes one place of a full page: stop one row short rather
-                    # than spend a second call (and up to 200 ms of pacing) on the last row; max_records is a cap
-                    self.max_records -= 1
-                else:
-                    limit = min(self.limit, limit + 1)  # the resumed-at record is skipped: ask for one more
-            self._pace()
-            try:
-                resp = self.client.get_records(ShardIterator=iterator, Limit=limit)
-            except (*UNREACHABLE, ClientError) as err:
-                if is_outage(err):
-                    if outage.retry():  # the same iterator again (an expired one is renewed below)
-                        continue
-                    raise unreachable(f"task {self.task!r}: GetRecords on shard {self.shard_id} of stream "
-                                      f"{self.stream!r} at {self.pos}", self.calls.where(), err, self.scrub,
-                                      outage) from None
-                code = error_code(err)
-                retries += 1
-                res.retries += 1
-                if code not in THROTTLING_CODES and code != "ExpiredIteratorException":
-                    if code == "ResourceNotFoundException":
-                        raise _ShardGone(err) from None
-                    raise KinesisSourceError(
-                        f"task {self.task!r}: GetRecords on shard {self.shard_id} of stream {self.stream!r} at "
-                        f"{self.pos} failed ({self.calls.where()}): {self.scrub(err)}") from None
-                if retries > self.max_retries:
-                    raise KinesisThrottledError(
-                        f"task {self.task!r}: GetRecords on shard {self.shard_id} of stream {self.stream!r} at "
-                        f"{self.pos} kept failing with {code} ({self.max_retries} retries, "
-                        f"{self.calls.where()}); another consumer may be using the shard's 5 reads/s or "
-                        "2 MB/s") from None
-                if code == "ExpiredIteratorException":
-                    try:
-                        iterator = self._acquire(self.pos)
-                    except ThrottledAtDeadline:
-                        return self._finish(self.pos, STOP_MAX_FETCH_TIME)
-                    except _NotYet:
-                        return self._finish(self.pos, STOP_CAUGHT_UP)
-                else:
-                    self._backoff(retries)
-                continue
-            retries = 0
-            outage.ok()
-            res.calls += 1
-            records = resp.get("Records", [])
-            behind = resp.get("MillisBehindLatest")
-            res.millis_behind_latest = behind
-            stop = self._consume(records)
-            if stop is not None:
-                return stop
-            yield
-            iterator = resp.get("NextShardIterator")
-            if iterator is not None and behind == 0 and len(records) < limit:  # caught up
-                if self.ending is not None:  # closed shard: nothing will ever follow
-                    return self._shard_end()
-                if not self.exact:
-                    return self._finish(self.pos, STOP_CAUGHT_UP)
-                confirmations += 1
-                if confirmations >= _CAUGHT_UP_CONFIRMATIONS:
-                    raise self._exact_error("the shard holds no more records (caught up), so it lies beyond the "
-                                            "data that exists now (stream re-created?)")
+            self._finish(self.pos, STOP_CAUGHT_UP)
+        return _FINISHED
+
+    def _out_of_time(self) -> bool:
+        """Past the deadline: a bounded read finishes where it stands; an exact read fails (its end is required)."""
+        if time.monotonic() < self.deadline:
+            return False
+        if self.exact:
+            raise self._exact_error("it was not reached within exact_timeout_ms (throttled, or the "
+                                    "shard is not draining?)")
+        self._finish(self.pos, STOP_MAX_FETCH_TIME)
+        return True
+
+    def _call_limit(self) -> int:
+        """The ``Limit`` of the next ``GetRecords``: what is left of ``max_records``, page-sized when exact."""
+        left = self.max_records - self.result.records
+        limit = self.limit if self.exact else min(self.limit, max(1, left))
+        if self.expect is not None and not self.exact:
+            if limit == self.limit == left and self.limit > 1:
+                # the resumed-at record (skipped) takes one place of a full page: stop one row short rather
+                # than spend a second call (and up to 200 ms of pacing) on the last row; max_records is a cap
+                self.max_records -= 1
             else:
-                confirmations = 0
+                limit = min(self.limit, limit + 1)  # the resumed-at record is skipped: ask for one more
+        return limit
+
+    def _after_failed_call(self, err: BaseException, iterator: str) -> str | None | object:
+        """The iterator to go on with after ``GetRecords`` failed (the same one, or a renewed one once expired),
+        or ``_FINISHED``; raises when the failure is not one to wait out."""
+        if is_outage(err):
+            if self._outage.retry():  # the same iterator again (an expired one is renewed below)
+                return iterator
+            raise unreachable(f"task {self.task!r}: GetRecords on shard {self.shard_id} of stream "
+                              f"{self.stream!r} at {self.pos}", self.calls.where(), err, self.scrub,
+                              self._outage) from None
+        code = error_code(err)
+        self._retries += 1
+        self.result.retries += 1
+        if code not in THROTTLING_CODES and code != "ExpiredIteratorException":
+            if code == "ResourceNotFoundException":
+                raise _ShardGone(err) from None
+            raise KinesisSourceError(
+                f"task {self.task!r}: GetRecords on shard {self.shard_id} of stream {self.stream!r} at "
+                f"{self.pos} failed ({self.calls.where()}): {self.scrub(err)}") from None
+        if self._retries > self.max_retries:
+            raise KinesisThrottledError(
+                f"task {self.task!r}: GetRecords on shard {self.shard_id} of stream {self.stream!r} at "
+                f"{self.pos} kept failing with {code} ({self.max_retries} retries, "
+                f"{self.calls.where()}); another consumer may be using the shard's 5 reads/s or "
+                "2 MB/s") from None
+        if code != "ExpiredIteratorException":
+            self._backoff(self._retries)
+            return iterator
+        try:
+            return self._acquire(self.pos)
+        except ThrottledAtDeadline:
+            self._finish(self.pos, STOP_MAX_FETCH_TIME)
+        except _NotYet:
+            self._finish(self.pos, STOP_CAUGHT_UP)
+        return _FINISHED
+
+    def _stopped_caught_up(self, confirmations: int) -> bool:
+        """After a response that caught up with the shard's tip: a closed shard ends, a bounded read finishes;
+        an exact read goes on, and fails once several responses agree its recorded end does not exist."""
+        if self.ending is not None:  # closed shard: nothing will ever follow
+            self._shard_end()
+            return True
+        if not self.exact:
+            self._finish(self.pos, STOP_CAUGHT_UP)
+            return True
+        if confirmations >= _CAUGHT_UP_CONFIRMATIONS:
+            raise self._exact_error("the shard holds no more records (caught up), so it lies beyond the "
+                                    "data that exists now (stream re-created?)")
+        return False
 
     @property
     def pos(self) -> ShardPosition:
@@ -345,62 +424,30 @@ class ShardStream:
     def _consume(self, records: list[dict[str, Any]]) -> ShardReadResult | None:
         """Turn one response's records into rows; a result when reading must stop here."""
         res = self.result
-        cols = self._cols
-        data_col, pk_col, seq_col, sub_col, ts_col = cols
         for record in records:
             seq = record["SequenceNumber"]
             iseq = int(seq)
-            skip_to = -1  # sub-records 0..skip_to were consumed earlier
-            if self.expect is not None:
-                exp_seq, exp_sub, loss_if_missing = self.expect
-                if iseq < exp_seq:  # before our position (never from Kinesis): already consumed
-                    continue
-                self.expect = None
-                if iseq == exp_seq:
-                    skip_to = exp_sub
-                elif iseq > exp_seq and loss_if_missing:
-                    self._data_loss(exp_seq, iseq)
-            if self.ending is not None and iseq > self.ending:  # never past the shard's end (moto keeps writing)
-                return self._shard_end()
-            if self.recorded_key is not None and iseq > self.recorded_key[0]:
-                return self._passed_recorded_end(iseq)
-            if self.until_arrival_ms is not None and _arrival_ms(record) > self.until_arrival_ms:
-                return self._finish(self.pos, STOP_ARRIVED_LATER)
+            skip_to = -1 if self.expect is None else self._resumed_at(iseq)  # sub-records 0..skip_to consumed
+            if skip_to is None:  # before our position (never from Kinesis): already consumed
+                continue
+            stop = self._stop_before(record, iseq)
+            if stop is not None:
+                return stop
             res.kinesis_records += 1
             users = kpl.deaggregate_tuples(record["Data"])
-            if users is None:
-                subs: list[tuple] = [(record["PartitionKey"], record["Data"])]
-            else:
-                if self.hash_range is not None and users and not self._in_range(users):
-                    users = []
-                subs = users
-            first = 0 if skip_to < 0 else min(len(subs), skip_to + 1)
-            stop_at = len(subs)  # exclusive
+            if users is not None and self.hash_range is not None and users and not self._in_range(users):
+                users = []
+            count = 1 if users is None else len(users)
+            first = 0 if skip_to < 0 else min(count, skip_to + 1)
+            stop_at = count  # exclusive
             exact_here = self.recorded_key is not None and iseq == self.recorded_key[0]
             if exact_here:
                 stop_at = min(stop_at, self.recorded_key[1] + 1)
             elif not self.exact:
                 stop_at = min(stop_at, first + self.max_records - res.records)
             if stop_at > first:
-                arrival = record.get("ApproximateArrivalTimestamp")
-                if users is None:
-                    data_col.append(record["Data"])
-                    pk_col.append(record["PartitionKey"])
-                    seq_col.append(seq)
-                    sub_col.append(0)
-                    ts_col.append(arrival)
-                else:
-                    for i in range(first, stop_at):
-                        pk, data, _ = subs[i]
-                        data_col.append(data)
-                        pk_col.append(pk)
-                        seq_col.append(seq)
-                        sub_col.append(i)
-                        ts_col.append(arrival)
-                res.records += stop_at - first
-                if len(data_col) >= self.max_rows:
-                    self._flush()
-            whole = stop_at >= len(subs)
+                self._append_rows(record, users, first, stop_at)
+            whole = stop_at >= count
             self._last_read = (seq, -1 if whole else stop_at - 1)  # a position object only when asked (pos)
             if exact_here:
                 return self._finish(self.recorded, STOP_RECORDED_END)
@@ -409,6 +456,53 @@ class ShardStream:
             if not self.exact and res.records >= self.max_records:
                 return self._finish(self.pos, STOP_MAX_RECORDS)
         return None
+
+    def _resumed_at(self, iseq: int) -> int | None:
+        """The first record after a (re)acquired iterator: the last sub-record of it already consumed (-1: none),
+        None to skip it whole; a later record than expected is data loss (the expected one was trimmed)."""
+        exp_seq, exp_sub, loss_if_missing = self.expect
+        if iseq < exp_seq:
+            return None
+        self.expect = None
+        if iseq == exp_seq:
+            return exp_sub
+        if loss_if_missing:
+            self._data_loss(exp_seq, iseq)
+        return -1
+
+    def _stop_before(self, record: dict[str, Any], iseq: int) -> ShardReadResult | None:
+        """A result when ``record`` must not be read: past a closed shard's end, past the recorded end, or
+        arrived after the ``Trigger.AvailableNow`` cut-off."""
+        if self.ending is not None and iseq > self.ending:  # never past the shard's end (moto keeps writing)
+            return self._shard_end()
+        if self.recorded_key is not None and iseq > self.recorded_key[0]:
+            return self._passed_recorded_end(iseq)
+        if self.until_arrival_ms is not None and _arrival_ms(record) > self.until_arrival_ms:
+            return self._finish(self.pos, STOP_ARRIVED_LATER)
+        return None
+
+    def _append_rows(self, record: dict[str, Any], users: list | None, first: int, stop_at: int) -> None:
+        """Rows ``first`` .. ``stop_at - 1`` of ``record`` (its KPL sub-records, or the record itself) into the
+        columns; a full batch is flushed."""
+        data_col, pk_col, seq_col, sub_col, ts_col = self._cols
+        seq, arrival = record["SequenceNumber"], record.get("ApproximateArrivalTimestamp")
+        if users is None:
+            data_col.append(record["Data"])
+            pk_col.append(record["PartitionKey"])
+            seq_col.append(seq)
+            sub_col.append(0)
+            ts_col.append(arrival)
+        else:
+            for i in range(first, stop_at):
+                pk, data, _ = users[i]
+                data_col.append(data)
+                pk_col.append(pk)
+                seq_col.append(seq)
+                sub_col.append(i)
+                ts_col.append(arrival)
+        self.result.records += stop_at - first
+        if len(data_col) >= self.max_rows:
+            self._flush()
 
     def _in_range(self, users: list[tuple[str, bytes, str | None]]) -> bool:
         lo, hi = self.hash_range

@@ -27,6 +27,7 @@ from .batch_ends import batch_ends_for, stream_and_record
 from .client import AwsClientSettings, kinesis_client
 from .input_partition import KinesisTaskPartition, ShardRead
 from .options import KinesisSourceOptions
+from .reader import ShardReadRequest, ShardReadSettings
 
 __all__ = ["read_task", "MAX_SHARD_THREADS"]
 
@@ -43,26 +44,30 @@ def read_task(options: KinesisSourceOptions, partition: KinesisTaskPartition) ->
     settings = AwsClientSettings.from_settings(options.client_settings())
     client = kinesis_client(settings)
     store = open_store(options.metadata_store, options.job_name)
+    shard_settings = read_settings(options, settings)
     reads = list(partition.reads)
     threads = min(len(reads), MAX_SHARD_THREADS, max(1, settings.max_pool_connections))
     if threads <= 1:
         for read in reads:
-            result = yield from _read_shard(options, partition, client, store, settings, read)
+            result = yield from _read_shard(options, partition, client, store, shard_settings, read)
             _shard_done(options, partition, read, result)
         return
-    yield from _read_concurrently(options, partition, client, store, settings, reads, threads)
+    yield from _read_concurrently(options, partition, client, store, shard_settings, reads, threads)
+
+
+def read_settings(options: KinesisSourceOptions, settings: AwsClientSettings) -> ShardReadSettings:
+    """The task's shard read settings, the same for every shard it reads."""
+    return ShardReadSettings(max_records=options.max_records_per_shard, max_fetch_time_ms=options.max_fetch_time_ms,
+                             fail_on_data_loss=options.fail_on_data_loss, aws_settings=settings)
 
 
 def _read_shard(options: KinesisSourceOptions, partition: KinesisTaskPartition, client: Any, store: Any,
-                settings: AwsClientSettings, read: ShardRead) -> Iterator:
+                shard_settings: ShardReadSettings, read: ShardRead) -> Iterator:
     """One shard's rows for this batch (a generator; returns the shard's read result once its end is recorded)."""
     ends = batch_ends_for(store, options.stream, read.query_id)
-    return (yield from stream_and_record(
-        ends, read.batch, client, options.stream, read.shard_id, read.start,
-        task=partition.task, ending_sequence=read.ending_sequence, max_records=options.max_records_per_shard,
-        max_fetch_time_ms=options.max_fetch_time_ms, fail_on_data_loss=options.fail_on_data_loss,
-        settings=settings, until_arrival_ms=read.until_arrival_ms,
-    ))
+    request = ShardReadRequest(options.stream, read.shard_id, read.start, partition.task,
+                               ending_sequence=read.ending_sequence, until_arrival_ms=read.until_arrival_ms)
+    return (yield from stream_and_record(ends, read.batch, client, request, shard_settings))
 
 
 def _shard_done(options: KinesisSourceOptions, partition: KinesisTaskPartition, read: ShardRead, result) -> None:
@@ -72,7 +77,7 @@ def _shard_done(options: KinesisSourceOptions, partition: KinesisTaskPartition, 
 
 
 def _read_concurrently(options: KinesisSourceOptions, partition: KinesisTaskPartition, client: Any, store: Any,
-                       settings: AwsClientSettings, reads: list[ShardRead], threads: int) -> Iterator:
+                       shard_settings: ShardReadSettings, reads: list[ShardRead], threads: int) -> Iterator:
     """Run each shard's read on a pool thread; hand their batches out here, in the order they arrive."""
     handover: queue.Queue = queue.Queue(maxsize=threads * _QUEUED_BATCHES_PER_THREAD)
     abandoned = threading.Event()  # the task failed or its consumer stopped early: reader threads stop
@@ -90,7 +95,7 @@ def _read_concurrently(options: KinesisSourceOptions, partition: KinesisTaskPart
         if abandoned.is_set():
             return
         try:
-            reading = _read_shard(options, partition, client, store, settings, read)
+            reading = _read_shard(options, partition, client, store, shard_settings, read)
             while True:
                 try:
                     batch = next(reading)

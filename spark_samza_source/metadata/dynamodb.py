@@ -134,6 +134,8 @@ class DynamoDBMetadataStore(MetadataStore):
         max_attempts: int = 8,
         uri: str | None = None,
     ) -> None:
+        """Eleven parameters, keyword-only past the second: one per part of the ``dynamodb://`` URI the store is
+        opened from, kept as they are in ``_init_args`` so a pickled store re-creates its client on an executor."""
         import boto3
         from botocore.config import Config
         from botocore.exceptions import BotoCoreError

@@ -187,6 +187,8 @@ class S3MetadataStore(MetadataStore):
         max_attempts: int = DEFAULT_MAX_ATTEMPTS,
         uri: str | None = None,
     ) -> None:
+        """Twelve parameters, keyword-only past the second: one per part of the ``s3://`` URI (``parse_s3_uri`` parses
+        them), kept as they are in ``_init_args`` so a pickled store re-creates its client on an executor."""
         import boto3
         from botocore.config import Config
         from botocore.exceptions import BotoCoreError

@@ -15,6 +15,7 @@ the chosen system is a Kinesis system. Option names are the constants of ``kines
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 from ..core.errors import ConfigError
 from ..core.model import SystemStreamPartition
@@ -71,84 +72,146 @@ NATIVE_OPTIONS = frozenset({
 })
 
 
+@dataclass(frozen=True)
+class _Scope:
+    """The Kinesis system and the one stream of it a translation reads; the prefixes of their keys."""
+
+    system: str
+    stream: str
+
+    @property
+    def system_prefix(self) -> str:
+        return f"systems.{self.system}."
+
+    @property
+    def stream_prefix(self) -> str:
+        return f"systems.{self.system}.streams.{self.stream}."
+
+
 def translate(tr: Translation, system: str, inputs: Inputs, patterns: Patterns,
               broadcast: list[SystemStreamPartition]) -> None:
     """The Kinesis system's keys -> ``samza-kinesis`` options (see the module documentation)."""
+    refuse_kafka_only_inputs(tr, system, patterns, broadcast)
+    scope = _Scope(system, chosen_stream(tr, system, inputs[system]))
+    tr.set_option(STREAM_NAME_OPTION, scope.stream, "task.inputs")
+    kcl = kcl_settings(tr, scope)
+    translate_region(tr, scope, kcl)
+    translate_credentials(tr, scope)
+    translate_endpoints(tr, kcl)
+    table = translate_lease_table(tr, scope, kcl)
+    note_kcl_start(tr, table, kcl)
+    ignore_system_keys(tr, scope)
+    for stream_id in tr.stream_ids(system, [scope.stream]):
+        for key in tr.keys_with(f"streams.{stream_id}."):
+            tr.ignore(key, "Samza stream setting: samza-kinesis takes the stream from task.inputs, its start "
+                           "from the KCL lease table")
+    translate_grouping(tr)
+
+
+def refuse_kafka_only_inputs(tr: Translation, system: str, patterns: Patterns,
+                             broadcast: list[SystemStreamPartition]) -> None:
+    """Topic patterns and broadcast inputs have no Kinesis meaning: refuse them rather than drop them."""
     if patterns.get(system):
         raise tr.fail(patterns[system][0][1], "RegExTopicGenerator lists Kafka topics; it cannot select "
                                               "Kinesis streams")
     if broadcast:
         raise tr.fail(SAMZA_BROADCAST_KEY, "Kinesis streams cannot be broadcast (in Samza neither); "
                                            "samza-kinesis has no broadcast inputs")
-    streams = inputs[system]
-    if tr.want_stream is not None:
-        if tr.want_stream not in streams:
-            raise ConfigError(f"stream={tr.want_stream!r} is not an input of system '{system}' "
-                              f"({', '.join(streams)})")
-        for other in streams:
-            if other != tr.want_stream:
-                tr.ignored[f"task.inputs ({system}.{other})"] = (
-                    f"one samza-kinesis query reads one stream: import again with stream='{other}'")
-        stream = tr.want_stream
-    elif len(streams) > 1:
-        raise ConfigError(f"task.inputs names {len(streams)} Kinesis streams of system '{system}' "
-                          f"({', '.join(streams)}); one samza-kinesis query reads one stream: import with "
-                          "stream='<name>' once per stream")
-    else:
-        stream = streams[0]
-    tr.set_option(STREAM_NAME_OPTION, stream, "task.inputs")
-    sys_prefix = f"systems.{system}."
-    stream_prefix = f"systems.{system}.streams.{stream}."
 
-    region_key = next((k for k in (stream_prefix + "aws.region", sys_prefix + "aws.region")
-                       if tr.props.get(k, "").strip()), None)
+
+def chosen_stream(tr: Translation, system: str, streams: list[str]) -> str:
+    """The one stream of ``system`` the query reads: ``stream=`` when given (the others reported), else the only
+    input; several inputs without ``stream=`` are refused, since one query reads one stream."""
+    if tr.want_stream is None:
+        if len(streams) > 1:
+            raise ConfigError(f"task.inputs names {len(streams)} Kinesis streams of system '{system}' "
+                              f"({', '.join(streams)}); one samza-kinesis query reads one stream: import with "
+                              "stream='<name>' once per stream")
+        return streams[0]
+    if tr.want_stream not in streams:
+        raise ConfigError(f"stream={tr.want_stream!r} is not an input of system '{system}' "
+                          f"({', '.join(streams)})")
+    for other in streams:
+        if other != tr.want_stream:
+            tr.ignored[f"task.inputs ({system}.{other})"] = (
+                f"one samza-kinesis query reads one stream: import again with stream='{other}'")
+    return tr.want_stream
+
+
+def kcl_settings(tr: Translation, scope: _Scope) -> dict[str, tuple[str, str]]:
+    """The ``aws.kcl.*`` settings of the system and the stream (the stream's win): setting -> (value, key)."""
     kcl: dict[str, tuple[str, str]] = {}
-    for prefix in (sys_prefix + "aws.kcl.", stream_prefix + "aws.kcl."):  # stream scope overrides
+    for prefix in (scope.system_prefix + "aws.kcl.", scope.stream_prefix + "aws.kcl."):  # stream scope overrides
         for key in tr.keys_with(prefix):
             kcl[key[len(prefix):]] = (tr.props[key].strip(), key)
             tr.used.add(key)
+    return kcl
+
+
+def translate_region(tr: Translation, scope: _Scope, kcl: dict[str, tuple[str, str]]) -> None:
+    """``aws.kcl.RegionName``, else the stream's ``aws.region``, else the system's -> ``region``."""
+    candidates = (scope.stream_prefix + "aws.region", scope.system_prefix + "aws.region")
+    region_key = next((k for k in candidates if tr.props.get(k, "").strip()), None)
     if "RegionName" in kcl:
         region_key = kcl.pop("RegionName")[1]
     if region_key:
         tr.used.add(region_key)
         tr.set_option(REGION_OPTION, tr.props[region_key].strip(), tr.name(region_key))
-    for key in (stream_prefix + "aws.region", sys_prefix + "aws.region"):
+    for key in candidates:
         if key in tr.props and key != region_key:
             tr.ignore(key, f"overridden by {tr.name(region_key)}" if region_key else "empty value")
 
-    access_key, secret_key = stream_prefix + "aws.accessKey", stream_prefix + "aws.secretKey"
+
+def translate_credentials(tr: Translation, scope: _Scope) -> None:
+    """The stream's ``aws.accessKey`` + ``aws.secretKey`` -> static credentials, only as a pair."""
+    access_key, secret_key = scope.stream_prefix + "aws.accessKey", scope.stream_prefix + "aws.secretKey"
     access, secret = tr.get(access_key), tr.get(secret_key)
     if access and secret:
         tr.set_option(ACCESS_KEY_ID_OPTION, access, tr.name(access_key))
         tr.set_option(SECRET_KEY_OPTION, secret, tr.name(secret_key))
-    else:
-        for key in (access_key, secret_key):
-            if key in tr.props:
-                tr.reject(key, "aws.accessKey and aws.secretKey go together; with one missing, boto3's default "
-                               "credential chain is used (Samza falls back to the default chain too)")
+        return
+    for key in (access_key, secret_key):
+        if key in tr.props:
+            tr.reject(key, "aws.accessKey and aws.secretKey go together; with one missing, boto3's default "
+                           "credential chain is used (Samza falls back to the default chain too)")
 
+
+def translate_endpoints(tr: Translation, kcl: dict[str, tuple[str, str]]) -> None:
+    """KCL's Kinesis and DynamoDB endpoints -> URLs (KCL takes bare host names: https is assumed)."""
     endpoints = {"KinesisEndpoint": ENDPOINT_URL_OPTION, "DynamoDBEndpoint": DYNAMODB_ENDPOINT_URL_OPTION}
     for setting, option in endpoints.items():
         if setting in kcl:
             value, key = kcl.pop(setting)
             url = value if re.match(r"^https?://", value) else f"https://{value}"
             tr.set_option(option, url, tr.name(key))
+
+
+def translate_lease_table(tr: Translation, scope: _Scope, kcl: dict[str, tuple[str, str]]) -> str:
+    """``aws.kcl.TableName`` (else Samza's default ``<job.name>-<job.id>-<stream>``) -> ``kcl.leaseTable`` with
+    ``startingPosition=kcl``: the lease table is the only place Samza's Kinesis consumer keeps its progress.
+    Returns the table's name. A default name is a guess, so both options stay soft (the caller may override)."""
     table_value = kcl.pop("TableName", None)
-    if table_value and table_value[0]:
+    named = bool(table_value and table_value[0])
+    if named:
         table, table_source = table_value[0], tr.name(table_value[1])
     else:
         samza_name = tr.props.get(SAMZA_JOB_NAME_KEY, "").strip() or tr.props.get("app.name", "").strip()
         samza_id = (tr.props.get("job.id", "").strip() if tr.props.get(SAMZA_JOB_NAME_KEY, "").strip()
                     else tr.props.get("app.id", "").strip()) or "1"
-        table = f"{samza_name}-{samza_id}-{stream}"
+        table = f"{samza_name}-{samza_id}-{scope.stream}"
         table_source = f"{SAMZA_JOB_NAME_KEY}, job.id (Samza's default table)"
         tr.notes.append(f"no aws.kcl.TableName: Samza's KCL worker used its default lease table "
                         f"'{table}' (<{SAMZA_JOB_NAME_KEY}>-<job.id>-<stream>)")
     tr.set_option(KCL_LEASE_TABLE_OPTION, table, table_source)
     tr.set_option(STARTING_POSITION_OPTION, "kcl", table_source)
     tr.soft.add(STARTING_POSITION_OPTION)
-    if not (table_value and table_value[0]):
+    if not named:
         tr.soft.add(KCL_LEASE_TABLE_OPTION)
+    return table
+
+
+def note_kcl_start(tr: Translation, table: str, kcl: dict[str, tuple[str, str]]) -> None:
+    """Explain where the query starts (after the KCL checkpoints); report KCL's own start and worker tuning."""
     initial = kcl.pop("InitialPositionInStream", None)
     initial_text = initial[0].upper() if initial else "LATEST"
     if initial:
@@ -163,30 +226,31 @@ def translate(tr: Translation, system: str, inputs: Inputs, patterns: Patterns,
         tr.ignore(key, f"KCL worker tuning: samza-kinesis reads shards itself (see {MAX_RECORDS_PER_SHARD_OPTION}, "
                        f"{MAX_FETCH_TIME_PER_SHARD_OPTION})")
 
-    for key in tr.keys_with(sys_prefix):
-        if key in tr.used:
-            continue
-        prop = key[len(sys_prefix):]
-        if prop.startswith("aws.clientConfig."):
-            tr.ignore(key, "AWS SDK for Java client setting; boto3 takes proxies from HTTPS_PROXY and its "
-                           "own configuration")
-        elif (prop.startswith(f"streams.{stream}.") and prop.endswith(".samza.offset.default")) or (
-                prop in ("samza.offset.default", "default.stream.samza.offset.default")):
-            tr.ignore(key, "Samza's Kinesis consumer ignores Samza checkpoints and offset defaults: the KCL "
-                           f"lease table (and InitialPositionInStream) decide, as {STARTING_POSITION_OPTION}=kcl "
-                           "here")
-        elif prop.startswith(f"streams.{stream}."):
-            tr.ignore(key, "Samza stream setting with no bearing on what is read")
-        elif prop.startswith("streams."):
-            tr.ignore(key, "stream is not an input of this query")
-        else:
-            tr.ignore(key, "Samza system setting with no bearing on what is read")
 
-    for stream_id in tr.stream_ids(system, [stream]):
-        for key in tr.keys_with(f"streams.{stream_id}."):
-            tr.ignore(key, "Samza stream setting: samza-kinesis takes the stream from task.inputs, its start "
-                           "from the KCL lease table")
+def ignore_system_keys(tr: Translation, scope: _Scope) -> None:
+    """Report every key of the system not translated above, with why it does not matter here."""
+    for key in tr.keys_with(scope.system_prefix):
+        if key not in tr.used:
+            tr.ignore(key, _why_system_key_ignored(key[len(scope.system_prefix):], scope.stream))
 
+
+def _why_system_key_ignored(prop: str, stream: str) -> str:
+    if prop.startswith("aws.clientConfig."):
+        return "AWS SDK for Java client setting; boto3 takes proxies from HTTPS_PROXY and its own configuration"
+    if (prop.startswith(f"streams.{stream}.") and prop.endswith(".samza.offset.default")) or (
+            prop in ("samza.offset.default", "default.stream.samza.offset.default")):
+        return ("Samza's Kinesis consumer ignores Samza checkpoints and offset defaults: the KCL lease table (and "
+                f"InitialPositionInStream) decide, as {STARTING_POSITION_OPTION}=kcl here")
+    if prop.startswith(f"streams.{stream}."):
+        return "Samza stream setting with no bearing on what is read"
+    if prop.startswith("streams."):
+        return "stream is not an input of this query"
+    return "Samza system setting with no bearing on what is read"
+
+
+def translate_grouping(tr: Translation) -> None:
+    """Samza's Kinesis consumer needs AllSspToSingleTask; anything else is refused. Expansion settings and the
+    container count are Kafka's or KCL's concern and only reported."""
     grouper = tr.get(GROUPER_KEY)
     if grouper and grouper.rsplit(".", 1)[-1] not in ("AllSspToSingleTaskGrouperFactory",
                                                       "AllSspToSingleTaskGrouper"):

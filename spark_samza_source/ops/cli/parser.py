@@ -182,8 +182,15 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--json", action="store_true", help="print machine-readable JSON instead of text")
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     groups = parser.add_subparsers(dest="group", metavar="COMMAND", required=True, parser_class=_Parser)
+    _add_startpoint(groups)
+    _add_jobmodel(groups)
+    _add_checkpoint(groups)
+    _add_lag(groups)
+    return parser
 
-    # -- startpoint ----------------------------------------------------------------------------------------
+
+def _add_startpoint(groups) -> None:
+    """``startpoint set|get|delete|list``."""
     sp = groups.add_parser("startpoint", help="set, get, delete or list startpoints (SEP-18)",
                            description="Startpoints re-position a running or checkpointed query at its next "
                                        "micro-batch; they are deleted once a batch that applied them commits.")
@@ -218,7 +225,9 @@ def build_parser() -> argparse.ArgumentParser:
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     _common(s_list)
 
-    # -- jobmodel ------------------------------------------------------------------------------------------
+
+def _add_jobmodel(groups) -> None:
+    """``jobmodel show``."""
     jm = groups.add_parser("jobmodel", help="show the job model (tasks -> SSPs) and what changed")
     jm_cmds = jm.add_subparsers(dest="command", metavar="ACTION", required=True, parser_class=_Parser)
     jm_show = jm_cmds.add_parser(
@@ -230,14 +239,18 @@ def build_parser() -> argparse.ArgumentParser:
     _common(jm_show)
     jm_show.add_argument("--checkpoint", metavar="DIR", help="read the job model from this checkpointLocation")
 
-    # -- checkpoint ----------------------------------------------------------------------------------------
+
+def _add_checkpoint(groups) -> None:
+    """``checkpoint show``."""
     cp = groups.add_parser("checkpoint", help="show committed positions")
     cp_cmds = cp.add_subparsers(dest="command", metavar="ACTION", required=True, parser_class=_Parser)
     cp_show = cp_cmds.add_parser("show", help="the committed position of every (task, SSP), as mirrored at commit",
                                  epilog=_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     _common(cp_show)
 
-    # -- lag -----------------------------------------------------------------------------------------------
+
+def _add_lag(groups) -> None:
+    """``lag``: Kafka and Kinesis flags side by side (the job's system decides which apply)."""
     lag = groups.add_parser(
         "lag", help="committed positions against the latest ones, per partition or shard",
         description="Kafka: the high watermark minus the committed offset (as the checkpoint mirror holds it), per "
@@ -261,7 +274,6 @@ def build_parser() -> argparse.ArgumentParser:
                          help="the query's checkpointLocation: maps the committed slot positions to shards")
     kinesis.add_argument("--max-records", metavar="N", type=_positive_int("--max-records"), default=100_000,
                          help="stop counting a shard's backlog after N records (then reported as at least N)")
-    return parser
 
 
 # ---- checks argparse cannot express --------------------------------------------------------------------------

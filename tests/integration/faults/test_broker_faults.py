@@ -149,5 +149,5 @@ def test_kinesis_endpoint_cut_mid_get_records_and_restored(ks_proxy, fh):
     with pytest.raises(KinesisSourceError, match=rf"GetShardIterator for shard shardId-000000000000 of stream "
                                                  rf"'{stream}'.*no answer from the Kinesis endpoint.*{proxy.endpoint}"):
         read_shard(client, stream, "shardId-000000000000", ShardPosition.trim_horizon(), task="Task-0",
-                   settings=settings)
+                   aws_settings=settings)
     print(f"recovered {took:.1f}s after the cut; query {'failed and was restarted' if failure else 'rode it out'}")

@@ -1,7 +1,7 @@
 """A samza-kinesis task holding several shards reads them concurrently, each shard paced on its own: counted on
 the moto server (its GetRecords log, ``samza_devkit.moto_request_log``), not timed on the client.
 
-The task's reads ask for pages of 50 records (the real ``stream_and_record`` with ``records_per_call=50``) and
+The task's reads ask for pages of 50 records (the task's real read settings with ``records_per_call=50``) and
 each shard holds 230, so every shard needs exactly five calls, each answered in milliseconds: the 200 ms pacing,
 not the server, spaces one shard's calls.  A task reading its shards one after the other sends shard 0's five
 calls before shard 1's first; a task reading them concurrently sends every shard's first call before any second
@@ -11,7 +11,7 @@ arrive within ~0.15 s)."""
 
 from __future__ import annotations
 
-import functools
+import dataclasses
 import threading
 
 import pyarrow as pa
@@ -20,7 +20,7 @@ import pytest
 from samza_devkit import kinesis_helpers as kh
 from samza_devkit import moto_request_log
 from spark_samza_source.kinesis import task as kinesis_task
-from spark_samza_source.kinesis.batch_ends import batch_ends_for, stream_and_record
+from spark_samza_source.kinesis.batch_ends import batch_ends_for
 from spark_samza_source.kinesis.errors import KinesisDataLossError
 from spark_samza_source.kinesis.input_partition import KinesisTaskPartition, ShardRead
 from spark_samza_source.kinesis.options import KinesisSourceOptions
@@ -37,9 +37,15 @@ PACING_S = 0.2  # 5 GetRecords per second per shard
 PACING_SLACK_S = 0.3
 
 
+def _pages_of(records: int, monkeypatch) -> None:
+    """The task reads with its own settings, but asks GetRecords for ``records`` at a time."""
+    real = kinesis_task.read_settings
+    monkeypatch.setattr(kinesis_task, "read_settings",
+                        lambda options, aws: dataclasses.replace(real(options, aws), records_per_call=records))
+
+
 def test_a_task_reads_its_shards_interleaved_each_paced(kinesis, make_stream, moto_server, tmp_path, monkeypatch):
-    monkeypatch.setattr(kinesis_task, "stream_and_record", functools.partial(stream_and_record,
-                                                                             records_per_call=PAGE))
+    _pages_of(PAGE, monkeypatch)
     stream = make_stream(SHARDS)
     shards = [s["ShardId"] for s in kh.list_shards(kinesis, stream)]
     for shard in shards:
@@ -96,8 +102,7 @@ def _filled_task(kinesis, make_stream, moto_server, tmp_path, shards: int = SHAR
 
 
 def test_a_task_closed_early_stops_its_reader_threads(kinesis, make_stream, moto_server, tmp_path, monkeypatch):
-    monkeypatch.setattr(kinesis_task, "stream_and_record", functools.partial(stream_and_record,
-                                                                             records_per_call=PAGE))
+    _pages_of(PAGE, monkeypatch)
     options, ids = _filled_task(kinesis, make_stream, moto_server, tmp_path)
     partition = KinesisTaskPartition("Task-0", tuple(
         ShardRead(batch=0, query_id="q", shard_id=s, start=ShardPosition.trim_horizon()) for s in ids))
@@ -110,8 +115,7 @@ def test_a_task_closed_early_stops_its_reader_threads(kinesis, make_stream, moto
 
 def test_one_shard_failing_fails_the_task_and_stops_the_others(kinesis, make_stream, moto_server, tmp_path,
                                                                monkeypatch):
-    monkeypatch.setattr(kinesis_task, "stream_and_record", functools.partial(stream_and_record,
-                                                                             records_per_call=PAGE))
+    _pages_of(PAGE, monkeypatch)
     options, ids = _filled_task(kinesis, make_stream, moto_server, tmp_path)
     missing = "shardId-000000000099"  # not in the stream: its read fails with data loss (failOnDataLoss default)
     partition = KinesisTaskPartition("Task-0", tuple(

@@ -107,7 +107,7 @@ def test_throttled_get_records_are_retried_once_each_by_the_reader(client, setti
     rule = aws_faults.add("GetRecords", code=code, times=3)
     sleeps = Sleeps()
     res = read_shard(client, stream, SHARD0, ShardPosition.trim_horizon(), task=TASK, records_per_call=100,
-                     settings=settings, sleep=sleeps)
+                     aws_settings=settings, sleep=sleeps)
     assert sequences(res) == [p.sequence for p in puts]  # nothing lost, nothing read twice
     assert res.stop == STOP_CAUGHT_UP
     assert res.retries == 3
@@ -125,7 +125,7 @@ def test_a_throttled_batch_ends_at_max_fetch_time_with_what_it_read(client, sett
     sleeps = Sleeps()
     max_fetch_ms = 1500
     res = read_shard(client, stream, SHARD0, ShardPosition.trim_horizon(), task=TASK, records_per_call=100,
-                     max_fetch_time_ms=max_fetch_ms, max_retries=1000, settings=settings, sleep=sleeps)
+                     max_fetch_time_ms=max_fetch_ms, max_retries=1000, aws_settings=settings, sleep=sleeps)
     assert res.stop == STOP_MAX_FETCH_TIME
     assert sequences(res) == [p.sequence for p in puts[:100]]
     assert res.end == ShardPosition.after_sequence(puts[99].sequence)
@@ -135,7 +135,7 @@ def test_a_throttled_batch_ends_at_max_fetch_time_with_what_it_read(client, sett
     # the pacing holds while throttled: at most 5 calls a second over the batch, plus the first
     assert counted["failed"] <= 1 + max_fetch_ms / DEFAULT_MIN_CALL_INTERVAL_MS
     aws_faults.clear()
-    rest = read_shard(client, stream, SHARD0, res.end, task=TASK, settings=settings)
+    rest = read_shard(client, stream, SHARD0, res.end, task=TASK, aws_settings=settings)
     assert sequences(rest) == [p.sequence for p in puts[100:]]
 
 
@@ -145,7 +145,7 @@ def test_a_throttled_get_shard_iterator_never_waits_past_max_fetch_time(client, 
     sleeps = Sleeps()
     max_fetch_ms = 800
     res = read_shard(client, stream, SHARD0, ShardPosition.after_sequence(puts[9].sequence), task=TASK,
-                     max_fetch_time_ms=max_fetch_ms, max_retries=6, settings=settings, sleep=sleeps)
+                     max_fetch_time_ms=max_fetch_ms, max_retries=6, aws_settings=settings, sleep=sleeps)
     assert res.stop == STOP_MAX_FETCH_TIME and res.records == 0
     assert res.end == ShardPosition.after_sequence(puts[9].sequence)  # the batch is empty, nothing skipped
     assert sleeps.total <= max_fetch_ms / 1000
@@ -157,7 +157,7 @@ def test_endless_throttling_with_few_retries_fails_naming_shard_and_stream(clien
     rule = aws_faults.add("GetRecords", code=PTEE)
     with pytest.raises(KinesisThrottledError, match=rf"{SHARD0}.*{stream}.*{PTEE}.*2 retries"):
         read_shard(client, stream, SHARD0, ShardPosition.trim_horizon(), task=TASK, max_retries=2,
-                   max_fetch_time_ms=60_000, settings=settings)
+                   max_fetch_time_ms=60_000, aws_settings=settings)
     assert aws_faults.counts(rule) == {"seen": 3, "failed": 3}
 
 

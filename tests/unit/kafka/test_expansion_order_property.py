@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 from spark_samza_source.core.grouping import GroupByPartitionFixedTasks
 from spark_samza_source.core.model import SystemStreamPartition
 from spark_samza_source.kafka.offset import LogOffset
-from spark_samza_source.kafka.planner import plan_next
+from spark_samza_source.kafka.planner import PlanRules, plan_next
 from spark_samza_source.kafka.positions import Watermarks
 
 STREAM = "orders"
@@ -104,7 +104,7 @@ def test_every_key_in_produce_order_and_every_ssp_in_its_task(chain, steps, sett
         model = grouper.group(offset.job_model, [ssp(p) for p in range(len(topic.logs))])
         assert set(model.tasks) == initial_tasks, "growth added or removed a task"
         result = plan_next(offset, model, topic.watermarks(), max_rows=max_rows, now_ms=now * 1000,
-                           settle_ms=settle_ticks * 1000)
+                           rules=PlanRules(settle_ms=settle_ticks * 1000))
         end = result.offset
         if end is offset:  # nothing to do: Spark plans no batch
             return

@@ -9,7 +9,7 @@ from spark_samza_source.core.errors import DataLossError, OffsetFormatError
 from spark_samza_source.core.jobmodel import JobModel
 from spark_samza_source.core.model import SystemStream, SystemStreamPartition, TaskName
 from spark_samza_source.kafka.offset import REBASE_DATA_LOSS, LogOffset
-from spark_samza_source.kafka.planner import plan_next
+from spark_samza_source.kafka.planner import PlanRules, plan_next
 from spark_samza_source.kafka.positions import Watermarks
 
 T0, T1 = TaskName("Partition 0"), TaskName("Partition 1")
@@ -54,7 +54,8 @@ def test_a_recreated_topic_is_data_loss_naming_the_topic():
 
 def test_a_recreated_topic_is_read_from_its_start_and_reported_with_fail_on_data_loss_false():
     prev = offset({0: 10, 1: 20}, topic_ids={"orders": OLD_ID})
-    result = plan_next(prev, prev.job_model, MARKS, topic_ids={"orders": NEW_ID}, fail_on_data_loss=False)
+    result = plan_next(prev, prev.job_model, MARKS, topic_ids={"orders": NEW_ID},
+                       rules=PlanRules(fail_on_data_loss=False))
     assert result.recreated == {"orders": (OLD_ID, NEW_ID)}
     assert {k[1].partition: (r.position, r.reason) for k, r in result.offset.rebases.items()} == {
         0: (0, REBASE_DATA_LOSS), 1: (0, REBASE_DATA_LOSS)}

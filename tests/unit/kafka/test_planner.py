@@ -8,7 +8,7 @@ from spark_samza_source.core.errors import DataLossError
 from spark_samza_source.core.jobmodel import JobModel
 from spark_samza_source.core.model import SystemStream, SystemStreamPartition, TaskName
 from spark_samza_source.kafka.offset import LogOffset
-from spark_samza_source.kafka.planner import ResolvedStartpoint, plan_next, split_read_limit
+from spark_samza_source.kafka.planner import PlanRules, ResolvedStartpoint, plan_next, split_read_limit
 from spark_samza_source.kafka.positions import Watermarks
 
 T0, T1 = TaskName("Partition 0"), TaskName("Partition 1")
@@ -145,24 +145,25 @@ def test_settle_time_keeps_feeders_draining_before_the_cut():
     prev = offset({0: 10, 1: 20})
     grown = model(4)
     wm = marks(p0=(0, 10), p1=(0, 20), p2=(0, 7), p3=(0, 4))
-    first = plan_next(prev, grown, wm, now_ms=1_000, settle_ms=60_000).offset
+    first = plan_next(prev, grown, wm, now_ms=1_000, rules=PlanRules(settle_ms=60_000)).offset
     assert all(b.settling and b.settle_until == 61_000 for b in first.barriers[ssp(2)])
     assert first.positions[(T0, ssp(2))] == 0 and first.positions[(T1, ssp(3))] == 0
     stale = marks(p0=(0, 14), p1=(0, 21), p2=(0, 9), p3=(0, 4))
-    second = plan_next(first, grown, stale, now_ms=30_000, settle_ms=60_000).offset
+    second = plan_next(first, grown, stale, now_ms=30_000, rules=PlanRules(settle_ms=60_000)).offset
     assert second.positions[(T0, ssp(0))] == 14 and second.positions[(T0, ssp(2))] == 0
     later = marks(p0=(0, 16), p1=(0, 21), p2=(0, 9), p3=(0, 4))
-    cut = plan_next(second, grown, later, now_ms=61_000, settle_ms=60_000).offset
+    cut = plan_next(second, grown, later, now_ms=61_000, rules=PlanRules(settle_ms=60_000)).offset
     (barrier,) = cut.barriers[ssp(2)]
     assert barrier.feeders == {ssp(0): 16} and not barrier.settling
     assert cut.positions[(T0, ssp(0))] == 16 and cut.positions[(T0, ssp(2))] == 0
-    released = plan_next(cut, grown, later, now_ms=62_000, settle_ms=60_000).offset
+    released = plan_next(cut, grown, later, now_ms=62_000, rules=PlanRules(settle_ms=60_000)).offset
     assert released.barriers == {} and released.positions[(T0, ssp(2))] == 9
 
 
 def test_no_ordering_reads_new_partitions_at_once():
     prev = offset({0: 10, 1: 20})
-    result = plan_next(prev, model(4), marks(p0=(0, 15), p1=(0, 20), p2=(0, 7), p3=(0, 4)), ordering="none")
+    wm = marks(p0=(0, 15), p1=(0, 20), p2=(0, 7), p3=(0, 4))
+    result = plan_next(prev, model(4), wm, rules=PlanRules(ordering="none"))
     assert result.offset.barriers == {}
     assert result.offset.positions[(T0, ssp(2))] == 7
 
@@ -178,7 +179,7 @@ def test_data_loss_fails_naming_the_ssp_and_the_range():
 
 def test_data_loss_without_failing_continues_from_earliest_and_reports():
     prev = offset({0: 10, 1: 20})
-    result = plan_next(prev, prev.job_model, marks(p0=(40, 50), p1=(0, 20)), fail_on_data_loss=False)
+    result = plan_next(prev, prev.job_model, marks(p0=(40, 50), p1=(0, 20)), rules=PlanRules(fail_on_data_loss=False))
     assert result.offset.rebases[(T0, ssp(0))].position == 40
     assert result.offset.positions[(T0, ssp(0))] == 50
     assert [(d.lost_from, d.lost_until) for d in result.data_loss] == [(10, 40)]
@@ -187,7 +188,7 @@ def test_data_loss_without_failing_continues_from_earliest_and_reports():
 def test_until_caps_available_now_batches():
     prev = offset({0: 0, 1: 0})
     until = {ssp(0): 5, ssp(1): 3}
-    result = plan_next(prev, prev.job_model, marks(p0=(0, 50), p1=(0, 20)), until=until)
+    result = plan_next(prev, prev.job_model, marks(p0=(0, 50), p1=(0, 20)), rules=PlanRules(until=until))
     assert result.offset.positions == {(T0, ssp(0)): 5, (T1, ssp(1)): 3}
 
 
@@ -223,7 +224,7 @@ def test_offsets_gone_backwards_are_data_loss():
     prev = offset({0: 30, 1: 20})
     with pytest.raises(DataLossError, match="SystemStreamPartition \\[kafka, orders, 0\\]"):
         plan_next(prev, prev.job_model, marks(p0=(0, 5), p1=(0, 20)))
-    result = plan_next(prev, prev.job_model, marks(p0=(0, 5), p1=(0, 20)), fail_on_data_loss=False)
+    result = plan_next(prev, prev.job_model, marks(p0=(0, 5), p1=(0, 20)), rules=PlanRules(fail_on_data_loss=False))
     assert result.offset.rebases[(T0, ssp(0))].position == 0
     assert result.offset.positions[(T0, ssp(0))] == 5
     assert [(d.lost_from, d.lost_until) for d in result.data_loss] == [(5, 30)]
