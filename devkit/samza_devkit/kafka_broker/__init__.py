@@ -250,6 +250,28 @@ class KafkaDevBroker:
         """The member of ``group`` left (see ``occupy_group``): the group is Empty again and takes commits."""
         self._groups_of_running_server("vacate_group").members.pop(group, None)
 
+    def abort_timed_out_transactions(self, *, ignore_timeout: bool = False) -> list[str] | None:
+        """Run the transaction-timeout check now instead of at the next periodic check: every open
+        transaction silent for longer than its producer's ``transaction.timeout.ms`` is aborted (its producer
+        fenced).  In-process brokers return the transactional ids aborted once done (``ignore_timeout``:
+        every open transaction); a child-process broker is signalled (SIGUSR1) and None returned at once:
+        wait for the effect (e.g. the last stable offset) instead."""
+        if self.in_process:
+            if self._server is None or self._loop is None:
+                raise RuntimeError("abort_timed_out_transactions needs a running broker")
+            import asyncio
+
+            async def check() -> list[str]:
+                return self._server.state.txns.abort_timed_out(ignore_timeout=ignore_timeout)
+
+            return asyncio.run_coroutine_threadsafe(check(), self._loop).result(30)
+        if ignore_timeout:
+            raise RuntimeError("ignore_timeout needs a broker started with in_process=True")
+        if self._proc is None:
+            raise RuntimeError("abort_timed_out_transactions needs a running broker")
+        self._proc.send_signal(signal.SIGUSR1)
+        return None
+
     def _groups_of_running_server(self, what: str):
         if not self.in_process or self._server is None or self._server.state is None:
             raise RuntimeError(f"{what} needs a running broker started with in_process=True")
