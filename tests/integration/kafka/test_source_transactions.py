@@ -29,6 +29,7 @@ from samza_devkit.kafka_helpers import (
     transactional_producer,
     unique_topic,
 )
+from spark_samza_source.core.model import parse_ssp_key
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow, pytest.mark.timeout(300)]
 
@@ -106,11 +107,10 @@ def planned_ends(kq, name: str, topic: str, partition: int) -> list[int]:
 
 
 def _offset_of(offset_json: dict, topic: str, partition: int) -> int:
-    for task_offsets in offset_json["tasks"].values():
-        for entry in task_offsets:
-            if entry["stream"] == topic and int(entry["partition"]) == partition:
-                return int(entry["offset"])
-    raise AssertionError(f"{topic}[{partition}] not in {offset_json}")
+    found = [pos for positions in offset_json["positions"].values() for key, pos in positions.items()
+             if parse_ssp_key(key).stream == topic and parse_ssp_key(key).partition == partition]
+    assert found, f"{topic}[{partition}] not in {offset_json['positions']}"
+    return min(found)
 
 
 def test_read_committed_is_held_by_an_open_transaction_only_in_its_partition(kq, kafka_broker):
@@ -173,10 +173,11 @@ def test_exactly_once_into_parquet_and_per_key_order_across_growth_read_committe
     keyed_transaction(producer, topic, 1)
     options = {**COMMITTED, **NO_STALL, "maxOffsetsPerTrigger": "20"}
     first = kq.start_parquet("grow-txn", subscribe=topic, **options)
-    kq.wait_for(lambda: kq.sink_rows("grow-txn"), what="the first batch")
+    kq.wait_for(lambda: (Path(kq.sink_path("grow-txn")) / "_spark_metadata" / "0").exists(), what="the first batch")
     first.stop()
 
     add_partitions(bs, topic, 4)
+    producer = transactional_producer(bs)  # a producer that knows the 4 partitions (no stale metadata)
     keyed_transaction(producer, topic, 2)
     keyed_transaction(producer, topic, -1, end="abort")
     keyed_transaction(producer, topic, 3)
@@ -189,6 +190,11 @@ def test_exactly_once_into_parquet_and_per_key_order_across_growth_read_committe
     moved = {k for k in KEYS if len({p for _b, p, _o, kk, _v in rows if kk == k}) > 1}
     assert moved, "no key changed partition: the order check proves nothing"
     for key in KEYS:
+        by_batch: dict[int, set[int]] = {}
+        for b, p, _o, k, _v in rows:
+            if k == key:
+                by_batch.setdefault(b, set()).add(p)
+        assert all(len(p) == 1 for p in by_batch.values()), f"{key!r} read from two partitions in one batch"
         ordered = [int(v.rsplit(b":", 1)[1]) for _b, _p, _o, k, v in sorted(rows, key=lambda r: (r[0], r[2]))
                    if k == key]
         assert ordered == [0, 1, 2, 3], f"{key!r} out of produce order: {ordered}"
