@@ -20,6 +20,7 @@ for the test process's GIL nor dies with it (the child also exits when its paren
 stdin).  ``in_process=True`` runs it on an event-loop thread instead (handy under a debugger).
 Modules: ``server.py`` (asyncio networking, framing), ``protocol.py`` (glue to kafka-python's schemas),
 ``handlers.py`` (one handler per API), ``log.py`` (partition log, index, recovery, group offsets),
+``transactions.py`` (transaction coordinator, control batches, last stable offset, aborted transactions),
 ``client.py`` (a minimal blocking client for the helpers).
 
 Supported APIs, advertised in ApiVersions (nothing else is advertised or served):
