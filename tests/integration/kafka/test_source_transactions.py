@@ -202,3 +202,27 @@ def test_exactly_once_into_parquet_and_per_key_order_across_growth_read_committe
         ordered = [int(v.rsplit(b":", 1)[1]) for _b, _p, _o, k, v in sorted(rows, key=lambda r: (r[0], r[2]))
                    if k == key]
         assert ordered == [0, 1, 2, 3], f"{key!r} out of produce order: {ordered}"
+
+
+def test_batch_reads_under_read_committed_never_plan_past_an_open_transaction(spark, kafka_broker):
+    bs = kafka_broker.bootstrap_servers
+    topic = create_topic(bs, unique_topic("open-batch"), 1)
+    produce_in_transaction(transactional_producer(bs), topic, [(None, b"c0", 0)])  # 0, COMMIT 1
+    holder = transactional_producer(bs)
+    produce_in_transaction(holder, topic, [(None, b"h0", 0)], end="open")  # 2: last stable offset 2
+
+    def read(isolation: str, ends: str | None = None):
+        reader = (spark.read.format("samza-kafka").option("kafka.bootstrap.servers", bs)
+                  .option("subscribe", topic).option("kafka.isolation.level", isolation)
+                  .options(**STALL_FAILS_BATCH))
+        if ends is not None:
+            reader = reader.option("endingOffsets", json.dumps({topic: {"0": ends}}))
+        return rows_of(reader.load().collect())
+
+    assert read("read_committed") == [(0, 0, b"c0")]  # latest: the last stable offset
+    assert read("read_uncommitted") == [(0, 0, b"c0"), (0, 2, b"h0")]
+    with pytest.raises(Exception) as err:  # an explicit end past it is refused when planned, not waited for
+        read("read_committed", 3)
+    assert "endingOffsets" in str(err.value) and "offset 3 (log end 2)" in str(err.value)
+    holder.commit_transaction(TIMEOUT_S)
+    assert read("read_committed", 3) == [(0, 0, b"c0"), (0, 2, b"h0")]
