@@ -39,6 +39,7 @@ NO_STALL = {"kafkaConsumer.pollTimeoutMs": "600000"}
 # its stall error after a minute instead (none is due: they finish in about a second)
 STALL_FAILS_BATCH = {"kafkaConsumer.pollTimeoutMs": "60000"}
 COMMITTED = {"kafka.isolation.level": "read_committed"}
+LONG_TXN_MS = 600_000
 
 
 @pytest.fixture(scope="module")
@@ -123,7 +124,8 @@ def test_read_committed_is_held_by_an_open_transaction_only_in_its_partition(kq,
     writer = transactional_producer(bs)
     produce_in_transaction(writer, topic, [(None, b"c0", 0), (None, b"d0", 1)])  # p0: 0, C1; p1: 0, C1
     produce_in_transaction(writer, topic, [(None, b"x0", 0)], end="abort")  # p0: 2, A3
-    holder = transactional_producer(bs)
+    # a transaction the broker must not time out while the test runs (librdkafka's default timeout is one minute)
+    holder = transactional_producer(bs, transaction_timeout_ms=LONG_TXN_MS)
     produce_in_transaction(holder, topic, [(None, b"h0", 0)], end="open")  # p0: 4, open: LSO 4
     query = kq.start_collecting("held", subscribe=topic, **COMMITTED, **NO_STALL)
     values = lambda: {r.value for r in kq.collected("held")}  # noqa: E731
@@ -208,7 +210,7 @@ def test_batch_reads_under_read_committed_never_plan_past_an_open_transaction(sp
     bs = kafka_broker.bootstrap_servers
     topic = create_topic(bs, unique_topic("open-batch"), 1)
     produce_in_transaction(transactional_producer(bs), topic, [(None, b"c0", 0)])  # 0, COMMIT 1
-    holder = transactional_producer(bs)
+    holder = transactional_producer(bs, transaction_timeout_ms=LONG_TXN_MS)
     produce_in_transaction(holder, topic, [(None, b"h0", 0)], end="open")  # 2: last stable offset 2
 
     def read(isolation: str, ends: str | None = None):
