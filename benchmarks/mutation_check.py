@@ -40,6 +40,7 @@ READER = ["tests/integration/kinesis/test_kinesis_reader.py", "-k",
 READER_COMPACTED = ["tests/integration/kafka/test_reader_compacted.py"]
 S3_RACES = ["tests/integration/metadata/test_metadata_fs_concurrency.py", "-k",
             "s3 and (one_winner or threads or keep_every)"]
+BROKER_TXN = ["tests/integration/broker/test_broker_transactions.py"]
 S3_PROBE = ["tests/integration/metadata/test_metadata_fs_concurrency.py", "-k", "conditional or conditions"]
 
 
@@ -175,6 +176,14 @@ MUTANTS = [
       "    def from_json(cls, value: Any) -> LogOffset:\n",
       "    def from_json(cls, value: Any) -> LogOffset:\n        raise OffsetFormatError('mutant')\n",
       ["tests/unit/test_fuzz_inputs.py", "-k", "kafka_offset"]),
+    # ---- the development broker's transactions (devkit): what the read_committed tests stand on -----------------
+    m("broker-lso-is-high-watermark", "dev broker: the last stable offset is the first offset of the earliest open "
+      "transaction", "devkit/samza_devkit/kafka_broker/transactions.py",
+      "return min(self.ongoing.values(), default=high_watermark)", "return high_watermark", BROKER_TXN),
+    m("broker-lists-no-aborted-transactions", "dev broker: read_committed fetches list the range's aborted "
+      "transactions", "devkit/samza_devkit/kafka_broker/transactions.py",
+      "return [(pid, first) for pid, first, last in self.aborted if last >= start and first < end]",
+      "return []", BROKER_TXN),
 ]
 
 

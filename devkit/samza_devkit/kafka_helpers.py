@@ -113,3 +113,65 @@ def produce(
     if remaining or errors:
         raise RuntimeError(f"produce to {topic} failed: {remaining} unacknowledged, errors: {errors[:5]}")
     return [acked[i] for i in range(count)]
+
+
+def transactional_producer(bootstrap: str, transactional_id: str | None = None, **conf) -> Producer:
+    """A confluent-kafka transactional producer, ``init_transactions`` done (fencing any earlier producer
+    of the same ``transactional_id``, a fresh one unless given), keys partitioned as Kafka's Java producer does
+    (as ``produce``). ``conf`` adds producer settings, dots as underscores: ``transaction_timeout_ms=2000``."""
+    settings = {"bootstrap.servers": bootstrap, "linger.ms": 5, "partitioner": "murmur2_random",
+                "transactional.id": transactional_id or unique_topic("txn")}
+    settings.update({k.replace("_", "."): v for k, v in conf.items()})
+    producer = Producer(settings)
+    producer.init_transactions(TIMEOUT_S)
+    return producer
+
+
+def produce_in_transaction(producer: Producer, topic: str, records: Iterable[tuple], *,
+                           end: str = "commit") -> list[int]:
+    """One transaction of ``(key, value[, partition])`` records: begun, produced, flushed (so every record is
+    in the log, even one to be aborted), then ended by ``end``: "commit", "abort", or "open" (left open for
+    the caller to end, or to abandon). Returns the offsets the broker gave the records, in produce order."""
+    if end not in ("commit", "abort", "open"):
+        raise ValueError(f"end must be commit, abort or open, got {end!r}")
+    producer.begin_transaction()
+    offsets: dict[int, int] = {}
+    errors: list[str] = []
+
+    def on_delivery(index: int):
+        def callback(err, msg):
+            if err is not None:
+                errors.append(str(err))
+            else:
+                offsets[index] = msg.offset()
+        return callback
+
+    count = 0
+    for index, (key, value, *rest) in enumerate(records):
+        kwargs = {"partition": rest[0]} if rest and rest[0] is not None else {}
+        producer.produce(topic, key=key, value=value, on_delivery=on_delivery(index), **kwargs)
+        count += 1
+    remaining = producer.flush(TIMEOUT_S)
+    if remaining or errors:
+        raise RuntimeError(f"transactional produce to {topic} failed: {remaining} unacknowledged, {errors[:5]}")
+    if end == "commit":
+        producer.commit_transaction(TIMEOUT_S)
+    elif end == "abort":
+        producer.abort_transaction(TIMEOUT_S)
+    return [offsets[i] for i in range(count)]
+
+
+def stable_offsets(bootstrap: str, topic: str, partitions: int) -> list[tuple[int, int]]:
+    """(high watermark, last stable offset) of each partition: ListOffsets latest at both isolation levels."""
+    from confluent_kafka import Consumer
+
+    result = []
+    for isolation in ("read_uncommitted", "read_committed"):
+        consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "stable-offsets-probe",
+                             "isolation.level": isolation, "enable.auto.commit": False})
+        try:
+            result.append([consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=TIMEOUT_S,
+                                                          cached=False)[1] for p in range(partitions)])
+        finally:
+            consumer.close()
+    return list(zip(result[0], result[1], strict=True))

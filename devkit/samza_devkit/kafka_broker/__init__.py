@@ -21,7 +21,8 @@ for the test process's GIL nor dies with it (the child also exits when its paren
 stdin).  ``in_process=True`` runs it on an event-loop thread instead (handy under a debugger).
 Modules: ``server.py`` (asyncio networking, framing), ``protocol.py`` (glue to kafka-python's schemas),
 ``handlers.py`` (one handler per API), ``log.py`` (partition log, index, recovery, group offsets),
-``compaction.py`` (log compaction), ``client.py`` (a minimal blocking client for the helpers).
+``compaction.py`` (log compaction), ``transactions.py`` (transaction coordinator, control batches, last stable
+offset, aborted transactions), ``client.py`` (a minimal blocking client for the helpers).
 
 Compaction (``compaction.py`` has the rules): topics whose ``cleanup.policy`` includes ``compact`` are compacted
 by ``KafkaDevBroker.compact(topic)`` (in process, or a JSON command on a child broker's stdin) and, with
@@ -52,17 +53,36 @@ Supported APIs, advertised in ApiVersions (nothing else is advertised or served)
                          max.message.bytes -> MESSAGE_TOO_LARGE
     InitProducerId 0-5   idempotent producers: per-partition sequence/epoch checks, duplicates of the
                          last 5 batches answered with their original offset; survives restarts.
-                         Transactional ids are refused (no transactions)
+                         With a transactional id (``transactions.py``): one producer id per id, the
+                         epoch bumped by every call (the previous holder is fenced: PRODUCER_FENCED
+                         at the coordinator, INVALID_PRODUCER_EPOCH on Produce), its open transaction
+                         aborted; v3+ producer id/epoch checked; timeout above 15 min ->
+                         INVALID_TRANSACTION_TIMEOUT
+    AddPartitionsToTxn 0-3, AddOffsetsToTxn 0-3, TxnOffsetCommit 0-3, EndTxn 0-3
+                         transactions as Kafka's coordinator runs them (before KIP-890 v2): unknown id
+                         or producer id -> INVALID_PRODUCER_ID_MAPPING, stale epoch -> PRODUCER_FENCED
+                         (TxnOffsetCommit: INVALID_PRODUCER_EPOCH); offsets committed in a transaction
+                         reach the group only when it commits; EndTxn writes a COMMIT or ABORT control
+                         batch (v2, transactional + control attributes, key (0, type), value (0,
+                         coordinator epoch 0)) to every partition of the transaction; a retried EndTxn
+                         answers NONE; a transaction idle past its timeout is aborted with a bumped
+                         epoch (checked every second; ``abort_timed_out_transactions`` runs it now).
+                         A transactional batch to a partition not in the producer's open transaction
+                         -> INVALID_TXN_STATE
     Fetch 4-18           long poll woken by new data, min/max bytes, partition max bytes (the first
                          batch is always returned whole, KIP-74), OFFSET_OUT_OF_RANGE below the log
-                         start or above the high watermark, last stable offset = high watermark,
-                         log start offset; by topic id from v13; sessionless (session id 0)
-    ListOffsets 1-11     earliest -2 (log start), latest -1, max timestamp -3 (KIP-734), earliest
+                         start or above the high watermark, last stable offset (the first offset of
+                         the earliest open transaction, else the high watermark), log start offset;
+                         read_committed: nothing at or past the last stable offset, the aborted
+                         transactions (producer id, first offset) of the range listed; by topic id
+                         from v13; sessionless (session id 0)
+    ListOffsets 1-11     earliest -2 (log start), latest -1 (read_committed: the last stable offset),
+                         max timestamp -3 (KIP-734), earliest
                          local -4; by timestamp: the first offset >= log start whose record timestamp
                          is >= the target, else offset -1 and timestamp -1 (as Kafka)
     OffsetForLeaderEpoch 2-4  epoch 0 ends at the high watermark
     DeleteRecords 0-2    moves the log start offset (-1: the high watermark); returns the low watermark
-    FindCoordinator 0-6  consumer groups: this broker; transactions: COORDINATOR_NOT_AVAILABLE
+    FindCoordinator 0-6  consumer groups and transactions: this broker; share groups: COORDINATOR_NOT_AVAILABLE
     OffsetCommit 2-10, OffsetFetch 1-10   for simple (assign()-based) consumers: generation -1 and
                          an empty member id; persisted
     ListGroups 0-5, DescribeGroups 0-6   groups that hold committed offsets: state Empty, protocol type
@@ -83,8 +103,9 @@ than ``--max-frame-bytes`` (100 MiB) closes that connection (as Kafka does) and 
 record batches get a CORRUPT_MESSAGE error.  The broker keeps serving every other connection.
 
 Not supported: consumer-group membership (JoinGroup/SyncGroup/Heartbeat/LeaveGroup, KIP-848: use
-``assign()``, not ``subscribe()``), DeleteGroups/OffsetDelete, transactions and
-read_committed filtering (there is nothing to filter), fetch sessions (KIP-227; clients fall back to
+``assign()``, not ``subscribe()``), DeleteGroups/OffsetDelete, transaction version 2 (KIP-890:
+EndTxn 4+, AddPartitionsToTxn 4+), ListTransactions/DescribeTransactions/DescribeProducers, OffsetFetch's
+UNSTABLE_OFFSET_COMMIT for offsets pending in a transaction, fetch sessions (KIP-227; clients fall back to
 full fetches), time/size retention and segment rolling (topic configs are stored and described but only
 message.timestamp.type, max.message.bytes, cleanup.policy=compact and delete.retention.ms are enforced;
 DeleteRecords and compaction are the only ways data goes), AlterConfigs, replication and leader changes,
@@ -100,6 +121,10 @@ to both files before the Produce response, so acknowledged data survives a broke
 it is fsynced only with ``fsync=True`` / ``--fsync`` (power loss).  On open a torn or corrupt tail is
 detected (index bounds, CRC-32 of the last batches, CRC-32C of unindexed ones) and cut, never served.
 Fetch serves whole stored batches straight from the log file with one pread, never decoding records.
+Transactions: the coordinator's state is ``transactions.json`` (replaced atomically on every change; a
+transaction caught between its Prepare and Complete states is completed on open); each partition's open and
+aborted transactions are rebuilt on open from the batch headers of the partitions that ever held a
+transactional batch.
 """
 
 from __future__ import annotations
@@ -266,6 +291,28 @@ class KafkaDevBroker:
     def vacate_group(self, group: str) -> None:
         """The member of ``group`` left (see ``occupy_group``): the group is Empty again and takes commits."""
         self._groups_of_running_server("vacate_group").members.pop(group, None)
+
+    def abort_timed_out_transactions(self, *, ignore_timeout: bool = False) -> list[str] | None:
+        """Run the transaction-timeout check now instead of at the next periodic check: every open
+        transaction silent for longer than its producer's ``transaction.timeout.ms`` is aborted (its producer
+        fenced).  In-process brokers return the transactional ids aborted once done (``ignore_timeout``:
+        every open transaction); a child-process broker is signalled (SIGUSR1) and None returned at once:
+        wait for the effect (e.g. the last stable offset) instead."""
+        if self.in_process:
+            if self._server is None or self._loop is None:
+                raise RuntimeError("abort_timed_out_transactions needs a running broker")
+            import asyncio
+
+            async def check() -> list[str]:
+                return self._server.state.txns.abort_timed_out(ignore_timeout=ignore_timeout)
+
+            return asyncio.run_coroutine_threadsafe(check(), self._loop).result(30)
+        if ignore_timeout:
+            raise RuntimeError("ignore_timeout needs a broker started with in_process=True")
+        if self._proc is None:
+            raise RuntimeError("abort_timed_out_transactions needs a running broker")
+        self._proc.send_signal(signal.SIGUSR1)
+        return None
 
     def _groups_of_running_server(self, what: str):
         if not self.in_process or self._server is None or self._server.state is None:

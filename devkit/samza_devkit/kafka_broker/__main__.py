@@ -1,7 +1,8 @@
 """``python -m samza_devkit.kafka_broker --port 0 --data-dir DIR``
 
 Prints exactly one line, ``listening on HOST:PORT``, once the broker accepts connections, then
-serves until SIGTERM or SIGINT and exits 0. Logs go to stderr. Test and demo infrastructure only.
+serves until SIGTERM or SIGINT and exits 0; SIGUSR1 aborts the transactions past their timeout at once.
+Logs go to stderr. Test and demo infrastructure only.
 
 With ``--exit-on-stdin-eof`` each line written to stdin is a JSON control command (``BrokerServer.command``, e.g.
 ``{"op": "compact", "topic": "t"}``) answered by one JSON line on stdout: how ``KafkaDevBroker.compact`` reaches a
@@ -61,6 +62,8 @@ async def _serve(args) -> int:
     stop = asyncio.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
+    # KafkaDevBroker.abort_timed_out_transactions: check the transaction timeouts now
+    loop.add_signal_handler(signal.SIGUSR1, server.state.txns.abort_timed_out)
     if args.exit_on_stdin_eof:
         def watch_stdin() -> None:
             pending = b""

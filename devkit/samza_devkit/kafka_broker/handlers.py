@@ -41,6 +41,7 @@ from kafka.protocol.producer import InitProducerIdResponse, ProduceResponse
 from .compaction import compact_partition, is_compacted, keyless_record_error
 from .log import BatchError, GroupStore, PartitionLog, TopicState, atomic_write_json, crc32c_is_fast, parse_batches
 from .protocol import REQUEST_CLASSES, ApiError
+from .transactions import TransactionCoordinator
 
 __all__ = ["CLUSTER_ID", "NODE_ID", "SUPPORTED_APIS", "BrokerState"]
 
@@ -65,7 +66,7 @@ SUPPORTED_APIS: dict[int, tuple[int, int]] = {
     19: (2, 7),   # CreateTopics
     20: (1, 6),   # DeleteTopics
     21: (0, 2),   # DeleteRecords
-    22: (0, 5),   # InitProducerId (idempotent producers only, no transactions)
+    22: (0, 5),   # InitProducerId
     23: (2, 4),   # OffsetForLeaderEpoch
     32: (1, 4),   # DescribeConfigs
     37: (0, 3),   # CreatePartitions
@@ -73,6 +74,9 @@ SUPPORTED_APIS: dict[int, tuple[int, int]] = {
 }
 SUPPORTED_APIS.update({15: (0, 6), 16: (0, 5)})  # DescribeGroups, ListGroups: offsets-only groups (#14)
 SUPPORTED_APIS.update({17: (1, 1), 36: (0, 2)})  # SaslHandshake, SaslAuthenticate: served by server.py (sasl.py)
+# Transactions (transactions.py): AddPartitionsToTxn, AddOffsetsToTxn, EndTxn, TxnOffsetCommit, up to the versions
+# before KIP-890's transaction version 2 (which moves partition registration into Produce)
+SUPPORTED_APIS.update({24: (0, 3), 25: (0, 3), 26: (0, 3), 28: (0, 3)})
 for _key, (_lo, _hi) in SUPPORTED_APIS.items():  # never advertise past what kafka-python can decode
     assert _hi <= REQUEST_CLASSES[_key].max_version, _key
 
@@ -227,6 +231,13 @@ class BrokerState:
                     if st is None or st.epoch != epoch:
                         st = self.producers[(topic.name, i, pid)] = _ProducerState(epoch=epoch)
                     st.batches.append((first, last, base))
+        self.txns = TransactionCoordinator(self, self.data_dir, self._new_producer_id)
+
+    def set_producer_epoch(self, topic: str, partition: int, producer_id: int, epoch: int) -> None:
+        """A transaction marker of ``epoch`` was written: older epochs of the producer are fenced here."""
+        state = self.producers.get((topic, partition, producer_id))
+        if state is None or state.epoch < epoch:
+            self.producers[(topic, partition, producer_id)] = _ProducerState(epoch=epoch)
 
     def _register(self, topic: TopicState) -> None:
         self.topics[topic.name] = topic
@@ -286,6 +297,7 @@ class BrokerState:
             self._wake(p)
             for key in [k for k in self.producers if k[0] == topic.name and k[1] == i]:
                 del self.producers[key]
+        self.txns.forget_topic(topic.name)
         topic.close()
         graveyard = self.trash_dir / uuid.uuid4().hex
         topic.dir.rename(graveyard)
@@ -514,9 +526,7 @@ class BrokerState:
         R = InitProducerIdResponse
         version = header.api_version
         if request.transactional_id is not None:
-            # Transactions are not supported (no coordinator APIs are advertised).
-            return R(version=version, throttle_time_ms=0, error_code=ApiError.INVALID_REQUEST,
-                     producer_id=-1, producer_epoch=-1)
+            return self.txns.init_producer_id(header, request)
         if version >= 3 and request.producer_id >= 0:
             # KIP-360 epoch bump for an existing idempotent producer.
             pid, epoch = request.producer_id, request.producer_epoch + 1
@@ -603,6 +613,8 @@ class BrokerState:
                     parts.append(self._keyless_rejected(P, idx, plog, f"{topic.name}-{idx}", *keyless))
                     continue
                 code, dup_base, pstate = self._check_sequence(topic.name, idx, batches, records)
+                if not code and dup_base is None:
+                    code = self.txns.check_produce(topic.name, idx, records, batches[0][0])
                 if code:
                     parts.append(P(index=idx, error_code=code, base_offset=-1, log_append_time_ms=-1,
                                    log_start_offset=plog.log_start_offset, record_errors=[]))
@@ -612,6 +624,7 @@ class BrokerState:
                                    log_start_offset=plog.log_start_offset, record_errors=[]))
                     continue
                 base, append_time = plog.append(records, batches, now if topic.log_append_time else None)
+                self.txns.on_append(topic.name, idx, plog, records, batches[0][0], base)
                 if pstate is not None:
                     key, pepoch, first_seq, last_seq = pstate
                     st = self.producers.get(key)
@@ -672,6 +685,7 @@ class BrokerState:
         total = 0
         error = False
         out = []
+        read_committed = version >= 4 and request.isolation_level == 1
         for ft in request.topics:
             if version >= 13:
                 topic = self.topics_by_id.get(ft.topic_id)
@@ -691,22 +705,32 @@ class BrokerState:
                 plog = topic.partitions[idx]
                 hw = plog.high_watermark
                 lso = plog.log_start_offset
+                stable = self.txns.last_stable_offset(topic.name, idx, hw)
                 offset = fp.fetch_offset
                 if offset < lso or offset > hw:
                     error = True
                     parts.append(P(partition_index=idx, error_code=ApiError.OFFSET_OUT_OF_RANGE,
-                                   high_watermark=hw, last_stable_offset=hw, log_start_offset=lso,
+                                   high_watermark=hw, last_stable_offset=stable, log_start_offset=lso,
                                    aborted_transactions=None, preferred_read_replica=-1, records=b""))
                     continue
                 limit = min(fp.partition_max_bytes, remaining)
-                data = plog.read(offset, max(limit, 0), min_one=(total == 0))
+                # read_committed: nothing at or past the last stable offset, and the aborted transactions
+                # of the range so the client can drop their records
+                data = plog.read(offset, max(limit, 0), min_one=(total == 0),
+                                 end_offset=stable if read_committed else None)
                 total += len(data)
                 remaining -= len(data)
-                parts.append(P(partition_index=idx, error_code=0, high_watermark=hw, last_stable_offset=hw,
-                               log_start_offset=lso, aborted_transactions=None, preferred_read_replica=-1,
+                aborted = self._aborted_transactions(topic.name, idx, offset, stable, P) if read_committed else None
+                parts.append(P(partition_index=idx, error_code=0, high_watermark=hw, last_stable_offset=stable,
+                               log_start_offset=lso, aborted_transactions=aborted, preferred_read_replica=-1,
                                records=data))
             out.append(T(topic=ft.topic, topic_id=ft.topic_id, partitions=parts))
         return out, total, error
+
+    def _aborted_transactions(self, topic: str, partition: int, start: int, end: int, P) -> list:
+        txns = self.txns.partition(topic, partition)
+        return [P.AbortedTransaction(producer_id=pid, first_offset=first)
+                for pid, first in (txns.aborted_between(start, end) if txns else [])]
 
     async def fetch(self, header, request):
         version = header.api_version
@@ -775,7 +799,10 @@ class BrokerState:
                                    leader_epoch=-1))
                     continue
                 ts = p.timestamp
-                if ts == -1:  # latest
+                if ts == -1 and version >= 2 and request.isolation_level == 1:  # latest committed: the LSO
+                    offset, found_ts = self.txns.last_stable_offset(t.name, p.partition_index,
+                                                                    plog.high_watermark), -1
+                elif ts == -1:  # latest
                     offset, found_ts = plog.high_watermark, -1
                 elif ts in (-2, -4):  # earliest, earliest-local
                     offset, found_ts = plog.log_start_offset, -1
@@ -842,16 +869,30 @@ class BrokerState:
             topics.append(T(name=t.name, partitions=parts))
         return R(version=header.api_version, throttle_time_ms=0, topics=topics)
 
+    # ------------------------------------------------------------------------------- transactions
+    def add_partitions_to_txn(self, header, request):
+        return self.txns.add_partitions_to_txn(header, request)
+
+    def add_offsets_to_txn(self, header, request):
+        return self.txns.add_offsets_to_txn(header, request)
+
+    def txn_offset_commit(self, header, request):
+        return self.txns.txn_offset_commit(header, request)
+
+    def end_txn(self, header, request):
+        return self.txns.end_txn(header, request)
+
     # ------------------------------------------------------------------------------- groups
     def find_coordinator(self, header, request):
-        """Consumer groups (key type 0) are coordinated by this broker; transactions (1) are not
-        supported, so their coordinator is not available."""
+        """Consumer groups (key type 0) and transactions (1) are coordinated by this broker; share groups
+        (2) are not supported, so their coordinator is not available."""
         version = header.api_version
         R = FindCoordinatorResponse
         key_type = request.key_type if version >= 1 else 0
-        error = ApiError.NONE if key_type == 0 else ApiError.COORDINATOR_NOT_AVAILABLE
-        message = None if key_type == 0 else "The dev broker has no transaction or share coordinator."
-        node, host, port = (NODE_ID, self.host, self.port) if key_type == 0 else (-1, "", -1)
+        ours = key_type in (0, 1)
+        error = ApiError.NONE if ours else ApiError.COORDINATOR_NOT_AVAILABLE
+        message = None if ours else "The dev broker has no share coordinator."
+        node, host, port = (NODE_ID, self.host, self.port) if ours else (-1, "", -1)
         if version >= 4:
             coords = [R.Coordinator(key=k, node_id=node, host=host, port=port, error_code=error,
                                     error_message=message) for k in request.coordinator_keys]
@@ -1013,4 +1054,5 @@ HANDLER_NAMES: dict[int, str] = {
 }
 HANDLER_NAMES.update({15: "describe_groups", 16: "list_groups"})  # group listing (#14)
 HANDLER_NAMES.update({17: "sasl_handshake", 36: "sasl_authenticate"})  # the server answers these (sasl.py)
+HANDLER_NAMES.update({24: "add_partitions_to_txn", 25: "add_offsets_to_txn", 26: "end_txn", 28: "txn_offset_commit"})
 assert set(HANDLER_NAMES) == set(SUPPORTED_APIS)

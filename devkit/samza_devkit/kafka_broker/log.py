@@ -302,9 +302,18 @@ class PartitionLog:
         """Index of the batch containing ``offset`` (offset must be < next_offset)."""
         return bisect.bisect_right(self.base_offsets, offset) - 1
 
-    def read(self, offset: int, max_bytes: int, min_one: bool) -> bytes:
+    def read(self, offset: int, max_bytes: int, min_one: bool, end_offset: int | None = None) -> bytes:
         """Whole stored batches from the one containing ``offset``, at most ``max_bytes`` of them
-        (but at least one when ``min_one``). Bytes come straight from the log file."""
+        (but at least one when ``min_one``), none starting at or after ``end_offset`` (read_committed
+        fetches end at the last stable offset, always a batch boundary). Bytes come straight from the log."""
+        if end_offset is not None and end_offset < self.next_offset:
+            if offset >= end_offset:
+                return b""
+            # read a log cut at end_offset: the same code with the following batches out of reach
+            return self._read_batches(offset, max_bytes, min_one, bisect.bisect_left(self.base_offsets, end_offset))
+        return self._read_batches(offset, max_bytes, min_one, len(self.base_offsets))
+
+    def _read_batches(self, offset: int, max_bytes: int, min_one: bool, stop: int) -> bytes:
         if offset >= self.next_offset or not self.base_offsets:
             return b""
         i = max(self._batch_index(offset), 0)
@@ -315,7 +324,7 @@ class PartitionLog:
         # Extend over following batches while they fit: batch k ends where batch k+1 starts.
         positions, sizes = self.positions, self.sizes
         limit = start + max_bytes
-        last = bisect.bisect_right(positions, limit, lo=i) - 1
+        last = min(bisect.bisect_right(positions, limit, lo=i), stop) - 1
         if last >= i and positions[last] + sizes[last] > limit:
             last -= 1
         end = positions[last] + sizes[last] if last >= i else start + size

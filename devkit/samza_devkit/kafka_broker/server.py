@@ -29,6 +29,9 @@ __all__ = ["BrokerServer", "DEFAULT_MAX_FRAME_BYTES", "run_in_thread"]
 log = logging.getLogger("spark_samza_source.kafka_broker")
 
 DEFAULT_MAX_FRAME_BYTES = 100 * 1024 * 1024
+# how often open transactions are checked against their timeout (Kafka:
+# transaction.abort.timed.out.transaction.cleanup.interval.ms, 10 s; shorter here so tests wait less)
+TXN_TIMEOUT_CHECK_S = 1.0
 
 
 class BrokerServer:
@@ -67,6 +70,7 @@ class BrokerServer:
                                  default_partitions=self.default_partitions)
         self._server = await asyncio.start_server(self._serve, sock=sock, backlog=256,
                                                   limit=1 << 20)
+        self._txn_timeouts = asyncio.create_task(self._abort_timed_out_transactions())
         if self.compaction_interval_s:
             self._compactor = asyncio.create_task(self._compact_periodically())
 
@@ -90,7 +94,18 @@ class BrokerServer:
         except Exception as exc:  # reported to the caller, who raises it
             return {"error": f"{type(exc).__name__}: {exc}"}
 
+    async def _abort_timed_out_transactions(self) -> None:
+        """Background: a producer that went away mid-transaction is fenced and its transaction aborted."""
+        while True:
+            await asyncio.sleep(TXN_TIMEOUT_CHECK_S)
+            try:
+                self.state.txns.abort_timed_out()
+            except Exception:  # a bug here must not stop the checks or the broker
+                log.exception("aborting timed-out transactions failed")
+
     async def stop(self) -> None:
+        if getattr(self, "_txn_timeouts", None) is not None:
+            self._txn_timeouts.cancel()
         if self._compactor is not None:
             self._compactor.cancel()
             self._compactor = None
