@@ -118,14 +118,22 @@ class ConsumerCache:
     """LRU pool of idle consumers keyed by configuration hash. See the module docstring for the rules."""
 
     def __init__(self, capacity: int = DEFAULT_CAPACITY,
-                 factory: Callable[[dict[str, str]], Consumer] = _new_consumer) -> None:
+                 factory: Callable[[dict[str, str]], Consumer] = _new_consumer, *, is_native: bool = False) -> None:
         if capacity < 0:
             raise ValueError("capacity must be >= 0")
         self._capacity = capacity
         self._factory = factory
+        self.is_native = is_native  # holds the native reader's consumers (native_reader.py), not confluent-kafka's
         self._idle: OrderedDict[int, tuple[str, Consumer]] = OrderedDict()  # id(consumer) -> (key, consumer)
         self._lock = threading.Lock()
         self.created = 0  # consumers created by this cache (for tests and metrics)
+
+    @classmethod
+    def native(cls, capacity: int = DEFAULT_CAPACITY) -> ConsumerCache:
+        """A cache of the native reader's consumers (same rules; they answer assignment/resume/unassign/close)."""
+        from .native_reader import new_native_consumer
+
+        return cls(capacity, new_native_consumer, is_native=True)
 
     @property
     def capacity(self) -> int:
@@ -207,17 +215,19 @@ class ConsumerCache:
             _close_quietly(consumer)
 
 
-_DEFAULT: ConsumerCache | None = None
+_DEFAULTS: dict[bool, ConsumerCache] = {}
 _DEFAULT_LOCK = threading.Lock()
 
 
-def default_cache(capacity: int | None = None) -> ConsumerCache:
-    """The process-wide cache used by :func:`~spark_samza_source.kafka.reader.read_ranges` (resized if asked)."""
-    global _DEFAULT
+def default_cache(capacity: int | None = None, *, native: bool = False) -> ConsumerCache:
+    """The process-wide cache used by :func:`~spark_samza_source.kafka.reader.read_ranges` (resized if asked):
+    one of confluent-kafka consumers, one of native ones."""
     with _DEFAULT_LOCK:
-        if _DEFAULT is None:
-            _DEFAULT = ConsumerCache(DEFAULT_CAPACITY if capacity is None else capacity)
-            return _DEFAULT
-    if capacity is not None and capacity != _DEFAULT.capacity:
-        _DEFAULT.set_capacity(capacity)
-    return _DEFAULT
+        cache = _DEFAULTS.get(native)
+        if cache is None:
+            size = DEFAULT_CAPACITY if capacity is None else capacity
+            cache = _DEFAULTS[native] = ConsumerCache.native(size) if native else ConsumerCache(size)
+            return cache
+    if capacity is not None and capacity != cache.capacity:
+        cache.set_capacity(capacity)
+    return cache
