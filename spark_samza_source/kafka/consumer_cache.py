@@ -65,11 +65,17 @@ _FORCED = {
 # postpones the partition's next fetch by this long.  A bounded range read drains that queue in ~0.1 s and then
 # sat idle for the rest of the second: 1,000,000 x 100 B from one partition took 7.6 s at the default and 2.5-3 s
 # at 10 ms (CPU-bound from there); 1 ms and 0 ms were slower (fetch churn competing with the reader for the CPU),
-# as were a shorter fetch.wait.max.ms (10) or a larger queued.min.messages (500000) (benchmarks/kafka_native.py,
-# benchmarks/README.md "Native anchor").
+# as was a larger queued.min.messages (500000) (benchmarks/kafka_native.py, benchmarks/README.md "Native anchor").
+#
+# fetch.wait.max.ms (librdkafka default 500): how long the broker holds a fetch that finds no data. A range reader
+# only fetches at the log end after its last record (librdkafka prefetches past the range), and that fetch is
+# still in flight when the consumer goes back to the cache; librdkafka keeps one fetch per broker connection, so
+# the next read's first fetch waits for it. Reads of a few hundred records at the log end, the usual case of a
+# low-rate stream, took a median 104 ms at 100 ms and 14 ms at 10 ms (benchmarks/kafka_reader_raw.py, "small
+# reads"); bulk reads of the native path kept their CPU per record (0.93-0.98x kcat at 10 ms).
 _TUNING = {
     "fetch.queue.backoff.ms": "10",
-    "fetch.wait.max.ms": "100",
+    "fetch.wait.max.ms": "10",
     "queued.max.messages.kbytes": "16384",
     "max.partition.fetch.bytes": str(4 * 1024 * 1024),
 }
