@@ -241,7 +241,9 @@ static PyObject *consumer_assign(consumer_t *self, PyObject *unused) {
 static PyObject *consumer_assignment(consumer_t *self, PyObject *unused) {
     if (self->rk == NULL) return PyErr_Format(PyExc_RuntimeError, "the native Kafka consumer is closed");
     rd_kafka_topic_partition_list_t *list = NULL;
-    rd_kafka_resp_err_t err = p_rd_kafka_assignment(self->rk, &list);
+    rd_kafka_resp_err_t err;
+    Py_BEGIN_ALLOW_THREADS err = p_rd_kafka_assignment(self->rk, &list);
+    Py_END_ALLOW_THREADS
     if (err != RD_KAFKA_RESP_ERR_NO_ERROR) return err_result(err, "assignment");
     PyObject *out = PyList_New(0);
     for (int i = 0; out != NULL && i < list->cnt; i++) {
@@ -269,8 +271,9 @@ static PyObject *consumer_resume(consumer_t *self, PyObject *arg) {
         p_rd_kafka_topic_partition_list_add(list, topic, partition);
     }
     Py_DECREF(seq);
-    rd_kafka_resp_err_t err = p_rd_kafka_resume_partitions(self->rk, list);
-    p_rd_kafka_topic_partition_list_destroy(list);
+    rd_kafka_resp_err_t err;
+    Py_BEGIN_ALLOW_THREADS err = p_rd_kafka_resume_partitions(self->rk, list);
+    Py_END_ALLOW_THREADS p_rd_kafka_topic_partition_list_destroy(list);
     return err_result(err, "resume");
 }
 
@@ -297,7 +300,9 @@ static rd_kafka_resp_err_t pause_slot(consumer_t *self, int i, int pause) {
 static PyObject *consumer_pause_range(consumer_t *self, PyObject *args) {
     int i, pause;
     if (!PyArg_ParseTuple(args, "ip", &i, &pause) || check_slot(self, i) != 0) return NULL;
-    return err_result(pause_slot(self, i, pause), pause ? "pause" : "resume");
+    rd_kafka_resp_err_t err;
+    Py_BEGIN_ALLOW_THREADS err = pause_slot(self, i, pause);
+    Py_END_ALLOW_THREADS return err_result(err, pause ? "pause" : "resume");
 }
 
 static void finish_slot(consumer_t *self, int i) {
@@ -308,8 +313,8 @@ static void finish_slot(consumer_t *self, int i) {
 static PyObject *consumer_finish(consumer_t *self, PyObject *args) {
     int i;
     if (!PyArg_ParseTuple(args, "i", &i) || check_slot(self, i) != 0) return NULL;
-    finish_slot(self, i);
-    Py_RETURN_NONE;
+    Py_BEGIN_ALLOW_THREADS finish_slot(self, i);
+    Py_END_ALLOW_THREADS Py_RETURN_NONE;
 }
 
 /* state(i) -> (next, buffered records, buffered value bytes, done, paused) */
@@ -336,16 +341,18 @@ static PyObject *consumer_reposition(consumer_t *self, PyObject *args) {
     long long offset;
     if (!PyArg_ParseTuple(args, "iL", &i, &offset) || check_slot(self, i) != 0) return NULL;
     rd_kafka_topic_partition_list_t *list = slot_list(self, i, offset);
-    rd_kafka_error_t *error = p_rd_kafka_incremental_unassign(self->rk, list);
+    rd_kafka_error_t *error;
+    rd_kafka_resp_err_t err = RD_KAFKA_RESP_ERR_NO_ERROR;
+    Py_BEGIN_ALLOW_THREADS error = p_rd_kafka_incremental_unassign(self->rk, list);
     if (error == NULL) error = p_rd_kafka_incremental_assign(self->rk, list);
-    p_rd_kafka_topic_partition_list_destroy(list);
+    if (error == NULL && self->slots[i].paused) err = pause_slot(self, i, 1);
+    Py_END_ALLOW_THREADS p_rd_kafka_topic_partition_list_destroy(list);
     if (error != NULL) {
         PyErr_Format(PyExc_RuntimeError, "reassign: %s", p_rd_kafka_error_string(error));
         p_rd_kafka_error_destroy(error);
         return NULL;
     }
-    if (self->slots[i].paused) return err_result(pause_slot(self, i, 1), "pause");
-    Py_RETURN_NONE;
+    return err_result(err, "pause");
 }
 
 /* positions([i, ...]) -> consumer positions (RD_KAFKA_OFFSET_INVALID when none yet) */
@@ -367,7 +374,9 @@ static PyObject *consumer_positions(consumer_t *self, PyObject *arg) {
         p_rd_kafka_topic_partition_list_add(list, self->slots[i].topic, self->slots[i].partition);
     }
     Py_DECREF(seq);
-    rd_kafka_resp_err_t err = p_rd_kafka_position(self->rk, list);
+    rd_kafka_resp_err_t err;
+    Py_BEGIN_ALLOW_THREADS err = p_rd_kafka_position(self->rk, list);
+    Py_END_ALLOW_THREADS
     PyObject *out = err ? err_result(err, "position") : PyList_New(n);
     for (Py_ssize_t k = 0; out != NULL && !err && k < n; k++)
         PyList_SET_ITEM(out, k, PyLong_FromLongLong(list->elems[k].offset));
