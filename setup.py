@@ -16,7 +16,7 @@ setup(
             sources=[NATIVE + "native_reader.c"],
             depends=[NATIVE + "rdkafka_subset.h", NATIVE + "arrow_export.h"],
             extra_compile_args=["-O2", "-std=c99", "-D_GNU_SOURCE", "-Wall", "-Wno-unused-function"],
-            libraries=["dl"] if sys.platform.startswith("linux") else [],
+            libraries=["dl", "pthread"] if sys.platform.startswith("linux") else [],
             optional=True,
         )
     ]

@@ -9,8 +9,10 @@ GIL).  Reports, for the same ranges:
 * ``read_ranges``: the real reader (routing, range checks, columnar Arrow batches with the exact schema), one
   task with every partition, then the same with headers; through the native path and the Python path;
 * ``small reads``: the per-batch cost at low rates, what a micro-batch of a few hundred records costs an
-  executor: consecutive ranges of ``--small-size`` records of one partition read one after another through a
-  warm consumer cache (borrow, assign, first fetch, one batch), median and 90th percentile per read, each path.
+  executor: consecutive ranges of ``--small-size`` records of a small one-partition topic (so librdkafka's
+  prefetch reaches the log end, as when a query keeps up with a low-rate stream) read one after another through
+  a warm consumer cache (borrow, assign, first fetch, one batch), median and 90th percentile per read, each path,
+  with the reader's defaults and with ``fetch.wait.max.ms=100`` beside them.
 
 Figures are records/s and value MB/s of wall time (the broker, a Python process, shares the machine and is
 usually the limit), and records per CPU-second of this process (the reader's own cost, librdkafka included).
@@ -74,10 +76,11 @@ def consume_only(bootstrap: str, ranges: list[KafkaRange]) -> tuple[float, float
 
 
 def run_reader(bootstrap: str, ranges: list[KafkaRange], headers: bool,
-               cache: ConsumerCache) -> tuple[float, float, int]:
+               cache: ConsumerCache, conf: dict | None = None) -> tuple[float, float, int]:
     started, cpu = time.monotonic(), cpu_seconds()
     rows = batches = 0
-    for batch in read_ranges({"bootstrap.servers": bootstrap}, "Partition 0", ranges, include_headers=headers,
+    for batch in read_ranges({"bootstrap.servers": bootstrap, **(conf or {})}, "Partition 0", ranges,
+                             include_headers=headers,
                              fail_on_data_loss=True, cache=cache, read_path=_path(cache)):
         rows += batch.num_rows
         batches += 1
@@ -90,12 +93,14 @@ def _path(cache: ConsumerCache) -> str:
     return "native" if cache.is_native else "python"
 
 
-def small_reads(bootstrap: str, topic: str, size: int, count: int, cache: ConsumerCache) -> list[float]:
-    """Milliseconds per read of ``count`` consecutive ``size``-record ranges of partition 0."""
+def small_reads(bootstrap: str, topic: str, size: int, count: int, cache: ConsumerCache,
+                conf: dict) -> list[float]:
+    """Milliseconds per read of ``count`` consecutive ``size``-record ranges of partition 0 (after a warm-up)."""
+    run_reader(bootstrap, [KafkaRange(topic, 0, 0, 1)], False, cache, conf)
     took = []
     for i in range(count):
         started = time.monotonic()
-        run_reader(bootstrap, [KafkaRange(topic, 0, i * size, (i + 1) * size)], False, cache)
+        run_reader(bootstrap, [KafkaRange(topic, 0, 1 + i * size, 1 + (i + 1) * size)], False, cache, conf)
         took.append(1000 * (time.monotonic() - started))
     return sorted(took)
 
@@ -140,11 +145,14 @@ def main() -> int:
                     label = f"read_ranges{'+headers' if headers else ''} {_path(cache)}"
                     print(f"[{i}] {label:<27}: {n / t:>10,.0f} rec/s  {mb / t:6.1f} MB/s  ({t:.2f}s wall, "
                           f"{n / c:,.0f} rec per CPU-s, {b} batches)", flush=True)
-        count = min(args.small_reads, per // args.small_size)
-        for cache in caches:
-            took = small_reads(bootstrap, topic, args.small_size, count, cache)
-            print(f"small reads, {_path(cache):<6}: {count} x {args.small_size} records, median "
-                  f"{took[len(took) // 2]:.1f} ms, p90 {took[int(len(took) * 0.9)]:.1f} ms per read", flush=True)
+        small = topic + "-small"
+        produce(bootstrap, small, 1, 1 + args.small_reads * args.small_size, args.size)
+        for conf in ({}, {"fetch.wait.max.ms": "100"}):
+            for cache in caches:
+                took = small_reads(bootstrap, small, args.small_size, args.small_reads, cache, conf)
+                print(f"small reads, {_path(cache):<6} {conf or 'defaults'}: {args.small_reads} x {args.small_size} "
+                      f"records, median {took[len(took) // 2]:.1f} ms, p90 {took[int(len(took) * 0.9)]:.1f} ms "
+                      "per read", flush=True)
         for cache in caches:
             cache.close_all()
     finally:

@@ -48,7 +48,7 @@ from .reader_rules import (
 from .schema import kafka_arrow_schema
 
 __all__ = ["native_unavailable_reason", "choose_read_path", "NativeRangeReader", "native_consumer_class",
-           "new_native_consumer"]
+           "new_native_consumer", "forward_librdkafka_logs"]
 
 log = logging.getLogger(__name__)
 
@@ -57,6 +57,11 @@ _PARTITION_EOF = KafkaError._PARTITION_EOF
 _HOW_TO_FIX = ("reinstall spark-samza-source from the platform wheel (or run `make setup` where a C compiler "
                "exists) and confluent-kafka from its wheel, or set the option "
                f"'{READ_PATH_OPTION}' to 'auto' or 'python'")
+
+# librdkafka's log lines go where the Python path's go (consumer_cache gives confluent-kafka this logger)
+_LIBRDKAFKA_LOG = logging.getLogger("spark_samza_source.kafka.consumer_cache")
+_SYSLOG_TO_LOGGING = {0: logging.CRITICAL, 1: logging.CRITICAL, 2: logging.CRITICAL, 3: logging.ERROR,
+                      4: logging.WARNING, 5: logging.INFO, 6: logging.INFO, 7: logging.DEBUG}
 
 _state_lock = threading.Lock()
 _loaded: tuple[object | None, str | None] | None = None  # (extension module, why unavailable)
@@ -148,6 +153,16 @@ def new_native_consumer(conf: dict[str, str]):
                                f"{conf.get('bootstrap.servers', '?')}): {err}") from None
 
 
+def forward_librdkafka_logs(consumer) -> None:
+    """Hand the log lines librdkafka's threads kept in ``consumer`` to Python logging (a bounded buffer in C:
+    those threads never take the GIL)."""
+    lines, dropped = consumer.logs()
+    for level, text in lines:
+        _LIBRDKAFKA_LOG.log(_SYSLOG_TO_LOGGING.get(level, logging.DEBUG), "%s", text)
+    if dropped:
+        _LIBRDKAFKA_LOG.debug("%d earlier librdkafka log lines of this consumer were dropped", dropped)
+
+
 class NativeRangeReader:
     """One task's read over a borrowed native consumer: the rules of reader.py's ``_RangeReader``, with the
     records themselves kept and converted in C (a range is addressed by its index in ``ranges``)."""
@@ -177,6 +192,14 @@ class NativeRangeReader:
         c.set_ranges(self.task, self.settings.include_headers,
                      [(r.topic, r.partition, r.start, r.end) for r in self.ranges])
         c.assign()
+        forward_librdkafka_logs(c)  # what an idle cached consumer logged meanwhile
+        try:
+            yield from self._turns()
+        finally:
+            forward_librdkafka_logs(c)
+
+    def _turns(self) -> Iterator[pa.RecordBatch]:
+        c = self.c
         turns = deque(range(len(self.ranges)))
         while turns:
             cur = turns.popleft()
@@ -203,6 +226,7 @@ class NativeRangeReader:
             avg = max(1, self.seen_bytes // self.seen_msgs)
             want = max(1, min(want, CONSUME_BYTES // avg))
         count, kept, progressed, events = c.fetch(want, int(CONSUME_WAIT_S * 1000))
+        forward_librdkafka_logs(c)
         if count:
             self.seen_msgs += count
             self.seen_bytes += kept

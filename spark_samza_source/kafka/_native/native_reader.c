@@ -16,6 +16,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <dlfcn.h>
+#include <pthread.h>
 
 #include "arrow_export.h"
 #include "rdkafka_subset.h"
@@ -71,8 +72,19 @@ typedef struct {
     char *text;
 } event_t;
 
+/* librdkafka's log lines, kept until the Python side hands them to Python logging (its threads cannot take the
+ * GIL safely at any time): a bounded ring, the oldest line dropped when full. */
+#define LOG_LINES 64
+typedef struct {
+    int level;
+    char text[384];
+} log_line_t;
+
 typedef struct {
     PyObject_HEAD rd_kafka_t *rk;
+    pthread_mutex_t log_lock;
+    log_line_t log[LOG_LINES];
+    size_t log_start, log_count, log_dropped;
     rd_kafka_queue_t *queue;
     slot_t *slots;
     int n_slots;
@@ -122,6 +134,46 @@ static PyObject *err_result(rd_kafka_resp_err_t err, const char *what) {
 }
 
 /* ---- creation and lifecycle ----------------------------------------------------------------------------- */
+static void keep_log_line(const rd_kafka_t *rk, int level, const char *facility, const char *text) {
+    consumer_t *self = (consumer_t *)p_rd_kafka_opaque(rk);
+    if (self == NULL) return;
+    pthread_mutex_lock(&self->log_lock);
+    if (self->log_count == LOG_LINES) {
+        self->log_start = (self->log_start + 1) % LOG_LINES;
+        self->log_count--;
+        self->log_dropped++;
+    }
+    log_line_t *line = &self->log[(self->log_start + self->log_count++) % LOG_LINES];
+    line->level = level;
+    snprintf(line->text, sizeof line->text, "%s: %s", facility, text);
+    pthread_mutex_unlock(&self->log_lock);
+}
+
+/* logs() -> [(syslog level, text), ...] kept since the last call, and how many were dropped */
+static PyObject *consumer_logs(consumer_t *self, PyObject *unused) {
+    log_line_t lines[LOG_LINES];
+    size_t count, dropped;
+    pthread_mutex_lock(&self->log_lock);
+    count = self->log_count;
+    dropped = self->log_dropped;
+    for (size_t k = 0; k < count; k++) lines[k] = self->log[(self->log_start + k) % LOG_LINES];
+    self->log_start = self->log_count = self->log_dropped = 0;
+    pthread_mutex_unlock(&self->log_lock);
+    PyObject *out = PyList_New((Py_ssize_t)count);
+    for (size_t k = 0; out != NULL && k < count; k++) {
+        PyObject *item = Py_BuildValue("(is)", lines[k].level, lines[k].text);
+        if (item == NULL) Py_CLEAR(out);
+        else PyList_SET_ITEM(out, (Py_ssize_t)k, item);
+    }
+    return out == NULL ? NULL : Py_BuildValue("(Nn)", out, (Py_ssize_t)dropped);
+}
+
+static PyObject *consumer_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
+    consumer_t *self = (consumer_t *)type->tp_alloc(type, 0);
+    if (self != NULL) pthread_mutex_init(&self->log_lock, NULL);
+    return (PyObject *)self;
+}
+
 static int consumer_init(consumer_t *self, PyObject *args, PyObject *kw) {
     PyObject *items;
     char errstr[512];
@@ -143,6 +195,8 @@ static int consumer_init(consumer_t *self, PyObject *args, PyObject *kw) {
         }
     }
     Py_DECREF(seq);
+    p_rd_kafka_conf_set_opaque(conf, self);
+    p_rd_kafka_conf_set_log_cb(conf, keep_log_line);
     Py_BEGIN_ALLOW_THREADS self->rk = p_rd_kafka_new(RD_KAFKA_CONSUMER, conf, errstr, sizeof errstr);
     Py_END_ALLOW_THREADS if (self->rk == NULL) {
         p_rd_kafka_conf_destroy(conf);
@@ -188,6 +242,7 @@ static void consumer_dealloc(consumer_t *self) {
     free(self->batch);
     free(self->events);
     free(self->task);
+    pthread_mutex_destroy(&self->log_lock);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -775,6 +830,7 @@ static PyMethodDef consumer_methods[] = {
     {"partition_exists", (PyCFunction)consumer_partition_exists, METH_VARARGS, "partition_exists(i, timeout_ms)"},
     {"fetch", (PyCFunction)consumer_fetch, METH_VARARGS, "fetch(want, timeout_ms) -> (n, bytes, progressed, events)"},
     {"emit", (PyCFunction)consumer_emit, METH_VARARGS, "emit(i, max_rows, max_bytes) -> ArrowArray address"},
+    {"logs", (PyCFunction)consumer_logs, METH_NOARGS, "logs() -> ([(syslog level, text), ...], lines dropped)"},
     {NULL, NULL, 0, NULL}};
 
 static PyTypeObject consumer_type = {
@@ -782,7 +838,7 @@ static PyTypeObject consumer_type = {
     .tp_basicsize = sizeof(consumer_t),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE, /* tests subclass it to count calls */
     .tp_doc = "A librdkafka consumer reading offset ranges into Arrow batches (one borrower at a time).",
-    .tp_new = PyType_GenericNew,
+    .tp_new = consumer_new,
     .tp_init = (initproc)consumer_init,
     .tp_dealloc = (destructor)consumer_dealloc,
     .tp_methods = consumer_methods,

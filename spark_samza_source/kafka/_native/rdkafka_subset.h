@@ -91,6 +91,10 @@ typedef struct rd_kafka_metadata {
     X(rd_kafka_conf_t *, rd_kafka_conf_new, (void))                                                             \
     X(int, rd_kafka_conf_set, (rd_kafka_conf_t *, const char *, const char *, char *, size_t))                  \
     X(void, rd_kafka_conf_destroy, (rd_kafka_conf_t *))                                                         \
+    X(void, rd_kafka_conf_set_opaque, (rd_kafka_conf_t *, void *))                                              \
+    X(void, rd_kafka_conf_set_log_cb,                                                                           \
+      (rd_kafka_conf_t *, void (*)(const rd_kafka_t *, int, const char *, const char *)))                       \
+    X(void *, rd_kafka_opaque, (const rd_kafka_t *))                                                            \
     X(rd_kafka_t *, rd_kafka_new, (int, rd_kafka_conf_t *, char *, size_t))                                     \
     X(void, rd_kafka_destroy, (rd_kafka_t *))                                                                   \
     X(rd_kafka_resp_err_t, rd_kafka_consumer_close, (rd_kafka_t *))                                             \

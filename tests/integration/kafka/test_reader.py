@@ -192,18 +192,21 @@ def test_generator_closed_early_returns_the_consumer(path, kafka_broker, three, 
     assert cache.created == 1
 
 
-def test_dead_broker_fails_the_read_clearly(path, kafka_broker_fresh, kafka_topic_factory):
+def test_dead_broker_fails_the_read_clearly(path, kafka_broker_fresh, kafka_topic_factory, caplog):
     topic = kafka_topic_factory(kafka_broker_fresh)(1)
     bs = kafka_broker_fresh.bootstrap_servers
     produce(bs, topic, [(None, b"v")] * 10)
     kafka_broker_fresh.stop()
     started = time.monotonic()
-    with pytest.raises(KafkaSourceError) as info:
+    with pytest.raises(KafkaSourceError) as info, caplog.at_level(logging.INFO,
+                                                                  logger="spark_samza_source.kafka.consumer_cache"):
         read(path, bs, [KafkaRange(topic, 0, 0, 10)], poll_timeout_ms=2000)
     # bounded-ness is the behaviour (a dead broker fails the read after pollTimeoutMs, 2 s, instead of hanging);
     # 60 s is generous for a loaded machine
     assert time.monotonic() - started < 60
     assert "kafkaConsumer.pollTimeoutMs" in str(info.value) and f"{topic}[0] at offset 0 of [0, 10)" in str(info.value)
+    # librdkafka's own complaints reach Python logging on both paths (the native one forwards them from C)
+    assert any(r.levelno >= logging.ERROR and "Connect to" in r.getMessage() for r in caplog.records), caplog.text
 
 
 class CountingConsumer(Consumer):
@@ -250,3 +253,4 @@ def test_pausing_partitions_that_run_ahead_keeps_rows_exact(path, kafka_broker, 
     got = rows(batches)
     for p in range(3):
         assert [r["offset"] for r in got if r["partition"] == p] == list(range(15_000))
+
