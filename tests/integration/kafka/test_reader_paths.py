@@ -90,3 +90,22 @@ def test_read_path_option_is_parsed_and_checked():
     assert KafkaSourceOptions.parse({**base, "readPath": "Python"}).read_path == "python"
     with pytest.raises(ConfigError, match="'readPath' must be one of auto, native, python"):
         KafkaSourceOptions.parse({**base, "readPath": "fast"})
+
+
+@pytest.mark.spark
+def test_a_spark_read_gives_the_same_rows_through_either_path(spark, kafka_broker, kafka_topic):
+    """The option reaches the executors: a batch read through each path, headers included, gives the same rows."""
+    bs = kafka_broker.bootstrap_servers
+    topic = kafka_topic(2)
+    produce(bs, topic, [(None if i % 3 else b"k", None if i % 5 == 0 else b"v%d" % i,
+                         [("h", None), ("g", b"1")] if i % 2 else None, i % 2) for i in range(40)])
+
+    def rows(path: str) -> list[dict]:
+        df = (spark.read.format("samza-kafka")
+              .options(**{"kafka.bootstrap.servers": bs, "subscribe": topic, "includeHeaders": "true",
+                          "readPath": path}).load())
+        return sorted((r.asDict(recursive=True) for r in df.collect()), key=lambda r: (r["partition"], r["offset"]))
+
+    native, python = rows("native"), rows("python")
+    assert len(native) == 40 and native == python
+    assert any(r["headers"] and r["headers"][0]["value"] is None for r in native)
