@@ -70,9 +70,9 @@ _FORCED = {
 # fetch.wait.max.ms (librdkafka default 500): how long the broker holds a fetch that finds no data. A range reader
 # only fetches at the log end after its last record (librdkafka prefetches past the range), and that fetch is
 # still in flight when the consumer goes back to the cache; librdkafka keeps one fetch per broker connection, so
-# the next read's first fetch waits for it. Reads of a few hundred records at the log end, the usual case of a
-# low-rate stream, took a median 104 ms at 100 ms and 14 ms at 10 ms (benchmarks/kafka_reader_raw.py, "small
-# reads"); bulk reads of the native path kept their CPU per record (0.93-0.98x kcat at 10 ms).
+# the next read's first fetch waits for it. Reads of 200 records at the log end, the usual case of a low-rate
+# stream, took a median 103 ms at 100 ms and 12 ms at 10 ms on the Python path (benchmarks/kafka_reader_raw.py,
+# "small reads"); bulk reads of the native path kept their CPU per record (0.93-0.98x kcat at 10 ms).
 _TUNING = {
     "fetch.queue.backoff.ms": "10",
     "fetch.wait.max.ms": "10",
