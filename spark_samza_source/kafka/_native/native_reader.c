@@ -685,14 +685,18 @@ static int fill_positions(struct ArrowArray *cols, rd_kafka_message_t **msgs, in
     return 0;
 }
 
-/* headers: list<struct<key: string, value: binary>>, null where a record has no headers */
-static int fill_headers(struct ArrowArray *a, rd_kafka_message_t **msgs, int64_t n) {
-    size_t count = 0, key_bytes = 0, value_bytes = 0;
-    int64_t nulls = 0, null_values = 0;
+typedef struct {
+    size_t count, key_bytes, value_bytes;
+    int64_t nulls, null_values;
+} header_sizes_t;
+
+/* The sizes of the headers column's buffers: header count, key and value bytes, nulls at both levels. */
+static header_sizes_t header_sizes(rd_kafka_message_t **msgs, int64_t n) {
+    header_sizes_t z = {0, 0, 0, 0, 0};
     for (int64_t i = 0; i < n; i++) {
         rd_kafka_headers_t *hdrs = NULL;
         if (p_rd_kafka_message_headers(msgs[i], &hdrs) != RD_KAFKA_RESP_ERR_NO_ERROR) {
-            nulls++;
+            z.nulls++;
             continue;
         }
         size_t cnt = p_rd_kafka_header_cnt(hdrs);
@@ -701,12 +705,20 @@ static int fill_headers(struct ArrowArray *a, rd_kafka_message_t **msgs, int64_t
             const void *value;
             size_t size;
             p_rd_kafka_header_get_all(hdrs, h, &name, &value, &size);
-            key_bytes += strlen(name);
-            if (value == NULL) null_values++;
-            else value_bytes += size;
+            z.key_bytes += strlen(name);
+            if (value == NULL) z.null_values++;
+            else z.value_bytes += size;
         }
-        count += cnt;
+        z.count += cnt;
     }
+    return z;
+}
+
+/* headers: list<struct<key: string, value: binary>>, null where a record has no headers */
+static int fill_headers(struct ArrowArray *a, rd_kafka_message_t **msgs, int64_t n) {
+    header_sizes_t z = header_sizes(msgs, n);
+    size_t count = z.count, key_bytes = z.key_bytes, value_bytes = z.value_bytes;
+    int64_t nulls = z.nulls, null_values = z.null_values;
     if (key_bytes > INT32_MAX || value_bytes > INT32_MAX || count > INT32_MAX) return -1;
     if (arrow_init(a, n, 2, 1) != 0) return -1;
     a->null_count = nulls;
