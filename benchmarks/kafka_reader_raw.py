@@ -12,7 +12,7 @@ GIL).  Reports, for the same ranges:
   executor: consecutive ranges of ``--small-size`` records of a small one-partition topic (so librdkafka's
   prefetch reaches the log end, as when a query keeps up with a low-rate stream) read one after another through
   a warm consumer cache (borrow, assign, first fetch, one batch), median and 90th percentile per read, each path,
-  with the reader's defaults and with ``fetch.wait.max.ms=100`` beside them.
+  with the reader's defaults and with ``fetch.wait.max.ms`` 10 and 100 beside them.
 
 Figures are records/s and value MB/s of wall time (the broker, a Python process, shares the machine and is
 usually the limit), and records per CPU-second of this process (the reader's own cost, librdkafka included).
@@ -147,7 +147,7 @@ def main() -> int:
                           f"{n / c:,.0f} rec per CPU-s, {b} batches)", flush=True)
         small = topic + "-small"
         produce(bootstrap, small, 1, 1 + args.small_reads * args.small_size, args.size)
-        for conf in ({}, {"fetch.wait.max.ms": "100"}):
+        for conf in ({}, {"fetch.wait.max.ms": "10"}, {"fetch.wait.max.ms": "100"}):
             for cache in caches:
                 took = small_reads(bootstrap, small, args.small_size, args.small_reads, cache, conf)
                 print(f"small reads, {_path(cache):<6} {conf or 'defaults'}: {args.small_reads} x {args.small_size} "

@@ -39,7 +39,7 @@ def test_reader_consumer_gets_bounded_read_defaults(read_path, new_reader_cache,
     assert rows == 5 and len(seen) == 1
     conf = seen[0]
     assert conf["fetch.queue.backoff.ms"] == "10"  # not librdkafka's 1000 ms idle wait after a full queue
-    assert conf["fetch.wait.max.ms"] == "10"  # a log-end fetch in flight delays the next read by at most this
+    assert conf["fetch.wait.max.ms"] == "1"  # a log-end fetch in flight delays the next read by at most this
     assert conf["queued.max.messages.kbytes"] == "16384"
     assert conf["max.partition.fetch.bytes"] == str(4 * 1024 * 1024)
     assert conf["auto.offset.reset"] == "error" and conf["enable.auto.commit"] == "false"
