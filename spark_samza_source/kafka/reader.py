@@ -89,8 +89,8 @@ def read_ranges(
     ``settings`` (or its fields as keywords) say what to read and how; ``settings.read_path`` picks the native
     or the Python reader (native_reader.py), which give identical batches. ``task`` fills the ``task`` column.
     Empty ranges are skipped (no consumer is borrowed when all are empty). A generator: nothing happens before
-    the first ``next()``; closing it early returns the consumer to the cache. ``cache`` must hold consumers of
-    the path chosen (``ConsumerCache.native`` for the native one).
+    the first ``next()``; closing it early returns the consumer to the cache. A ``cache`` given holds the
+    consumers of one path (``ConsumerCache.native``: the native one); with ``read_path='auto'`` it decides.
     """
     if settings is None:
         settings = KafkaReadSettings(**fields)
@@ -105,10 +105,12 @@ def read_ranges(
     if not work:
         return
     native = choose_read_path(settings, client_conf) == "native"
+    if cache is not None and cache.is_native != native:
+        if settings.read_path != "auto":
+            raise ValueError(f"read_ranges: readPath={settings.read_path} needs a cache of its consumers "
+                             f"({'ConsumerCache.native' if native else 'ConsumerCache'})")
+        native = cache.is_native  # auto with a caller's cache: the path whose consumers it holds
     pool = cache if cache is not None else default_cache(native=native)
-    if pool.is_native != native:
-        raise ValueError(f"read_ranges: the {'native' if native else 'Python'} path needs a cache of its "
-                         "consumers (ConsumerCache.native for the native path)")
     with pool.borrow(client_conf) as consumer:
         if native:
             reader = NativeRangeReader(consumer, task, work, settings)
