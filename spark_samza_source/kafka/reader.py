@@ -7,6 +7,9 @@ records), never past a range's end, never duplicated. Data loss is detected (``a
 fails with :class:`KafkaDataLossError` unless ``failOnDataLoss`` is off; no progress for ``poll_timeout_ms`` fails
 the task naming what is pending. Batches are built column by column with exactly :func:`kafka_arrow_schema`.
 
+Two paths follow these rules: the native reader (native_reader.py: per-record work in C over librdkafka), used
+where it is built, and the Python reader below (confluent-kafka), the fallback; option ``readPath`` chooses.
+
 The read protocol and the reasons for these choices: docs/architecture.md §7.
 """
 
