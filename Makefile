@@ -65,11 +65,12 @@ DIST         ?= dist
 PACKAGE_VENV ?= build/package-venv
 PACKAGE      ?= $(DIST)/spark-samza-source-env.tar.gz
 
-# build/lib is removed first: setuptools would otherwise put stale modules from an earlier build in the wheel.
+# build/lib* and build/temp* are removed first: setuptools would otherwise put stale modules (or a stale compiled
+# extension) from an earlier build in the wheel.
 # A platform wheel (the native Kafka reader compiled in) where a C compiler exists, else a pure one (the Python
 # read path): both work.
 wheel: $(STAMP)
-	rm -rf build/lib build/bdist.* $(DIST)/spark_samza_source-*.whl
+	rm -rf build/lib* build/temp* build/bdist.* $(DIST)/spark_samza_source-*.whl
 	$(PY) -m pip wheel --quiet --no-deps --wheel-dir $(DIST) .
 
 # A relocatable environment for `spark-submit --archives $(PACKAGE)#environment` (see README, "Deploying with
