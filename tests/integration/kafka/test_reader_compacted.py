@@ -12,7 +12,6 @@ import pytest
 
 from samza_devkit.compaction_helpers import expected_after_compaction, produce_batches
 from samza_devkit.kafka_helpers import create_topic, delete_records_before, unique_topic
-from spark_samza_source.kafka.consumer_cache import ConsumerCache
 from spark_samza_source.kafka.errors import KafkaDataLossError
 from spark_samza_source.kafka.input_partition import KafkaRange
 from spark_samza_source.kafka.reader import read_ranges
@@ -44,8 +43,9 @@ def compacted(kafka_broker):
 
 
 @pytest.fixture
-def cache():
-    c = ConsumerCache(2)
+def cache(new_reader_cache):
+    """A private cache of one read path's consumers: every test here runs on the native and the Python reader."""
+    c = new_reader_cache(2)
     yield c
     c.close_all()
 
