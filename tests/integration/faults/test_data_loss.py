@@ -74,8 +74,8 @@ def _released(reader: SamzaKafkaStreamReader) -> None:
 def test_a_replayed_first_batch_reads_the_range_it_planned(kafka_broker, tmp_path):
     """Spark keeps only end offsets; when it replays an uncommitted batch 0 it asks ``initialOffset()`` again and
     that answer has moved on (``latest``: more records; ``earliest``: records deleted). Driven here exactly as
-    Spark's runner calls the reader. Before the fix, the replay silently read from the *new* start: the records of
-    batch 0 were lost (latest), or skipped without a data-loss error even with failOnDataLoss=true (earliest).
+    Spark's runner calls the reader. A replay read from that *new* start would silently lose the records of batch 0
+    (latest), or skip them without a data-loss error even with failOnDataLoss=true (earliest).
 
     Backs README Guarantees: "A replay of an uncommitted first batch reads the range it planned".
     """

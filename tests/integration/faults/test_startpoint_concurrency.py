@@ -1,7 +1,7 @@
 """Startpoints written and deleted by another process in a tight loop while a samza-kafka query runs.
 
-The writer (``fault_driver startpoint-writer``) runs for ``SAMZA_FAULT_STARTPOINT_SECONDS`` seconds (default 20;
-the issue asks for about a minute -- set 60 for a soak run) and logs every write, every delete of its own value and
+The writer (``fault_driver startpoint-writer``) runs for ``SAMZA_FAULT_STARTPOINT_SECONDS`` seconds (default 20,
+to keep the suite fast; set 60 or more for a soak run) and logs every write, every delete of its own value and
 what it then saw in the store. Afterwards everything is checked against Spark's offset log (the ``rebases`` and
 ``applied`` of each batch) and the rows each batch delivered.
 """
