@@ -166,8 +166,8 @@ def test_kinesis_driver_sigkilled_mid_batch_resumes_exactly_once(moto_server, sp
     try:
         # the kill comes as soon as a task of batch 0 is inside the slow stage (it holds the task 3 s)
         wait_for(lambda: (0 in offset_log(ck) and 0 not in committed_batches(ck)
-                             and markers.is_dir() and any(markers.iterdir())),
-                    timeout=180, interval=0.05, what="batch 0 in flight")
+                          and markers.is_dir() and any(markers.iterdir())),
+                 timeout=180, interval=0.05, what="batch 0 in flight")
     finally:
         kill_process_group(proc)
     assert 0 not in committed_batches(ck), "the kill came too late: batch 0 had committed"

@@ -76,7 +76,7 @@ def test_startpoints_racing_a_running_query_apply_once_and_only_applied_ones_are
 
     if not writer_deleted_last:  # the query applies the newest startpoint, and deletes it once that batch is done
         wait_for(lambda: last_ts in {ts for *_, ts in startpoint_rebases(offset_log(q.checkpoint("race")))},
-                    timeout=60, what="the newest startpoint applied")
+                 timeout=60, what="the newest startpoint applied")
     # (even one the writer deleted may still be applied: a fan-out that read it just before the delete re-keys it)
     wait_for(lambda: not left_in_store(), timeout=60, what="no startpoint left once the newest was handled")
     query.stop()
