@@ -1,6 +1,6 @@
 """A topic leaves a job (deleted after it was read, or taken out of 'subscribe') only through the option
-``dropTopics``, which keeps the checkpoint and every other topic's tasks and positions (issue 18). Before,
-a ``subscribePattern`` topic deleted after it was fully read stopped the query for good ("disappeared").
+``dropTopics``, which keeps the checkpoint and every other topic's tasks and positions. Without
+it, a ``subscribePattern`` topic deleted after it was fully read would stop the query for good ("disappeared").
 Driven as Spark's runner calls the reader, on the development broker."""
 
 from __future__ import annotations

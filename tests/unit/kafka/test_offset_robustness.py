@@ -1,5 +1,6 @@
-"""Issue 18 in the pure core: topic IDs in the offset (optional, old offsets still load) and the planner's
-handling of a re-created topic; offsets whose positions were emptied; a position past the log end."""
+"""Offsets samza-kafka must never misread, in the pure core: topic IDs in the offset (optional, old offsets still
+load) and the planner's handling of a re-created topic; offsets whose positions were emptied; a position past the
+log end."""
 
 import json
 
