@@ -304,12 +304,19 @@ class KafkaCoordinator(JobCoordinator[LogOffset]):
         return result.offset
 
     def commit_batch(self, end: LogOffset) -> None:
-        self.mirror_checkpoint(Checkpoint.from_pairs(end.positions))
+        """Hand the mirrors of ``end`` to the write-behind thread: nothing here needs them before the next plan."""
+        checkpoint = Checkpoint.from_pairs(end.positions)
+        group: dict[tuple[str, int], int] | None = None
         if self.options.commit_offsets_to_kafka:
-            group: dict[tuple[str, int], int] = {}
+            group = {}
             for (_task, ssp), pos in end.positions.items():
                 tp = (ssp.stream, ssp.partition)
                 group[tp] = min(pos, group.get(tp, pos))
+        self.write_behind.submit(lambda: self._write_mirrors(checkpoint, group))
+
+    def _write_mirrors(self, checkpoint: Checkpoint, group: dict[tuple[str, int], int] | None) -> None:
+        self.mirror_checkpoint(checkpoint)
+        if group:
             try:
                 self.admin.commit_group_offsets(self.options.group_id, group)
             except Exception as err:  # a mirror for tools: never fail the query for it
