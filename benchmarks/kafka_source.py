@@ -778,6 +778,9 @@ def main(argv: list[str] | None = None) -> int:
         f"pyarrow {pyarrow.__version__}, confluent-kafka {_version(confluent_kafka.version())} / "
         f"librdkafka {_version(confluent_kafka.libversion())}")
     say(f"  {load()}; shared machine: other processes may compete for the CPUs")
+    import spark_samza_source
+
+    say(f"  measuring spark_samza_source from {Path(spark_samza_source.__file__).parent}")
     parts = {"native": part_native, "spark": part_spark, "planning": part_planning, "grouping": part_grouping,
              "memory": part_memory, "latency": part_latency}
     with tempfile.TemporaryDirectory(prefix="bench-kafka-source-") as tmp:

@@ -103,8 +103,9 @@ def _summary(times: BatchTimes, progress: dict[int, dict], since: float) -> dict
         raise RuntimeError("no batch with rows in the measured window: is the producer running?")
     phases = {k: statistics.fmean(p["durationMs"].get(k, 0) for p in batches)
               for k in ("triggerExecution", *LATENCY_PHASES)}
+    slowest = max(batches, key=lambda p: p["durationMs"].get("triggerExecution", 0))
     return {"records": len(latencies), "batches": len(batches), "p50": _percentile(latencies, 50),
-            "p99": _percentile(latencies, 99), "max": max(latencies), "phases": phases,
+            "p99": _percentile(latencies, 99), "max": max(latencies), "phases": phases, "slowest": slowest,
             "rows_per_batch": statistics.fmean(p["numInputRows"] for p in batches)}
 
 
@@ -127,6 +128,9 @@ def measure_latency(label: str, stream_df, column: str, work: Path, *, seconds: 
     say(f"    {label}: {res['records']:,} records in {res['batches']} batches ({res['rows_per_batch']:,.0f} rows per "
         f"batch); latency p50 {res['p50']:,.0f} ms, p99 {res['p99']:,.0f} ms, max {res['max']:,.0f} ms; ms per batch "
         f"{ph['triggerExecution']:,.0f} (" + " / ".join(f"{k} {ph[k]:,.0f}" for k in LATENCY_PHASES) + f"); {load()}")
+    slow = res["slowest"]["durationMs"]
+    say(f"      slowest batch {res['slowest']['batchId']}: {slow.get('triggerExecution', 0):,} ms ("
+        + " / ".join(f"{k} {slow.get(k, 0):,}" for k in LATENCY_PHASES) + ")")
     record(f"latency {label}: p50 / p99", f"{res['p50']:,.0f} / {res['p99']:,.0f} ms", "-", None)
     record(f"latency {label}: ms per batch", f"{ph['triggerExecution']:,.0f} (addBatch {ph['addBatch']:,.0f}, "
            f"walCommit {ph['walCommit']:,.0f})", "-", None)

@@ -39,6 +39,7 @@ OTHER_MEANINGS = {
     ("tasks", "core/checkpoint.py"): "the checkpoint mirror's JSON field",
     ("tasks", "ops/lag.py"): "the job model's JSON field",
     ("tasks", "ops/cli/commands.py"): "the job model's JSON field",
+    ("tasks", "kafka/offset.py"): "the job model's JSON field (left out of the offset when positions give it)",
     ("region", "metadata/dynamodb.py"): "a dynamodb:// URI parameter",
     ("region", "metadata/__init__.py"): "a dynamodb:// URI parameter",
     ("region", "metadata/s3.py"): "an s3:// URI parameter",
