@@ -294,8 +294,9 @@ def _with_tasks(model_json: Any, positions_json: Any, version: int) -> Any:
     expected = _as_int(model_json.get("taskSsps"))
     held = sum(len(inner) for inner in positions_json.values())
     if held != expected:
-        raise OffsetFormatError(f"'positions' holds {held} (task, SSP) pair(s) while the job model has {expected}; "
-                                "the offset was edited or damaged")
+        holds = "is empty" if held == 0 else f"holds {held} (task, SSP) pair(s)"
+        raise OffsetFormatError(f"'positions' {holds} while the job model has {expected} (task, SSP) pair(s); the "
+                                "offset was edited or damaged")
     tasks = {task: [parse_ssp_key(key).to_json() for key in inner] for task, inner in positions_json.items()}
     return {**{k: v for k, v in model_json.items() if k != "taskSsps"}, "tasks": tasks}
 

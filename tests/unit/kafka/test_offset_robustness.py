@@ -71,7 +71,7 @@ def test_the_same_topic_id_or_none_recorded_is_no_recreation_and_ids_alone_plan_
 
 def test_empty_positions_are_refused_instead_of_re_reading_every_partition():
     damaged = {**offset({0: 10, 1: 20}).to_json(), "positions": {}}
-    refused = r"'positions' holds 0 \(task, SSP\) pair\(s\) while the job model has 2"
+    refused = r"'positions' is empty while the job model has 2 \(task, SSP\) pair\(s\)"
     with pytest.raises(OffsetFormatError, match=refused):
         LogOffset.from_json(damaged)
     # format 2 spelled the tasks out
