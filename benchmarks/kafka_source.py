@@ -1,29 +1,29 @@
 """End-to-end figures of the ``samza-kafka`` source against the targets of the performance issue.
 
-    .venv/bin/python benchmarks/kafka_source.py [--records 1000000] [--skip-mock]
-        [--only native|spark|planning|grouping|memory] [--repeat 3] [--batches 5] [--source-option KEY=VALUE]
+    .venv/bin/python benchmarks/kafka_source.py [--records 3000000] [--rows-per-batch 200000,1000000] [--skip-mock]
+        [--skip-raw] [--only native|spark|planning|grouping|memory|latency] [--repeat 2] [--batches 5]
+        [--source-option KEY=VALUE] [--latency-rate 2000] [--latency-seconds 45] [--latency-warmup 15]
         [--memory-shapes 1000000x1024,10000x102400] [--memory-kafka-conf KEY=VALUE] [--profile]
 
-Five parts (all by default, or one with ``--only``), then a summary table (figure, target, MET/MISSED):
+Six parts (all by default, or one with ``--only``), then a summary table (figure, target, MET/MISSED):
 
 0. ``native``: the native anchor (``kafka_native.py``): kcat, a bare confluent-kafka loop and ``read_ranges``
-   read the same ``--records`` x 100 B single-partition topic of the development broker, alternately
-   ``--repeat`` times.  Targets: ``read_ranges`` wall rate >= 0.6x kcat's, CPU per record <= 2x kcat's.  The
-   Spark part also runs kcat over its 4-partition topic right after every Spark run (Spark / kcat >= 0.45).
-   Skipped with a message when kcat is not installed (``apt-get install kcat``).
+   read the same single-partition topic (``--records``, at most 1,000,000, x 100 B) of the development broker,
+   alternately ``--repeat`` times.  Targets: ``read_ranges`` wall rate >= 0.6x kcat's, CPU per record <= 2x
+   kcat's.  Skipped with a message when kcat is not installed (``apt-get install kcat``).
 
 1. ``spark``: ``--records`` records of 100 B over 4 partitions, read by a Spark query (``samza-kafka`` source,
-   ``noop`` sink, ``local[2]``, ``Trigger.AvailableNow``, ``maxOffsetsPerTrigger`` = records / ``--batches``).
-   Steady state = rows of batches 1..n divided by the wall time from the end of batch 0 to the end of batch n
-   (end = progress ``timestamp`` + ``durationMs.triggerExecution``), so session start, Python worker start and
-   the first consumer connections are excluded.  Baseline: 2 processes (= ``local[2]``), each reading 2 of the
-   4 partitions with ``spark_samza_source.kafka.reader.read_ranges`` (one call per partition, as one Spark task
-   per Samza task; same Arrow batches, discarded), timed after a warm-up read that opens the cached consumer.
-   Each side runs ``--repeat`` times (alternately), the best kept.  Target: Spark / raw >= 0.7.  Run against
-   the development broker (``KafkaDevBroker``, its own process), then librdkafka's mock cluster
-   (``RdkafkaMockCluster``, in this process on librdkafka's threads), which keeps only ~5 MB per partition: the
-   mock run uses the largest record count it was seen to retain in full (probed, then checked with watermarks:
-   low = 0 and high = produced on every partition).
+   ``noop`` sink, ``local[2]``, ``Trigger.AvailableNow``) at each ``--rows-per-batch`` (``maxOffsetsPerTrigger``),
+   and beside each run the floor: the same pipeline and batch sizes over ``floor_source.FloorSource``, a Python
+   source that does no I/O and re-yields prebuilt Arrow batches, so its cost is Spark's alone (no Python source
+   can make this query faster).  kcat reads the whole topic right after every run (the native anchor of that
+   moment).  Steady state = rows of batches 1..n divided by the wall time from the end of batch 0 to the end of
+   batch n (end = progress ``timestamp`` + ``durationMs.triggerExecution``), so session start, Python worker
+   start and the first consumer connections are excluded.  Targets (same run): samza-kafka / floor >= 0.95 at
+   200,000 rows per batch, >= 0.75 at 1,000,000.  Also (``--skip-raw`` leaves it out): 2 processes (=
+   ``local[2]``), each reading 2 of the 4 partitions with ``read_ranges``, timed after a warm-up read; target
+   samza-kafka / raw >= 0.7.  Then librdkafka's mock cluster (``RdkafkaMockCluster``; ``--skip-mock``), which
+   keeps only ~5 MB per partition: the largest record count it retains in full, ``--batches`` batches.
 2. ``planning``: one warm ``latestOffset`` + ``partitions`` of ``SamzaKafkaStreamReader`` (no Spark) over a
    1,000-partition topic of the development broker (10 records per partition).  Target < 1 s.  Also printed,
    without target: the offset JSON size and one ``commit`` (Spark calls it at every batch, in ``walCommit``).
@@ -32,6 +32,11 @@ Five parts (all by default, or one with ``--only``), then a summary table (figur
 4. ``memory``: peak RSS (``ru_maxrss``) of a fresh child process that reads ~1 GB (1,000,000 x 1 KiB, then
    10,000 x 100 KiB) from the development broker with ``read_ranges`` (one task holding all 4 partitions),
    dropping every batch.  Target < 512 MB.
+5. ``latency``: ``--latency-rate`` (2,000) records/s of 100 B to 4 partitions from a spawned producer, read by a
+   samza-kafka query with the default trigger and a ``foreachBatch`` collecting rows; latency = collection time -
+   CreateTime (``latency.py``, shared with ``kinesis_source.py``).  p50, p99 and ms per batch by phase, beside the
+   floor (``floor_source.RateFloorSource``: rows timestamped when they were due, no I/O) under the same producer
+   load.  Targets: p50 <= 1.3x the floor's, p99 <= 1.6x.
 
 The machines are small (2 cores) and shared: every part prints the load average it started under.  cProfile
 output is printed for a missed planning or grouping target (always with ``--profile``).  Exit status 1 when a
@@ -66,7 +71,7 @@ from bench_report import (
     say,
 )
 from kafka_native import KCAT, kcat_missing_reason, measure_single_partition, run_kcat
-from latency import compare_with_floor, floor_latency, measure_latency, steady_production
+from latency import compare_with_floor, floor_latency, local_session, measure_latency, steady_production
 
 HERE = Path(__file__).resolve().parent
 if str(HERE) not in sys.path:
@@ -370,24 +375,6 @@ def mock_retained_count(mock, wanted: int) -> int:
     return min(wanted, kept * PARTITIONS // 4_000 * 4_000)
 
 
-def spark_session(app: str):
-    """A local[2] session whose Python processes run this interpreter and can import ``floor_source``."""
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
-    from floor_source import expose_to_workers
-
-    from samza_devkit.spark_fixtures import make_local_spark
-    from spark_samza_source import register
-
-    expose_to_workers()
-    started = time.monotonic()
-    spark = make_local_spark(app, {"spark.ui.showConsoleProgress": "false"})
-    register(spark)
-    say(f"  Spark session {spark.version} started in {time.monotonic() - started:.1f} s (not measured), "
-        f"PYSPARK_PYTHON={sys.executable}")
-    return spark
-
-
 def mock_topic(mock, records: int) -> tuple[str, int]:
     """A fresh mock-cluster topic holding as many records as the mock retains in full (at most ``records``)."""
     bootstrap = mock.bootstrap_servers
@@ -416,7 +403,7 @@ def part_spark(args, work: Path) -> None:
     from samza_devkit.kafka_broker import KafkaDevBroker
     from samza_devkit.kafka_helpers import create_topic
 
-    spark = spark_session("samza-kafka-benchmark")
+    spark = local_session("samza-kafka-benchmark")
     try:
         with KafkaDevBroker() as broker:
             bootstrap = broker.bootstrap_servers
@@ -712,7 +699,7 @@ def part_latency(args, work: Path) -> None:
     from samza_devkit.kafka_helpers import create_topic
 
     options = dict(kv.split("=", 1) for kv in args.source_option)
-    spark = spark_session("samza-kafka-latency")
+    spark = local_session("samza-kafka-latency")
     try:
         with KafkaDevBroker() as broker:
             bootstrap = broker.bootstrap_servers

@@ -16,7 +16,9 @@ the phases of Spark's progress (``durationMs``) are averaged over the batches wi
 from __future__ import annotations
 
 import multiprocessing as mp
+import os
 import statistics
+import sys
 import time
 import uuid
 from collections.abc import Callable
@@ -25,10 +27,30 @@ from pathlib import Path
 
 from bench_report import iso_ts, load, progress_dicts, record, say
 
-__all__ = ["steady_production", "measure_latency", "compare_with_floor", "LATENCY_PHASES"]
+__all__ = ["steady_production", "measure_latency", "compare_with_floor", "floor_latency", "local_session",
+           "LATENCY_PHASES"]
 
 LATENCY_PHASES = ("addBatch", "walCommit", "commitOffsets", "latestOffset", "queryPlanning", "getBatch")
 PROGRESS_POLL_S = 2.0  # recentProgress keeps the last 100 events only: read it while the query runs
+
+
+def local_session(app: str):
+    """The benchmarks' local[2] session: its Python processes run this interpreter and can import
+    ``floor_source`` (this directory on their ``PYTHONPATH``)."""
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    from floor_source import expose_to_workers
+
+    from samza_devkit.spark_fixtures import make_local_spark
+    from spark_samza_source import register
+
+    expose_to_workers()
+    started = time.monotonic()
+    spark = make_local_spark(app, {"spark.ui.showConsoleProgress": "false"})
+    register(spark)
+    say(f"  Spark session {spark.version} started in {time.monotonic() - started:.1f} s (not measured), "
+        f"PYSPARK_PYTHON={sys.executable}")
+    return spark
 
 
 def _production_loop(make_sender: Callable, args: tuple, rate: float, tick_s: float, stop, ready) -> None:
