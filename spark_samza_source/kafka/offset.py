@@ -27,8 +27,8 @@ from ..core.jobmodel import JobModel
 from ..core.json_text import decode_offset, loads
 from ..core.model import SystemStreamPartition, TaskName, TaskSsp, by_task_json, parse_ssp_key
 
-# 3: empty sections are left out, and so is the job model's task list when the positions spell it out (every task
-#    holds an SSP and every (task, SSP) has a position): about 60% smaller for one-partition tasks.
+# 3: the job model's task list is left out when the positions spell it out (every task holds an SSP and every
+#    (task, SSP) has a position): about half the size for one-partition tasks.
 # 2: barriers name every feeding partition (1: one sibling). Versions 1 and 2 are still read.
 OFFSET_FORMAT_VERSION = 3
 #: decoded offsets kept by canonical JSON text: Spark hands the driver the same few offsets several times per batch
@@ -133,20 +133,17 @@ class LogOffset:
 
     # ---- JSON ----------------------------------------------------------------------------------------
     def to_json(self) -> dict[str, Any]:
-        """Format 3: sorted keys and lists; empty sections left out, and the job model's task list too when the
-        positions spell it out (the reader rebuilds it from them)."""
-        out: dict[str, Any] = {
+        """Format 3: sorted keys and lists; the job model's task list left out when the positions spell it out (the
+        reader rebuilds it from them). Every other section is written, empty or not, as tools read them."""
+        out = {
+            "applied": by_task_json(self.applied, int),
+            "barriers": {ssp.key: [b.to_json() for b in held] for ssp, held in sorted(self.barriers.items())},
             "jobModel": _job_model_json(self.job_model, self.positions),
             "positions": by_task_json(self.positions, int),
+            "rebases": by_task_json(self.rebases, lambda r: r.to_json()),
             "version": OFFSET_FORMAT_VERSION,
         }
-        if self.applied:
-            out["applied"] = by_task_json(self.applied, int)
-        if self.barriers:
-            out["barriers"] = {ssp.key: [b.to_json() for b in held] for ssp, held in sorted(self.barriers.items())}
-        if self.rebases:
-            out["rebases"] = by_task_json(self.rebases, lambda r: r.to_json())
-        if self.topic_ids:
+        if self.topic_ids:  # optional: written only when known
             out["topicIds"] = dict(self.topic_ids)
         return dict(sorted(out.items()))
 
@@ -273,14 +270,12 @@ def _remember(text: str, offset: LogOffset) -> None:
 
 def _job_model_json(model: JobModel, positions: Mapping[TaskSsp, int]) -> dict[str, Any]:
     """The job model as format 3 writes it: without ``tasks`` when every task holds an SSP and the positions have
-    exactly the model's (task, SSP) pairs (then they spell the tasks out), without an empty ``broadcast``."""
+    exactly the model's (task, SSP) pairs (then they spell the tasks out), with their count instead."""
     out = model.to_json()
     pairs = {(task, ssp) for task, ssps in model.tasks.items() for ssp in ssps}
     if all(model.tasks.values()) and len(pairs) == len(positions) and pairs == positions.keys():
         del out["tasks"]
         out["taskSsps"] = len(pairs)  # what the positions must hold: an edited or damaged offset fails to read
-    if not out["broadcast"]:
-        del out["broadcast"]
     return out
 
 
