@@ -6,7 +6,8 @@ never competes for this process's GIL with the collector); the query runs with t
 batch starts as soon as the previous one ends) and a ``foreachBatch`` that collects each batch's record
 timestamps; a record's latency is the time its batch's rows were collected on the driver minus the record's
 timestamp (Kafka's CreateTime, set by the producer; Kinesis' approximateArrivalTimestamp, set by the emulator on
-put; the floor's "due" time).  Batches whose rows were collected during the warm-up are left out.  Per batch,
+put; the floor's "due" time).  Only records created after the warm-up count (a backlog from the query's start,
+when Python workers import and connect, is not the steady state).  Per batch,
 the phases of Spark's progress (``durationMs``) are averaged over the batches with rows in the measured window:
 ``addBatch`` (the tasks read and the sink runs), ``walCommit`` (the offset log write and the source's
 ``commit`` of the previous batch), ``commitOffsets`` (the commit log), ``latestOffset``, ``queryPlanning``
@@ -119,7 +120,10 @@ def _percentile(values: list[float], q: int) -> float:
 
 
 def _summary(times: BatchTimes, progress: dict[int, dict], since: float) -> dict:
-    latencies = [(at - us / 1e6) * 1000 for _, at, stamps in times.batches if at >= since for us in stamps]
+    # records created in the measured window only: a backlog left from the query's start (Python workers importing,
+    # first connections) is not the steady state being measured
+    latencies = [(at - us / 1e6) * 1000 for _, at, stamps in times.batches if at >= since
+                 for us in stamps if us >= since * 1e6]
     batches = [p for p in progress.values() if p.get("numInputRows", 0) > 0 and iso_ts(p["timestamp"]) >= since]
     if not latencies or not batches:
         raise RuntimeError("no batch with rows in the measured window: is the producer running?")
