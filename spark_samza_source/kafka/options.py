@@ -71,6 +71,9 @@ INCLUDE_HEADERS_OPTION = "includeHeaders"
 COMMIT_OFFSETS_TO_KAFKA_OPTION = "commitOffsetsToKafka"
 MAX_ROWS_PER_ARROW_BATCH_OPTION = "maxRowsPerArrowBatch"
 POLL_TIMEOUT_OPTION = "kafkaConsumer.pollTimeoutMs"
+#: which executor reader: the native one (C, librdkafka) where available, else the Python one (read_settings.py)
+READ_PATH_OPTION = "readPath"
+READ_PATHS = ("auto", "native", "python")
 
 JOB_MODEL_RESET_OPTION = "jobModel.reset"
 EXPANSION_SETTLE_OPTION = "expansion.settleTime"
@@ -183,6 +186,7 @@ class KafkaSourceOptions(JobOptions):
     commit_offsets_to_kafka: bool
     max_rows_per_arrow_batch: int
     poll_timeout_ms: int
+    read_path: str  # readPath: auto | native | python (the executor reader; see kafka/native_reader.py)
     drop_topics: tuple[str, ...]  # dropTopics: topics that may leave the job (deleted or no longer subscribed)
     group_id: str  # the consumer group committed positions are mirrored to (kafka.group.id / groupIdPrefix)
 
@@ -267,6 +271,7 @@ class KafkaSourceOptions(JobOptions):
             max_rows_per_arrow_batch=opts.integer(MAX_ROWS_PER_ARROW_BATCH_OPTION, DEFAULT_MAX_ROWS_PER_BATCH,
                                                   minimum=1),
             poll_timeout_ms=opts.duration_ms(POLL_TIMEOUT_OPTION, DEFAULT_POLL_TIMEOUT_MS, minimum_ms=1),
+            read_path=opts.choice(READ_PATH_OPTION, "auto", READ_PATHS),
             drop_topics=_parse_drop_topics(opts.string(DROP_TOPICS_OPTION)),
             group_id=group_id,
         )

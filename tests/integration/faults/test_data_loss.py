@@ -108,11 +108,12 @@ def test_a_replayed_first_batch_reads_the_range_it_planned(kafka_broker, tmp_pat
     strict = reader(startingOffsets="earliest", failOnDataLoss="true")
     (part,) = strict.partitions(strict.initialOffset(), end0)
     assert [(r.start, r.end) for r in part.reads] == [(0, 70)]
-    with pytest.raises(KafkaDataLossError, match=rf"{topic}\[0\] offsets 0..19 \(20 records\)"):
-        list(strict.read(part))
-    lenient = reader(startingOffsets="earliest", failOnDataLoss="false")
-    offsets = [o for batch in lenient.read(part) for o in batch.column("offset").to_pylist()]
-    assert offsets == list(range(20, 70))
+    for path in ("native", "python"):  # both executor read paths (option readPath)
+        with pytest.raises(KafkaDataLossError, match=rf"{topic}\[0\] offsets 0..19 \(20 records\)"):
+            list(reader(startingOffsets="earliest", failOnDataLoss="true", readPath=path).read(part))
+        lenient = reader(startingOffsets="earliest", failOnDataLoss="false", readPath=path)
+        offsets = [o for batch in lenient.read(part) for o in batch.column("offset").to_pylist()]
+        assert offsets == list(range(20, 70))
     _released(strict)
 
 

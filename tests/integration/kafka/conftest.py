@@ -47,3 +47,25 @@ def kq(spark, kafka_broker, tmp_path):
     harness = KafkaQueryHarness(spark, kafka_broker.bootstrap_servers, tmp_path)
     yield harness
     stop_active_queries(spark)
+
+
+@pytest.fixture(params=["python", "native"])
+def read_path(request) -> str:
+    """Both executor read paths (kafka/reader.py, kafka/native_reader.py): a reader test runs against each.
+    ``native`` fails (never skips) where the extension is not built: ``make setup`` builds it."""
+    return request.param
+
+
+@pytest.fixture
+def new_reader_cache(read_path):
+    """``new_reader_cache(capacity=2, factory=None)``: a private consumer cache holding ``read_path``'s consumers
+    (confluent-kafka's or the native reader's), ``factory`` making them when given."""
+    from spark_samza_source.kafka.consumer_cache import ConsumerCache
+
+    def make(capacity: int = 2, factory=None) -> ConsumerCache:
+        native = read_path == "native"
+        if factory is None:
+            return ConsumerCache.native(capacity) if native else ConsumerCache(capacity)
+        return ConsumerCache(capacity, factory, is_native=native)
+
+    return make
