@@ -110,7 +110,7 @@ def read_ranges(
     native = choose_read_path(settings, client_conf) == "native"
     if cache is not None and cache.is_native != native:
         if settings.read_path != "auto":
-            raise ValueError(f"read_ranges: readPath={settings.read_path} needs a cache of its consumers "
+            raise ValueError(f"read_ranges: the {settings.read_path} read path needs a cache of its consumers "
                              f"({'ConsumerCache.native' if native else 'ConsumerCache'})")
         native = cache.is_native  # auto with a caller's cache: the path whose consumers it holds
     pool = cache if cache is not None else default_cache(native=native)
