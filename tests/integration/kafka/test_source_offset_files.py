@@ -67,7 +67,7 @@ def test_an_offset_with_empty_positions_fails_instead_of_re_reading_the_topic(re
         with pytest.raises(OffsetFormatError) as err:
             call()
         message = str(err.value)
-        assert "'positions' is empty while the job model has 2 task(s)" in message
+        assert "'positions' is empty while the job model has 2 (task, SSP) pair(s)" in message
         assert "<checkpoint>/offsets/" in message
     with pytest.raises(OffsetFormatError, match=r"the end offset of the batch being planned \(partitions\)"):
         reader.partitions(end, emptied)
