@@ -19,7 +19,7 @@ import urllib.request
 
 from spark_samza_source.core.jobmodel import JobModel
 from spark_samza_source.core.model import SystemStreamPartition, TaskName
-from spark_samza_source.kafka.offset import LogOffset
+from spark_samza_source.kafka.offset import KafkaOffset
 from spark_samza_source.kinesis.planner import initial_offset, plan_next
 from spark_samza_source.kinesis.progress import millis_behind_report
 from spark_samza_source.kinesis.shards import ShardInfo
@@ -41,7 +41,7 @@ def progress(query_id: str, name: str, end: dict, latest: dict) -> dict:
 def kafka_progress(partitions: int) -> dict:
     ssps = [SystemStreamPartition("kafka", "orders", p) for p in range(partitions)]
     model = JobModel({TaskName(f"Partition {s.partition}"): {s} for s in ssps})
-    end = LogOffset(model, {(TaskName(f"Partition {s.partition}"), s): 1000 for s in ssps})
+    end = KafkaOffset(model, {(TaskName(f"Partition {s.partition}"), s): 1000 for s in ssps})
     latest = {s.key: 1000 + s.partition for s in ssps}
     return progress("3f0c6a8e-1d2b-4c5d-8e9f-0a1b2c3d4e5f", "orders_etl", end.to_json(), latest)
 

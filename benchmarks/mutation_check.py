@@ -151,7 +151,7 @@ MUTANTS = [
     m("kinesis-startpoint-applied-twice", "a Kinesis startpoint is applied once", KIN + "planner.py",
       "        if sp.creation_timestamp <= previous.applied.get(key, -1):\n            continue",
       "        if False:\n            continue", UNIT_KIN),
-    # ---- batch-end recording (kinesis/batch_ends.py) -----------------------------------------------------------
+    # ---- batch-end recording (kinesis/microbatch_ends.py) -----------------------------------------------------------
     m("retry-ignores-recorded-end", "a retried attempt reads exactly to the recorded end", KIN + "batch_ends.py",
       "reading = stream_shard(client, replace(request, recorded_end=recorded), read)",
       "reading = stream_shard(client, replace(request, recorded_end=None), read)",
@@ -173,8 +173,8 @@ MUTANTS = [
       'known = (True, "")', S3_PROBE),
     # ---- over-strict parsers (the fuzzers' fair share) --------------------------------------------------------
     m("offset-parser-refuses-all", "the Kafka offset parser accepts valid documents", KAFKA + "offset.py",
-      "    def from_json(cls, value: Any) -> LogOffset:\n",
-      "    def from_json(cls, value: Any) -> LogOffset:\n        raise OffsetFormatError('mutant')\n",
+      "    def from_json(cls, value: Any) -> KafkaOffset:\n",
+      "    def from_json(cls, value: Any) -> KafkaOffset:\n        raise OffsetFormatError('mutant')\n",
       ["tests/unit/test_fuzz_inputs.py", "-k", "kafka_offset"]),
     # ---- the development broker's transactions (devkit): what the read_committed tests stand on -----------------
     m("broker-lso-is-high-watermark", "dev broker: the last stable offset is the first offset of the earliest open "

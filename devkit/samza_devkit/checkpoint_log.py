@@ -2,7 +2,7 @@
 
 - ``offset_log(checkpoint)`` / ``committed_batches(checkpoint)``: Spark's offset and commit logs, parsed;
 - ``startpoint_rebases(log)``: the startpoints the raw offset JSON records as applied;
-- ``cursor_walk(log, batches, topic)``: an oracle independent of the source's offset code (no ``LogOffset``): a
+- ``cursor_walk(log, batches, topic)``: an oracle independent of the source's offset code (no ``KafkaOffset``): a
   cursor per partition walked over the rows each batch delivered, moved only by the rebases the raw offset JSON
   records (as ``benchmarks/soak.py``'s checker). Reading the JSON directly, rather than through the product's
   parser, keeps a bug in that parser from hiding the loss or duplication it causes.

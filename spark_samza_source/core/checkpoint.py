@@ -129,7 +129,7 @@ class Checkpoint:
         batch_id: int | None = None,
         timestamp_ms: int | None = None,
     ) -> Checkpoint:
-        """Build from a (task, SSP) -> position mapping, the shape of ``LogOffset.positions``."""
+        """Build from a (task, SSP) -> position mapping, the shape of ``KafkaOffset.positions``."""
         nested: dict[TaskName, dict[SystemStreamPartition, Any]] = {}
         for (task, ssp), position in positions.items():
             nested.setdefault(task, {})[ssp] = position

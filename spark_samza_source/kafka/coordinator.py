@@ -41,7 +41,7 @@ from ..spec.kafka import (
 from ..spec.namespaces import JOB_MODEL, JOB_MODEL_CURRENT, JOB_MODEL_PREVIOUS
 from .admin import KafkaAdmin
 from .input_partition import KafkaRange
-from .offset import REBASE_NEW_PARTITION, REBASE_STARTPOINT, LogOffset, Rebase
+from .offset import REBASE_NEW_PARTITION, REBASE_STARTPOINT, KafkaOffset, Rebase
 from .options import SYSTEM, KafkaSourceOptions
 from .planner import (
     PlanResult,
@@ -57,7 +57,7 @@ from .startpoints import KafkaStartpointResolver, kafka_startpoint_problem
 log = logging.getLogger(__name__)
 
 
-class KafkaCoordinator(JobCoordinator[LogOffset]):
+class KafkaCoordinator(JobCoordinator[KafkaOffset]):
     """Plans batches for one query. Lives in Spark's long-lived driver-side Python runner."""
 
     def __init__(self, options: KafkaSourceOptions, *, clock=time.monotonic, wall_clock=time.time) -> None:
@@ -68,7 +68,7 @@ class KafkaCoordinator(JobCoordinator[LogOffset]):
         self._grouper = resolve_grouper(options.grouper, expansion_algorithm=self._algorithm)
         self.latest_watermarks: dict[SystemStreamPartition, Watermarks] = {}
         self._last_model: JobModel | None = None
-        self._initial: LogOffset | None = None  # what initial_offset returned, until the first plan
+        self._initial: KafkaOffset | None = None  # what initial_offset returned, until the first plan
         self._until: dict[SystemStreamPartition, int] | None = None  # Trigger.AvailableNow's end offsets
         self._gate: MinRowsGate | None = None  # minOffsetsPerTrigger / maxTriggerDelay
         # failOnDataLoss=false, since this run began: (SSP key, first lost offset) -> end of the lost range
@@ -239,7 +239,7 @@ class KafkaCoordinator(JobCoordinator[LogOffset]):
         return marks
 
     # ---- Spark entry points ----------------------------------------------------------------------------
-    def initial_offset(self) -> LogOffset:
+    def initial_offset(self) -> KafkaOffset:
         """Where a query with no checkpoint starts: startingOffsets, overridden by any Startpoint.
 
         The job model is the one stored for ``job.name`` when there is one (SEP-5: the previous model is the
@@ -260,10 +260,10 @@ class KafkaCoordinator(JobCoordinator[LogOffset]):
         marks = self.watermarks(model.ssps())
         starts = self._starting_positions(model, marks, discovered)
         positions = {(t, s): starts[s] for t, group in model.tasks.items() for s in group}
-        self._initial = LogOffset(model, positions, topic_ids=self.topic_ids(model)).remember()
+        self._initial = KafkaOffset(model, positions, topic_ids=self.topic_ids(model)).remember()
         return self._initial
 
-    def plan_batch(self, start: LogOffset, *, max_rows: int | None) -> LogOffset:
+    def plan_batch(self, start: KafkaOffset, *, max_rows: int | None) -> KafkaOffset:
         initial, self._initial = self._initial, None
         planned = self._plan(start, max_rows)
         if planned is start:
@@ -282,7 +282,7 @@ class KafkaCoordinator(JobCoordinator[LogOffset]):
             self._gate.batch_planned()
         return planned.remember()  # Spark hands it back three times (partitions, commit, the next latestOffset)
 
-    def _plan(self, start: LogOffset, max_rows: int | None) -> LogOffset:
+    def _plan(self, start: KafkaOffset, max_rows: int | None) -> KafkaOffset:
         ssps, broadcast = self.discover(start.job_model)
         previous = self._without_dropped_topics(start.job_model, ssps)
         # the watermarks of the partitions just discovered and the topic IDs, in one round trip: the job model
@@ -323,7 +323,7 @@ class KafkaCoordinator(JobCoordinator[LogOffset]):
         _log_barriers(start, result, now_ms)
         return result.offset
 
-    def commit_batch(self, end: LogOffset) -> None:
+    def commit_batch(self, end: KafkaOffset) -> None:
         """Hand the mirrors of ``end`` to the write-behind thread: nothing here needs them before the next plan."""
         checkpoint = Checkpoint.from_pairs(end.positions)
         group: dict[tuple[str, int], int] | None = None
@@ -342,7 +342,7 @@ class KafkaCoordinator(JobCoordinator[LogOffset]):
             except Exception as err:  # a mirror for tools: never fail the query for it
                 log.warning("could not mirror offsets to consumer group %s: %s", self.options.group_id, err)
 
-    def batch_reads(self, start: LogOffset, end: LogOffset) -> list[tuple[TaskName, list[KafkaRange]]]:
+    def batch_reads(self, start: KafkaOffset, end: KafkaOffset) -> list[tuple[TaskName, list[KafkaRange]]]:
         out = []
         for task, ssps in end.job_model.tasks.items():
             ranges = []
@@ -356,10 +356,10 @@ class KafkaCoordinator(JobCoordinator[LogOffset]):
             out.append((task, ranges))
         return out
 
-    def lease_identity(self, offset: LogOffset) -> str:
+    def lease_identity(self, offset: KafkaOffset) -> str:
         return offset_identity(offset.canonical_text())
 
-    def applied_startpoints(self, offset: LogOffset):
+    def applied_startpoints(self, offset: KafkaOffset):
         for (task, ssp), rebase in offset.rebases.items():
             if rebase.reason == REBASE_STARTPOINT and rebase.creation_timestamp is not None:
                 yield task, ssp, rebase.creation_timestamp
@@ -391,7 +391,7 @@ class KafkaCoordinator(JobCoordinator[LogOffset]):
 
     # ---- helpers -------------------------------------------------------------------------------------
     def _due_startpoints(
-        self, model: JobModel, start: LogOffset, marks: Mapping[SystemStreamPartition, Watermarks]
+        self, model: JobModel, start: KafkaOffset, marks: Mapping[SystemStreamPartition, Watermarks]
     ) -> dict[TaskSsp, ResolvedStartpoint]:
         resolver = KafkaStartpointResolver(marks, self.admin.offsets_for_times)
 
@@ -418,7 +418,7 @@ class KafkaCoordinator(JobCoordinator[LogOffset]):
         return starts.positions
 
 
-def _log_barriers(start: LogOffset, result: PlanResult, now_ms: int) -> None:
+def _log_barriers(start: KafkaOffset, result: PlanResult, now_ms: int) -> None:
     """One line per barrier that appeared, was cut or was released in this plan (operators follow growth here)."""
     before = start.barriers
     after = result.offset.barriers
@@ -438,7 +438,7 @@ def _log_barriers(start: LogOffset, result: PlanResult, now_ms: int) -> None:
         log.info("partition expansion: %s released (every partition feeding it was drained)", ssp)
 
 
-def _record_first_batch_starts(initial: LogOffset, planned: LogOffset) -> LogOffset:
+def _record_first_batch_starts(initial: KafkaOffset, planned: KafkaOffset) -> KafkaOffset:
     """Batch 0 of a new checkpoint: record where every (task, SSP) starts as a rebase in its end offset.
 
     Spark's offset log holds end offsets only. When it replays an uncommitted batch 0 (the driver died during
@@ -453,5 +453,5 @@ def _record_first_batch_starts(initial: LogOffset, planned: LogOffset) -> LogOff
             rebases[key] = Rebase(initial.positions[key], REBASE_NEW_PARTITION)
     if len(rebases) == len(planned.rebases):
         return planned
-    return LogOffset(planned.job_model, planned.positions, rebases, planned.barriers, planned.applied,
+    return KafkaOffset(planned.job_model, planned.positions, rebases, planned.barriers, planned.applied,
                      planned.topic_ids)

@@ -34,7 +34,7 @@ OFFSET_FORMAT_VERSION = 3
 #: decoded offsets kept by canonical JSON text: Spark hands the driver the same few offsets several times per batch
 #: (latestOffset's start, partitions' start and end, commit's end), and decoding 1,000 partitions takes ~20 ms
 _RECENT_MAX = 16
-_recent: OrderedDict[str, LogOffset] = OrderedDict()
+_recent: OrderedDict[str, KafkaOffset] = OrderedDict()
 _recent_lock = threading.Lock()
 
 REBASE_STARTPOINT = "startpoint"
@@ -96,7 +96,7 @@ class Barrier:
 
 
 @dataclass(frozen=True)
-class LogOffset:
+class KafkaOffset:
     job_model: JobModel
     positions: Mapping[TaskSsp, int]
     rebases: Mapping[TaskSsp, Rebase] = field(default_factory=dict)
@@ -120,7 +120,7 @@ class LogOffset:
         found = [pos for (_, s), pos in self.positions.items() if s == ssp]
         return min(found) if found else None
 
-    def start_of(self, task: TaskName, ssp: SystemStreamPartition, previous: LogOffset | None) -> int | None:
+    def start_of(self, task: TaskName, ssp: SystemStreamPartition, previous: KafkaOffset | None) -> int | None:
         """Where the batch ending at ``self`` starts reading (task, ssp): a rebase, else the previous end."""
         rebase = self.rebases.get((task, ssp))
         if rebase is not None:
@@ -161,13 +161,13 @@ class LogOffset:
         it), else its own encoding."""
         return self.__dict__.get("_source_text") or self.to_json_str()
 
-    def remember(self) -> LogOffset:
+    def remember(self) -> KafkaOffset:
         """Keep this offset for :meth:`from_json` of its own JSON (Spark hands it back as the next start)."""
         _remember(self.to_json_str(), self)
         return self
 
     @classmethod
-    def from_json(cls, value: Any) -> LogOffset:
+    def from_json(cls, value: Any) -> KafkaOffset:
         """Parse an offset; only :class:`OffsetFormatError` or :class:`FormatVersionError` escape. An offset seen
         recently (decoded or remembered) is returned as it is: offsets are immutable."""
         text = _canonical_text(value)
@@ -185,7 +185,7 @@ class LogOffset:
         return offset
 
     @classmethod
-    def _from_json(cls, value: Any) -> LogOffset:
+    def _from_json(cls, value: Any) -> KafkaOffset:
         if not isinstance(value, dict):
             raise OffsetFormatError(f"offset must be a JSON object, got {type(value).__name__}")
         version = value.get("version")
@@ -249,7 +249,7 @@ class LogOffset:
         return cls(job_model, positions, rebases, barriers, applied, topic_ids)
 
     @classmethod
-    def from_json_str(cls, text: str) -> LogOffset:
+    def from_json_str(cls, text: str) -> KafkaOffset:
         return cls.from_json(loads(text, OffsetFormatError, "offset"))
 
 
@@ -260,7 +260,7 @@ def _canonical_text(value: Any) -> str | None:
         return None
 
 
-def _remember(text: str, offset: LogOffset) -> None:
+def _remember(text: str, offset: KafkaOffset) -> None:
     with _recent_lock:
         _recent[text] = offset
         _recent.move_to_end(text)

@@ -29,7 +29,7 @@ from .offset import (
     REBASE_NEW_TASK,
     REBASE_STARTPOINT,
     Barrier,
-    LogOffset,
+    KafkaOffset,
     Rebase,
 )
 from .positions import DataLoss, Watermarks
@@ -45,7 +45,7 @@ class ResolvedStartpoint:
     creation_timestamp: int
 
 
-def recreated_topics(previous: LogOffset, topic_ids: Mapping[str, str]) -> dict[str, tuple[str, str]]:
+def recreated_topics(previous: KafkaOffset, topic_ids: Mapping[str, str]) -> dict[str, tuple[str, str]]:
     """Topics whose ID differs from the one ``previous`` recorded: deleted and re-created under the same name.
 
     topic -> (recorded ID, current ID). A topic without a recorded ID (an offset written before IDs were
@@ -71,7 +71,7 @@ def recreated_topic_error(topic: str, ids: tuple[str, str]) -> DataLossError:
 
 @dataclass
 class PlanResult:
-    offset: LogOffset
+    offset: KafkaOffset
     data_loss: list[DataLoss] = field(default_factory=list)
     recreated: dict[str, tuple[str, str]] = field(default_factory=dict)  # topic -> (old ID, new ID)
     applied: dict[TaskSsp, ResolvedStartpoint] = field(default_factory=dict)
@@ -101,7 +101,7 @@ class PlanRules:
 class PlanInputs:
     """What one trigger plans from; every phase reads it and none changes it."""
 
-    previous: LogOffset
+    previous: KafkaOffset
     job_model: JobModel
     watermarks: Mapping[SystemStreamPartition, Watermarks]
     startpoints: Mapping[TaskSsp, ResolvedStartpoint]
@@ -146,7 +146,7 @@ class BarrierPlan:
 
 
 def plan_next(
-    previous: LogOffset,
+    previous: KafkaOffset,
     job_model: JobModel,
     watermarks: Mapping[SystemStreamPartition, Watermarks],
     *,
@@ -403,7 +403,7 @@ def next_offset(
     starts: StartPositions,
     barriers: Mapping[SystemStreamPartition, tuple[Barrier, ...]],
     ends: Mapping[TaskSsp, int],
-) -> LogOffset:
+) -> KafkaOffset:
     """The offset ending this batch, or ``inputs.previous`` itself when nothing moved.
 
     Topic IDs: the ones seen now, else the ones recorded before, for the topics the job model reads. A change
@@ -420,11 +420,11 @@ def next_offset(
     ):
         return previous
     ids = {t: inputs.topic_ids.get(t) or previous.topic_ids.get(t) for t in sorted(inputs.model_streams())}
-    return LogOffset(inputs.job_model, dict(ends), dict(starts.rebases), dict(barriers), dict(starts.applied),
+    return KafkaOffset(inputs.job_model, dict(ends), dict(starts.rebases), dict(barriers), dict(starts.applied),
                      {t: i for t, i in ids.items() if i})
 
 
-def _carry_barriers(previous: LogOffset, job_model: JobModel) -> dict[SystemStreamPartition, tuple[Barrier, ...]]:
+def _carry_barriers(previous: KafkaOffset, job_model: JobModel) -> dict[SystemStreamPartition, tuple[Barrier, ...]]:
     """The barriers still in force, restricted to SSPs (held and feeding) the job model still has."""
     ssps = job_model.ssps()
     out: dict[SystemStreamPartition, tuple[Barrier, ...]] = {}

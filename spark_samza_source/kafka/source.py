@@ -11,14 +11,14 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterator
 
-from ..source.batch_reader import PushdownBatchReader, SamzaBatchReader
+from ..source.bounded_reader import PushdownBatchReader, SamzaBatchReader
 from ..source.data_source import SamzaDataSource
 from ..source.fault_hooks import reporting_batches
 from ..source.limits import default_read_limit
 from ..source.stream_reader import SamzaStreamReader
 from ..spec.kafka import BATCH_ONLY_OPTIONS
 from .input_partition import KafkaTaskPartition
-from .offset import LogOffset
+from .offset import KafkaOffset
 from .options import KafkaSourceOptions
 from .schema import TASK_COLUMN, kafka_schema
 
@@ -29,7 +29,7 @@ FORMAT = "samza-kafka"
 
 class SamzaKafkaStreamReader(SamzaStreamReader):
     FORMAT = FORMAT
-    offset_class = LogOffset
+    offset_class = KafkaOffset
     partition_class = KafkaTaskPartition
 
     def __init__(self, options: KafkaSourceOptions, schema) -> None:
@@ -71,12 +71,12 @@ class SamzaKafkaBatchReader(SamzaBatchReader):
 
     @staticmethod
     def parse_options(raw, use_stored_job_model: bool):
-        from .batch_options import KafkaBatchOptions
+        from .bounded_options import KafkaBatchOptions
 
         return KafkaBatchOptions.parse(raw, use_stored_job_model)
 
     def plan(self):
-        from .batch import plan_batch_read
+        from .bounded_read import plan_batch_read
 
         return plan_batch_read(self.options, self.pushed)
 

@@ -24,12 +24,12 @@ from ..source.job_coordinator import JobCoordinator
 from ..spec.common import FAIL_ON_DATA_LOSS_OPTION
 from ..spec.kinesis import KCL_LEASE_TABLE_OPTION, STARTING_POSITION_OPTION
 from .admin import KinesisAdmin
-from .batch_ends import BatchEnds, batch_ends_for
 from .calls import error_code, iterator_request
 from .client import AwsClientSettings, dynamodb_client, kinesis_client
 from .errors import KclLeaseConflictError, KinesisDataLossError
 from .input_partition import ShardRead
 from .lease_table import KclLeaseTable
+from .microbatch_ends import BatchEnds, batch_ends_for
 from .offset import READABLE, KinesisOffset, StreamIdentity
 from .options import SYSTEM, KinesisSourceOptions
 from .planner import (

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from ..core.errors import OffsetFormatError
-from ..source.batch_reader import PushdownBatchReader, SamzaBatchReader
+from ..source.bounded_reader import PushdownBatchReader, SamzaBatchReader
 from ..source.data_source import SamzaDataSource
 from ..source.stream_reader import SamzaStreamReader
 from ..spec.kinesis import BATCH_ONLY_OPTIONS
@@ -67,17 +67,17 @@ class SamzaKinesisBatchReader(SamzaBatchReader):
 
     @staticmethod
     def parse_options(raw, use_stored_job_model: bool):
-        from .batch_options import KinesisBatchOptions
+        from .bounded_options import KinesisBatchOptions
 
         return KinesisBatchOptions.parse(raw, use_stored_job_model)
 
     def plan(self):
-        from .batch import plan_batch_read
+        from .bounded_read import plan_batch_read
 
         return plan_batch_read(self.options, self.pushed)
 
     def read(self, partition: KinesisTaskPartition) -> Iterator:
-        from .batch_task import read_batch_task
+        from .bounded_task import read_batch_task
 
         return read_batch_task(self.options.source, partition)
 

@@ -23,9 +23,9 @@ from typing import Any
 
 from ..metadata import open_store
 from ..source.fault_hooks import SHARD_END_RECORDED, report
-from .batch_ends import batch_ends_for, stream_and_record
 from .client import AwsClientSettings, kinesis_client
 from .input_partition import KinesisTaskPartition, ShardRead
+from .microbatch_ends import batch_ends_for, stream_and_record
 from .options import KinesisSourceOptions
 from .reader import ShardReadRequest, ShardReadSettings
 

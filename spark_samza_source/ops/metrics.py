@@ -199,10 +199,10 @@ def source_lag(source: Any, *, query_id: str | None = None, query_name: str | No
 
 def _kafka_lag(latest: dict, end: dict, where: dict) -> SourceLag | None:
     from ..core.errors import OffsetFormatError, SamzaSourceError
-    from ..kafka.offset import LogOffset
+    from ..kafka.offset import KafkaOffset
 
     try:
-        offset = LogOffset.from_json(end)
+        offset = KafkaOffset.from_json(end)
     except (OffsetFormatError, SamzaSourceError):
         return None
     position: dict[str, int] = {}

@@ -11,7 +11,7 @@ from typing import Any
 
 from pyspark.sql.datasource import DataSource
 
-from .batch_reader import batch_raw_options, called_for_filter_pushdown, refuse_batch_only_options
+from .bounded_reader import batch_raw_options, called_for_filter_pushdown, refuse_batch_only_options
 from .offset_json import install_offset_json_guard
 
 
@@ -50,6 +50,6 @@ class SamzaDataSource(DataSource):
 
     def reader(self, schema):
         """``spark.read``: the pushdown reader only when Spark calls from its filter-pushdown worker (see
-        ``source/batch_reader.py``: a reader with ``pushFilters`` fails while pushdown is off)."""
+        ``source/bounded_reader.py``: a reader with ``pushFilters`` fails while pushdown is off)."""
         cls = self.pushdown_batch_reader_class if called_for_filter_pushdown() else self.batch_reader_class
         return cls(self.batch_options(), schema)

@@ -28,7 +28,7 @@ ROOT = Path(spark_samza_source.__file__).resolve().parent
 EXECUTOR = [
     "kafka.reader", "kafka.consumer_cache", "kafka.input_partition", "kinesis.input_partition",
     "kafka.native_reader", "kafka.reader_rules", "kafka.read_settings",
-    "kinesis.task", "kinesis.reader", "kinesis.batch_ends", "kinesis.kpl", "kinesis.batch_task",
+    "kinesis.task", "kinesis.reader", "kinesis.microbatch_ends", "kinesis.kpl", "kinesis.bounded_task",
     "source.fault_hooks",
 ]
 DRIVER = [

@@ -30,7 +30,7 @@ from spark_samza_source.core.startpoint import (
     StartpointUpcoming,
 )
 from spark_samza_source.core.startpoint_manager import StartpointManager
-from spark_samza_source.kafka.offset import LogOffset, Rebase
+from spark_samza_source.kafka.offset import KafkaOffset, Rebase
 from spark_samza_source.kafka.options import KafkaSourceOptions
 from spark_samza_source.kinesis.mapper import ShardPartitionMapper
 from spark_samza_source.kinesis.offset import DRAINED, READABLE, AppliedStartpoint, KinesisOffset, ShardState
@@ -455,7 +455,7 @@ def test_ssp_task_and_key_parsers_raise_only_our_errors(value):
 
 # ---- Spark offsets ---------------------------------------------------------------------------------------------
 T0, T12 = TaskName("Partition 0"), TaskName("Partition 12")
-KAFKA_OFFSET = LogOffset(
+KAFKA_OFFSET = KafkaOffset(
     JobModel({T0: frozenset({SSP0}), T12: frozenset({SSP1})}, {SystemStream("kafka", "orders"): 2,
                                                               SystemStream("kafka", "or.ders"): 13}),
     {(T0, SSP0): 10, (T12, SSP1): 7},
@@ -468,16 +468,16 @@ KAFKA_OFFSET = LogOffset(
 @FUZZ
 @given(damaged(st.just(KAFKA_OFFSET)) | json_values)
 def test_kafka_offset_json_raises_only_our_errors_and_round_trips(value):
-    offset = only_our_errors(LogOffset.from_json, value)
+    offset = only_our_errors(KafkaOffset.from_json, value)
     if offset is not None:
-        assert LogOffset.from_json(json.loads(offset.to_json_str())) == offset
+        assert KafkaOffset.from_json(json.loads(offset.to_json_str())) == offset
 
 
 @accepts_a_fair_share(0.03)
 @FUZZ
 @given(st.text(max_size=80) | damaged(st.just(KAFKA_OFFSET)).map(lambda d: json.dumps(d, allow_nan=True)))
 def test_kafka_offset_text_raises_only_our_errors(text):
-    only_our_errors(LogOffset.from_json_str, text)
+    only_our_errors(KafkaOffset.from_json_str, text)
 
 
 def sid(n: int) -> str:
@@ -621,8 +621,8 @@ del KAFKA_OK["subscribe"]
     (KinesisSourceOptions.parse, {**KINESIS_BASE, "startingPosition": '{"s":' + DEEP + "}"}),
     (KinesisSourceOptions.parse, {**KINESIS_BASE, "maxFetchTimePerShard": BIG}),
     (JobModel.from_json_str, DEEP),
-    (LogOffset.from_json_str, DEEP),
-    (LogOffset.from_json, {**KAFKA_OFFSET, "barriers": {"kafka.t.²": {"sibling": "kafka.t.0", "drainTo": 1}}}),
+    (KafkaOffset.from_json_str, DEEP),
+    (KafkaOffset.from_json, {**KAFKA_OFFSET, "barriers": {"kafka.t.²": {"sibling": "kafka.t.0", "drainTo": 1}}}),
     (parse_ssp_key, "kafka.t.²"),
     (parse_ssp_key, "kafka.t." + BIG),
     (SystemStreamPartition.parse, f"SystemStreamPartition [a, b, {BIG}]"),
@@ -680,7 +680,7 @@ def test_the_damage_strategy_reaches_deep_values():
     @settings(max_examples=200, deadline=None, database=None)
     @given(damaged(st.just(KAFKA_OFFSET)))
     def probe(value):
-        seen["ok" if only_our_errors(LogOffset.from_json, value) is not None else "error"] += 1
+        seen["ok" if only_our_errors(KafkaOffset.from_json, value) is not None else "error"] += 1
 
     probe()
     assert seen["ok"] > 5 and seen["error"] > 50

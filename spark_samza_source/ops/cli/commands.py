@@ -105,12 +105,12 @@ def _current_job_model(store) -> JobModel | None:
 
 
 def _parse_any_offset(line: str):
-    """A samza-kafka ``LogOffset`` or a samza-kinesis ``KinesisOffset`` from one offset-log line."""
-    from ...kafka.offset import LogOffset
+    """A samza-kafka ``KafkaOffset`` or a samza-kinesis ``KinesisOffset`` from one offset-log line."""
+    from ...kafka.offset import KafkaOffset
     from ...kinesis.offset import KinesisOffset
 
     try:
-        return LogOffset.from_json_str(line)
+        return KafkaOffset.from_json_str(line)
     except SamzaSourceError:
         return KinesisOffset.from_json_str(line)
 

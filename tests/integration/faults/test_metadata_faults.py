@@ -24,7 +24,7 @@ from spark_samza_source.core.errors import FormatVersionError, MetadataStoreErro
 from spark_samza_source.core.model import SystemStreamPartition
 from spark_samza_source.core.startpoint import StartpointOldest
 from spark_samza_source.kafka.coordinator import KafkaCoordinator
-from spark_samza_source.kafka.offset import LogOffset
+from spark_samza_source.kafka.offset import KafkaOffset
 from spark_samza_source.kafka.options import KafkaSourceOptions
 from spark_samza_source.metadata import open_store
 from spark_samza_source.metadata.filesystem import encode_key
@@ -216,7 +216,7 @@ def _corrupt_and_newer(bootstrap, topic, store_dir, uri, ssp, made):
     sp.write_text(json.dumps({"format": 1, "key": key, "value": {"@type": "StartpointFromTheFuture",
                                                                  "creationTimestamp": 1, "x": 1}}))
     planned = coordinator.latest_offset(start, max_rows=None)
-    assert isinstance(planned, LogOffset) and all(r.reason != "startpoint" for r in planned.rebases.values())
+    assert isinstance(planned, KafkaOffset) and all(r.reason != "startpoint" for r in planned.rebases.values())
     assert planned.positions == {k: 10 for k in start.positions}
     assert open_store(uri, job).get("startpoint", key)["@type"] == "StartpointFromTheFuture"  # left untouched
     assert ssp in {s for _, s in planned.positions}

@@ -287,7 +287,7 @@ def test_batch_read_never_shows_the_sasl_password(spark, broker, caplog):
 
     from spark_samza_source.kafka.schema import kafka_schema
     from spark_samza_source.kafka.source import SamzaKafkaPushdownBatchReader
-    from spark_samza_source.source.batch_reader import batch_raw_options
+    from spark_samza_source.source.bounded_reader import batch_raw_options
 
     caplog.set_level(logging.DEBUG, logger="spark_samza_source")
     secret = f"SASL-PW-{uuid.uuid4().hex}"

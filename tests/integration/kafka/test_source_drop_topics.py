@@ -11,7 +11,7 @@ from pyspark.sql.streaming.datasource import ReadAllAvailable
 
 from samza_devkit.kafka_helpers import create_topic, produce, unique_topic
 from spark_samza_source.core.errors import PartitionExpansionError
-from spark_samza_source.kafka.offset import LogOffset
+from spark_samza_source.kafka.offset import KafkaOffset
 from spark_samza_source.kafka.options import KafkaSourceOptions
 from spark_samza_source.kafka.source import SamzaKafkaStreamReader
 
@@ -64,7 +64,7 @@ def test_a_deleted_pattern_topic_fails_naming_the_option_unless_it_is_dropped(ka
     dropping = reader(dropTopics=gone)
     nxt = dropping.latestOffset(end, ReadAllAvailable())
     def held(offset, topic):
-        model = LogOffset.from_json(offset).job_model
+        model = KafkaOffset.from_json(offset).job_model
         return {(t.name, s.partition) for t, ssps in model.tasks.items() for s in ssps if s.stream == topic}
 
     assert held(nxt, keep) == held(end, keep) == {("Partition 0", 0), ("Partition 1", 1)}

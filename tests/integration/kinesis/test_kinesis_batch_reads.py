@@ -176,7 +176,7 @@ def test_pushed_filters_read_fewer_records(ks):
 
     from spark_samza_source.kinesis.schema import kinesis_schema
     from spark_samza_source.kinesis.source import SamzaKinesisPushdownBatchReader
-    from spark_samza_source.source.batch_reader import batch_raw_options
+    from spark_samza_source.source.bounded_reader import batch_raw_options
 
     stream = ks.create_stream(2, "bcount")
     put(ks, stream, "a")

@@ -17,14 +17,14 @@ from botocore.exceptions import ClientError
 
 from samza_devkit import kinesis_helpers as kh
 from spark_samza_source.core.errors import MetadataStoreError
-from spark_samza_source.kinesis.batch_ends import (
+from spark_samza_source.kinesis.errors import KinesisDataLossError, KinesisThrottledError
+from spark_samza_source.kinesis.kpl import UserRecord
+from spark_samza_source.kinesis.microbatch_ends import (
     AttemptPassedRecordedEnd,
     BatchEnds,
     read_and_record,
     stream_and_record,
 )
-from spark_samza_source.kinesis.errors import KinesisDataLossError, KinesisThrottledError
-from spark_samza_source.kinesis.kpl import UserRecord
 from spark_samza_source.kinesis.positions import ShardPosition
 from spark_samza_source.kinesis.reader import (
     STOP_CAUGHT_UP,

@@ -17,7 +17,7 @@ from pyspark.sql.streaming.listener import QueryProgressEvent, SourceProgress, S
 from samza_devkit.kafka_helpers import create_topic, produce, unique_topic
 from spark_samza_source.core.jobmodel import JobModel
 from spark_samza_source.core.model import SystemStreamPartition, TaskName
-from spark_samza_source.kafka.offset import LogOffset
+from spark_samza_source.kafka.offset import KafkaOffset
 from spark_samza_source.ops.metrics import SamzaLagListener, lag_from_progress, source_lag
 
 
@@ -25,11 +25,11 @@ def S(topic: str, p: int) -> SystemStreamPartition:
     return SystemStreamPartition("kafka", topic, p)
 
 
-def end_offset() -> LogOffset:
+def end_offset() -> KafkaOffset:
     t0, t1 = TaskName("Partition 0"), TaskName("Partition 1")
     model = JobModel({t0: {S("orders", 0), S("conf", 0)}, t1: {S("orders", 1), S("conf", 0)}},
                      broadcast=frozenset({S("conf", 0)}))
-    return LogOffset(model, {(t0, S("orders", 0)): 40, (t1, S("orders", 1)): 55,
+    return KafkaOffset(model, {(t0, S("orders", 0)): 40, (t1, S("orders", 1)): 55,
                              (t0, S("conf", 0)): 7, (t1, S("conf", 0)): 3})
 
 

@@ -21,7 +21,7 @@ from pyspark.sql.streaming.listener import QueryProgressEvent, QueryTerminatedEv
 
 from spark_samza_source.core.jobmodel import JobModel
 from spark_samza_source.core.model import SystemStreamPartition, TaskName
-from spark_samza_source.kafka.offset import LogOffset
+from spark_samza_source.kafka.offset import KafkaOffset
 from spark_samza_source.kinesis.planner import initial_offset, plan_next
 from spark_samza_source.kinesis.progress import millis_behind_report
 from spark_samza_source.kinesis.shards import ShardInfo
@@ -52,7 +52,7 @@ def kafka_event(batch: int = 12) -> QueryProgressEvent:
     t0, t1 = TaskName("Partition 0"), TaskName("Partition 1")
     model = JobModel({t0: {S("orders.eu", 0), S("conf", 0)}, t1: {S("orders.eu", 1), S("conf", 0)}},
                      broadcast=frozenset({S("conf", 0)}))
-    end = LogOffset(model, {(t0, S("orders.eu", 0)): 40, (t1, S("orders.eu", 1)): 55,
+    end = KafkaOffset(model, {(t0, S("orders.eu", 0)): 40, (t1, S("orders.eu", 1)): 55,
                             (t0, S("conf", 0)): 7, (t1, S("conf", 0)): 3})
     latest = {"kafka.orders.eu.0": 100, "kafka.orders.eu.1": 55, "kafka.conf.0": 9}
     return event(KAFKA_QUERY, "orders_etl", batch, end.to_json(), latest)

@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 
 from spark_samza_source.core.grouping import GroupByPartitionFixedTasks
 from spark_samza_source.core.model import SystemStreamPartition
-from spark_samza_source.kafka.offset import LogOffset
+from spark_samza_source.kafka.offset import KafkaOffset
 from spark_samza_source.kafka.planner import PlanRules, plan_next
 from spark_samza_source.kafka.positions import Watermarks
 
@@ -90,7 +90,7 @@ def test_every_key_in_produce_order_and_every_ssp_in_its_task(chain, steps, sett
     topic = Topic([[] for _ in range(chain[0])], chain[0])
     growths = iter(chain[1:])
     model = grouper.group(None, [ssp(p) for p in range(chain[0])])
-    offset = LogOffset(model, {(t, s): 0 for t, group in model.tasks.items() for s in group})
+    offset = KafkaOffset(model, {(t, s): 0 for t, group in model.tasks.items() for s in group})
     task_of = {s: t for t, group in model.tasks.items() for s in group}
     initial_tasks = set(model.tasks)
     emitted: list[tuple[int, int]] = []
@@ -187,7 +187,7 @@ def test_a_growing_broadcast_topic_adds_no_task_and_every_task_reads_every_recor
     configured = [cfg(p) for p in range(config_counts[0])]  # task.broadcast.inputs names the first partitions
     model = grouper.group(None, orders + configured, configured)
     tasks = set(model.tasks)
-    offset = LogOffset(model, {(t, s): 0 for t, group in model.tasks.items() for s in group})
+    offset = KafkaOffset(model, {(t, s): 0 for t, group in model.tasks.items() for s in group})
     read: dict[tuple, list[tuple[int, int]]] = {}  # (task, config partition) -> records in read order
 
     def plan(max_rows):

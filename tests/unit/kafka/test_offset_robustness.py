@@ -9,7 +9,7 @@ import pytest
 from spark_samza_source.core.errors import DataLossError, OffsetFormatError
 from spark_samza_source.core.jobmodel import JobModel
 from spark_samza_source.core.model import SystemStream, SystemStreamPartition, TaskName
-from spark_samza_source.kafka.offset import REBASE_DATA_LOSS, LogOffset
+from spark_samza_source.kafka.offset import REBASE_DATA_LOSS, KafkaOffset
 from spark_samza_source.kafka.planner import PlanRules, plan_next
 from spark_samza_source.kafka.positions import Watermarks
 
@@ -23,7 +23,7 @@ def ssp(p, stream="orders"):
 
 def offset(positions, **kw):
     jm = JobModel({T0: {ssp(0)}, T1: {ssp(1)}}, {SystemStream("kafka", "orders"): 2})
-    return LogOffset(jm, {(T0 if p == 0 else T1, ssp(p)): v for p, v in positions.items()}, **kw)
+    return KafkaOffset(jm, {(T0 if p == 0 else T1, ssp(p)): v for p, v in positions.items()}, **kw)
 
 
 MARKS = {ssp(0): Watermarks(0, 40), ssp(1): Watermarks(0, 40)}
@@ -32,16 +32,16 @@ MARKS = {ssp(0): Watermarks(0, 40), ssp(1): Watermarks(0, 40)}
 def test_an_offset_without_topic_ids_loads_and_is_written_exactly_as_before():
     old = offset({0: 10, 1: 20}).to_json()
     assert "topicIds" not in old
-    again = LogOffset.from_json(json.loads(json.dumps(old)))
+    again = KafkaOffset.from_json(json.loads(json.dumps(old)))
     assert again.topic_ids == {} and again.to_json() == old
 
 
 def test_topic_ids_round_trip():
     with_ids = offset({0: 10, 1: 20}, topic_ids={"orders": OLD_ID})
     assert with_ids.to_json()["topicIds"] == {"orders": OLD_ID}
-    assert LogOffset.from_json(with_ids.to_json()).topic_ids == {"orders": OLD_ID}
+    assert KafkaOffset.from_json(with_ids.to_json()).topic_ids == {"orders": OLD_ID}
     with pytest.raises(OffsetFormatError, match="'topicIds' must be an object"):
-        LogOffset.from_json({**with_ids.to_json(), "topicIds": {"orders": 5}})
+        KafkaOffset.from_json({**with_ids.to_json(), "topicIds": {"orders": 5}})
 
 
 def test_a_recreated_topic_is_data_loss_naming_the_topic():
@@ -75,11 +75,11 @@ def test_empty_positions_are_refused_instead_of_re_reading_every_partition():
     damaged = {**offset({0: 10, 1: 20}).to_json(), "positions": {}}
     refused = r"'positions' is empty while the job model has 2 \(task, SSP\) pair\(s\)"
     with pytest.raises(OffsetFormatError, match=refused):
-        LogOffset.from_json(damaged)
+        KafkaOffset.from_json(damaged)
     # format 2 spelled the tasks out
     v2 = {**damaged, "version": 2, "jobModel": offset({0: 10, 1: 20}).job_model.to_json()}
     with pytest.raises(OffsetFormatError, match=r"'positions' is empty while the job model has 2 task\(s\)"):
-        LogOffset.from_json(v2)
+        KafkaOffset.from_json(v2)
 
 
 def test_a_position_past_the_log_end_does_not_advise_reading_from_the_earliest_offset():

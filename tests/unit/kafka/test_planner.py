@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 from spark_samza_source.core.errors import DataLossError
 from spark_samza_source.core.jobmodel import JobModel
 from spark_samza_source.core.model import SystemStream, SystemStreamPartition, TaskName
-from spark_samza_source.kafka.offset import LogOffset
+from spark_samza_source.kafka.offset import KafkaOffset
 from spark_samza_source.kafka.planner import PlanRules, ResolvedStartpoint, plan_next, split_read_limit
 from spark_samza_source.kafka.positions import Watermarks
 
@@ -28,7 +28,7 @@ def model(count, initial=2):
 def offset(positions, count=2, **kw):
     jm = model(count)
     pos = {(jm.tasks_for(ssp(p))[0], ssp(p)): v for p, v in positions.items()}
-    return LogOffset(jm, pos, **kw)
+    return KafkaOffset(jm, pos, **kw)
 
 
 def marks(**by_partition):
@@ -197,7 +197,7 @@ def test_offset_json_round_trip_is_deterministic():
     sp = {(T0, ssp(0)): ResolvedStartpoint(position=3, creation_timestamp=1000)}
     off = plan_next(prev, model(4), marks(p0=(0, 15), p1=(0, 20), p2=(0, 7), p3=(0, 4)), startpoints=sp).offset
     text = off.to_json_str()
-    again = LogOffset.from_json_str(text)
+    again = KafkaOffset.from_json_str(text)
     assert again == off
     assert again.to_json_str() == text
 

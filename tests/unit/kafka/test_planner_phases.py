@@ -12,7 +12,7 @@ from spark_samza_source.kafka.offset import (
     REBASE_NEW_TASK,
     REBASE_STARTPOINT,
     Barrier,
-    LogOffset,
+    KafkaOffset,
 )
 from spark_samza_source.kafka.planner import (
     PlanInputs,
@@ -51,7 +51,7 @@ def model(count, initial=2, broadcast=frozenset()):
 
 def offset(positions, count=2, **kw):
     jm = model(count)
-    return LogOffset(jm, {(jm.tasks_for(ssp(p))[0], ssp(p)): v for p, v in positions.items()}, **kw)
+    return KafkaOffset(jm, {(jm.tasks_for(ssp(p))[0], ssp(p)): v for p, v in positions.items()}, **kw)
 
 
 def inputs(previous, job_model=None, marks=None, **kw):

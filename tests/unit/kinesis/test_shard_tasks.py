@@ -1,5 +1,5 @@
 """The shard -> task record a streaming samza-kinesis query stores for its batch reads (``kinesis/shard_tasks.py``)
-and how a batch read resolves tasks from it (``kinesis/batch.py``). Pure: a memory store, no servers."""
+and how a batch read resolves tasks from it (``kinesis/bounded_read.py``). Pure: a memory store, no servers."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 
 from spark_samza_source.core.errors import FormatVersionError
 from spark_samza_source.core.model import TaskName
-from spark_samza_source.kinesis.batch import _stored_tasks_first
+from spark_samza_source.kinesis.bounded_read import _stored_tasks_first
 from spark_samza_source.kinesis.offset import StreamIdentity
 from spark_samza_source.kinesis.planner import initial_offset
 from spark_samza_source.kinesis.shard_tasks import NAMESPACE, ShardTasks, ShardTasksMirror

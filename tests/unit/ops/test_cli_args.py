@@ -15,7 +15,7 @@ from spark_samza_source.core.jobmodel import JobModel
 from spark_samza_source.core.model import SystemStream, SystemStreamPartition, TaskName
 from spark_samza_source.core.startpoint import StartpointOldest, StartpointSpecific, StartpointUpcoming
 from spark_samza_source.core.startpoint_manager import StartpointManager
-from spark_samza_source.kafka.offset import LogOffset
+from spark_samza_source.kafka.offset import KafkaOffset
 from spark_samza_source.kinesis.mapper import ShardPartitionMapper
 from spark_samza_source.kinesis.offset import DRAINED, READABLE, KinesisOffset, ShardState
 from spark_samza_source.kinesis.positions import ShardPosition
@@ -358,7 +358,7 @@ def write_offset_log(root, offsets: list[str]) -> str:
 def test_jobmodel_show_from_a_kafka_checkpoint_finds_the_previous_model(capsys, tmp_path, store_uri):
     def offset(n):
         model = _model(n)
-        return LogOffset(model, {(t, s): 0 for t, ssps in model.tasks.items() for s in ssps}).to_json_str()
+        return KafkaOffset(model, {(t, s): 0 for t, ssps in model.tasks.items() for s in ssps}).to_json_str()
 
     location = write_offset_log(tmp_path / "cp", [offset(2), offset(2), offset(4), offset(4)])
     code, out, _ = run(capsys, "jobmodel", "show", "--store", store_uri, "--job", "j", "--checkpoint", location,

@@ -14,7 +14,7 @@ import pytest
 
 from spark_samza_source.core.jobmodel import JobModel
 from spark_samza_source.core.model import SystemStreamPartition, TaskName
-from spark_samza_source.kafka.offset import LogOffset
+from spark_samza_source.kafka.offset import KafkaOffset
 from spark_samza_source.kinesis.planner import initial_offset, plan_next
 from spark_samza_source.kinesis.positions import ShardPosition
 from spark_samza_source.kinesis.progress import millis_behind_report
@@ -117,7 +117,7 @@ def test_kafka_lag_per_task_sums_its_ssps_at_its_own_positions():
     t0, t1 = TaskName("Partition 0"), TaskName("Partition 1")
     model = JobModel({t0: {S("orders", 0), S("conf", 0)}, t1: {S("orders", 1), S("conf", 0)}},
                      broadcast=frozenset({S("conf", 0)}))
-    end = LogOffset(model, {(t0, S("orders", 0)): 40, (t1, S("orders", 1)): 55,
+    end = KafkaOffset(model, {(t0, S("orders", 0)): 40, (t1, S("orders", 1)): 55,
                             (t0, S("conf", 0)): 7, (t1, S("conf", 0)): 3})
     source = {"endOffset": end.to_json(), "latestOffset": {"kafka.orders.0": 100, "kafka.orders.1": 55,
                                                            "kafka.conf.0": 9}}

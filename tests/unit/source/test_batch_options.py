@@ -6,13 +6,13 @@ from __future__ import annotations
 import pytest
 
 from spark_samza_source.core.errors import ConfigError
-from spark_samza_source.kafka.batch_options import KafkaBatchOptions
+from spark_samza_source.kafka.bounded_options import KafkaBatchOptions
 from spark_samza_source.kafka.options import BATCH_ONLY_OPTIONS as KAFKA_BATCH_ONLY
 from spark_samza_source.kafka.starting import ByTimestamp, Earliest, Latest, SpecificOffsets
-from spark_samza_source.kinesis.batch_options import KinesisBatchOptions, KinesisEnding
+from spark_samza_source.kinesis.bounded_options import KinesisBatchOptions, KinesisEnding
 from spark_samza_source.kinesis.options import BATCH_ONLY_OPTIONS as KINESIS_BATCH_ONLY
 from spark_samza_source.kinesis.starting import AtTimestamp, TrimHorizon
-from spark_samza_source.source.batch_reader import BATCH_JOB_NAME, batch_raw_options, refuse_batch_only_options
+from spark_samza_source.source.bounded_reader import BATCH_JOB_NAME, batch_raw_options, refuse_batch_only_options
 
 KAFKA = {"kafka.bootstrap.servers": "127.0.0.1:9092", "subscribe": "orders"}
 KINESIS = {"streamName": "clicks", "region": "us-east-1"}

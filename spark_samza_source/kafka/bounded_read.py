@@ -16,7 +16,7 @@ from ..core.batch_filters import PushedFilters
 from ..core.errors import ConfigError
 from ..core.jobmodel import JobModel
 from ..core.model import SystemStreamPartition, TaskName
-from .batch_options import KafkaBatchOptions
+from .bounded_options import KafkaBatchOptions
 from .coordinator import KafkaCoordinator
 from .input_partition import KafkaRange
 from .schema import TASK_COLUMN

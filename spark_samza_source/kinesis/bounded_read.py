@@ -20,7 +20,7 @@ from collections.abc import Callable
 from ..core.batch_filters import PushedFilters
 from ..core.model import TaskName
 from ..spec.kinesis import ENDING_POSITION_OPTION
-from .batch_options import KinesisBatchOptions
+from .bounded_options import KinesisBatchOptions
 from .coordinator import KinesisCoordinator
 from .input_partition import ShardRead
 from .offset import DRAINED
