@@ -148,11 +148,13 @@ class RangeReadControl:
         count, kept, progressed, events = self.b.fetch(want, int(CONSUME_WAIT_S * 1000))
         self.seen_msgs += count
         self.seen_bytes += kept
-        for kind, i, a, b in events:
+        for kind, i, *details in events:
             if kind == ERROR_EVENT:
-                self._on_error(i, a, b)
+                code, text = details
+                self._on_error(i, code, text)
             else:
-                self._check_start_gap(i, b, a)
+                first, nxt = details
+                self._check_start_gap(i, nxt, first)
         if progressed:
             self.last_progress = time.monotonic()
         self._pause_waiting(cur)
