@@ -1,6 +1,6 @@
-"""The rules both executor read paths (reader.py in Python, native_reader.py over C) share: how much one consume
-call asks for, when a waiting partition is paused, which errors mean data loss, and the words of the errors that
-name the task, the partition and the range. One place, so the two paths cannot drift apart."""
+"""The constants and error texts of the executor read's rules (read_control.py applies them for both read paths):
+how much one consume call asks for, when a waiting partition is paused, which errors mean data loss, and the words
+of the errors that name the task, the partition and the range."""
 
 from __future__ import annotations
 

@@ -7,8 +7,8 @@
  *
  * Split of work (native_reader.py holds the rest): this module owns the consumer handle, the per-partition read
  * state (next offset, buffered messages, done / paused / seen) and the per-record loops; the Python side owns the
- * decisions taken per fetch or per batch (turn order, pausing, data loss, the stall timeout, error messages), the
- * same code shape as reader.py's, so both paths follow one rule set.
+ * decisions taken per fetch or per batch (turn order, pausing, data loss, the stall timeout, error messages), in
+ * read_control.py, which serves both read paths, so they follow one rule set.
  *
  * librdkafka is loaded at run time (load_library) from a path the Python side finds; rdkafka_subset.h declares
  * the part of its API used.
