@@ -87,11 +87,21 @@ class Count:
 
 @dataclass(frozen=True)
 class Duration:
-    """A duration (``500ms``, ``10s``, ``5m``, ``12h``, ``1d``; a bare number is milliseconds), read as ms."""
+    """A duration with its unit (``500ms``, ``10s``, ``5m``, ``12h``, ``1d``), read as ms.
+
+    A bare number is refused (``0`` aside, the same in every unit) unless the option's name carries its unit
+    (``kafkaConsumer.pollTimeoutMs``): Samza reads one as milliseconds, but a user writing ``startpoint.ttl=3600``
+    meant an hour, and 3.6 s would pass silently."""
 
     minimum_ms: int = 0
 
     def read(self, opts: Options, option: Option) -> Any:
+        value = opts.raw(option.name)
+        if value is not None and _is_bare_number(value) and not _name_carries_unit(option.name):
+            number = value.strip()
+            raise ConfigError(
+                f"option '{option.name}' = {value!r} has no unit: write it with one, e.g. '{number}s' for seconds "
+                f"or '{number}ms' for milliseconds ({_spelled_out(int(number))}); units: ms, s, m, h, d")
         return opts.duration_ms(option.name, option.default, minimum_ms=self.minimum_ms)
 
     def describe(self) -> str:
@@ -100,6 +110,23 @@ class Duration:
     @staticmethod
     def show(value: Any) -> str:
         return format_duration(value)
+
+
+def _is_bare_number(value: str) -> bool:
+    text = value.strip()
+    return text.isdigit() and int(text) != 0
+
+
+def _name_carries_unit(name: str) -> bool:
+    return name.endswith(("Ms", "Sec", "Seconds"))
+
+
+def _spelled_out(number: int) -> str:
+    """The whole-unit readings of ``number`` seconds, to help choose: 3600 -> '1h'."""
+    for unit_s, unit in ((86_400, "d"), (3_600, "h"), (60, "m")):
+        if number % unit_s == 0:
+            return f"{number} seconds is '{number // unit_s}{unit}'"
+    return f"{number} seconds is '{number}s'"
 
 
 @dataclass(frozen=True)

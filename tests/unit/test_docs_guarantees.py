@@ -2,7 +2,8 @@
 
 Every test the section names (``path::test_name``) must exist and say in its docstring which guarantee it backs
 (it names "Guarantees" or the "README", where the section used to live); every test file it names (``path.py``)
-must exist and hold tests; every document it names must exist. Paths are under ``tests/integration/`` unless they start with ``tests/`` (as the section says).
+must exist and hold tests; every document it names must exist. Paths are under ``tests/integration/`` unless they
+start with ``tests/`` (as the section says).
 """
 
 from __future__ import annotations
