@@ -27,7 +27,7 @@ ROOT = Path(spark_samza_source.__file__).resolve().parent
 
 EXECUTOR = [
     "kafka.reader", "kafka.consumer_cache", "kafka.input_partition", "kinesis.input_partition",
-    "kinesis.task", "kinesis.reader", "kinesis.batch_ends", "kinesis.kpl", "kinesis.batch_task",
+    "kinesis.task", "kinesis.reader", "kinesis.batch_ends", "kinesis.kpl", "kinesis.batch_task", "kinesis.store_reach",
     "source.fault_hooks",
 ]
 DRIVER = [
