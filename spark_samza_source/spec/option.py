@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -101,7 +102,7 @@ class Duration:
             number = value.strip()
             raise ConfigError(
                 f"option '{option.name}' = {value!r} has no unit: write it with one, e.g. '{number}s' for seconds "
-                f"or '{number}ms' for milliseconds ({_spelled_out(int(number))}); units: ms, s, m, h, d")
+                f"or '{number}ms' for milliseconds ({_spelled_out(number)}); units: ms, s, m, h, d")
         return opts.duration_ms(option.name, option.default, minimum_ms=self.minimum_ms)
 
     def describe(self) -> str:
@@ -112,17 +113,24 @@ class Duration:
         return format_duration(value)
 
 
+_ASCII_DIGITS = re.compile(r"[0-9]+")
+
+
 def _is_bare_number(value: str) -> bool:
+    """ASCII digits only (``str.isdigit`` would take '²'), and not zero; no ``int()``: 5,000 digits would raise."""
     text = value.strip()
-    return text.isdigit() and int(text) != 0
+    return bool(_ASCII_DIGITS.fullmatch(text)) and text.strip("0") != ""
 
 
 def _name_carries_unit(name: str) -> bool:
     return name.endswith(("Ms", "Sec", "Seconds"))
 
 
-def _spelled_out(number: int) -> str:
-    """The whole-unit readings of ``number`` seconds, to help choose: 3600 -> '1h'."""
+def _spelled_out(text: str) -> str:
+    """The whole-unit reading of ``text`` seconds, to help choose: 3600 -> '1h'."""
+    if len(text) > 15:
+        return "that is more than 30 million years in seconds"
+    number = int(text)
     for unit_s, unit in ((86_400, "d"), (3_600, "h"), (60, "m")):
         if number % unit_s == 0:
             return f"{number} seconds is '{number // unit_s}{unit}'"

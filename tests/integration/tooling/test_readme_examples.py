@@ -38,7 +38,9 @@ def test_both_readme_examples_run_as_written_and_print_what_the_readme_says(tmp_
     with KafkaDevBroker() as broker, MotoServerProcess() as endpoint:
         script = (kafka.replace("localhost:9092", broker.bootstrap_servers) + "\n\n"
                   + kinesis.replace("http://127.0.0.1:5000", endpoint)).replace("/tmp/samza-readme", str(tmp_path))
+        # the README's environment: no PYSPARK_* or AWS_* (the examples set their own); loopback as in the fixtures
         env = {k: v for k, v in os.environ.items() if not k.startswith(("PYSPARK_", "AWS_"))}
+        env["SPARK_LOCAL_IP"] = "127.0.0.1"
         done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=540,
                               cwd=tmp_path, env=env)
     out = done.stdout
