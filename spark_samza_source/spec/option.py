@@ -245,7 +245,7 @@ def unknown_option_message(name: str, names: OptionNames) -> str:
     """"unknown option 'x'; did you mean 'y'?" and where the known names are listed."""
     close = names.suggestions(name)
     hint = (f"did you mean {' or '.join(repr(c) for c in close)}?" if close else
-            "check its spelling against the option list in the README (every option: docs/options.md)")
+            "check its spelling against docs/options.md, which lists every option")
     return f"unknown option '{name}' for {names.source}: {hint} (option names are case-insensitive)"
 
 
