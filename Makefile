@@ -14,7 +14,7 @@ STAMP  := $(VENV)/.installed
 export PYSPARK_PYTHON := $(abspath $(PY))
 export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
 
-.PHONY: setup test demo lint options-doc wheel package clean check-java
+.PHONY: setup test demo lint options-doc wheel package clean check-java compat
 
 NATIVE_STAMP := $(VENV)/.native-reader
 NATIVE_SRC   := setup.py $(wildcard spark_samza_source/kafka/_native/*)
@@ -57,6 +57,23 @@ check-java:
 	  echo "and put it first on PATH (or set JAVA_HOME)."; exit 1; \
 	fi
 
+# The PySpark-facing tests against each PySpark minor the package allows, each from a virtualenv of its own
+# (build/compat-<version>): the unit tests, a streaming and a batch read of each source, Spark Connect. What
+# passed goes into docs/deployment.md, "Compatibility". COMPAT_PYSPARK / COMPAT_TESTS select.
+COMPAT_PYSPARK ?= 4.2.1 4.3.0
+COMPAT_TESTS   ?= tests/unit tests/integration/kafka/test_source_reads.py tests/integration/kafka/test_batch_reads.py \
+                  tests/integration/kinesis/test_kinesis_source_reads.py tests/integration/tooling/test_spark_connect.py
+
+compat:
+	@for v in $(COMPAT_PYSPARK); do \
+	  venv=build/compat-$$v; echo "== PySpark $$v ($$venv)"; \
+	  test -x $$venv/bin/python || $(PYTHON) -m venv $$venv || exit 1; \
+	  $$venv/bin/python -m pip install --quiet --config-settings editable_mode=compat "pyspark[connect]==$$v" \
+	    -e '.[test]' -e ./devkit || exit 1; \
+	  PYSPARK_PYTHON=$(CURDIR)/$$venv/bin/python PYSPARK_DRIVER_PYTHON=$(CURDIR)/$$venv/bin/python \
+	    $$venv/bin/python -m pytest -q -p no:cacheprovider $(COMPAT_TESTS) || exit 1; \
+	done
+
 lint: $(STAMP)
 	$(VENV)/bin/ruff check spark_samza_source pyspark_samza_kafka pyspark_samza_kinesis devkit tests benchmarks examples conftest.py
 
@@ -68,6 +85,7 @@ options-doc: $(STAMP)
 DIST         ?= dist
 PACKAGE_VENV ?= build/package-venv
 PACKAGE      ?= $(DIST)/spark-samza-source-env.tar.gz
+PACKAGE_EXTRAS ?= [spark]
 
 # build/lib* and build/temp* are removed first: setuptools would otherwise put stale modules (or a stale compiled
 # extension) from an earlier build in the wheel.
@@ -80,14 +98,13 @@ wheel: $(STAMP)
 # A relocatable environment for `spark-submit --archives $(PACKAGE)#environment` (see README, "Deploying with
 # spark-submit"): a clean virtualenv with the wheel (not editable) and its runtime dependencies only, packed by
 # venv-pack. Its bin/python links to the interpreter that made it: that Python must be at the same path on
-# every node. pip's cache makes a rebuild take about a minute. The archive (about 525 MiB) holds PySpark's jars;
-# where the cluster provides Spark, VENV_PACK_FLAGS="--exclude 'lib/python*/site-packages/pyspark/jars/*'"
-# leaves them out (about 100 MiB).
+# every node. pip's cache makes a rebuild take about a minute. The archive (about 525 MiB) holds PySpark (the wheel's
+# `spark` extra, PACKAGE_EXTRAS); where the cluster provides Spark, PACKAGE_EXTRAS= leaves it out.
 package: wheel
 	rm -rf $(PACKAGE_VENV) $(PACKAGE)
 	$(PYTHON) -m venv $(PACKAGE_VENV)
 	$(PACKAGE_VENV)/bin/python -m pip install --quiet --upgrade pip
-	$(PACKAGE_VENV)/bin/python -m pip install --quiet $(DIST)/spark_samza_source-*.whl
+	$(PACKAGE_VENV)/bin/python -m pip install --quiet "$$(ls $(DIST)/spark_samza_source-*.whl)$(PACKAGE_EXTRAS)"
 	$(VENV)/bin/venv-pack --prefix $(PACKAGE_VENV) --output $(PACKAGE) --quiet $(VENV_PACK_FLAGS)
 	chmod 644 $(PACKAGE)
 	@echo "packed $(PACKAGE)"

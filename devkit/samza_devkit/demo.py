@@ -7,6 +7,9 @@
 5. writes an Oldest Startpoint for partition 1 mid-run: that partition is replayed once, and the
    startpoint is deleted after the batch that applied it commits;
 6. prints what happened at each step, then checks every record arrived (and the replay exactly once).
+
+Only the demo's own lines reach the terminal: Spark's JVM, its Python workers (librdkafka's log lines among them),
+the broker and this package's log all write to standard error, which the demo sends to a file it names first.
 """
 
 from __future__ import annotations
@@ -43,13 +46,36 @@ def produce_round(bootstrap: str, round_no: int, per_key: int) -> int:
     return len(produce(bootstrap, TOPIC, records))
 
 
+def send_logs_to(path: Path) -> None:
+    """Point this process's standard error (file descriptor 2, so the JVM and every child inherit it) at ``path``."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    os.dup2(fd, 2)
+    os.close(fd)
+
+
 def main() -> int:
+    work = Path(tempfile.mkdtemp(prefix="samza-demo-"))
+    log_file = work / "demo.log"
+    say(f"logs of Spark, librdkafka, the broker and the sources go to {log_file}")
+    send_logs_to(log_file)
+    try:
+        return run(work)
+    except BaseException as exc:
+        if isinstance(exc, SystemExit) and exc.code in (0, None):
+            raise
+        logging.getLogger(__name__).exception("the demo failed")
+        say(f"FAILED: {type(exc).__name__}: {exc}; the log is {log_file}")
+        return 1
+
+
+def run(work: Path) -> int:
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     logging.getLogger("spark_samza_source").setLevel(logging.INFO)
 
-    from spark_samza_source import register
     from spark_samza_source.core.model import SystemStreamPartition
     from spark_samza_source.core.startpoint import StartpointOldest
     from spark_samza_source.core.startpoint_manager import StartpointManager
@@ -59,7 +85,6 @@ def main() -> int:
     from .kafka_helpers import add_partitions, create_topic
     from .spark_fixtures import make_local_spark
 
-    work = Path(tempfile.mkdtemp(prefix="samza-demo-"))
     store_uri = f"file://{work}/metadata"
     job = "orders-enricher"
     lock = threading.Lock()
@@ -72,8 +97,7 @@ def main() -> int:
         produced = produce_round(bootstrap, 1, 25)
         say(f"2. produced {produced} keyed orders into '{TOPIC}' (2 partitions)")
 
-        spark = make_local_spark("samza-kafka-demo")
-        register(spark)
+        spark = make_local_spark("samza-kafka-demo")  # finds samza-kafka by itself: no register() to warn about
 
         def on_batch(df, batch_id):
             rows = df.select("task", "partition", "offset", "key").collect()

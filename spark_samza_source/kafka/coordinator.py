@@ -32,6 +32,7 @@ from ..source.limits import MinRowsGate
 from ..spec.common import BROADCAST_OPTION, FAIL_ON_DATA_LOSS_OPTION, JOB_NAME_OPTION, RETRY_TIMEOUT_OPTION
 from ..spec.kafka import (
     ASSIGN_OPTION,
+    DRAIN_FIRST,
     DROP_TOPICS_OPTION,
     EXPANSION_SETTLE_OPTION,
     JOB_MODEL_RESET_OPTION,
@@ -44,6 +45,7 @@ from .input_partition import KafkaRange
 from .offset import REBASE_NEW_PARTITION, REBASE_STARTPOINT, KafkaOffset, Rebase
 from .options import SYSTEM, KafkaSourceOptions
 from .planner import (
+    NonMultipleGrowth,
     PlanResult,
     PlanRules,
     ResolvedStartpoint,
@@ -75,6 +77,8 @@ class KafkaCoordinator(JobCoordinator[KafkaOffset]):
         # (exclusive), and topics found deleted and re-created (read again from their start) -> new topic ID
         self._data_loss: dict[tuple[str, int], int] = {}
         self._recreated: dict[str, str] = {}
+        #: topic -> the last growth by other than a multiple seen in this run (``nonMultipleGrowth`` in the progress)
+        self._non_multiple: dict[str, dict[str, int]] = {}
 
     # ---- lazily opened clients -------------------------------------------------------------------------
     @property
@@ -321,7 +325,28 @@ class KafkaCoordinator(JobCoordinator[KafkaOffset]):
             log.info("startpoint applied: %s in %s starts at offset %d (created %d)",
                      ssp, task, result.offset.rebases[(task, ssp)].position, sp.creation_timestamp)
         _log_barriers(start, result, now_ms)
+        for growth in result.non_multiple_growths:
+            self._warn_non_multiple_growth(growth)
         return result.offset
+
+    def _warn_non_multiple_growth(self, growth: NonMultipleGrowth) -> None:
+        """Say loudly that per-key order is not kept for a while, and keep it in the progress."""
+        topic = growth.stream.stream
+        self._non_multiple[topic] = {"from": growth.before, "to": growth.after, "seenAtMs": growth.seen_at_ms,
+                                     "cutAtMs": growth.cut_at_ms}
+        if self.options.ordering != DRAIN_FIRST:
+            window = "every record of a moved key can be read out of order (expansion.ordering=none)"
+        else:
+            window = (f"records of a moving key produced until the growth is cut, {EXPANSION_SETTLE_OPTION} "
+                      f"({(growth.cut_at_ms - growth.seen_at_ms) / 1000:.0f} s) after it was seen, may be read "
+                      "out of order")
+        log.warning(
+            "topic '%s' grew from %d to %d partitions, which is not a multiple of %d: keys move between partitions "
+            "that existed before, so %s. To keep per-key order, grow a topic by a multiple of its current "
+            "partition count (%d -> %d); or set %s to at least how long your producers take to refresh their "
+            "metadata. Recorded in the progress: latestOffset[\"nonMultipleGrowth\"].",
+            topic, growth.before, growth.after, growth.before, window, growth.before, 2 * growth.before,
+            EXPANSION_SETTLE_OPTION)
 
     def commit_batch(self, end: KafkaOffset) -> None:
         """Hand the mirrors of ``end`` to the write-behind thread: nothing here needs them before the next plan."""
@@ -371,7 +396,9 @@ class KafkaCoordinator(JobCoordinator[KafkaOffset]):
 
     def system_progress(self) -> dict:
         """The high watermarks by SSP key, plus ``"dataLoss": {SSP key: records skipped since this run started}``
-        and ``"recreatedTopics": {topic: new topic ID}`` once ``failOnDataLoss=false`` skipped anything. No SSP
+        and ``"recreatedTopics": {topic: new topic ID}`` once ``failOnDataLoss=false`` skipped anything, and
+        ``"nonMultipleGrowth": {topic: {"from", "to", "seenAtMs", "cutAtMs"}}`` once a topic grew by other than a
+        multiple of its partition count in this run. No SSP
         key lacks a '.', so these entries cannot collide with one."""
         out: dict = {s.key: m.high for s, m in sorted(self.latest_watermarks.items())}
         if self._data_loss:
@@ -381,6 +408,8 @@ class KafkaCoordinator(JobCoordinator[KafkaOffset]):
             out["dataLoss"] = dict(sorted(lost.items()))
         if self._recreated:
             out["recreatedTopics"] = dict(sorted(self._recreated.items()))
+        if self._non_multiple:
+            out["nonMultipleGrowth"] = dict(sorted(self._non_multiple.items()))
         return out
 
     def _count_data_loss(self, losses) -> None:

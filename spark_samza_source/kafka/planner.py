@@ -77,6 +77,20 @@ class PlanResult:
     applied: dict[TaskSsp, ResolvedStartpoint] = field(default_factory=dict)
     released_barriers: list[SystemStreamPartition] = field(default_factory=list)
     new_barriers: list[SystemStreamPartition] = field(default_factory=list)
+    non_multiple_growths: list[NonMultipleGrowth] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class NonMultipleGrowth:
+    """A stream seen grown to a count that is not a multiple of the one before (4 -> 6). Keys then move between
+    partitions that existed before too, so records of a moving key produced between the growth and its cut
+    (``cut_at_ms``: ``expansion.settleTime`` after it was seen) may be read out of order."""
+
+    stream: SystemStream
+    before: int
+    after: int
+    seen_at_ms: int
+    cut_at_ms: int
 
 
 @dataclass(frozen=True)
@@ -178,7 +192,17 @@ def plan_next(
         applied=dict(starts.newly_applied),
         released_barriers=list(barriers.released),
         new_barriers=list(barriers.new),
+        non_multiple_growths=non_multiple_growths(inputs),
     )
+
+
+def non_multiple_growths(inputs: PlanInputs) -> list[NonMultipleGrowth]:
+    """The streams this plan sees grown by other than a multiple of their previous partition count."""
+    before = inputs.previous.job_model.partition_counts()
+    cut_at = inputs.now_ms + inputs.rules.settle_ms
+    return [NonMultipleGrowth(stream, before[stream], count, inputs.now_ms, cut_at)
+            for stream, count in sorted(inputs.job_model.partition_counts().items(), key=lambda kv: str(kv[0]))
+            if stream in before and count > before[stream] and count % before[stream] != 0]
 
 
 # Phase 1: recreated topics.

@@ -179,6 +179,8 @@ class KclLeaseTable:
         except ClientError as err:
             if error_code(err) != "ResourceNotFoundException":
                 raise self._fail("DescribeTable", err) from None
+            log.warning("creating a DynamoDB KCL lease table (key leaseKey, PAY_PER_REQUEST), as it does not exist: "
+                        "%s; the query mirrors its committed positions there (option kcl.leaseTable)", self._where())
             try:
                 self.client.create_table(
                     TableName=self.table,

@@ -52,8 +52,11 @@ class SamzaKinesisStreamReader(SamzaStreamReader):
     def read(self, partition: KinesisTaskPartition) -> Iterator:
         if not partition.reads:
             return iter(())
+        from ..metadata import open_store
+        from .store_reach import check_store_shared_with_driver
         from .task import read_task
 
+        check_store_shared_with_driver(open_store(self.options.metadata_store, self.options.job_name))
         return read_task(self.options, partition)
 
 

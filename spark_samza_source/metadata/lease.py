@@ -10,7 +10,7 @@ show it), or when the owner ran on this machine and its process is gone. Anyone 
 expires. A driver whose lease was taken over fails at its next call.
 
 Pure logic over the ``MetadataStore`` interface plus the local process facts it records; clocks are injectable.
-Why a lease, and its limits on object stores: docs/architecture.md §3 and the README's "One query per job".
+Why a lease, and its limits on object stores: docs/architecture.md §3 and docs/guide.md, "One query per job".
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ its id when unnamed), ``query_id``, ``source`` (the source's index in the query)
   per shard (``shard``, ``ssp``, ``task``);
 - ``spark_samza_lag_batch``: the batch the figures belong to.
 
-Usage (README, "Lag in Prometheus and Grafana")::
+Usage (docs/operations.md, "Lag in Prometheus and Grafana")::
 
     from spark_samza_source.ops.prometheus import serve_lag_metrics
 

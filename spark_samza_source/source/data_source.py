@@ -13,6 +13,7 @@ from pyspark.sql.datasource import DataSource
 
 from .bounded_reader import batch_raw_options, called_for_filter_pushdown, refuse_batch_only_options
 from .offset_json import install_offset_json_guard
+from .spark_version import check_spark_version
 
 
 class SamzaDataSource(DataSource):
@@ -34,7 +35,9 @@ class SamzaDataSource(DataSource):
 
     def schema_options(self) -> Any:
         """The options as the schema needs them: every option checked at ``load()``, ``job.name`` optional (a
-        batch read needs none; a streaming query without one fails when it starts)."""
+        batch read needs none; a streaming query without one fails when it starts). The running PySpark is
+        checked first: outside the tested range, nothing else would be trustworthy."""
+        check_spark_version()
         raw, _ = batch_raw_options(self.options, strict=False)
         return self.options_class.parse(raw)
 

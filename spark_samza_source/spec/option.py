@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -87,11 +88,21 @@ class Count:
 
 @dataclass(frozen=True)
 class Duration:
-    """A duration (``500ms``, ``10s``, ``5m``, ``12h``, ``1d``; a bare number is milliseconds), read as ms."""
+    """A duration with its unit (``500ms``, ``10s``, ``5m``, ``12h``, ``1d``), read as ms.
+
+    A bare number is refused (``0`` aside, the same in every unit) unless the option's name carries its unit
+    (``kafkaConsumer.pollTimeoutMs``): Samza reads one as milliseconds, but a user writing ``startpoint.ttl=3600``
+    meant an hour, and 3.6 s would pass silently."""
 
     minimum_ms: int = 0
 
     def read(self, opts: Options, option: Option) -> Any:
+        value = opts.raw(option.name)
+        if value is not None and _is_bare_number(value) and not _name_carries_unit(option.name):
+            number = value.strip()
+            raise ConfigError(
+                f"option '{option.name}' = {value!r} has no unit: write it with one, e.g. '{number}s' for seconds "
+                f"or '{number}ms' for milliseconds ({_spelled_out(number)}); units: ms, s, m, h, d")
         return opts.duration_ms(option.name, option.default, minimum_ms=self.minimum_ms)
 
     def describe(self) -> str:
@@ -100,6 +111,30 @@ class Duration:
     @staticmethod
     def show(value: Any) -> str:
         return format_duration(value)
+
+
+_ASCII_DIGITS = re.compile(r"[0-9]+")
+
+
+def _is_bare_number(value: str) -> bool:
+    """ASCII digits only (``str.isdigit`` would take '²'), and not zero; no ``int()``: 5,000 digits would raise."""
+    text = value.strip()
+    return bool(_ASCII_DIGITS.fullmatch(text)) and text.strip("0") != ""
+
+
+def _name_carries_unit(name: str) -> bool:
+    return name.endswith(("Ms", "Sec", "Seconds"))
+
+
+def _spelled_out(text: str) -> str:
+    """The whole-unit reading of ``text`` seconds, to help choose: 3600 -> '1h'."""
+    if len(text) > 15:
+        return "that is more than 30 million years in seconds"
+    number = int(text)
+    for unit_s, unit in ((86_400, "d"), (3_600, "h"), (60, "m")):
+        if number % unit_s == 0:
+            return f"{number} seconds is '{number // unit_s}{unit}'"
+    return f"{number} seconds is '{number}s'"
 
 
 @dataclass(frozen=True)
@@ -210,7 +245,7 @@ def unknown_option_message(name: str, names: OptionNames) -> str:
     """"unknown option 'x'; did you mean 'y'?" and where the known names are listed."""
     close = names.suggestions(name)
     hint = (f"did you mean {' or '.join(repr(c) for c in close)}?" if close else
-            "check its spelling against the option list in the README (every option: docs/options.md)")
+            "check its spelling against docs/options.md, which lists every option")
     return f"unknown option '{name}' for {names.source}: {hint} (option names are case-insensitive)"
 
 

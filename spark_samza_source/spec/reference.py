@@ -26,8 +26,8 @@ _INTRO = f"""\
 Every option of `samza-kafka` and `samza-kinesis`, generated from the option spec (`spark_samza_source/spec/`).
 Names are case-insensitive. Both sources check every name when the query is defined (`load()`): an unknown name
 fails with the closest known ones ("did you mean"), and a refused one with the reason and what to use instead.
-Durations are written `500ms`, `10s`, `5m`, `12h` or `1d` (a bare number is milliseconds). Values of secret options
-are never logged or shown in an error.
+Durations are written with their unit: `500ms`, `10s`, `5m`, `12h` or `1d`; a bare number is refused (`0` aside)
+unless the option's name carries its unit (`...Ms`). Values of secret options are never logged or shown in an error.
 """
 
 

@@ -125,7 +125,7 @@ def parse_duration_ms(value: str, name: str) -> int:
     if not match:
         raise ConfigError(
             f"option '{name}' must be a duration such as '500ms', '10s', '5m', '12h' or '1d' "
-            f"(a bare number means milliseconds); got {value!r}"
+            f"with its unit; got {value!r}"
         )
     unit = (match.group(2) or "ms").lower()
     key = "ms" if unit == "ms" else unit[0]

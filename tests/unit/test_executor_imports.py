@@ -29,6 +29,7 @@ EXECUTOR = [
     "kafka.reader", "kafka.consumer_cache", "kafka.input_partition", "kinesis.input_partition",
     "kafka.native_reader", "kafka.reader_rules", "kafka.read_settings",
     "kinesis.task", "kinesis.reader", "kinesis.microbatch_ends", "kinesis.kpl", "kinesis.bounded_task",
+    "kinesis.store_reach",
     "source.fault_hooks",
 ]
 DRIVER = [

@@ -205,7 +205,7 @@ def test_an_error_names_the_first_bad_option_whatever_the_order():
 
 
 def test_a_name_far_from_every_known_one_points_to_the_readme():
-    assert "check its spelling against the option list in the README" in error_of(kafka, zzzqqq="1")
+    assert "check its spelling against docs/options.md" in error_of(kafka, zzzqqq="1")
 
 
 # ---- the AWS connector's names ---------------------------------------------------------------------------------

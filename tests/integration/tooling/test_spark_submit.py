@@ -140,7 +140,11 @@ def test_the_wheel_holds_the_package_and_both_shims_and_no_tests(package):
     assert "spark_samza_source/kafka/source.py" in names and "spark_samza_source/kinesis/source.py" in names
     assert not [n for n in names if n.startswith("tests/") or "/tests/" in n or "/test_" in n]
     assert not [n for n in names if n.startswith(("examples/", "notebooks/", "benchmarks/"))]
-    assert "Requires-Dist: pyspark" in metadata and "Requires-Dist: confluent-kafka" in metadata
+    assert "Requires-Dist: confluent-kafka" in metadata
+    # PySpark only through the spark extra: a platform's own Spark is never replaced by installing the wheel
+    requires = [line for line in metadata.splitlines() if line.startswith("Requires-Dist: pyspark")]
+    assert all("; extra ==" in line for line in requires), requires
+    assert any(line.endswith('extra == "spark"') for line in requires), requires
 
 
 def test_the_packed_environment_is_the_wheel_installed_not_editable_without_test_extras(package):

@@ -89,8 +89,22 @@ def test_limits():
 
 def test_durations():
     assert parse(startpoint__ttl="30m").startpoint_ttl_ms == 30 * 60_000
-    assert parse(startpoint__pollInterval="1500").startpoint_poll_ms == 1500
+    assert parse(startpoint__pollInterval="1500ms").startpoint_poll_ms == 1500
+    assert parse(startpoint__pollInterval="0").startpoint_poll_ms == 0  # zero is zero in every unit
     assert "'startpoint.ttl' must be a duration" in error_of(startpoint__ttl="soon")
+
+
+def test_a_bare_number_in_a_duration_is_refused_naming_the_option_and_a_unit():
+    """Samza reads a bare number as milliseconds: startpoint.ttl=3600 would be 3.6 s where an hour was meant."""
+    message = error_of(startpoint__ttl="3600")
+    assert "option 'startpoint.ttl' = '3600' has no unit" in message
+    assert "'3600s'" in message and "'3600ms'" in message and "'1h'" in message
+    assert "'expansion.settleTime' = '90' has no unit" in error_of(expansion__settleTime="90")
+    assert "90 seconds is '90s'" in error_of(expansion__settleTime="90")
+
+
+def test_a_duration_whose_name_carries_its_unit_takes_a_bare_number():
+    assert parse(kafkaConsumer__pollTimeoutMs="250").poll_timeout_ms == 250
 
 
 def test_ordering_choice():

@@ -15,6 +15,7 @@ from spark_samza_source.kafka.offset import (
     KafkaOffset,
 )
 from spark_samza_source.kafka.planner import (
+    NonMultipleGrowth,
     PlanInputs,
     PlanRules,
     ResolvedStartpoint,
@@ -25,6 +26,7 @@ from spark_samza_source.kafka.planner import (
     cut_settled,
     due_startpoint,
     next_offset,
+    non_multiple_growths,
     read_caps,
     recreated_in_model,
     start_positions,
@@ -189,3 +191,12 @@ def test_next_offset_hands_back_previous_when_nothing_moved_and_records_topic_id
     assert next_offset(inputs(prev, topic_ids={"orders": "B"}), same, {}, same.starts) is prev
     moved = next_offset(inputs(prev), same, {}, {(T0, ssp(0)): 15, (T1, ssp(1)): 20})
     assert moved is not prev and moved.positions[(T0, ssp(0))] == 15 and moved.topic_ids == {"orders": "A"}
+
+
+@pytest.mark.parametrize(("before", "after", "uneven"), [(2, 4, False), (4, 6, True), (4, 8, False), (2, 2, False),
+                                                          (4, 12, False), (6, 8, True)])
+def test_non_multiple_growths_name_a_growth_that_is_not_a_multiple_of_the_previous_count(before, after, uneven):
+    rules = PlanRules(settle_ms=30_000)
+    found = non_multiple_growths(inputs(offset({0: 1}, count=before), model(after), now_ms=1_000, rules=rules))
+    orders = SystemStream("kafka", "orders")
+    assert found == ([NonMultipleGrowth(orders, before, after, 1_000, 31_000)] if uneven else [])
