@@ -48,6 +48,8 @@ SUBSCRIPTION_EVENT = "SubscribeToShardEvent"
 IN_USE = "ResourceInUseException"
 #: how a cut connection surfaces while the event stream is read: renewed like an endpoint that did not answer
 CUT = (*UNREACHABLE, ResponseStreamingError, Urllib3Error, ConnectionError)
+#: errors inside an event stream that AWS documents as transient: the subscription is renewed
+_RENEWED_CODES = frozenset({"InternalFailureException"})
 _IN_USE_WAIT_S = 0.5  # between two tries of a subscription AWS refused as in use (its rule is 5 s)
 _QUEUED_EVENTS = 4
 
@@ -225,7 +227,7 @@ class SubscribedShardStream(ShardStream):
         code = error_code(err)
         if code == IN_USE:  # another attempt's subscription to this shard: AWS lets a new one take over soon
             return self._wait(_IN_USE_WAIT_S)
-        if isinstance(err, CUT) or is_outage(err):
+        if isinstance(err, CUT) or is_outage(err) or code in _RENEWED_CODES:
             if self._outage.retry():
                 log.info("%s: the subscription failed (%s); renewing it from %s", self.describe(),
                          type(err).__name__, self.pos)
