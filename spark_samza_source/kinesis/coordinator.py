@@ -23,6 +23,7 @@ from ..metadata.lease import offset_identity, query_identity
 from ..source.job_coordinator import JobCoordinator
 from ..spec.common import FAIL_ON_DATA_LOSS_OPTION
 from ..spec.kinesis import KCL_LEASE_TABLE_OPTION, STARTING_POSITION_OPTION
+from ..spec.namespaces import STREAM_CONSUMERS
 from .admin import KinesisAdmin
 from .batch_ends import BatchEnds, batch_ends_for
 from .calls import error_code, iterator_request
@@ -90,6 +91,9 @@ class KinesisCoordinator(JobCoordinator[KinesisOffset]):
         if self._consumer is None:
             arn, _ = self.admin.stream_identity(self.options.stream)
             self._consumer = StreamConsumers(self.admin, self.options.stream, arn).ensure_active(name)
+            # remembered for 'samza-source consumers list / deregister': the source never deregisters it
+            self.store.put(STREAM_CONSUMERS, f"{self.options.stream}/{name}",
+                           {"stream": self.options.stream, "streamArn": arn, **self._consumer.to_json()})
             log.info("samza-kinesis %s: reading stream %r with enhanced fan-out through stream consumer %r (%s)",
                      self.options.job_name, self.options.stream, name, self._consumer.arn)
         return self._consumer.arn
