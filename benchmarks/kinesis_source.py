@@ -993,9 +993,24 @@ def part_planning(args, work: Path) -> None:
 
 
 
+def add_fanout_arguments(parser: argparse.ArgumentParser) -> None:
+    """The fan-out part (``kinesis_fanout.py``): enhanced fan-out against polling on kinesis-mock."""
+    parser.add_argument("--fanout-seconds", type=float, default=20.0, help="fanout part: latency run per strategy")
+    parser.add_argument("--fanout-interval-ms", type=int, default=200, help="fanout part: ms between two puts")
+    parser.add_argument("--fanout-records", type=int, default=2_000, help="fanout part: backlog per shard (1 KB)")
+
+
+def part_fanout_only(args, tmp: Path) -> None:
+    """Run only with ``--only fanout``: it needs node (kinesis-mock) and takes a minute or two."""
+    if args.only == "fanout":
+        from kinesis_fanout import part_fanout
+
+        part_fanout(args, tmp)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--only", choices=["spark", "planning", "tasks"])
+    parser.add_argument("--only", choices=["spark", "planning", "tasks", "fanout"])
     parser.add_argument("--page", type=int, default=400,
                         help="tasks part: records per GetRecords (400 x 1 KB = the 2 MB/s per-shard budget)")
     parser.add_argument("--records", type=int, default=RECORDS,
@@ -1014,6 +1029,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--skip-moto-planning", action="store_true",
                         help="planning part: the pure planner only, not the coordinator against moto")
     parser.add_argument("--profile", action="store_true", help="print cProfile output even when a target is met")
+    add_fanout_arguments(parser)
     args = parser.parse_args(argv)
     if args.batches < 3:
         parser.error("--batches must be >= 3 (the first data batch is excluded; steady state needs two more)")
@@ -1031,7 +1047,7 @@ def main(argv: list[str] | None = None) -> int:
     say(f"  {load()}; shared machine: other processes (e.g. a test suite) may compete for the CPUs")
     from kinesis_tasks import part_tasks
 
-    parts = {"spark": part_spark, "planning": part_planning, "tasks": part_tasks}
+    parts = {"spark": part_spark, "planning": part_planning, "tasks": part_tasks, "fanout": part_fanout_only}
     with tempfile.TemporaryDirectory(prefix="bench-kinesis-source-") as tmp:
         for name, fn in parts.items():
             if args.only in (None, name):

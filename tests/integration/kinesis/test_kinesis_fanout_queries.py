@@ -70,7 +70,7 @@ def put_keyed(client, stream: str, tag: str, per_key: int) -> list:
 def acks_key(acks) -> list[tuple[str, str, int]]:
     out = []
     for a in acks:
-        subs = len(a.user_records) if getattr(a, "user_records", None) else 1
+        subs = len(a.users) or 1
         out += [(a.shard_id, a.sequence, i) for i in range(subs)]
     return sorted(out)
 
@@ -159,3 +159,136 @@ def _sink_count(fo, name: str) -> int:
         return fo.spark.read.parquet(str(path)).count()
     except AnalysisException:  # no committed file yet (the file sink lists only committed ones)
         return 0
+
+
+def put_to_shard(client, stream: str, tag: str, count: int) -> list:
+    return kh.put_records(client, stream, [(f"pk-{i}", f"{tag}-{i}".encode()) for i in range(count)])
+
+
+def test_a_retry_meeting_the_open_subscription_reads_exactly_its_recorded_range_then_startpoints_apply(
+        fo, tmp_path):
+    """The first attempt of a task reads the shard through fan-out, records its end and fails; while its retry is
+    held back, more records land and a subscription of the same consumer to the shard is opened (as a killed
+    attempt's would still be): the retry meets ``ResourceInUseException``, waits it out, and reads exactly the
+    recorded range; the new records come in the next batch. Then startpoints of every type on the stopped query,
+    each applied once through fan-out runs."""
+    from spark_samza_source.core.model import SystemStreamPartition
+    from spark_samza_source.core.startpoint import (
+        StartpointOldest,
+        StartpointSpecific,
+        StartpointTimestamp,
+        StartpointUpcoming,
+    )
+
+    stream = kh.create_stream(fo.client, kh.unique_stream_name("efor"), 1)
+    first = put_to_shard(fo.client, stream, "a", 20)
+    marker, release = tmp_path / "failed-once", tmp_path / "retry-may-run"
+    query = fo.collect_batches("retry", fo.spark.readStream.format("samza-kinesis").options(**fo.options(
+        stream, **{"testing.faultHooks": "samza_devkit.fault_hooks", "testing.failAfterRecord": str(marker),
+                   "testing.failAfterRecordHold": str(release)})).load())
+    fo.wait_for(marker.exists, timeout=120, what="the injected failure")
+    later = put_to_shard(fo.client, stream, "b", 7)
+    arn = fo.client.describe_stream_consumer(
+        StreamARN=fo.client.describe_stream_summary(StreamName=stream)["StreamDescriptionSummary"]["StreamARN"],
+        ConsumerName=f"{fo.job}-efo")["ConsumerDescription"]["ConsumerARN"]
+    held = _subscribe_when_allowed(fo.client, arn)
+    release.touch()
+    try:
+        fo.wait_for(lambda: len(fo.collected("retry")) >= len(first) + len(later), timeout=120, what="every record")
+    finally:
+        held.close()
+    query.stop()
+    assert query.exception() is None
+    rows = fo.collected("retry")
+    assert sorted(r.sequenceNumber for r in rows) == sorted(a.sequence for a in first + later)  # exactly once
+    shard, end = marker.read_text().strip().split(" ", 1)
+    assert json.loads(end)["sequence"] == first[-1].sequence  # the failed attempt's recorded end ...
+    assert marker.read_text().strip() in (tmp_path / "failed-once.after").read_text().splitlines()  # ... retried
+    failed_batch = next(batch for _, batch in fo.batches["retry"] if batch)
+    assert [r.data for r in failed_batch] == [a.data for a in first]  # exactly the recorded range, not `later`
+
+    manager = fo.startpoints()
+    slot = SystemStreamPartition("kinesis", stream, 0)
+
+    def run() -> list:
+        before = len(fo.collected("retry"))
+        q = fo.collect_batches("retry", fo.spark.readStream.format("samza-kinesis").options(
+            **fo.options(stream)).load(), trigger={"availableNow": True})
+        await_available_now(q, "retry", 240)
+        return fo.collected("retry")[before:]
+
+    manager.write(slot, StartpointSpecific(first[10].sequence))
+    assert [r.data for r in run()] == [a.data for a in first[10:] + later]
+    skipped = put_to_shard(fo.client, stream, "s", 3)
+    manager.write(slot, StartpointUpcoming())
+    assert run() == []
+    stamp = max(r.approximateArrivalTimestamp for r in fo.collected("retry"))
+    newest = put_to_shard(fo.client, stream, "c", 4)
+    manager.write(slot, StartpointTimestamp(int(stamp.timestamp() * 1000) + 1))
+    by_time = [r.data for r in run()]
+    assert by_time[-4:] == [a.data for a in newest] and not any(d.startswith(b"a-") for d in by_time)
+    manager.write(slot, StartpointOldest())
+    assert len(run()) == len(first) + len(later) + len(skipped) + len(newest)  # replayed from the shard's start
+    assert manager.list() == []
+
+
+def _subscribe_when_allowed(client, consumer_arn: str):
+    """A subscription of ``consumer_arn`` to the stream's shard, waiting out AWS's 5-second rule; its stream."""
+    import time
+
+    from botocore.exceptions import ClientError
+
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            return client.subscribe_to_shard(ConsumerARN=consumer_arn, ShardId=SHARD0,
+                                             StartingPosition={"Type": "LATEST"})["EventStream"]
+        except ClientError as err:
+            if err.response["Error"]["Code"] != "ResourceInUseException" or time.monotonic() > deadline:
+                raise
+            time.sleep(0.25)
+
+
+SHARD0 = "shardId-000000000000"
+
+
+def test_a_fan_out_driver_sigkilled_mid_batch_resumes_exactly_once(fo, tmp_path):
+    """SIGKILL of a whole fan-out driver (Python, JVM, workers) while batch 0 is in flight, then a restart from the
+    same checkpoint into the same Parquet sink, with more records put in between (as the polling twin in
+    ``faults/test_process_faults.py``)."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import uuid
+
+    stream = kh.create_stream(fo.client, kh.unique_stream_name("efok"), 2)
+    acks = put_keyed(fo.client, stream, "a", 10)
+    job, store = f"efokill-{uuid.uuid4().hex[:6]}", f"file://{tmp_path}/metadata"
+    ck, sink, markers = tmp_path / "ck", tmp_path / "sink", tmp_path / "inflight"
+    fan_out = [f"consumerType={FAN_OUT['consumerType']}", f"consumerName={job}-efo",
+               f"maxFetchTimePerShard={FAN_OUT['maxFetchTimePerShard']}"]
+    cmd = [sys.executable, "-m", "samza_devkit.fault_driver", "--kinesis-endpoint", fo.endpoint, "--stream", stream,
+           "--job", job, "--store", store, "--checkpoint", str(ck), "--sink", str(sink), "--markers", str(markers),
+           "--slow-ms", "3000", "--trigger", "processing:200",
+           *[arg for option in fan_out for arg in ("--source-option", option)]]
+    with open(tmp_path / "driver.log", "w") as out:
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, start_new_session=True, cwd=tmp_path)
+    try:
+        fo.wait_for(lambda: (ck / "offsets" / "0").exists() and not (ck / "commits" / "0").exists()
+                    and markers.is_dir() and any(markers.iterdir()), timeout=180, what="batch 0 in flight")
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(30)
+    assert not (ck / "commits" / "0").exists(), "the kill came too late: batch 0 had committed"
+    acks += put_keyed(fo.client, stream, "b", 5)
+    options = {**fo.options(stream), "job.name": job, "metadata.store": store, "consumerName": f"{job}-efo"}
+    rerun = (fo.spark.readStream.format("samza-kinesis").options(**options).load()
+             .writeStream.format("parquet").option("path", str(sink)).option("checkpointLocation", str(ck))
+             .trigger(availableNow=True).start())
+    assert rerun.awaitTermination(240), "the restarted query did not finish"
+    assert rerun.exception() is None
+    got = sorted((r.shardId, r.sequenceNumber, r.subSequenceNumber)
+                 for r in fo.spark.read.parquet(str(sink)).select("shardId", "sequenceNumber", "subSequenceNumber")
+                 .collect())
+    assert got == acks_key(acks)
