@@ -27,13 +27,13 @@ ROOT = Path(spark_samza_source.__file__).resolve().parent
 
 EXECUTOR = [
     "kafka.reader", "kafka.consumer_cache", "kafka.input_partition", "kinesis.input_partition",
-    "kinesis.task", "kinesis.reader", "kinesis.batch_ends", "kinesis.kpl", "kinesis.batch_task",
+    "kinesis.task", "kinesis.reader", "kinesis.fanout", "kinesis.batch_ends", "kinesis.kpl", "kinesis.batch_task",
     "source.fault_hooks",
 ]
 DRIVER = [
     "kafka.coordinator", "kafka.admin", "kafka.startpoints",
     "kinesis.coordinator", "kinesis.admin", "kinesis.planner", "kinesis.mapper", "kinesis.lease_table",
-    "kinesis.startpoints",
+    "kinesis.startpoints", "kinesis.consumers",
     "kafka.planner", "core.startpoint_manager", "source.job_coordinator",
 ]
 SYSTEMS = ["kafka", "kinesis"]
