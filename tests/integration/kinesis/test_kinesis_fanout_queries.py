@@ -8,6 +8,7 @@ of the previous one by the same consumer, so each micro-batch of a shard costs ~
 
 from __future__ import annotations
 
+import hashlib
 import json
 import threading
 from pathlib import Path
@@ -19,7 +20,21 @@ from samza_devkit.query_harness import QueryHarness, await_available_now, stop_a
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
-KEYS = [f"user-{i}" for i in range(6)]
+def _two_keys_per_quarter() -> list[str]:
+    """Partition keys, two in each quarter of the hash-key space (Kinesis: MD5 of the key), so both children of
+    a split of shard 0 (of 2) and their merge get records."""
+    quarters: dict[int, list[str]] = {0: [], 1: [], 2: [], 3: []}
+    i = 0
+    while any(len(keys) < 2 for keys in quarters.values()):
+        key = f"user-{i}"
+        keys = quarters[int(hashlib.md5(key.encode()).hexdigest(), 16) >> 126]
+        if len(keys) < 2:
+            keys.append(key)
+        i += 1
+    return [key for keys in quarters.values() for key in keys]
+
+
+KEYS = _two_keys_per_quarter()
 FAN_OUT = {"consumerType": "SubscribeToShard", "maxFetchTimePerShard": "8s"}
 
 
