@@ -189,6 +189,10 @@ class SubscribedShardStream(ShardStream):
             return True
         return False
 
+    def _exact_error(self, why: str):
+        err = super()._exact_error(why)
+        return type(err)(f"{err} (reading through stream consumer {self.consumer_arn})")
+
     # ---- subscribing ------------------------------------------------------------------------------------------
     def _subscribe(self) -> _Events | None:
         """A subscription from the position reached (None when the read ended without one)."""

@@ -185,3 +185,19 @@ def test_a_trimmed_resume_record_is_data_loss_as_with_polling():
     client = FedKinesis(subscription(event(record(9), continuation=9, behind=0)))
     with pytest.raises(KinesisDataLossError, match="after sequence number 5"):
         read(client, ShardPosition.after_sequence("5", -1))
+
+
+def test_aws_keys_never_appear_in_an_error_and_an_exact_read_error_names_the_consumer():
+    from spark_samza_source.kinesis.client import AwsClientSettings
+
+    keys = AwsClientSettings(access_key_id="AKIAEXAMPLEKEY123456", secret_key="wJalrXUtnFEMI/K7MDENG/bPxRfiCYSECRET")
+    said = "denied for AKIAEXAMPLEKEY123456 signed with wJalrXUtnFEMI/K7MDENG/bPxRfiCYSECRET"
+    leaky = FedKinesis(subscription(exception_message("KMSAccessDeniedException", said)))
+    with pytest.raises(KinesisSourceError) as err:
+        read(leaky, aws_settings=keys)
+    assert "AKIAEXAMPLEKEY123456" not in str(err.value) and "bPxRfiCYSECRET" not in str(err.value)
+    assert "***" in str(err.value) and CONSUMER in str(err.value)
+    # the recorded end lies before the start: the exact read cannot be made, and says through which consumer
+    with pytest.raises(KinesisDataLossError) as err:
+        read(FedKinesis(), ShardPosition.after_sequence("9", -1), recorded_end=ShardPosition.after_sequence("5", -1))
+    assert CONSUMER in str(err.value) and SHARD in str(err.value) and "'clicks'" in str(err.value)
