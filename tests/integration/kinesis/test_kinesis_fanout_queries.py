@@ -68,11 +68,22 @@ class FanOutHarness(QueryHarness):
         return [(batch_of[r.file.rsplit("/", 1)[-1]], r) for r in rows]
 
 
+#: the file sink's log names each batch's files until it compacts them (every 10 batches by default): kept apart
+#: here so that every row's batch is known
+_COMPACT_INTERVAL = "spark.sql.streaming.fileSink.log.compactInterval"
+
+
 @pytest.fixture(scope="module")
 def fo(spark, kinesis_mock_endpoint, tmp_path_factory):
     harness = FanOutHarness(spark, kinesis_mock_endpoint, tmp_path_factory.mktemp("fanout"))
+    before = spark.conf.get(_COMPACT_INTERVAL, None)
+    spark.conf.set(_COMPACT_INTERVAL, "100000")
     yield harness
     stop_active_queries(spark)
+    if before is None:
+        spark.conf.unset(_COMPACT_INTERVAL)
+    else:
+        spark.conf.set(_COMPACT_INTERVAL, before)
     harness.client.close()
 
 
