@@ -19,7 +19,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from bench_report import load, say
+from bench_report import load, record, say
 
 SHARD = "shardId-000000000000"
 
@@ -121,6 +121,8 @@ def part_fanout(args, tmp: Path) -> None:
             p99 = ms[min(len(ms) - 1, int(len(ms) * 0.99))]
             say(f"  latency {name}: {len(ms)} records, p50 {statistics.median(ms):,.0f} ms, p99 {p99:,.0f} ms "
                 f"({load()})")
+            record(f"kinesis-mock latency {name} p50 / p99", f"{statistics.median(ms):,.0f} / {p99:,.0f} ms",
+                   "figures only", None)
         eight = kh.create_stream(client, kh.unique_stream_name("tput"), 8)
         shards = kh.list_shards(client, eight)
         _fill(client, eight, shards, args.fanout_records)
@@ -130,4 +132,6 @@ def part_fanout(args, tmp: Path) -> None:
             records, secs = _throughput(client, eight, consumer, ids)
             say(f"  throughput {name}, 8 shards in 2 tasks: {records:,} records of 1 KB in {secs:.1f} s = "
                 f"{records / secs:,.0f} rec/s ({load()})")
+            record(f"kinesis-mock throughput {name}, 8 shards / 2 tasks", f"{records / secs:,.0f} rec/s",
+                   "figures only", None)
         client.close()
