@@ -174,7 +174,7 @@ def test_fan_out_reads_exactly_once_across_reshards_restarts_and_a_switch_to_pol
     assert task_of["shardId-000000000002"] == task_of["shardId-000000000003"] == task_of["shardId-000000000000"]
     assert task_of["shardId-000000000004"] == task_of["shardId-000000000002"]  # the merge: the lower parent's task
     consumer = json.dumps(progress["sources"][0])
-    assert f"{fo.job}-efo" in consumer and ":consumer/" in consumer  # the progress names the consumer and its ARN
+    assert f"{fo.job}-efo" in consumer and "/consumer/" in consumer  # the progress names the consumer and its ARN
 
 
 def _sink_count(fo, name: str) -> int:
