@@ -16,19 +16,30 @@ export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
 
 .PHONY: setup test demo lint options-doc wheel package clean check-java
 
-setup: $(STAMP)
+NATIVE_STAMP := $(VENV)/.native-reader
+NATIVE_SRC   := setup.py $(wildcard spark_samza_source/kafka/_native/*)
+
+setup: $(STAMP) $(NATIVE_STAMP)
 
 $(STAMP): pyproject.toml devkit/pyproject.toml Makefile
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet --upgrade pip "setuptools>=77"
 	$(PY) -m pip install --quiet --config-settings editable_mode=compat -e '.[dev]' -e ./devkit
 	touch $(STAMP)
 
+# The native Kafka reader (setup.py), compiled in place next to its package: the editable install compiles it too,
+# but only when the install runs; this rebuilds it whenever its sources change. Optional: without a C compiler or
+# the Python headers it is skipped and reads use the Python path (nothing else is needed at build time: librdkafka
+# is loaded when the reader runs).
+$(NATIVE_STAMP): $(STAMP) $(NATIVE_SRC)
+	$(PY) setup.py --quiet build_ext --inplace || echo "native Kafka reader not built: reads use the Python path"
+	touch $(NATIVE_STAMP)
+
 # pytest exits 5 when it collected no test: that must fail, never pass silently.
-test: $(STAMP)
+test: setup
 	$(PY) -m pytest $(PYTEST_ARGS)
 
-demo: check-java $(STAMP)
+demo: check-java setup
 	$(PY) -m samza_devkit.demo
 
 # Spark 4 runs on Java 17 or newer: say so, and what to install, before anything else starts.
@@ -58,9 +69,12 @@ DIST         ?= dist
 PACKAGE_VENV ?= build/package-venv
 PACKAGE      ?= $(DIST)/spark-samza-source-env.tar.gz
 
-# build/lib is removed first: setuptools would otherwise put stale modules from an earlier build in the wheel.
+# build/lib* and build/temp* are removed first: setuptools would otherwise put stale modules (or a stale compiled
+# extension) from an earlier build in the wheel.
+# A platform wheel (the native Kafka reader compiled in) where a C compiler exists, else a pure one (the Python
+# read path): both work.
 wheel: $(STAMP)
-	rm -rf build/lib build/bdist.* $(DIST)/spark_samza_source-*.whl
+	rm -rf build/lib* build/temp* build/bdist.* $(DIST)/spark_samza_source-*.whl
 	$(PY) -m pip wheel --quiet --no-deps --wheel-dir $(DIST) .
 
 # A relocatable environment for `spark-submit --archives $(PACKAGE)#environment` (see README, "Deploying with

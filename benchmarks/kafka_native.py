@@ -24,6 +24,7 @@ from bench_report import cpu_seconds, load, say
 __all__ = ["KCAT", "kcat_missing_reason", "run_kcat", "bare_consume", "run_read_ranges", "measure_single_partition"]
 
 KCAT = shutil.which("kcat") or shutil.which("kafkacat")
+NATIVE_CPU_TARGET = 1.5  # the native reader's CPU per record / kcat's, one partition
 
 
 def kcat_missing_reason() -> str | None:
@@ -69,15 +70,17 @@ def bare_consume(bootstrap: str, topic: str, partition: int, count: int, extra: 
     return {"rows": got, "seconds": seconds, "cpu": cpu, "rate": got / seconds}
 
 
-def run_read_ranges(bootstrap: str, ranges, kafka_conf: dict | None = None, cache=None) -> dict:
-    """The executor path: ``read_ranges`` over ``ranges`` as one task (product defaults + ``kafka_conf``)."""
+def run_read_ranges(bootstrap: str, ranges, kafka_conf: dict | None = None, cache=None,
+                    read_path: str = "auto") -> dict:
+    """The executor path: ``read_ranges`` over ``ranges`` as one task (product defaults + ``kafka_conf``), through
+    ``read_path`` (``auto``: the native reader where built, as executors do; ``python``: the fallback)."""
     from spark_samza_source.kafka.reader import read_ranges
 
     conf = {"bootstrap.servers": bootstrap, **(kafka_conf or {})}
     rows = 0
     cpu, started = cpu_seconds(), time.monotonic()
     for batch in read_ranges(conf, "Partition 0", ranges, include_headers=False, fail_on_data_loss=True,
-                             cache=cache):
+                             cache=cache, read_path=read_path):
         rows += batch.num_rows
     seconds, cpu = time.monotonic() - started, cpu_seconds() - cpu
     expected = sum(r.size for r in ranges)
@@ -99,13 +102,22 @@ def _line(label: str, res: dict, anchor: dict | None) -> str:
 def measure_single_partition(bootstrap: str, topic: str, count: int, repeat: int,
                              kafka_conf: dict | None = None) -> dict:
     """kcat, a bare consume loop and ``read_ranges`` on partition 0 of ``topic`` (``count`` records), alternately
-    ``repeat`` times; the best run of each is returned ({name: result}) and every run printed with its ratios."""
+    ``repeat`` times; the best run of each is returned ({name: result}) and every run printed with its ratios.
+    ``read_ranges`` is the executors' default path (the native reader where built), ``read_ranges_python`` the
+    Python fallback (``readPath=python``), both in the same run."""
     from spark_samza_source.kafka.consumer_cache import ConsumerCache
     from spark_samza_source.kafka.input_partition import KafkaRange
+    from spark_samza_source.kafka.native_reader import native_unavailable_reason
 
     ranges = [KafkaRange(topic, 0, 0, count)]
-    cache = ConsumerCache(1)
-    run_read_ranges(bootstrap, [KafkaRange(topic, 0, 0, min(count, 1000))], kafka_conf, cache)  # warm-up
+    native_missing = native_unavailable_reason()
+    if native_missing:
+        say(f"  the native reader is not available ({native_missing}): 'read_ranges' is the Python path too")
+    cache = ConsumerCache(1) if native_missing else ConsumerCache.native(1)
+    py_cache = ConsumerCache(1)
+    warm = [KafkaRange(topic, 0, 0, min(count, 1000))]
+    run_read_ranges(bootstrap, warm, kafka_conf, cache)  # warm-up
+    run_read_ranges(bootstrap, warm, kafka_conf, py_cache, "python")
     best: dict[str, dict] = {}
 
     def keep(name: str, res: dict) -> None:
@@ -123,13 +135,23 @@ def measure_single_partition(bootstrap: str, topic: str, count: int, repeat: int
             ("bare", bare_consume(bootstrap, topic, 0, count)),
             ("bare+backoff", bare_consume(bootstrap, topic, 0, count, {"fetch.queue.backoff.ms": 10})),
             ("read_ranges", run_read_ranges(bootstrap, ranges, kafka_conf, cache)),
+            ("read_ranges_python", run_read_ranges(bootstrap, ranges, kafka_conf, py_cache, "python")),
         ):
             keep(name, res)
             label = {"bare": "bare consume loop (librdkafka defaults)",
                      "bare+backoff": "bare loop, fetch.queue.backoff.ms=10",
-                     "read_ranges": "read_ranges (executor path)"}[name]
+                     "read_ranges": "read_ranges, native path" if not native_missing else "read_ranges",
+                     "read_ranges_python": "read_ranges, Python path"}[name]
             say("    " + _line(label, res, anchor))
     cache.close_all()
+    py_cache.close_all()
+    if "kcat" in best:
+        kcat = best["kcat"]
+        for name in ("read_ranges", "read_ranges_python"):
+            res = best[name]
+            cpu = (res["cpu"] / res["rows"]) / (kcat["cpu"] / kcat["rows"])
+            say(f"  best of each: {name}: CPU per record {cpu:.2f}x kcat (target for the native path <= "
+                f"{NATIVE_CPU_TARGET}x), wall rate {res['rate'] / kcat['rate']:.2f}x kcat")
     return best
 
 

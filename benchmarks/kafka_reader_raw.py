@@ -7,7 +7,12 @@ GIL).  Reports, for the same ranges:
 
 * ``consume only``: librdkafka -> Python ``Message`` objects, nothing else (the ceiling for any Python reader);
 * ``read_ranges``: the real reader (routing, range checks, columnar Arrow batches with the exact schema), one
-  task with every partition, then the same with headers.
+  task with every partition, then the same with headers; through the native path and the Python path;
+* ``small reads``: the per-batch cost at low rates, what a micro-batch of a few hundred records costs an
+  executor: consecutive ranges of ``--small-size`` records of a small one-partition topic (so librdkafka's
+  prefetch reaches the log end, as when a query keeps up with a low-rate stream) read one after another through
+  a warm consumer cache (borrow, assign, first fetch, one batch), median and 90th percentile per read, each path,
+  with the reader's defaults and with ``fetch.wait.max.ms`` 10 and 100 beside them.
 
 Figures are records/s and value MB/s of wall time (the broker, a Python process, shares the machine and is
 usually the limit), and records per CPU-second of this process (the reader's own cost, librdkafka included).
@@ -71,16 +76,33 @@ def consume_only(bootstrap: str, ranges: list[KafkaRange]) -> tuple[float, float
 
 
 def run_reader(bootstrap: str, ranges: list[KafkaRange], headers: bool,
-               cache: ConsumerCache) -> tuple[float, float, int]:
+               cache: ConsumerCache, conf: dict | None = None) -> tuple[float, float, int]:
     started, cpu = time.monotonic(), cpu_seconds()
     rows = batches = 0
-    for batch in read_ranges({"bootstrap.servers": bootstrap}, "Partition 0", ranges, include_headers=headers,
-                             fail_on_data_loss=True, cache=cache):
+    for batch in read_ranges({"bootstrap.servers": bootstrap, **(conf or {})}, "Partition 0", ranges,
+                             include_headers=headers,
+                             fail_on_data_loss=True, cache=cache, read_path=_path(cache)):
         rows += batch.num_rows
         batches += 1
     elapsed, cpu = time.monotonic() - started, cpu_seconds() - cpu
     assert rows == sum(r.size for r in ranges), rows
     return elapsed, cpu, batches
+
+
+def _path(cache: ConsumerCache) -> str:
+    return "native" if cache.is_native else "python"
+
+
+def small_reads(bootstrap: str, topic: str, size: int, count: int, cache: ConsumerCache,
+                conf: dict) -> list[float]:
+    """Milliseconds per read of ``count`` consecutive ``size``-record ranges of partition 0 (after a warm-up)."""
+    run_reader(bootstrap, [KafkaRange(topic, 0, 0, 1)], False, cache, conf)
+    took = []
+    for i in range(count):
+        started = time.monotonic()
+        run_reader(bootstrap, [KafkaRange(topic, 0, 1 + i * size, 1 + (i + 1) * size)], False, cache, conf)
+        took.append(1000 * (time.monotonic() - started))
+    return sorted(took)
 
 
 def main() -> int:
@@ -90,6 +112,8 @@ def main() -> int:
     parser.add_argument("--size", type=int, default=100)
     parser.add_argument("--partitions", type=int, default=4)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--small-size", type=int, default=200, help="records per small read")
+    parser.add_argument("--small-reads", type=int, default=50)
     args = parser.parse_args()
 
     broker = None
@@ -106,18 +130,31 @@ def main() -> int:
         ranges = [KafkaRange(topic, p, 0, per + (1 if p < args.records % args.partitions else 0))
                   for p in range(args.partitions)]
         mb = args.records * args.size / 1e6
-        cache = ConsumerCache(2)
-        run_reader(bootstrap, ranges[:1], False, cache)  # warm-up: connection, metadata
+        caches = [ConsumerCache.native(2), ConsumerCache(2)]
+        for cache in caches:
+            run_reader(bootstrap, ranges[:1], False, cache)  # warm-up: connection, metadata
         n = args.records
+        print(f"load average {os.getloadavg()[0]:.2f} (1 min) on {os.cpu_count()} CPUs", flush=True)
         for i in range(args.repeat):
             t, c = consume_only(bootstrap, ranges)
-            print(f"[{i}] consume only       : {n / t:>10,.0f} rec/s  {mb / t:6.1f} MB/s  ({t:.2f}s wall, "
+            print(f"[{i}] consume only              : {n / t:>10,.0f} rec/s  {mb / t:6.1f} MB/s  ({t:.2f}s wall, "
                   f"{n / c:,.0f} rec per CPU-s)")
-            for headers in (False, True):
-                t, c, b = run_reader(bootstrap, ranges, headers, cache)
-                label = "read_ranges+headers" if headers else "read_ranges        "
-                print(f"[{i}] {label}: {n / t:>10,.0f} rec/s  {mb / t:6.1f} MB/s  ({t:.2f}s wall, "
-                      f"{n / c:,.0f} rec per CPU-s, {b} batches)", flush=True)
+            for cache in caches:
+                for headers in (False, True):
+                    t, c, b = run_reader(bootstrap, ranges, headers, cache)
+                    label = f"read_ranges{'+headers' if headers else ''} {_path(cache)}"
+                    print(f"[{i}] {label:<27}: {n / t:>10,.0f} rec/s  {mb / t:6.1f} MB/s  ({t:.2f}s wall, "
+                          f"{n / c:,.0f} rec per CPU-s, {b} batches)", flush=True)
+        small = topic + "-small"
+        produce(bootstrap, small, 1, 1 + args.small_reads * args.small_size, args.size)
+        for conf in ({}, {"fetch.wait.max.ms": "10"}, {"fetch.wait.max.ms": "100"}):
+            for cache in caches:
+                took = small_reads(bootstrap, small, args.small_size, args.small_reads, cache, conf)
+                print(f"small reads, {_path(cache):<6} {conf or 'defaults'}: {args.small_reads} x {args.small_size} "
+                      f"records, median {took[len(took) // 2]:.1f} ms, p90 {took[int(len(took) * 0.9)]:.1f} ms "
+                      "per read", flush=True)
+        for cache in caches:
+            cache.close_all()
     finally:
         if broker is not None:
             broker.stop()

@@ -1,29 +1,29 @@
 """End-to-end figures of the ``samza-kafka`` source against the targets of the performance issue.
 
-    .venv/bin/python benchmarks/kafka_source.py [--records 1000000] [--skip-mock]
-        [--only native|spark|planning|grouping|memory] [--repeat 3] [--batches 5] [--source-option KEY=VALUE]
+    .venv/bin/python benchmarks/kafka_source.py [--records 3000000] [--rows-per-batch 200000,1000000] [--skip-mock]
+        [--skip-raw] [--only native|spark|planning|grouping|memory|latency] [--repeat 2] [--batches 5]
+        [--source-option KEY=VALUE] [--latency-rate 2000] [--latency-seconds 45] [--latency-warmup 15]
         [--memory-shapes 1000000x1024,10000x102400] [--memory-kafka-conf KEY=VALUE] [--profile]
 
-Five parts (all by default, or one with ``--only``), then a summary table (figure, target, MET/MISSED):
+Six parts (all by default, or one with ``--only``), then a summary table (figure, target, MET/MISSED):
 
 0. ``native``: the native anchor (``kafka_native.py``): kcat, a bare confluent-kafka loop and ``read_ranges``
-   read the same ``--records`` x 100 B single-partition topic of the development broker, alternately
-   ``--repeat`` times.  Targets: ``read_ranges`` wall rate >= 0.6x kcat's, CPU per record <= 2x kcat's.  The
-   Spark part also runs kcat over its 4-partition topic right after every Spark run (Spark / kcat >= 0.45).
-   Skipped with a message when kcat is not installed (``apt-get install kcat``).
+   read the same single-partition topic (``--records``, at most 1,000,000, x 100 B) of the development broker,
+   alternately ``--repeat`` times.  Targets: ``read_ranges`` wall rate >= 0.6x kcat's, CPU per record <= 2x
+   kcat's.  Skipped with a message when kcat is not installed (``apt-get install kcat``).
 
 1. ``spark``: ``--records`` records of 100 B over 4 partitions, read by a Spark query (``samza-kafka`` source,
-   ``noop`` sink, ``local[2]``, ``Trigger.AvailableNow``, ``maxOffsetsPerTrigger`` = records / ``--batches``).
-   Steady state = rows of batches 1..n divided by the wall time from the end of batch 0 to the end of batch n
-   (end = progress ``timestamp`` + ``durationMs.triggerExecution``), so session start, Python worker start and
-   the first consumer connections are excluded.  Baseline: 2 processes (= ``local[2]``), each reading 2 of the
-   4 partitions with ``spark_samza_source.kafka.reader.read_ranges`` (one call per partition, as one Spark task
-   per Samza task; same Arrow batches, discarded), timed after a warm-up read that opens the cached consumer.
-   Each side runs ``--repeat`` times (alternately), the best kept.  Target: Spark / raw >= 0.7.  Run against
-   the development broker (``KafkaDevBroker``, its own process), then librdkafka's mock cluster
-   (``RdkafkaMockCluster``, in this process on librdkafka's threads), which keeps only ~5 MB per partition: the
-   mock run uses the largest record count it was seen to retain in full (probed, then checked with watermarks:
-   low = 0 and high = produced on every partition).
+   ``noop`` sink, ``local[2]``, ``Trigger.AvailableNow``) at each ``--rows-per-batch`` (``maxOffsetsPerTrigger``),
+   and beside each run the floor: the same pipeline and batch sizes over ``floor_source.FloorSource``, a Python
+   source that does no I/O and re-yields prebuilt Arrow batches, so its cost is Spark's alone (no Python source
+   can make this query faster).  kcat reads the whole topic right after every run (the native anchor of that
+   moment).  Steady state = rows of batches 1..n divided by the wall time from the end of batch 0 to the end of
+   batch n (end = progress ``timestamp`` + ``durationMs.triggerExecution``), so session start, Python worker
+   start and the first consumer connections are excluded.  Targets (same run): samza-kafka / floor >= 0.95 at
+   200,000 rows per batch, >= 0.75 at 1,000,000.  Also (``--skip-raw`` leaves it out): 2 processes (=
+   ``local[2]``), each reading 2 of the 4 partitions with ``read_ranges``, timed after a warm-up read; target
+   samza-kafka / raw >= 0.7.  Then librdkafka's mock cluster (``RdkafkaMockCluster``; ``--skip-mock``), which
+   keeps only ~5 MB per partition: the largest record count it retains in full, ``--batches`` batches.
 2. ``planning``: one warm ``latestOffset`` + ``partitions`` of ``SamzaKafkaStreamReader`` (no Spark) over a
    1,000-partition topic of the development broker (10 records per partition).  Target < 1 s.  Also printed,
    without target: the offset JSON size and one ``commit`` (Spark calls it at every batch, in ``walCommit``).
@@ -32,6 +32,11 @@ Five parts (all by default, or one with ``--only``), then a summary table (figur
 4. ``memory``: peak RSS (``ru_maxrss``) of a fresh child process that reads ~1 GB (1,000,000 x 1 KiB, then
    10,000 x 100 KiB) from the development broker with ``read_ranges`` (one task holding all 4 partitions),
    dropping every batch.  Target < 512 MB.
+5. ``latency``: ``--latency-rate`` (2,000) records/s of 100 B to 4 partitions from a spawned producer, read by a
+   samza-kafka query with the default trigger and a ``foreachBatch`` collecting rows; latency = collection time -
+   CreateTime (``latency.py``, shared with ``kinesis_source.py``).  p50, p99 and ms per batch by phase, beside the
+   floor (``floor_source.RateFloorSource``: rows timestamped when they were due, no I/O) under the same producer
+   load.  Targets: p50 <= 1.3x the floor's, p99 <= 1.6x.
 
 The machines are small (2 cores) and shared: every part prints the load average it started under.  cProfile
 output is printed for a missed planning or grouping target (always with ``--profile``).  Exit status 1 when a
@@ -66,6 +71,7 @@ from bench_report import (
     say,
 )
 from kafka_native import KCAT, kcat_missing_reason, measure_single_partition, run_kcat
+from latency import compare_with_floor, floor_latency, local_session, measure_latency, steady_production
 
 HERE = Path(__file__).resolve().parent
 if str(HERE) not in sys.path:
@@ -82,20 +88,12 @@ MEMORY_TARGET_MB = 512
 # Against the native anchor (kcat, same broker and topic, same run): benchmarks/kafka_native.py
 NATIVE_WALL_TARGET = 0.6  # read_ranges single-partition wall rate / kcat's
 NATIVE_CPU_TARGET = 2.0  # read_ranges CPU per record / kcat's
-SPARK_NATIVE_TARGET = 0.45  # Spark steady state (4 partitions, local[2]) / kcat reading the same topic
-
-
-
-
-
-
-
-
-
-
-
-
-
+NATIVE_RECORDS = 1_000_000  # at most, on one partition
+# samza-kafka steady state / the floor's (same pipeline, batch size and run), by rows per batch
+FLOOR_TARGETS = {200_000: 0.95, 1_000_000: 0.75}
+LATENCY_RATE = 2_000  # records per second of the latency part
+LATENCY_P50_TARGET = 1.3  # samza-kafka p50 / the floor's, same run
+LATENCY_P99_TARGET = 1.6
 
 # ---- Kafka helpers ---------------------------------------------------------------------------------------------
 
@@ -201,9 +199,8 @@ def raw_baseline(bootstrap: str, ranges, processes: int = 2) -> dict:
 
 
 
-def spark_query(spark, bootstrap: str, topic: str, records: int, batches: int, work: Path,
+def spark_query(spark, bootstrap: str, topic: str, records: int, per_trigger: int, work: Path,
                 options: dict[str, str]) -> dict:
-    per_trigger = math.ceil(records / batches)
     name = f"bench-{uuid.uuid4().hex[:8]}"
     started = time.monotonic()
     query = (
@@ -224,163 +221,143 @@ def spark_query(spark, bootstrap: str, topic: str, records: int, batches: int, w
     if not query.awaitTermination(1800):
         query.stop()
         raise RuntimeError("the Spark query did not finish within 30 minutes")
-    total_s = time.monotonic() - started
-    progress = [p for p in progress_dicts(query) if p.get("numInputRows", 0) > 0]
+    res = steady_state(progress_dicts(query), records)
+    res["total_s"] = time.monotonic() - started
+    return res
+
+
+def steady_state(events: list[dict], records: int) -> dict:
+    """Rows of batches 1..n over the wall time from the end of batch 0 to the end of batch n (end = progress
+    ``timestamp`` + ``durationMs.triggerExecution``): session start and the first connections are excluded."""
+    progress = [p for p in events if p.get("numInputRows", 0) > 0]
     rows = sum(p["numInputRows"] for p in progress)
     if rows != records:
-        raise RuntimeError(f"the Spark query read {rows:,} rows, expected {records:,}")
+        raise RuntimeError(f"the query read {rows:,} rows, expected {records:,}")
     if len(progress) < 2:
-        raise RuntimeError("need at least 2 batches to exclude the first: lower maxOffsetsPerTrigger")
+        raise RuntimeError("need at least 2 batches to exclude the first: fewer rows per batch or more records")
     ends = [iso_ts(p["timestamp"]) + p["durationMs"]["triggerExecution"] / 1000 for p in progress]
     steady_rows = sum(p["numInputRows"] for p in progress[1:])
     steady_s = ends[-1] - ends[0]
-    return {"per_trigger": per_trigger, "progress": progress, "steady_rows": steady_rows, "steady_s": steady_s,
-            "rate": steady_rows / steady_s, "total_s": total_s}
+    return {"progress": progress, "steady_rows": steady_rows, "steady_s": steady_s, "rate": steady_rows / steady_s,
+            "ms_per_batch": 1000 * steady_s / (len(progress) - 1)}
 
 
-def _floor_source_class(rows_per_task: int, batches: int):
-    """A Python streaming data source with the samza-kafka schema that reads no Kafka at all: 4 input partitions
-    per batch, each yielding ``rows_per_task`` prebuilt rows, for ``batches`` batches.  Defined in a function so
-    cloudpickle ships it by value (Spark's workers need not import this script) and the spawned benchmark
-    children do not import pyspark."""
-    from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
-    from pyspark.sql.streaming.datasource import SupportsTriggerAvailableNow
+def spark_floor(spark, records: int, per_batch: int, work: Path) -> dict:
+    """The same pipeline and batch sizes over ``floor_source.FloorSource`` (no I/O, prebuilt rows): Spark's own
+    cost per batch, an upper bound for any Python source."""
+    from floor_source import FloorSource
 
-    class FloorPartition(InputPartition):
-        def __init__(self, rows: int) -> None:
-            self.rows = rows
-
-    class FloorReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
-        def initialOffset(self):
-            return {"batch": 0}
-
-        def prepareForTriggerAvailableNow(self) -> None:
-            pass
-
-        def latestOffset(self, start, limit):
-            return {"batch": min(batches, start["batch"] + 1)}
-
-        def partitions(self, start, end):
-            return [] if start == end else [FloorPartition(rows_per_task) for _ in range(PARTITIONS)]
-
-        def commit(self, end) -> None:
-            pass
-
-        def read(self, partition):
-            import pyarrow as pa
-
-            from spark_samza_source.kafka.schema import kafka_arrow_schema
-
-            schema, n = kafka_arrow_schema(False), partition.rows
-            zeros = pa.array([0] * n, pa.int64())
-            yield pa.RecordBatch.from_arrays([
-                pa.nulls(n, pa.binary()), pa.array([b"x" * VALUE_SIZE] * n, pa.binary()), pa.array(["t"] * n),
-                pa.array([0] * n, pa.int32()), zeros, zeros.cast(schema.field("timestamp").type),
-                pa.array([0] * n, pa.int32()), pa.array(["Partition 0"] * n)], schema=schema)
-
-    class FloorSource(DataSource):
-        @classmethod
-        def name(cls) -> str:
-            return "samza-kafka-benchmark-floor"
-
-        def schema(self):
-            from spark_samza_source.kafka.schema import kafka_schema
-
-            return kafka_schema(False)
-
-        def streamReader(self, schema):
-            return FloorReader()
-
-    return FloorSource
-
-
-def spark_floor(spark, records: int, batches: int, work: Path) -> dict:
-    """Steady state of the same Spark pipeline over a source that does no I/O: Spark's own per-batch cost."""
-    rows_per_task = math.ceil(records / batches) // PARTITIONS
-    source = _floor_source_class(rows_per_task, batches)
-    spark.dataSource.register(source)
+    spark.dataSource.register(FloorSource)
+    batches = math.ceil(records / per_batch)
     name = f"floor-{uuid.uuid4().hex[:8]}"
-    query = (spark.readStream.format(source.name()).load().writeStream.format("noop")
-             .option("checkpointLocation", str(work / name)).trigger(availableNow=True).start())
-    if not query.awaitTermination(600):
+    query = (spark.readStream.format(FloorSource.name()).option("rowsPerTask", str(per_batch // PARTITIONS))
+             .option("tasks", str(PARTITIONS)).option("batches", str(batches)).load()
+             .writeStream.format("noop").option("checkpointLocation", str(work / name))
+             .trigger(availableNow=True).start())
+    if not query.awaitTermination(900):
         query.stop()
-        raise RuntimeError("the floor query did not finish within 10 minutes")
-    progress = [p for p in progress_dicts(query) if p.get("numInputRows", 0) > 0]
-    ends = [iso_ts(p["timestamp"]) + p["durationMs"]["triggerExecution"] / 1000 for p in progress]
-    steady_rows = sum(p["numInputRows"] for p in progress[1:])
-    return {"progress": progress, "steady_rows": steady_rows, "steady_s": ends[-1] - ends[0],
-            "rate": steady_rows / (ends[-1] - ends[0])}
+        raise RuntimeError("the floor query did not finish within 15 minutes")
+    return steady_state(progress_dicts(query), batches * (per_batch // PARTITIONS) * PARTITIONS)
 
 
+def kcat_beside(bootstrap: str, topic: str, records: int, what: dict) -> dict:
+    """kcat reads the whole topic right after a Spark run: the native anchor of that moment."""
+    anchor = run_kcat(bootstrap, topic, records)
+    say(f"      kcat, same topic, right after: {anchor['rate']:>10,.0f} rec/s ({anchor['seconds']:.2f} s wall, "
+        f"{anchor['cpu']:.2f} CPU-s); this run / kcat {what['rate'] / anchor['rate']:.2f}; {load()}")
+    what["kcat"] = anchor
+    return anchor
 
 
+def _say_steady(label: str, res: dict) -> None:
+    print_batches(res["progress"])
+    say(f"    {label} steady state: {res['rate']:>10,.0f} rec/s, {res['ms_per_batch']:,.0f} ms per batch "
+        f"({res['steady_rows']:,} rows of batches 1..n in {res['steady_s']:.2f} s); {load()}")
 
 
-def measure_broker(label: str, spark, bootstrap: str, topic: str, records: int, args, work: Path) -> None:
-    """Raw baseline then Spark query, each ``--repeat`` times alternately (best kept: the machine is shared)."""
-    ranges = full_ranges(bootstrap, topic, PARTITIONS, records)
-    options = dict(kv.split("=", 1) for kv in args.source_option)
-    raws, runs, floors, kcats = [], [], [], []
+def spark_and_floor(ctx: dict, per_batch: int, run: str) -> tuple[dict, dict | None]:
+    """One samza-kafka query and one floor query at ``per_batch`` rows per batch, kcat after each."""
+    label, spark, args = ctx["label"], ctx["spark"], ctx["args"]
+    bootstrap, topic, records, work = ctx["bootstrap"], ctx["topic"], ctx["records"], ctx["work"]
+    say(f"  [{label}] {run}: samza-kafka, local[2], noop sink, AvailableNow, maxOffsetsPerTrigger {per_batch:,}"
+        f"{', options ' + str(ctx['options']) if ctx['options'] else ''}; {load()}")
+    res = spark_query(spark, bootstrap, topic, records, per_batch, work, ctx["options"])
+    _say_steady("samza-kafka", res)
+    if ctx["native"]:
+        kcat_beside(bootstrap, topic, records, res)
+    if args.skip_floor:
+        return res, None
+    say(f"  [{label}] {run}: floor, same pipeline and batch sizes over a Python source that does no I/O (prebuilt "
+        f"Arrow batches); {load()}")
+    floor = spark_floor(spark, records, per_batch, work)
+    _say_steady("floor", floor)
+    if ctx["native"]:
+        kcat_beside(bootstrap, topic, records, floor)
+    say(f"    this run: samza-kafka / floor {res['rate'] / floor['rate']:.2f} ({res['ms_per_batch']:,.0f} against "
+        f"{floor['ms_per_batch']:,.0f} ms per batch)")
+    return res, floor
+
+
+def report_batch_size(label: str, per_batch: int, pairs: list[tuple[dict, dict | None]]) -> None:
+    """Best of the runs at one batch size, and the ratios to the floor and kcat of each run."""
+    runs = [r for r, _ in pairs]
+    best = max(runs, key=lambda r: r["rate"])
+    what = f"{label}, {per_batch:,} rows per batch"
+    record(f"{what}: samza-kafka", f"{best['rate']:,.0f} rec/s", "-", None)
+    if all("kcat" in r for r in runs):
+        per_run = [r["rate"] / r["kcat"]["rate"] for r in runs]
+        say(f"  [{what}] samza-kafka / kcat per run: " + ", ".join(f"{x:.2f}" for x in per_run))
+        record(f"{what}: samza-kafka / kcat (best run)", f"{max(per_run):.2f}", "-", None)
+    floors = [f for _, f in pairs if f is not None]
+    if not floors:
+        return
+    ratios = [r["rate"] / f["rate"] for r, f in pairs]
+    floor = max(floors, key=lambda f: f["rate"])
+    say(f"  [{what}] samza-kafka / floor per run (same run): " + ", ".join(f"{x:.2f}" for x in ratios)
+        + f"; best floor {floor['rate']:,.0f} rec/s ({floor['ms_per_batch']:,.0f} ms per batch)")
+    record(f"{what}: floor (no-I/O source)", f"{floor['rate']:,.0f} rec/s", "-", None)
+    if all("kcat" in f for f in floors):
+        record(f"{what}: floor / kcat (best run)", f"{max(f['rate'] / f['kcat']['rate'] for f in floors):.2f}", "-",
+               None)
+    target = FLOOR_TARGETS.get(per_batch)
+    record(f"{what}: samza-kafka / floor (best run)", f"{max(ratios):.2f}", "-" if target is None else f">= {target}",
+           None if target is None else max(ratios) >= target)
+
+
+def raw_run(label: str, bootstrap: str, ranges, run: str) -> dict:
+    say(f"  [{label}] {run}: raw baseline, 2 spawned processes, read_ranges one partition at a time; {load()}")
+    raw = raw_baseline(bootstrap, ranges)
+    say(f"    raw read_ranges x2: {raw['rate']:>10,.0f} rec/s ({raw['rows']:,} rows in {raw['seconds']:.2f} s "
+        f"wall, {raw['cpu']:.1f} CPU-s; partitions per process {raw['shares']})")
+    return raw
+
+
+def measure_broker(label: str, spark, bootstrap: str, topic: str, records: int, batch_sizes: list[int], args,
+                   work: Path) -> None:
+    """At each batch size, ``--repeat`` times: samza-kafka, then the floor (kcat right after each); the raw
+    read_ranges loop once per repeat unless ``--skip-raw``."""
     native = label == "dev broker" and KCAT is not None  # kcat on the mock cluster would measure the mock
     if label == "dev broker" and KCAT is None:
         say(f"  {kcat_missing_reason()}")
+    ctx = {"label": label, "spark": spark, "args": args, "bootstrap": bootstrap, "topic": topic, "records": records,
+           "work": work, "native": native, "options": dict(kv.split("=", 1) for kv in args.source_option)}
+    pairs: dict[int, list] = {size: [] for size in batch_sizes}
+    raws = []
     for i in range(args.repeat):
-        say(f"  [{label}] run {i + 1}/{args.repeat}: raw baseline, 2 spawned processes, read_ranges one partition "
-            f"at a time; {load()}")
-        raw = raw_baseline(bootstrap, ranges)
-        raws.append(raw)
-        say(f"    raw read_ranges x2: {raw['rate']:>10,.0f} rec/s ({raw['rows']:,} rows in {raw['seconds']:.2f} s "
-            f"wall, {raw['cpu']:.1f} CPU-s; partitions per process {raw['shares']})")
-        say(f"  [{label}] run {i + 1}/{args.repeat}: Spark query, local[2], noop sink, AvailableNow, "
-            f"maxOffsetsPerTrigger {math.ceil(records / args.batches):,}"
-            f"{', options ' + str(options) if options else ''}; {load()}")
-        res = spark_query(spark, bootstrap, topic, records, args.batches, work, options)
-        runs.append(res)
-        print_batches(res["progress"])
-        say(f"    Spark steady state: {res['rate']:>10,.0f} rec/s ({res['steady_rows']:,} rows of batches 1..n in "
-            f"{res['steady_s']:.2f} s, end of batch 0 -> end of last batch; whole query {res['total_s']:.1f} s "
-            "incl. start)")
-        if native:
-            anchor = run_kcat(bootstrap, topic, records)
-            res["kcat"] = anchor
-            kcats.append(anchor)
-            say(f"    kcat, same topic (all {PARTITIONS} partitions), right after: {anchor['rate']:>10,.0f} rec/s "
-                f"({anchor['seconds']:.2f} s wall, {anchor['cpu']:.2f} CPU-s): Spark / kcat "
-                f"{res['rate'] / anchor['rate']:.2f}, raw / kcat {raw['rate'] / anchor['rate']:.2f}; {load()}")
-        if not args.skip_floor:
-            say(f"  [{label}] run {i + 1}/{args.repeat}: Spark floor, same pipeline and batch sizes over a Python "
-                f"source that reads no Kafka (prebuilt rows); {load()}")
-            fl = spark_floor(spark, records, args.batches, work)
-            floors.append(fl)
-            print_batches(fl["progress"])
-            say(f"    Spark floor steady state: {fl['rate']:>10,.0f} rec/s (no source can make this query faster)")
-    raw = max(raws, key=lambda r: r["rate"])
-    res = max(runs, key=lambda r: r["rate"])
-    ratio = res["rate"] / raw["rate"]
-    say(f"  [{label}] best of {args.repeat}: Spark {res['rate']:,.0f} rec/s / raw {raw['rate']:,.0f} rec/s = "
-        f"{ratio:.2f} (target >= {SPARK_TARGET})")
-    record(f"{label}: raw read_ranges x2, {records:,} rec", f"{raw['rate']:,.0f} rec/s", "-", None)
-    record(f"{label}: Spark steady state", f"{res['rate']:,.0f} rec/s", "-", None)
-    record(f"{label}: Spark / raw", f"{ratio:.2f}", f">= {SPARK_TARGET}", ratio >= SPARK_TARGET)
-    if kcats:
-        per_run = [r["rate"] / r["kcat"]["rate"] for r in runs]
-        best = max(per_run)
-        say(f"  [{label}] Spark / kcat per run (each against the kcat read right after it): "
-            + ", ".join(f"{x:.2f}" for x in per_run))
-        best_kcat = max(k["rate"] for k in kcats)
-        record(f"{label}: kcat, {records:,} rec, {PARTITIONS} partitions", f"{best_kcat:,.0f} rec/s", "-", None)
-        record(f"{label}: Spark steady state / kcat (best run)", f"{best:.2f}", f">= {SPARK_NATIVE_TARGET}",
-               best >= SPARK_NATIVE_TARGET)
-    if floors:
-        floor = max(floors, key=lambda r: r["rate"])
-        per_batch = res["steady_rows"] / (len(res["progress"]) - 1)
-        spark_ms, floor_ms = 1000 * per_batch / res["rate"], 1000 * per_batch / floor["rate"]
-        say(f"  [{label}] Spark floor {floor['rate']:,.0f} rec/s = {floor['rate'] / raw['rate']:.2f} of raw, an upper "
-            f"bound for any source at {per_batch:,.0f} rows per batch.  Per batch the samza-kafka query takes "
-            f"{spark_ms:.0f} ms, the floor {floor_ms:.0f} ms: {spark_ms - floor_ms:.0f} ms are the source's own "
-            f"(reading the rows from Kafka, which takes the raw loop {1000 * per_batch / raw['rate']:.0f} ms, and "
-            "its driver calls; compare the walCommit columns, where Spark calls commit)")
-        record(f"{label}: Spark floor (no-I/O source) / raw", f"{floor['rate'] / raw['rate']:.2f}", "-", None)
+        run = f"run {i + 1}/{args.repeat}"
+        if not args.skip_raw:
+            raws.append(raw_run(label, bootstrap, full_ranges(bootstrap, topic, PARTITIONS, records), run))
+        for size in batch_sizes:
+            pairs[size].append(spark_and_floor(ctx, size, run))
+    for size in batch_sizes:
+        report_batch_size(label, size, pairs[size])
+    if raws:
+        raw = max(raws, key=lambda r: r["rate"])
+        best = max((r for size in batch_sizes for r, _ in pairs[size]), key=lambda r: r["rate"])
+        ratio = best["rate"] / raw["rate"]
+        record(f"{label}: raw read_ranges x2, {records:,} rec", f"{raw['rate']:,.0f} rec/s", "-", None)
+        record(f"{label}: samza-kafka (best batch size) / raw", f"{ratio:.2f}", f">= {SPARK_TARGET}",
+               ratio >= SPARK_TARGET)
 
 
 def mock_retained_count(mock, wanted: int) -> int:
@@ -398,20 +375,35 @@ def mock_retained_count(mock, wanted: int) -> int:
     return min(wanted, kept * PARTITIONS // 4_000 * 4_000)
 
 
+def mock_topic(mock, records: int) -> tuple[str, int]:
+    """A fresh mock-cluster topic holding as many records as the mock retains in full (at most ``records``)."""
+    bootstrap = mock.bootstrap_servers
+    count = mock_retained_count(mock, records)
+    for _attempt in range(5):
+        topic = f"bench-{uuid.uuid4().hex[:8]}"
+        mock.create_topic(topic, PARTITIONS)
+        produce(bootstrap, topic, PARTITIONS, count, VALUE_SIZE)
+        marks = watermarks(bootstrap, topic, PARTITIONS)
+        if all(low == 0 for low, _ in marks) and sum(h for _, h in marks) == count:
+            say(f"  [mock] {bootstrap}: librdkafka's mock cluster retains only ~5 MB per partition, so this run uses "
+                f"{count:,} records (not {records:,}): the largest count seen fully retained; watermarks {marks}")
+            return topic, count
+        say(f"    {count:,} not fully retained (watermarks {marks}); trying 5% fewer")
+        count = int(count * 0.95) // 4_000 * 4_000
+    raise RuntimeError("could not find a record count the mock cluster retains in full")
+
+
 def part_spark(args, work: Path) -> None:
-    say(f"== 1. Spark query vs raw read_ranges loop ({PARTITIONS} partitions, {VALUE_SIZE} B values); {load()}")
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    sizes = [int(s.replace("_", "")) for s in args.rows_per_batch.split(",")]
+    say(f"== 1. Spark query against the floor and kcat ({PARTITIONS} partitions, {VALUE_SIZE} B values, "
+        f"{args.records:,} records, rows per batch {', '.join(f'{s:,}' for s in sizes)}); {load()}")
+    if args.records < 2 * max(sizes):
+        raise SystemExit(f"--records ({args.records:,}) must be at least twice the largest --rows-per-batch: the "
+                         "first batch is excluded")
     from samza_devkit.kafka_broker import KafkaDevBroker
     from samza_devkit.kafka_helpers import create_topic
-    from samza_devkit.spark_fixtures import make_local_spark
-    from spark_samza_source import register
 
-    started = time.monotonic()
-    spark = make_local_spark("samza-kafka-benchmark", {"spark.ui.showConsoleProgress": "false"})
-    register(spark)
-    say(f"  Spark session {spark.version} started in {time.monotonic() - started:.1f} s (not measured), "
-        f"PYSPARK_PYTHON={sys.executable}")
+    spark = local_session("samza-kafka-benchmark")
     try:
         with KafkaDevBroker() as broker:
             bootstrap = broker.bootstrap_servers
@@ -419,28 +411,14 @@ def part_spark(args, work: Path) -> None:
             create_topic(bootstrap, topic, PARTITIONS)
             secs = produce(bootstrap, topic, PARTITIONS, args.records, VALUE_SIZE)
             say(f"  [dev broker] {bootstrap}: produced {args.records:,} x {VALUE_SIZE} B in {secs:.1f} s")
-            measure_broker("dev broker", spark, bootstrap, topic, args.records, args, work)
+            measure_broker("dev broker", spark, bootstrap, topic, args.records, sizes, args, work)
         if not args.skip_mock:
             from broker_throughput import RdkafkaMockCluster
 
             with RdkafkaMockCluster() as mock:
-                bootstrap = mock.bootstrap_servers
-                count = mock_retained_count(mock, args.records)
-                for _attempt in range(5):
-                    topic = f"bench-{uuid.uuid4().hex[:8]}"
-                    mock.create_topic(topic, PARTITIONS)
-                    produce(bootstrap, topic, PARTITIONS, count, VALUE_SIZE)
-                    marks = watermarks(bootstrap, topic, PARTITIONS)
-                    if all(low == 0 for low, _ in marks) and sum(h for _, h in marks) == count:
-                        break
-                    say(f"    {count:,} not fully retained (watermarks {marks}); trying 5% fewer")
-                    count = int(count * 0.95) // 4_000 * 4_000
-                else:
-                    raise RuntimeError("could not find a record count the mock cluster retains in full")
-                say(f"  [mock] {bootstrap}: librdkafka's mock cluster retains only ~5 MB per partition, so this run "
-                    f"uses {count:,} records (not {args.records:,}): the largest count seen fully retained; "
-                    f"watermarks {marks} (low 0, every record kept)")
-                measure_broker(f"mock ({count:,} rec)", spark, bootstrap, topic, count, args, work)
+                topic, count = mock_topic(mock, args.records)
+                measure_broker(f"mock ({count:,} rec)", spark, mock.bootstrap_servers, topic, count,
+                               [math.ceil(count / args.batches)], args, work)
     finally:
         spark.stop()
 
@@ -453,7 +431,8 @@ def part_native(args, work: Path) -> None:
     from samza_devkit.kafka_broker import KafkaDevBroker
     from samza_devkit.kafka_helpers import create_topic
 
-    say(f"== 0. read_ranges vs kcat (native librdkafka) on 1 partition, {args.records:,} x {VALUE_SIZE} B; {load()}")
+    count = min(args.records, NATIVE_RECORDS)
+    say(f"== 0. read_ranges vs kcat (native librdkafka) on 1 partition, {count:,} x {VALUE_SIZE} B; {load()}")
     if KCAT is None:
         say(f"  {kcat_missing_reason()}")
         return
@@ -462,9 +441,9 @@ def part_native(args, work: Path) -> None:
         bootstrap = broker.bootstrap_servers
         topic = f"bench-native-{uuid.uuid4().hex[:8]}"
         create_topic(bootstrap, topic, 1)
-        secs = produce(bootstrap, topic, 1, args.records, VALUE_SIZE)
-        say(f"  [dev broker] {bootstrap}: produced {args.records:,} x {VALUE_SIZE} B to 1 partition in {secs:.1f} s")
-        best = measure_single_partition(bootstrap, topic, args.records, args.repeat, conf)
+        secs = produce(bootstrap, topic, 1, count, VALUE_SIZE)
+        say(f"  [dev broker] {bootstrap}: produced {count:,} x {VALUE_SIZE} B to 1 partition in {secs:.1f} s")
+        best = measure_single_partition(bootstrap, topic, count, args.repeat, conf)
     kcat, reader = best["kcat"], best["read_ranges"]
     wall = reader["rate"] / kcat["rate"]
     cpu = (reader["cpu"] / reader["rows"]) / (kcat["cpu"] / kcat["rows"])
@@ -685,6 +664,59 @@ def part_memory(args, work: Path) -> None:
                f"< {MEMORY_TARGET_MB} MB", peak_mb < MEMORY_TARGET_MB)
 
 
+# ---- part 5: latency at a steady low rate ----------------------------------------------------------------------
+
+def kafka_sender(bootstrap: str, topic: str):
+    """``send(n)`` for ``latency.steady_production``: n records of ``VALUE_SIZE`` B (null key), CreateTime = now."""
+    from confluent_kafka import Producer
+
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 1, "acks": 1})
+    value = b"x" * VALUE_SIZE
+
+    def send(n: int) -> None:
+        for _ in range(n):
+            producer.produce(topic, value=value)
+        producer.poll(0)
+        if n == 0:
+            producer.flush(10)
+
+    return send
+
+
+def kafka_latency_stream(spark, bootstrap: str, topic: str, work: Path, options: dict[str, str]):
+    name = f"latency-{uuid.uuid4().hex[:8]}"
+    return (spark.readStream.format("samza-kafka").option("kafka.bootstrap.servers", bootstrap)
+            .option("subscribe", topic).option("job.name", name)
+            .option("metadata.store", f"file://{work / name / 'metadata'}").option("startingOffsets", "latest")
+            .options(**options).load())
+
+
+def part_latency(args, work: Path) -> None:
+    rate, timing = args.latency_rate, {"seconds": args.latency_seconds, "warmup_s": args.latency_warmup}
+    say(f"== 5. latency: {rate:,} records/s of {VALUE_SIZE} B to {PARTITIONS} partitions, default trigger, "
+        f"foreachBatch collecting rows; latency = collection time - CreateTime; the floor beside it; {load()}")
+    from samza_devkit.kafka_broker import KafkaDevBroker
+    from samza_devkit.kafka_helpers import create_topic
+
+    options = dict(kv.split("=", 1) for kv in args.source_option)
+    spark = local_session("samza-kafka-latency")
+    try:
+        with KafkaDevBroker() as broker:
+            bootstrap = broker.bootstrap_servers
+            topic = f"latency-{uuid.uuid4().hex[:8]}"
+            create_topic(bootstrap, topic, PARTITIONS)
+            with steady_production(kafka_sender, (bootstrap, topic), rate):
+                for i in range(args.latency_repeat):
+                    say(f"  run {i + 1}/{args.latency_repeat} (the producer runs through both queries)")
+                    res = measure_latency("samza-kafka", kafka_latency_stream(spark, bootstrap, topic, work, options),
+                                          "timestamp", work, **timing)
+                    floor = floor_latency(spark, rate, work, **timing)
+                    compare_with_floor(f"samza-kafka {rate:,} rec/s", res, floor, LATENCY_P50_TARGET,
+                                       LATENCY_P99_TARGET)
+    finally:
+        spark.stop()
+
+
 # ---- main ------------------------------------------------------------------------------------------------------
 
 def _version(v) -> str:
@@ -695,16 +727,24 @@ def _version(v) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--records", type=int, default=1_000_000, help="records for the Spark part (100 B each)")
+    parser.add_argument("--records", type=int, default=3_000_000,
+                        help="records of the Spark part's topic (100 B each); the native part reads at most 1,000,000")
+    parser.add_argument("--rows-per-batch", default="200000,1000000",
+                        help="Spark part: comma-separated maxOffsetsPerTrigger values, each run with the floor beside")
     parser.add_argument("--batches", type=int, default=5,
-                        help="Spark batches: maxOffsetsPerTrigger = records / batches (batch 0 is excluded)")
+                        help="Spark part, mock cluster: maxOffsetsPerTrigger = records / batches")
     parser.add_argument("--skip-mock", action="store_true", help="Spark part: development broker only")
-    parser.add_argument("--repeat", type=int, default=3, help="Spark part: raw and Spark runs per broker, best kept")
+    parser.add_argument("--skip-raw", action="store_true", help="Spark part: no raw read_ranges baseline")
+    parser.add_argument("--repeat", type=int, default=2, help="Spark part: runs of each query per batch size")
+    parser.add_argument("--latency-rate", type=int, default=LATENCY_RATE, help="latency part: records per second")
+    parser.add_argument("--latency-seconds", type=float, default=45, help="latency part: measured seconds per query")
+    parser.add_argument("--latency-warmup", type=float, default=15, help="latency part: warm-up seconds per query")
+    parser.add_argument("--latency-repeat", type=int, default=1, help="latency part: samza-kafka + floor pairs")
     parser.add_argument("--skip-floor", action="store_true",
                         help="Spark part: skip the no-I/O floor query (Spark's own per-batch cost)")
     parser.add_argument("--source-option", action="append", default=[], metavar="KEY=VALUE",
                         help="Spark part: extra samza-kafka option, e.g. commitOffsetsToKafka=false")
-    parser.add_argument("--only", choices=["native", "spark", "planning", "grouping", "memory"])
+    parser.add_argument("--only", choices=["native", "spark", "planning", "grouping", "memory", "latency"])
     parser.add_argument("--planning-repeat", type=int, default=5)
     parser.add_argument("--grouping-repeat", type=int, default=3)
     parser.add_argument("--memory-shapes", default="1000000x1024,10000x102400",
@@ -725,8 +765,11 @@ def main(argv: list[str] | None = None) -> int:
         f"pyarrow {pyarrow.__version__}, confluent-kafka {_version(confluent_kafka.version())} / "
         f"librdkafka {_version(confluent_kafka.libversion())}")
     say(f"  {load()}; shared machine: other processes may compete for the CPUs")
+    import spark_samza_source
+
+    say(f"  measuring spark_samza_source from {Path(spark_samza_source.__file__).parent}")
     parts = {"native": part_native, "spark": part_spark, "planning": part_planning, "grouping": part_grouping,
-             "memory": part_memory}
+             "memory": part_memory, "latency": part_latency}
     with tempfile.TemporaryDirectory(prefix="bench-kafka-source-") as tmp:
         for name, fn in parts.items():
             if args.only in (None, name):

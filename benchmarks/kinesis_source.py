@@ -1,10 +1,10 @@
 """End-to-end figures of the ``samza-kinesis`` source against the targets of the performance issue, on moto.
 
-    .venv/bin/python benchmarks/kinesis_source.py [--only spark|planning|tasks] [--records 400000] [--shards 4]
-        [--repeat 3] [--batches 5] [--lineage-shards 500] [--skip-reader] [--skip-floor] [--skip-moto-planning]
-        [--source-option KEY=VALUE] [--planning-repeat 5] [--page 400] [--profile]
+    .venv/bin/python benchmarks/kinesis_source.py [--only spark|planning|tasks|latency|fanout] [--records 400000]
+        [--shards 4] [--repeat 3] [--batches 5] [--lineage-shards 500] [--skip-reader] [--skip-floor]
+        [--skip-moto-planning] [--source-option KEY=VALUE] [--planning-repeat 5] [--page 400] [--profile]
 
-Three parts (all by default, or one with ``--only``), then a summary table (figure, target, MET/MISSED):
+Four parts (all by default, or one with ``--only``; the fifth only when asked), then a summary table (figure, target, MET/MISSED):
 
 1. ``spark``: ``--records`` records of 100 B spread evenly over ``--shards`` shards of a stream on a moto server
    (``MotoServerProcess``: moto in server mode in its own process, real HTTP), read by a Spark query
@@ -32,6 +32,16 @@ Three parts (all by default, or one with ``--only``), then a summary table (figu
    processes) against the slowest single shard read alone and against the tasks reading one shard after the
    other; per-shard limits as on AWS (5 calls/s, 2 MB/s: 1 KB records in pages of ``--page`` 400).  Target: task
    time <= 1.3x the slowest single shard's.
+
+4. ``latency``: ``--latency-rate`` (200) records/s to a ``--latency-shards`` (2) shard stream, on moto's server and
+   on kinesalite, read by a samza-kinesis query with the default trigger and a ``foreachBatch`` collecting rows;
+   latency = collection time - ``approximateArrivalTimestamp``; p50, p99 and ms per batch by phase beside the floor
+   (``floor_source.RateFloorSource`` at the same rate), measured the same way as the Kafka benchmark's
+   (``latency.py``).  No target: the figures say how close samza-kinesis stays to the floor.
+
+5. ``fanout`` (only with ``--only fanout``; ``kinesis_fanout.py``): enhanced fan-out against polling on kinesis-mock
+   behind the devkit's bridge: latency p50 / p99 at a steady low rate and the throughput of 8 shards in 2 tasks.
+   No target.
 
 The machines are small (2 cores) and shared: every part prints the load average it started under.  cProfile output
 is printed for a missed planning target and the slow driver calls (always with ``--profile``).  Exit status 1 when
@@ -68,6 +78,7 @@ from bench_report import (
     record,
     say,
 )
+from latency import compare_with_floor, floor_latency, local_session, measure_latency, steady_production
 
 SHARDS = 4
 RECORDS = 400_000  # 5 batches of maxRecordsPerShard 20,000 over 4 shards: see part_spark for why
@@ -620,6 +631,69 @@ def part_spark(args, work: Path) -> None:
             f"(the same, with the reads); all on {os.cpu_count()} shared cores.")
 
 
+# ---- part 4: latency at a steady low rate, on both emulators ---------------------------------------------------
+
+def kinesis_sender(endpoint: str, stream: str):
+    """``send(n)`` for ``latency.steady_production``: n records of ``VALUE_SIZE`` B, random partition keys."""
+    from samza_devkit import kinesis_helpers as kh
+
+    client = kh.kinesis_client(endpoint)
+    value = b"x" * VALUE_SIZE
+
+    def send(n: int) -> None:
+        for first in range(0, n, 500):  # PutRecords takes at most 500
+            entries = [{"Data": value, "PartitionKey": uuid.uuid4().hex} for _ in range(min(500, n - first))]
+            client.put_records(StreamName=stream, Records=entries)
+
+    return send
+
+
+def kinesis_latency_stream(spark, endpoint: str, stream: str, work: Path, options: dict[str, str]):
+    name = f"latency-{uuid.uuid4().hex[:8]}"
+    return (spark.readStream.format("samza-kinesis").option("streamName", stream).option("endpointUrl", endpoint)
+            .option("region", "us-east-1").option("awsAccessKeyId", "testing").option("awsSecretKey", "testing")
+            .option("job.name", name).option("metadata.store", f"file://{work / name / 'metadata'}")
+            .option("startingPosition", "LATEST").options(**options).load())
+
+
+def _emulators():
+    """(name, context manager giving its endpoint): moto's server and kinesalite (when node/npm can install it)."""
+    from samza_devkit.kinesalite import KinesaliteNotAvailable, KinesaliteProcess, ensure_kinesalite
+    from samza_devkit.moto_server import MotoServerProcess
+
+    yield "moto", MotoServerProcess
+    try:
+        modules = ensure_kinesalite()
+    except KinesaliteNotAvailable as err:
+        say(f"  kinesalite skipped: {err}")
+        return
+    yield "kinesalite", lambda: KinesaliteProcess(modules=modules)
+
+
+def part_latency(args, work: Path) -> None:
+    rate, timing = args.latency_rate, {"seconds": args.latency_seconds, "warmup_s": args.latency_warmup}
+    say(f"== 4. latency: {rate:,} records/s of {VALUE_SIZE} B to {args.latency_shards} shards, default trigger, "
+        "foreachBatch collecting rows; latency = collection time - approximateArrivalTimestamp; the floor beside "
+        f"it; {load()}")
+    from samza_devkit import kinesis_helpers as kh
+
+    options = dict(kv.split("=", 1) for kv in args.source_option)
+    spark = local_session("samza-kinesis-latency")
+    try:
+        for emulator, server in _emulators():
+            with server() as endpoint:
+                stream = kh.create_stream(kh.kinesis_client(endpoint), kh.unique_stream_name("latency"),
+                                          args.latency_shards)
+                with steady_production(kinesis_sender, (endpoint, stream), rate):
+                    res = measure_latency(f"samza-kinesis, {emulator}",
+                                          kinesis_latency_stream(spark, endpoint, stream, work, options),
+                                          "approximateArrivalTimestamp", work, **timing)
+                    floor = floor_latency(spark, rate, work, **timing)
+                compare_with_floor(f"samza-kinesis {emulator} {rate:,} rec/s", res, floor, None, None)
+    finally:
+        spark.stop()
+
+
 def _source_tree() -> str:
     """Which spark_samza_source is measured: its directory, and the git commit (+ local changes) when it has one."""
     import subprocess
@@ -1010,7 +1084,7 @@ def part_fanout_only(args, tmp: Path) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--only", choices=["spark", "planning", "tasks", "fanout"])
+    parser.add_argument("--only", choices=["spark", "planning", "tasks", "latency", "fanout"])
     parser.add_argument("--page", type=int, default=400,
                         help="tasks part: records per GetRecords (400 x 1 KB = the 2 MB/s per-shard budget)")
     parser.add_argument("--records", type=int, default=RECORDS,
@@ -1030,6 +1104,10 @@ def main(argv: list[str] | None = None) -> int:
                         help="planning part: the pure planner only, not the coordinator against moto")
     parser.add_argument("--profile", action="store_true", help="print cProfile output even when a target is met")
     add_fanout_arguments(parser)
+    parser.add_argument("--latency-rate", type=int, default=200, help="latency part: records per second")
+    parser.add_argument("--latency-shards", type=int, default=2, help="latency part: shards of the stream")
+    parser.add_argument("--latency-seconds", type=float, default=45, help="latency part: measured seconds per query")
+    parser.add_argument("--latency-warmup", type=float, default=15, help="latency part: warm-up seconds per query")
     args = parser.parse_args(argv)
     if args.batches < 3:
         parser.error("--batches must be >= 3 (the first data batch is excluded; steady state needs two more)")
@@ -1047,7 +1125,8 @@ def main(argv: list[str] | None = None) -> int:
     say(f"  {load()}; shared machine: other processes (e.g. a test suite) may compete for the CPUs")
     from kinesis_tasks import part_tasks
 
-    parts = {"spark": part_spark, "planning": part_planning, "tasks": part_tasks, "fanout": part_fanout_only}
+    parts = {"spark": part_spark, "planning": part_planning, "tasks": part_tasks, "latency": part_latency,
+             "fanout": part_fanout_only}
     with tempfile.TemporaryDirectory(prefix="bench-kinesis-source-") as tmp:
         for name, fn in parts.items():
             if args.only in (None, name):

@@ -98,7 +98,7 @@ def kinesalite_server(moto_server: str) -> Iterator[str]:
     try:
         modules = ensure_kinesalite()
     except KinesaliteNotAvailable as err:
-        pytest.skip(f"kinesalite (second Kinesis emulator, #10) cannot be installed: {err}")
+        pytest.skip(f"kinesalite (the second Kinesis emulator) cannot be installed: {err}")
     with KinesaliteProcess(modules=modules) as endpoint:
         yield endpoint
 

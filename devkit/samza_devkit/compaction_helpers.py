@@ -10,11 +10,13 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 
+import pytest
 from confluent_kafka import Consumer, KafkaError, TopicPartition
 
-from .kafka_helpers import Produced, produce
+from .kafka_helpers import Produced, create_topic, produce, unique_topic
 
-__all__ = ["consume_partition", "expected_after_compaction", "produce_batches"]
+__all__ = ["GAPPED_BASE_TS", "GAPPED_BATCHES", "GAPPED_SURVIVORS", "compacted_partition", "consume_partition",
+           "expected_after_compaction", "produce_batches"]
 
 ONE_BATCH = {"linger.ms": "100", "batch.num.messages": "10000"}  # a produce() call's records leave as one batch
 
@@ -60,3 +62,28 @@ def consume_partition(bootstrap: str, topic: str, partition: int, start: int, ti
         raise TimeoutError(f"no end of {topic}[{partition}] within {timeout} s; read {rows}")
     finally:
         consumer.close()
+
+
+GAPPED_BASE_TS = 1_700_000_000_000
+#: offsets 0..9 (key, value, CreateTime), one list a batch; one pass keeps 4 b, 6 c, 7 e (tombstone), 8 a, 9 d:
+#: gaps at 0..3 and 5, and the last batch whole (Kafka never cleans its active segment)
+GAPPED_BATCHES = [
+    [(b"a", b"a0", GAPPED_BASE_TS), (b"b", b"b1", GAPPED_BASE_TS + 10), (b"c", b"c2", GAPPED_BASE_TS + 20)],
+    [(b"a", b"a3", GAPPED_BASE_TS + 30), (b"b", b"b4", GAPPED_BASE_TS + 40)],
+    [(b"d", b"d5", GAPPED_BASE_TS + 50), (b"c", b"c6", GAPPED_BASE_TS + 60), (b"e", None, GAPPED_BASE_TS + 70)],
+    [(b"a", b"a8", GAPPED_BASE_TS + 80), (b"d", b"d9", GAPPED_BASE_TS + 90)],
+]
+GAPPED_SURVIVORS = [4, 6, 7, 8, 9]
+
+
+def compacted_partition(broker, prefix: str) -> str:
+    """A new one-partition compacted topic holding ``GAPPED_BATCHES``, compacted once: its survivors are
+    ``GAPPED_SURVIVORS``. Skips where the broker cannot compact on demand (a real cluster)."""
+    if not hasattr(broker, "compact"):
+        pytest.skip(reason="SAMZA_TEST_KAFKA_BOOTSTRAP is a real cluster: it compacts on its own schedule, "
+                           "not on demand")
+    topic = create_topic(broker.bootstrap_servers, unique_topic(prefix), 1, {"cleanup.policy": "compact"})
+    produced = produce_batches(broker.bootstrap_servers, topic, GAPPED_BATCHES)
+    broker.compact(topic)
+    assert [r.offset for r in expected_after_compaction(produced)] == GAPPED_SURVIVORS
+    return topic

@@ -5,10 +5,13 @@ or ``pytest -p samza_devkit.pytest_plugin``): fixtures backed by real local part
 - ``kafka_broker``: the Kafka wire-protocol development broker (or ``SAMZA_TEST_KAFKA_BOOTSTRAP``).
 - ``moto_server``: moto in server mode on loopback for Kinesis and DynamoDB (or ``SAMZA_TEST_KINESIS_ENDPOINT``).
 - ``kinesis_mock_endpoint`` / ``kinesis_mock_bridge``: kinesis-mock (enhanced fan-out) behind the devkit's bridge.
+- ``kq`` / ``ks``: a live samza-kafka / samza-kinesis query harness per test (``kinesis_endpoint``: moto, or
+  kinesalite when parametrized so).
 """
 
 from .aws_fixtures import *  # noqa: F401,F403
 from .kafka_fixtures import *  # noqa: F401,F403
 from .kinesis_mock_fixtures import *  # noqa: F401,F403
+from .query_fixtures import *  # noqa: F401,F403
 from .s3_fixtures import *  # noqa: F401,F403
 from .spark_fixtures import *  # noqa: F401,F403

@@ -2,10 +2,11 @@
 root, batches collected in memory, waiting, and stopping the session's queries afterwards.
 
 The integration tests run real samza-kafka and samza-kinesis queries on the local SparkSession through a harness
-per source (``tests/integration/{kafka,kinesis,faults}/conftest.py``).  Those harnesses differ only in the source's
-options, how they build the streaming DataFrame and which columns they keep per batch; the rest is this class.
-It lives in the package rather than in a conftest because the tests run with ``--import-mode=importlib``, under
-which one conftest cannot import another.
+per source (:mod:`samza_devkit.kafka_query_harness`, :mod:`samza_devkit.kinesis_query_harness`, and the
+fault-injection ones of :mod:`samza_devkit.fault_harness`).  Those harnesses differ only in the source's options,
+how they build the streaming DataFrame and which columns they keep per batch; the rest is this class. They live in
+the package rather than in a conftest because the tests run with ``--import-mode=importlib``, under which a
+conftest is not an importable module: a test could reach them only through a fixture.
 
 Also here, for the tests that check the driver lease (one query per job.name and store) on either source:
 :func:`failure_of` (the error a query fails with) and :func:`lease_of` (the lease record a harness's job holds).

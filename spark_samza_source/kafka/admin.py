@@ -235,30 +235,39 @@ class KafkaAdmin:
             return {}
 
         def attempt(left: float) -> dict[str, str]:
-            futures = self.admin.describe_topics(TopicCollection(wanted), request_timeout=left)
-            deadline = time.monotonic() + left
-            out: dict[str, str] = {}
-            for name, fut in futures.items():
-                try:
-                    desc = fut.result(timeout=max(0.001, deadline - time.monotonic()))
-                except KafkaException as err:
-                    if err.args and isinstance(err.args[0], KafkaError) and err.args[0].code() in _MISSING:
-                        continue
-                    raise
-                topic_id = str(desc.topic_id) if desc.topic_id is not None else ""
-                if topic_id and topic_id != _ZERO_TOPIC_ID:
-                    out[name] = topic_id
-            return dict(sorted(out.items()))
+            return self._collect_topic_ids(self._describe(wanted, left), time.monotonic() + left)
 
-        return self._retrying(f"topic IDs of {', '.join(wanted[:6])}{' ...' if len(wanted) > 6 else ''}", attempt)
+        return self._retrying(f"topic IDs of {_describe_topics(wanted)}", attempt)
+
+    def _describe(self, wanted: list[str], left: float) -> dict[str, Any]:
+        return self.admin.describe_topics(TopicCollection(wanted), request_timeout=left)
+
+    @staticmethod
+    def _collect_topic_ids(futures: Mapping[str, Any], deadline: float) -> dict[str, str]:
+        out: dict[str, str] = {}
+        for name, fut in futures.items():
+            try:
+                desc = fut.result(timeout=max(0.001, deadline - time.monotonic()))
+            except KafkaException as err:
+                if err.args and isinstance(err.args[0], KafkaError) and err.args[0].code() in _MISSING:
+                    continue
+                raise
+            topic_id = str(desc.topic_id) if desc.topic_id is not None else ""
+            if topic_id and topic_id != _ZERO_TOPIC_ID:
+                out[name] = topic_id
+        return dict(sorted(out.items()))
 
     # ---- offsets ------------------------------------------------------------------------------------------
     def _list_offsets(self, specs: dict[str, Callable[[TP], OffsetSpec]], tps: list[TP], left: float,
                       ) -> dict[str, dict[TP, Any]]:
         """One ``list_offsets`` call per spec kind, all issued before waiting. Missing partitions are omitted."""
+        return self._collect_offsets(self._issue_offsets(specs, tps, left), time.monotonic() + left)
+
+    def _issue_offsets(self, specs: dict[str, Callable[[TP], OffsetSpec]], tps: list[TP], left: float,
+                       ) -> dict[str, dict[TopicPartition, Any]]:
         committed = self._isolation == "read_committed"
         level = IsolationLevel.READ_COMMITTED if committed else IsolationLevel.READ_UNCOMMITTED
-        futures = {
+        return {
             kind: self.admin.list_offsets(
                 {TopicPartition(tp[0], tp[1]): spec(tp) for tp in tps},
                 isolation_level=level,
@@ -266,7 +275,9 @@ class KafkaAdmin:
             )
             for kind, spec in specs.items()
         }
-        deadline = time.monotonic() + left
+
+    @staticmethod
+    def _collect_offsets(futures: dict[str, dict[TopicPartition, Any]], deadline: float) -> dict[str, dict[TP, Any]]:
         out: dict[str, dict[TP, Any]] = {}
         for kind, fs in futures.items():
             res: dict[TP, Any] = {}
@@ -290,12 +301,25 @@ class KafkaAdmin:
             return {}
 
         def attempt(left: float) -> dict[TP, tuple[int, int]]:
-            res = self._list_offsets({"low": lambda _: OffsetSpec.earliest(), "high": lambda _: OffsetSpec.latest()},
-                                     tps, left)
-            return {tp: (res["low"][tp].offset, res["high"][tp].offset)
-                    for tp in tps if tp in res["low"] and tp in res["high"]}
+            return _low_high(self._list_offsets(_WATERMARK_SPECS, tps, left), tps)
 
         return self._retrying(f"watermarks of {_describe_tps(tps)}", attempt)
+
+    def watermarks_and_topic_ids(self, tps: Iterable[TP], topics: Iterable[str],
+                                 ) -> tuple[dict[TP, tuple[int, int]], dict[str, str]]:
+        """``watermarks(tps)`` and ``topic_ids(topics)`` in one round trip: the DescribeTopics and both
+        ListOffsets requests are issued before any answer is awaited (every trigger needs both)."""
+        tps, wanted = sorted(set(tps)), sorted(set(topics))
+
+        def attempt(left: float) -> tuple[dict[TP, tuple[int, int]], dict[str, str]]:
+            deadline = time.monotonic() + left
+            described = self._describe(wanted, left) if wanted else {}
+            offsets = self._issue_offsets(_WATERMARK_SPECS, tps, left) if tps else {}
+            marks = _low_high(self._collect_offsets(offsets, deadline), tps) if tps else {}
+            return marks, self._collect_topic_ids(described, deadline)
+
+        what = f"watermarks of {_describe_tps(tps)} and topic IDs of {_describe_topics(wanted)}"
+        return self._retrying(what, attempt)
 
     def offsets_for_times(self, requests: Mapping[TP, int]) -> dict[TP, int | None]:
         """Earliest offset whose timestamp is >= the given epoch-ms timestamp, per partition.
@@ -390,6 +414,19 @@ def _msg(err: BaseException | None) -> str:
     if isinstance(err, KafkaException) and err.args and isinstance(err.args[0], KafkaError):
         return err.args[0].str()
     return str(err)
+
+
+_WATERMARK_SPECS: dict[str, Callable[[TP], OffsetSpec]] = {
+    "low": lambda _: OffsetSpec.earliest(), "high": lambda _: OffsetSpec.latest()}
+
+
+def _low_high(res: dict[str, dict[TP, Any]], tps: list[TP]) -> dict[TP, tuple[int, int]]:
+    """(log start, high watermark) of every partition both lookups answered (missing partitions are left out)."""
+    return {tp: (res["low"][tp].offset, res["high"][tp].offset) for tp in tps if tp in res["low"] and tp in res["high"]}
+
+
+def _describe_topics(topics: list[str], limit: int = 6) -> str:
+    return f"{', '.join(topics[:limit])}{' ...' if len(topics) > limit else ''}"
 
 
 def _describe_tps(tps: list[TP], limit: int = 6) -> str:

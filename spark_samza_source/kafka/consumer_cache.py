@@ -65,11 +65,20 @@ _FORCED = {
 # postpones the partition's next fetch by this long.  A bounded range read drains that queue in ~0.1 s and then
 # sat idle for the rest of the second: 1,000,000 x 100 B from one partition took 7.6 s at the default and 2.5-3 s
 # at 10 ms (CPU-bound from there); 1 ms and 0 ms were slower (fetch churn competing with the reader for the CPU),
-# as were a shorter fetch.wait.max.ms (10) or a larger queued.min.messages (500000) (benchmarks/kafka_native.py,
-# benchmarks/README.md "Native anchor").
+# as was a larger queued.min.messages (500000) (benchmarks/kafka_native.py, benchmarks/README.md "Native anchor").
+#
+# fetch.wait.max.ms (librdkafka default 500): how long the broker holds a fetch that finds no data. A range reader
+# only fetches at the log end after its last record (librdkafka prefetches past the range), and that fetch is
+# still in flight when the consumer goes back to the cache; librdkafka keeps one fetch per broker connection, so
+# the next read's first fetch waits for it. Reads of 200 records at the log end, the usual case of a low-rate
+# stream, took a median 103 ms at 100 ms and 12 ms at 10 ms on the Python path (benchmarks/kafka_reader_raw.py,
+# "small reads"); at 1 ms the tail goes too (p90 1.9 ms against 11.6 at 10). A short wait costs nothing here: a
+# reader's consumer fetches at the log end only after its ranges are read (their partitions are then paused, and
+# unassigned when the consumer is returned), and bulk reads kept their rate and CPU per record (native path
+# 0.90-1.02x kcat's CPU per record at 1 ms).
 _TUNING = {
     "fetch.queue.backoff.ms": "10",
-    "fetch.wait.max.ms": "100",
+    "fetch.wait.max.ms": "1",
     "queued.max.messages.kbytes": "16384",
     "max.partition.fetch.bytes": str(4 * 1024 * 1024),
 }
@@ -118,14 +127,22 @@ class ConsumerCache:
     """LRU pool of idle consumers keyed by configuration hash. See the module docstring for the rules."""
 
     def __init__(self, capacity: int = DEFAULT_CAPACITY,
-                 factory: Callable[[dict[str, str]], Consumer] = _new_consumer) -> None:
+                 factory: Callable[[dict[str, str]], Consumer] = _new_consumer, *, is_native: bool = False) -> None:
         if capacity < 0:
             raise ValueError("capacity must be >= 0")
         self._capacity = capacity
         self._factory = factory
+        self.is_native = is_native  # holds the native reader's consumers (native_reader.py), not confluent-kafka's
         self._idle: OrderedDict[int, tuple[str, Consumer]] = OrderedDict()  # id(consumer) -> (key, consumer)
         self._lock = threading.Lock()
         self.created = 0  # consumers created by this cache (for tests and metrics)
+
+    @classmethod
+    def native(cls, capacity: int = DEFAULT_CAPACITY) -> ConsumerCache:
+        """A cache of the native reader's consumers (same rules; they answer assignment/resume/unassign/close)."""
+        from .native_reader import new_native_consumer
+
+        return cls(capacity, new_native_consumer, is_native=True)
 
     @property
     def capacity(self) -> int:
@@ -207,17 +224,19 @@ class ConsumerCache:
             _close_quietly(consumer)
 
 
-_DEFAULT: ConsumerCache | None = None
+_DEFAULTS: dict[bool, ConsumerCache] = {}
 _DEFAULT_LOCK = threading.Lock()
 
 
-def default_cache(capacity: int | None = None) -> ConsumerCache:
-    """The process-wide cache used by :func:`~spark_samza_source.kafka.reader.read_ranges` (resized if asked)."""
-    global _DEFAULT
+def default_cache(capacity: int | None = None, *, native: bool = False) -> ConsumerCache:
+    """The process-wide cache used by :func:`~spark_samza_source.kafka.reader.read_ranges` (resized if asked):
+    one of confluent-kafka consumers, one of native ones."""
     with _DEFAULT_LOCK:
-        if _DEFAULT is None:
-            _DEFAULT = ConsumerCache(DEFAULT_CAPACITY if capacity is None else capacity)
-            return _DEFAULT
-    if capacity is not None and capacity != _DEFAULT.capacity:
-        _DEFAULT.set_capacity(capacity)
-    return _DEFAULT
+        cache = _DEFAULTS.get(native)
+        if cache is None:
+            size = DEFAULT_CAPACITY if capacity is None else capacity
+            cache = _DEFAULTS[native] = ConsumerCache.native(size) if native else ConsumerCache(size)
+            return cache
+    if capacity is not None and capacity != cache.capacity:
+        cache.set_capacity(capacity)
+    return cache

@@ -224,7 +224,16 @@ class KafkaCoordinator(JobCoordinator[LogOffset]):
         return self.admin.topic_ids(topics)
 
     def watermarks(self, ssps) -> dict[SystemStreamPartition, Watermarks]:
-        raw = self.admin.watermarks([(s.stream, s.partition) for s in ssps])
+        return self._keep_watermarks(ssps, {}, frozenset())
+
+    def _keep_watermarks(self, ssps, fetched: Mapping[tuple[str, int], tuple[int, int]], asked: frozenset,
+                         ) -> dict[SystemStreamPartition, Watermarks]:
+        """The watermarks of ``ssps``: from ``fetched`` (answers to the partitions ``asked``), the rest looked up
+        now. A partition asked for and not answered does not exist (the planner reports it)."""
+        raw = dict(fetched)
+        more = [(s.stream, s.partition) for s in ssps if (s.stream, s.partition) not in asked]
+        if more:
+            raw.update(self.admin.watermarks(more))
         marks = {s: Watermarks(*raw[(s.stream, s.partition)]) for s in ssps if (s.stream, s.partition) in raw}
         self.latest_watermarks = marks
         return marks
@@ -251,7 +260,7 @@ class KafkaCoordinator(JobCoordinator[LogOffset]):
         marks = self.watermarks(model.ssps())
         starts = self._starting_positions(model, marks, discovered)
         positions = {(t, s): starts[s] for t, group in model.tasks.items() for s in group}
-        self._initial = LogOffset(model, positions, topic_ids=self.topic_ids(model))
+        self._initial = LogOffset(model, positions, topic_ids=self.topic_ids(model)).remember()
         return self._initial
 
     def plan_batch(self, start: LogOffset, *, max_rows: int | None) -> LogOffset:
@@ -259,7 +268,7 @@ class KafkaCoordinator(JobCoordinator[LogOffset]):
         planned = self._plan(start, max_rows)
         if planned is start:
             return start
-        if initial is not None and start.to_json() == initial.to_json():
+        if initial is not None and start.to_json_str() == initial.to_json_str():
             planned = _record_first_batch_starts(start, planned)
         if self._until is None and self.options.min_offsets_per_trigger is not None:
             if self._gate is None:
@@ -271,18 +280,22 @@ class KafkaCoordinator(JobCoordinator[LogOffset]):
             if not planned.rebases and not self._gate.allows(rows):
                 return start
             self._gate.batch_planned()
-        return planned
+        return planned.remember()  # Spark hands it back three times (partitions, commit, the next latestOffset)
 
     def _plan(self, start: LogOffset, max_rows: int | None) -> LogOffset:
         ssps, broadcast = self.discover(start.job_model)
         previous = self._without_dropped_topics(start.job_model, ssps)
-        topic_ids = self.topic_ids(previous, ssps)
+        # the watermarks of the partitions just discovered and the topic IDs, in one round trip: the job model
+        # is grouped from these very partitions, so it rarely needs any other
+        asked = frozenset((s.stream, s.partition) for s in ssps)
+        topics = {s.stream for s in previous.ssps()} | {s.stream for s in ssps}
+        fetched, topic_ids = self.admin.watermarks_and_topic_ids(asked, topics)
         recreated = recreated_topics(start, topic_ids)
         if recreated and self.options.fail_on_data_loss:  # before grouping: a re-created topic may have fewer
             topic = min(recreated)                          # partitions, which the grouper would misreport
             raise recreated_topic_error(topic, recreated[topic])
         model = self.job_model(previous, ssps, broadcast)
-        marks = self.watermarks(model.ssps())
+        marks = self._keep_watermarks(model.ssps(), fetched, asked)
         startpoints = self._due_startpoints(model, start, marks)
         now_ms = int(self._wall_clock() * 1000)
         result = plan_next(
@@ -311,12 +324,19 @@ class KafkaCoordinator(JobCoordinator[LogOffset]):
         return result.offset
 
     def commit_batch(self, end: LogOffset) -> None:
-        self.mirror_checkpoint(Checkpoint.from_pairs(end.positions))
+        """Hand the mirrors of ``end`` to the write-behind thread: nothing here needs them before the next plan."""
+        checkpoint = Checkpoint.from_pairs(end.positions)
+        group: dict[tuple[str, int], int] | None = None
         if self.options.commit_offsets_to_kafka:
-            group: dict[tuple[str, int], int] = {}
+            group = {}
             for (_task, ssp), pos in end.positions.items():
                 tp = (ssp.stream, ssp.partition)
                 group[tp] = min(pos, group.get(tp, pos))
+        self.write_behind.submit(lambda: self._write_mirrors(checkpoint, group))
+
+    def _write_mirrors(self, checkpoint: Checkpoint, group: dict[tuple[str, int], int] | None) -> None:
+        self.mirror_checkpoint(checkpoint)
+        if group:
             try:
                 self.admin.commit_group_offsets(self.options.group_id, group)
             except Exception as err:  # a mirror for tools: never fail the query for it
@@ -337,7 +357,7 @@ class KafkaCoordinator(JobCoordinator[LogOffset]):
         return out
 
     def lease_identity(self, offset: LogOffset) -> str:
-        return offset_identity(offset.to_json_str())
+        return offset_identity(offset.canonical_text())
 
     def applied_startpoints(self, offset: LogOffset):
         for (task, ssp), rebase in offset.rebases.items():

@@ -16,6 +16,8 @@ Why each field exists: docs/architecture.md §4.
 from __future__ import annotations
 
 import json
+import threading
+from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -25,7 +27,15 @@ from ..core.jobmodel import JobModel
 from ..core.json_text import decode_offset, loads
 from ..core.model import SystemStreamPartition, TaskName, TaskSsp, by_task_json, parse_ssp_key
 
-OFFSET_FORMAT_VERSION = 2  # 2: barriers name every feeding partition (1: one sibling); 1 is still read
+# 3: the job model's task list is left out when the positions spell it out (every task holds an SSP and every
+#    (task, SSP) has a position): about half the size for one-partition tasks.
+# 2: barriers name every feeding partition (1: one sibling). Versions 1 and 2 are still read.
+OFFSET_FORMAT_VERSION = 3
+#: decoded offsets kept by canonical JSON text: Spark hands the driver the same few offsets several times per batch
+#: (latestOffset's start, partitions' start and end, commit's end), and decoding 1,000 partitions takes ~20 ms
+_RECENT_MAX = 16
+_recent: OrderedDict[str, LogOffset] = OrderedDict()
+_recent_lock = threading.Lock()
 
 REBASE_STARTPOINT = "startpoint"
 REBASE_NEW_PARTITION = "new-partition"
@@ -123,25 +133,56 @@ class LogOffset:
 
     # ---- JSON ----------------------------------------------------------------------------------------
     def to_json(self) -> dict[str, Any]:
+        """Format 3: sorted keys and lists; the job model's task list left out when the positions spell it out (the
+        reader rebuilds it from them). Every other section is written, empty or not, as tools read them."""
         out = {
             "applied": by_task_json(self.applied, int),
             "barriers": {ssp.key: [b.to_json() for b in held] for ssp, held in sorted(self.barriers.items())},
-            "jobModel": self.job_model.to_json(),
+            "jobModel": _job_model_json(self.job_model, self.positions),
             "positions": by_task_json(self.positions, int),
             "rebases": by_task_json(self.rebases, lambda r: r.to_json()),
             "version": OFFSET_FORMAT_VERSION,
         }
-        if self.topic_ids:  # optional: written only when known, so offsets without it stay exactly as they were
+        if self.topic_ids:  # optional: written only when known
             out["topicIds"] = dict(self.topic_ids)
         return dict(sorted(out.items()))
 
     def to_json_str(self) -> str:
-        return json.dumps(self.to_json(), sort_keys=True, separators=(",", ":"))
+        """The canonical JSON text of :meth:`to_json` (computed once: offsets are immutable)."""
+        text = self.__dict__.get("_text")
+        if text is None:
+            text = json.dumps(self.to_json(), sort_keys=True, separators=(",", ":"))
+            object.__setattr__(self, "_text", text)
+        return text
+
+    def canonical_text(self) -> str:
+        """The canonical JSON text of the offset as Spark's offset log holds it: the text it was decoded from (an
+        offset of an earlier format keeps its own text, so a query restarted after an upgrade is still known by
+        it), else its own encoding."""
+        return self.__dict__.get("_source_text") or self.to_json_str()
+
+    def remember(self) -> LogOffset:
+        """Keep this offset for :meth:`from_json` of its own JSON (Spark hands it back as the next start)."""
+        _remember(self.to_json_str(), self)
+        return self
 
     @classmethod
     def from_json(cls, value: Any) -> LogOffset:
-        """Parse an offset; only :class:`OffsetFormatError` or :class:`FormatVersionError` escape."""
-        return decode_offset(cls._from_json, value, source="samza-kafka", keep=(FormatVersionError, OffsetFormatError))
+        """Parse an offset; only :class:`OffsetFormatError` or :class:`FormatVersionError` escape. An offset seen
+        recently (decoded or remembered) is returned as it is: offsets are immutable."""
+        text = _canonical_text(value)
+        if text is not None:
+            with _recent_lock:
+                hit = _recent.get(text)
+                if hit is not None:
+                    _recent.move_to_end(text)
+                    return hit
+        offset = decode_offset(cls._from_json, value, source="samza-kafka",
+                               keep=(FormatVersionError, OffsetFormatError))
+        if text is not None:
+            object.__setattr__(offset, "_source_text", text)
+            _remember(text, offset)
+        return offset
 
     @classmethod
     def _from_json(cls, value: Any) -> LogOffset:
@@ -155,7 +196,7 @@ class LogOffset:
                 f"offset format version {version} is newer than this release understands "
                 f"({OFFSET_FORMAT_VERSION}); upgrade spark-samza-source on the driver"
             )
-        job_model = JobModel.from_json(value["jobModel"])
+        job_model = JobModel.from_json(_with_tasks(value["jobModel"], value.get("positions"), version))
 
         def nested(obj: Any, conv) -> dict[TaskSsp, Any]:
             if not isinstance(obj, dict):
@@ -210,6 +251,49 @@ class LogOffset:
     @classmethod
     def from_json_str(cls, text: str) -> LogOffset:
         return cls.from_json(loads(text, OffsetFormatError, "offset"))
+
+
+def _canonical_text(value: Any) -> str | None:
+    try:
+        return json.dumps(value, sort_keys=True, separators=(",", ":"))
+    except (TypeError, ValueError):
+        return None
+
+
+def _remember(text: str, offset: LogOffset) -> None:
+    with _recent_lock:
+        _recent[text] = offset
+        _recent.move_to_end(text)
+        while len(_recent) > _RECENT_MAX:
+            _recent.popitem(last=False)
+
+
+def _job_model_json(model: JobModel, positions: Mapping[TaskSsp, int]) -> dict[str, Any]:
+    """The job model as format 3 writes it: without ``tasks`` when every task holds an SSP and the positions have
+    exactly the model's (task, SSP) pairs (then they spell the tasks out), with their count instead."""
+    out = model.to_json()
+    pairs = {(task, ssp) for task, ssps in model.tasks.items() for ssp in ssps}
+    if all(model.tasks.values()) and len(pairs) == len(positions) and pairs == positions.keys():
+        del out["tasks"]
+        out["taskSsps"] = len(pairs)  # what the positions must hold: an edited or damaged offset fails to read
+    return out
+
+
+def _with_tasks(model_json: Any, positions_json: Any, version: int) -> Any:
+    """A format-3 job model without ``tasks``: rebuilt from the positions (task -> its SSP keys)."""
+    if version < 3 or not isinstance(model_json, dict) or "tasks" in model_json:
+        return model_json
+    if not isinstance(positions_json, dict) or not all(isinstance(v, dict) for v in positions_json.values()):
+        raise OffsetFormatError("the job model has no 'tasks' and 'positions' is not an object of task -> "
+                                "{ssp: offset} to rebuild them from")
+    expected = _as_int(model_json.get("taskSsps"))
+    held = sum(len(inner) for inner in positions_json.values())
+    if held != expected:
+        holds = "is empty" if held == 0 else f"holds {held} (task, SSP) pair(s)"
+        raise OffsetFormatError(f"'positions' {holds} while the job model has {expected} (task, SSP) pair(s); the "
+                                "offset was edited or damaged")
+    tasks = {task: [parse_ssp_key(key).to_json() for key in inner] for task, inner in positions_json.items()}
+    return {**{k: v for k, v in model_json.items() if k != "taskSsps"}, "tasks": tasks}
 
 
 def _as_int(value: Any) -> int:

@@ -112,6 +112,8 @@ class KafkaSourceOptions(JobOptions):
     commit_offsets_to_kafka: bool
     max_rows_per_arrow_batch: int
     poll_timeout_ms: int
+    read_path: str  # readPath: auto | native | python (the executor reader; see kafka/native_reader.py)
+    read_path: str  # readPath: auto | native | python (the executor reader; see kafka/native_reader.py)
     drop_topics: tuple[str, ...]  # dropTopics: topics that may leave the job (deleted or no longer subscribed)
     group_id: str  # the consumer group committed positions are mirrored to (kafka.group.id / groupIdPrefix)
 
@@ -152,6 +154,7 @@ class KafkaSourceOptions(JobOptions):
             commit_offsets_to_kafka=spec.COMMIT_OFFSETS_TO_KAFKA.read(opts),
             max_rows_per_arrow_batch=spec.MAX_ROWS_PER_ARROW_BATCH.read(opts),
             poll_timeout_ms=spec.POLL_TIMEOUT.read(opts),
+            read_path=spec.READ_PATH.read(opts),
             drop_topics=_parse_drop_topics(spec.DROP_TOPICS.read(opts)),
         )
 

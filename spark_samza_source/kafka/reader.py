@@ -7,6 +7,9 @@ records), never past a range's end, never duplicated. Data loss is detected (``a
 fails with :class:`KafkaDataLossError` unless ``failOnDataLoss`` is off; no progress for ``poll_timeout_ms`` fails
 the task naming what is pending. Batches are built column by column with exactly :func:`kafka_arrow_schema`.
 
+Two paths follow these rules: the native reader (native_reader.py: per-record work in C over librdkafka), used
+where it is built, and the Python reader below (confluent-kafka), the fallback; option ``readPath`` chooses.
+
 The read protocol and the reasons for these choices: docs/architecture.md §7.
 """
 
@@ -24,28 +27,31 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from confluent_kafka import Consumer, KafkaError, Message, TopicPartition
 
-from ..spec.common import FAIL_ON_DATA_LOSS_OPTION
 from .consumer_cache import ConsumerCache, default_cache
-from .errors import KafkaDataLossError, KafkaSourceError
+from .errors import KafkaSourceError
 from .input_partition import KafkaRange
-from .options import DEFAULT_MAX_ROWS_PER_BATCH, DEFAULT_POLL_TIMEOUT_MS, POLL_TIMEOUT_OPTION
+from .native_reader import NativeRangeReader, choose_read_path
+from .options import DEFAULT_MAX_ROWS_PER_BATCH, DEFAULT_POLL_TIMEOUT_MS
+from .read_settings import DEFAULT_MAX_BYTES_PER_BATCH, KafkaReadSettings
+from .reader_rules import (
+    CONSUME_BYTES,
+    CONSUME_MAX,
+    CONSUME_WAIT_S,
+    GONE,
+    MAX_REPOSITION,
+    OUT_OF_RANGE,
+    WAIT_BYTES_MIN,
+    WAIT_BYTES_TOTAL,
+    data_loss,
+    stalled_error,
+)
 from .schema import kafka_arrow_schema
 
-__all__ = ["read_ranges", "DEFAULT_MAX_ROWS_PER_BATCH", "DEFAULT_MAX_BYTES_PER_BATCH",
+__all__ = ["read_ranges", "KafkaReadSettings", "DEFAULT_MAX_ROWS_PER_BATCH", "DEFAULT_MAX_BYTES_PER_BATCH",
            "DEFAULT_POLL_TIMEOUT_MS"]
 
 log = logging.getLogger(__name__)
 
-DEFAULT_MAX_BYTES_PER_BATCH = 32 * 1024 * 1024
-
-_CONSUME_MAX = 10_000  # messages per consume() call
-_CONSUME_BYTES = 8 * 1024 * 1024  # ... and about this many value bytes, from the average message size seen
-_CONSUME_WAIT_S = 0.5  # longest single consume() wait; also how often the stall timeout is checked
-_OUT_OF_RANGE = {KafkaError._AUTO_OFFSET_RESET, KafkaError.OFFSET_OUT_OF_RANGE}
-_GONE = {KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_PARTITION, KafkaError._UNKNOWN_TOPIC}
-_WAIT_BYTES_TOTAL = 64 * 1024 * 1024  # buffered value bytes of waiting partitions, shared among them
-_WAIT_BYTES_MIN = 8 * 1024 * 1024
-_MAX_REPOSITION = 5  # out-of-range errors at an offset the broker says exists (leader moving): retries
 # Unbound accessors, mapped over a whole list of messages (see _route and _batch)
 _PARTITION, _TOPIC, _ERROR, _OFFSET = Message.partition, Message.topic, Message.error, Message.offset
 _KEY, _VALUE, _TIMESTAMP, _HEADERS = Message.key, Message.value, Message.timestamp, Message.headers
@@ -76,21 +82,23 @@ def read_ranges(
     client_conf: Mapping[str, str],
     task: str,
     ranges: Sequence[KafkaRange],
+    settings: KafkaReadSettings | None = None,
     *,
-    include_headers: bool,
-    fail_on_data_loss: bool,
-    max_rows_per_batch: int = DEFAULT_MAX_ROWS_PER_BATCH,
-    max_bytes_per_batch: int = DEFAULT_MAX_BYTES_PER_BATCH,
-    poll_timeout_ms: int = DEFAULT_POLL_TIMEOUT_MS,
     cache: ConsumerCache | None = None,
+    **fields,
 ) -> Iterator[pa.RecordBatch]:
     """Yield the records of ``ranges`` as RecordBatches with schema ``kafka_arrow_schema(include_headers)``.
 
-    ``task`` fills the ``task`` column.  Empty ranges are skipped (no consumer is borrowed when all are empty).
-    A generator: nothing happens before the first ``next()``; closing it early returns the consumer to the cache.
+    ``settings`` (or its fields as keywords) say what to read and how; ``settings.read_path`` picks the native
+    or the Python reader (native_reader.py), which give identical batches. ``task`` fills the ``task`` column.
+    Empty ranges are skipped (no consumer is borrowed when all are empty). A generator: nothing happens before
+    the first ``next()``; closing it early returns the consumer to the cache. A ``cache`` given holds the
+    consumers of one path (``ConsumerCache.native``: the native one); with ``read_path='auto'`` it decides.
     """
-    if max_rows_per_batch < 1 or max_bytes_per_batch < 1 or poll_timeout_ms < 1:
-        raise ValueError("max_rows_per_batch, max_bytes_per_batch and poll_timeout_ms must be >= 1")
+    if settings is None:
+        settings = KafkaReadSettings(**fields)
+    elif fields:
+        raise TypeError(f"read_ranges takes settings or its fields, not both ({', '.join(fields)})")
     seen_tps: set[tuple[str, int]] = set()
     for r in ranges:
         if (r.topic, r.partition) in seen_tps:
@@ -99,10 +107,20 @@ def read_ranges(
     work = [r for r in ranges if r.size > 0]
     if not work:
         return
-    pool = cache if cache is not None else default_cache()
+    native = choose_read_path(settings, client_conf) == "native"
+    if cache is not None and cache.is_native != native:
+        if settings.read_path != "auto":
+            raise ValueError(f"read_ranges: the {settings.read_path} read path needs a cache of its consumers "
+                             f"({'ConsumerCache.native' if native else 'ConsumerCache'})")
+        native = cache.is_native  # auto with a caller's cache: the path whose consumers it holds
+    pool = cache if cache is not None else default_cache(native=native)
     with pool.borrow(client_conf) as consumer:
-        reader = _RangeReader(consumer, task, work, include_headers, fail_on_data_loss, max_rows_per_batch,
-                              max_bytes_per_batch, poll_timeout_ms)
+        if native:
+            reader = NativeRangeReader(consumer, task, work, settings)
+        else:
+            reader = _RangeReader(consumer, task, work, settings.include_headers, settings.fail_on_data_loss,
+                                  settings.max_rows_per_batch, settings.max_bytes_per_batch,
+                                  settings.poll_timeout_ms)
         yield from reader.run()
 
 
@@ -124,7 +142,7 @@ class _RangeReader:
         # partitions stay well below it (each turn takes one batch from each); pausing drops librdkafka's
         # prefetched data, so it is kept for real imbalance.
         self.wait_rows = 3 * max_rows
-        self.wait_bytes = max(_WAIT_BYTES_MIN, _WAIT_BYTES_TOTAL // len(self.order))
+        self.wait_bytes = max(WAIT_BYTES_MIN, WAIT_BYTES_TOTAL // len(self.order))
         self.last_progress = time.monotonic()
         self.last_error: str | None = None
         self.seen_msgs = 0
@@ -153,12 +171,12 @@ class _RangeReader:
     def _fetch(self, cur: _Partition) -> None:
         """One ``consume()`` call: route messages, finish / pause partitions, check for stalls."""
         fetching = [p for p in self.order if not p.done and not p.paused]
-        want = min(_CONSUME_MAX, max(1, sum(p.rng.end - p.next for p in fetching)))
+        want = min(CONSUME_MAX, max(1, sum(p.rng.end - p.next for p in fetching)))
         if self.seen_msgs:
             # Bound one call's memory by bytes too: 10,000 messages of 100 KiB would be a gigabyte at once.
             avg = max(1, self.seen_bytes // self.seen_msgs)
-            want = max(1, min(want, _CONSUME_BYTES // avg))
-        msgs = self.consumer.consume(want, _CONSUME_WAIT_S)
+            want = max(1, min(want, CONSUME_BYTES // avg))
+        msgs = self.consumer.consume(want, CONSUME_WAIT_S)
         if msgs:
             before = sum(p.vbytes for p in self.order)
             self._route(msgs)
@@ -267,9 +285,9 @@ class _RangeReader:
         p = self.by_tp.get((m.topic(), m.partition())) if m.topic() is not None else None
         if err.fatal():
             raise KafkaSourceError(f"Kafka consumer failed in task {self.task!r}: {err.str()}")
-        if p is not None and not p.done and code in _OUT_OF_RANGE:
+        if p is not None and not p.done and code in OUT_OF_RANGE:
             self._out_of_range(p)
-        elif p is not None and not p.done and code in _GONE:
+        elif p is not None and not p.done and code in GONE:
             self._maybe_gone(p, err)
         elif code != KafkaError._PARTITION_EOF:
             self.last_error = err.str()
@@ -297,7 +315,7 @@ class _RangeReader:
             self._finish(p)
         else:
             p.repositions += 1
-            if p.repositions > _MAX_REPOSITION:
+            if p.repositions > MAX_REPOSITION:
                 raise KafkaSourceError(
                     f"task {self.task!r}: the broker keeps answering 'offset out of range' for {p} at offset "
                     f"{p.next} although the log holds offsets {low}..{high - 1}"
@@ -326,26 +344,11 @@ class _RangeReader:
         self.last_progress = time.monotonic()
 
     def _data_loss(self, p: _Partition, lost_from: int, lost_to: int, why: str) -> None:
-        if lost_to <= lost_from:
-            return
-        what = (
-            f"data loss in task {self.task!r}: {p} offsets {lost_from}..{lost_to - 1} ({lost_to - lost_from} "
-            f"records) of the planned range [{p.rng.start}, {p.rng.end}) are no longer available: {why}. "
-            "They were deleted (retention, delete-records) or the topic was re-created after the batch was planned"
-        )
-        if self.fail_on_data_loss:
-            raise KafkaDataLossError(what + f". Set the option '{FAIL_ON_DATA_LOSS_OPTION}' to 'false' to skip lost "
-                                            "records with a warning instead.")
-        log.warning("%s; skipping them (%s=false).", what, FAIL_ON_DATA_LOSS_OPTION)
+        data_loss(self.task, str(p), p.rng, lost_from, lost_to, why, self.fail_on_data_loss)
 
     def _stalled(self) -> None:
-        pending = ", ".join(f"{p} at offset {p.next} of [{p.rng.start}, {p.rng.end})" for p in self.order if not p.done)
-        raise KafkaSourceError(
-            f"task {self.task!r}: no Kafka record received for {self.poll_timeout_s:g} s "
-            f"(option '{POLL_TIMEOUT_OPTION}'); still to read: {pending}"
-            + (f"; last consumer error: {self.last_error}" if self.last_error else "")
-            + ". Is the broker reachable from the executors?"
-        )
+        pending = [f"{p} at offset {p.next} of [{p.rng.start}, {p.rng.end})" for p in self.order if not p.done]
+        raise stalled_error(self.task, self.poll_timeout_s, pending, self.last_error)
 
     # ---- batches ------------------------------------------------------------------------------------------
     def _emit(self, p: _Partition) -> pa.RecordBatch:

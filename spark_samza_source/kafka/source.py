@@ -51,17 +51,13 @@ class SamzaKafkaStreamReader(SamzaStreamReader):
 
 def read_task_ranges(options: KafkaSourceOptions, partition: KafkaTaskPartition) -> Iterator:
     """Executors: one task's offset ranges, as Arrow batches (a streaming batch and a batch read alike)."""
-    from .reader import read_ranges
+    from .reader import KafkaReadSettings, read_ranges
 
-    batches = read_ranges(
-        options.client_conf,
-        partition.task,
-        partition.reads,
-        include_headers=options.include_headers,
-        fail_on_data_loss=options.fail_on_data_loss,
-        max_rows_per_batch=options.max_rows_per_arrow_batch,
-        poll_timeout_ms=options.poll_timeout_ms,
-    )
+    settings = KafkaReadSettings(include_headers=options.include_headers,
+                                 fail_on_data_loss=options.fail_on_data_loss,
+                                 max_rows_per_batch=options.max_rows_per_arrow_batch,
+                                 poll_timeout_ms=options.poll_timeout_ms, read_path=options.read_path)
+    batches = read_ranges(options.client_conf, partition.task, partition.reads, settings)
     return reporting_batches(options.fault_hooks, batches, task=partition.task,
                              planned_rows=sum(r.size for r in partition.reads))
 

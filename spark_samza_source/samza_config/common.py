@@ -9,8 +9,7 @@ sources' own options written into the file, and everything left over (Samza runt
 
 Callers: ``importer.py`` creates one per ``import_mapping`` call; ``kafka.py`` and ``kinesis.py`` record
 through its bookkeeping methods (``get``, ``ignore``, ``reject``, ``fail``, ``set_option``) and read
-``stream_ids``. Every option name is a constant of ``source/options.py``, ``kafka/options.py`` or
-``kinesis/options.py``.
+``stream_ids``. Every option name is a constant of the option spec (``spec/``).
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ that would change what is read (``samza.reset.offset``, ``samza.bootstrap``, ``s
 
 Callers: ``importer.py`` registers :data:`KAFKA` and ``common.Translation.run`` calls :func:`translate` when
 the chosen system is a Kafka system. Option names are the constants of ``kafka/options.py`` and
-``source/options.py``.
+``spec/``.
 """
 
 from __future__ import annotations
@@ -52,6 +52,7 @@ from ..spec.kafka import (
     MIN_OFFSETS_PER_TRIGGER_OPTION,
     OAUTHBEARER_TOKEN_PROVIDER_OPTION,
     POLL_TIMEOUT_OPTION,
+    READ_PATH_OPTION,
     STARTING_OFFSETS_BY_TIMESTAMP_OPTION,
     STARTING_OFFSETS_BY_TIMESTAMP_STRATEGY_OPTION,
     STARTING_OFFSETS_OPTION,
@@ -88,7 +89,7 @@ NATIVE_OPTIONS = frozenset({
     MAX_TRIGGER_DELAY_OPTION, FAIL_ON_DATA_LOSS_OPTION, INCLUDE_HEADERS_OPTION, STARTPOINT_TTL_OPTION,
     STARTPOINT_POLL_INTERVAL_OPTION, COMMIT_OFFSETS_TO_KAFKA_OPTION, MAX_ROWS_PER_ARROW_BATCH_OPTION,
     POLL_TIMEOUT_OPTION, JOB_OWNERSHIP_TTL_OPTION, RETRY_TIMEOUT_OPTION, DROP_TOPICS_OPTION,
-    GROUP_ID_PREFIX_OPTION,
+    GROUP_ID_PREFIX_OPTION, READ_PATH_OPTION,
 })
 _EXCLUSIVE = ((SUBSCRIBE_OPTION, SUBSCRIBE_PATTERN_OPTION, ASSIGN_OPTION),
               (STARTING_OFFSETS_OPTION, STARTING_TIMESTAMP_OPTION, STARTING_OFFSETS_BY_TIMESTAMP_OPTION))

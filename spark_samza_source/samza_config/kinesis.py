@@ -9,7 +9,7 @@ Kafka-only keys (groupers other than AllSspToSingleTask, expansion, mappers) are
 
 Callers: ``importer.py`` registers :data:`KINESIS` and ``common.Translation.run`` calls :func:`translate` when
 the chosen system is a Kinesis system. Option names are the constants of ``kinesis/options.py`` and
-``source/options.py``.
+``spec/``.
 """
 
 from __future__ import annotations

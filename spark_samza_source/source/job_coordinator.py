@@ -20,6 +20,7 @@ from ..core.errors import SamzaSourceError
 from ..core.model import SystemStreamPartition, TaskName
 from ..core.startpoint import Startpoint
 from ..core.startpoint_manager import StartpointManager, startpoint_key
+from .write_behind import WriteBehind
 
 log = logging.getLogger(__name__)
 
@@ -40,6 +41,7 @@ class JobCoordinator(ABC, Generic[Offset]):
         self._lease = None
         self._startpoints: StartpointManager | None = None
         self._mirror: CheckpointMirror | None = None
+        self._write_behind: WriteBehind | None = None
         self._last_startpoint_poll: float | None = None
         self._deleted: set[tuple[TaskName, SystemStreamPartition, int]] = set()
         self._reported: set[tuple[TaskName, SystemStreamPartition, int]] = set()
@@ -69,6 +71,19 @@ class JobCoordinator(ABC, Generic[Offset]):
         if self._startpoints is None:
             self._startpoints = StartpointManager(self.store, ttl_ms=self.options.startpoint_ttl_ms)
         return self._startpoints
+
+    @property
+    def write_behind(self) -> WriteBehind:
+        """Where a system's ``commit_batch`` may hand its mirror writes (done off Spark's ``walCommit`` phase;
+        settled at the next ``latestOffset``)."""
+        if self._write_behind is None:
+            self._write_behind = WriteBehind(f"samza-mirrors-{self.options.job_name}")
+        return self._write_behind
+
+    def settle_writes(self) -> None:
+        """Wait for the mirror writes handed to :attr:`write_behind`; raise what one of them raised."""
+        if self._write_behind is not None:
+            self._write_behind.settle()
 
     @property
     def checkpoint_mirror(self) -> CheckpointMirror:
@@ -117,6 +132,7 @@ class JobCoordinator(ABC, Generic[Offset]):
     # ---- the Spark entry points, in the order Spark calls them --------------------------------------------
     def latest_offset(self, start: Offset, *, max_rows: int | None = None) -> Offset:
         self.lease.hold(self.lease_identity(start))
+        self.settle_writes()  # the previous commit's mirrors are written (or their error raised) before planning
         self.delete_applied_startpoints(start)  # Spark never calls commit for a run's last batch: catch up here
         return self.plan_batch(start, max_rows=max_rows)
 

@@ -30,6 +30,8 @@ DRAIN_FIRST, NO_ORDERING = "drain-first", "none"
 #: (``error``, Spark's default) or starts at its end (``latest``)
 TIMESTAMP_STRATEGY_ERROR, TIMESTAMP_STRATEGY_LATEST = "error", "latest"
 TIMESTAMP_STRATEGIES = (TIMESTAMP_STRATEGY_ERROR, TIMESTAMP_STRATEGY_LATEST)
+#: readPath values: which executor reader (the native one in C over librdkafka, or the Python one)
+READ_PATHS = ("auto", "native", "python")
 
 # ---- what is read ---------------------------------------------------------------------------------------------------
 BOOTSTRAP_SERVERS = Option(
@@ -113,7 +115,12 @@ POLL_TIMEOUT = Option(
     "kafkaConsumer.pollTimeoutMs", Duration(minimum_ms=1),
     "how long an executor's read waits for the broker before it fails",
     default=120_000)
-# (options of the executors' read path go here)
+READ_PATH = Option(
+    "readPath", OneOf(READ_PATHS),
+    "the executors' Kafka reader: `auto` the native one (C over librdkafka, in the platform wheel) where it can "
+    "run, else the Python one, logged once per executor process at INFO; `native` fails a read where the native "
+    "reader cannot run, saying why; `python` always the Python one",
+    default="auto")
 
 # ---- consumer group and security ---------------------------------------------------------------------------------
 COMMIT_OFFSETS_TO_KAFKA = Option(
@@ -184,7 +191,7 @@ KAFKA = OptionSpec(
         EXPANSION_ORDERING, EXPANSION_SETTLE, JOB_MODEL_RESET, DROP_TOPICS,
         STARTING_OFFSETS, STARTING_TIMESTAMP, STARTING_OFFSETS_BY_TIMESTAMP, STARTING_OFFSETS_BY_TIMESTAMP_STRATEGY,
         MAX_OFFSETS_PER_TRIGGER, MIN_OFFSETS_PER_TRIGGER, MAX_TRIGGER_DELAY,
-        INCLUDE_HEADERS, MAX_ROWS_PER_ARROW_BATCH, POLL_TIMEOUT,
+        INCLUDE_HEADERS, MAX_ROWS_PER_ARROW_BATCH, POLL_TIMEOUT, READ_PATH,
         COMMIT_OFFSETS_TO_KAFKA, KAFKA_GROUP_ID, GROUP_ID_PREFIX, OAUTHBEARER_TOKEN_PROVIDER,
         ENDING_OFFSETS, ENDING_TIMESTAMP, ENDING_OFFSETS_BY_TIMESTAMP,
     ),
@@ -211,6 +218,7 @@ INCLUDE_HEADERS_OPTION = INCLUDE_HEADERS.name
 COMMIT_OFFSETS_TO_KAFKA_OPTION = COMMIT_OFFSETS_TO_KAFKA.name
 MAX_ROWS_PER_ARROW_BATCH_OPTION = MAX_ROWS_PER_ARROW_BATCH.name
 POLL_TIMEOUT_OPTION = POLL_TIMEOUT.name
+READ_PATH_OPTION = READ_PATH.name
 DROP_TOPICS_OPTION = DROP_TOPICS.name
 KAFKA_GROUP_ID_OPTION = KAFKA_GROUP_ID.name
 GROUP_ID_PREFIX_OPTION = GROUP_ID_PREFIX.name

@@ -27,6 +27,7 @@ ROOT = Path(spark_samza_source.__file__).resolve().parent
 
 EXECUTOR = [
     "kafka.reader", "kafka.consumer_cache", "kafka.input_partition", "kinesis.input_partition",
+    "kafka.native_reader", "kafka.reader_rules", "kafka.read_settings",
     "kinesis.task", "kinesis.reader", "kinesis.fanout", "kinesis.batch_ends", "kinesis.kpl", "kinesis.batch_task",
     "source.fault_hooks",
 ]

@@ -415,8 +415,8 @@ def test_checkpoint_text_raises_only_our_errors(text):
 @given(st.sampled_from(MIRROR_RECORDS).flatmap(
     lambda kv: st.tuples(st.just(kv[0]), damaged(st.just(kv[1])) | json_values)))
 def test_checkpoint_mirror_reads_a_damaged_store_with_our_errors_only(entry):
-    # the records a mirror writes (one per task, under the task's name), damaged: until #17 this fuzzed
-    # whole Checkpoint documents, which the mirror never stores, so every input was refused
+    # the records a mirror writes (one per task, under the task's name), damaged: whole Checkpoint documents,
+    # which the mirror never stores, would all be refused and test nothing
     key, value = entry
     store = open_store(f"memory:fuzz-{uuid.uuid4().hex}", "fuzz-job")
     try:

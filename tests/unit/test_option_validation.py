@@ -45,7 +45,7 @@ def error_of(parse, *args, **extra) -> str:
     return str(err.value)
 
 
-# ---- the typos of issue #14 ---------------------------------------------------------------------------------------
+# ---- misspelt option names: each fails naming the closest known name ----------------------------------------------
 
 @pytest.mark.parametrize(("typo", "meant"), [
     ("maxOffsetPerTrigger", "maxOffsetsPerTrigger"),  # one letter short
@@ -174,7 +174,7 @@ def test_every_known_name_passes_the_name_check():
 
 
 def test_batch_only_names_are_known_options_not_unknown_ones():
-    # refusing them on a stream is the batch reader's business (#13); here they are known names
+    # refusing them on a stream is the batch reader's business; here they are known names
     for name in kafka_options.BATCH_ONLY_OPTIONS:
         check_option_names([name.lower()], kafka_options.option_names())
     for name in kinesis_options.BATCH_ONLY_OPTIONS:

@@ -72,7 +72,7 @@ SUPPORTED_APIS: dict[int, tuple[int, int]] = {
     37: (0, 3),   # CreatePartitions
     60: (0, 1),   # DescribeCluster
 }
-SUPPORTED_APIS.update({15: (0, 6), 16: (0, 5)})  # DescribeGroups, ListGroups: offsets-only groups (#14)
+SUPPORTED_APIS.update({15: (0, 6), 16: (0, 5)})  # DescribeGroups, ListGroups: offsets-only groups, for the group tools
 SUPPORTED_APIS.update({17: (1, 1), 36: (0, 2)})  # SaslHandshake, SaslAuthenticate: served by server.py (sasl.py)
 # Transactions (transactions.py): AddPartitionsToTxn, AddOffsetsToTxn, EndTxn, TxnOffsetCommit, up to the versions
 # before KIP-890's transaction version 2 (which moves partition registration into Produce)
@@ -990,7 +990,7 @@ class BrokerState:
             groups.append(G(group_id=g.group_id, topics=topics, error_code=0))
         return R(version=version, throttle_time_ms=0, groups=groups)
 
-    # ------------------------------------------------------------------------------- group listing (#14)
+    # ------------------------------------------------------------------------------------------- group listing
     # Groups here only ever hold committed offsets (no membership): Kafka shows such a classic group as
     # state "Empty" with protocol type "" (kafka-consumer-groups --list / --describe see them the same way), and
     # a group whose offsets are all gone (its topics deleted) as not existing.
@@ -1052,7 +1052,7 @@ HANDLER_NAMES: dict[int, str] = {
     21: "delete_records", 22: "init_producer_id", 23: "offset_for_leader_epoch", 32: "describe_configs",
     37: "create_partitions", 60: "describe_cluster",
 }
-HANDLER_NAMES.update({15: "describe_groups", 16: "list_groups"})  # group listing (#14)
+HANDLER_NAMES.update({15: "describe_groups", 16: "list_groups"})  # group listing
 HANDLER_NAMES.update({17: "sasl_handshake", 36: "sasl_authenticate"})  # the server answers these (sasl.py)
 HANDLER_NAMES.update({24: "add_partitions_to_txn", 25: "add_offsets_to_txn", 26: "end_txn", 28: "txn_offset_commit"})
 assert set(HANDLER_NAMES) == set(SUPPORTED_APIS)

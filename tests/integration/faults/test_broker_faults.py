@@ -15,7 +15,9 @@ from functools import partial
 import pytest
 
 from samza_devkit import kinesis_helpers as kh
+from samza_devkit.checkpoint_log import committed_batches, offset_log
 from samza_devkit.fault_driver import slow_stage
+from samza_devkit.fault_harness import exactly_once, wait_for
 from samza_devkit.kafka_helpers import create_topic, produce, unique_topic
 from spark_samza_source.kinesis.admin import KinesisAdmin
 from spark_samza_source.kinesis.client import AwsClientSettings, kinesis_client
@@ -35,7 +37,7 @@ def _slow(markers, ms):
     return lambda df: df.filter(slow(df["offset"]))
 
 
-def test_kafka_broker_restarted_and_killed_mid_batch(kafka_broker_fresh, fault_queries, tmp_path, fh):
+def test_kafka_broker_restarted_and_killed_mid_batch(kafka_broker_fresh, fault_queries, tmp_path):
     """A dedicated dev broker is restarted (same port, same data) while batch 0's tasks are reading, and killed
     (SIGKILL) then started again while a later batch reads. The consumer's prefetch is kept small so the tasks
     really fetch across the outage. Within bounded time the query finishes (or fails clearly and is restarted
@@ -54,11 +56,11 @@ def test_kafka_broker_restarted_and_killed_mid_batch(kafka_broker_fresh, fault_q
         def in_flight(n):
             return lambda: markers.is_dir() and len(list(markers.iterdir())) >= n
 
-        fh.wait_for(in_flight(1), timeout=120, interval=0.02, what="batch 0 in flight")
+        wait_for(in_flight(1), timeout=120, interval=0.02, what="batch 0 in flight")
         t = time.monotonic()
         broker.restart()
         faults.append(("restart", time.monotonic() - t))
-        fh.wait_for(in_flight(5), timeout=120, interval=0.02, what="a later batch in flight")
+        wait_for(in_flight(5), timeout=120, interval=0.02, what="a later batch in flight")
         t = time.monotonic()
         broker.kill()
         time.sleep(2.0)
@@ -84,15 +86,15 @@ def test_kafka_broker_restarted_and_killed_mid_batch(kafka_broker_fresh, fault_q
         again = q.start_parquet("brk", trigger={"availableNow": True}, subscribe=topic, maxOffsetsPerTrigger="2000")
         assert again.awaitTermination(120) and again.exception() is None
     took = time.monotonic() - began
-    assert fh.exactly_once(q.sink_offsets("brk"), [(p, o) for p in (0, 1) for o in range(3000)]) == []
-    log = fh.offset_log(q.checkpoint("brk"))
-    assert len(log) == 3 and fh.committed_batches(q.checkpoint("brk")) == {0, 1, 2}
+    assert exactly_once(q.sink_offsets("brk"), [(p, o) for p in (0, 1) for o in range(3000)]) == []
+    log = offset_log(q.checkpoint("brk"))
+    assert len(log) == 3 and committed_batches(q.checkpoint("brk")) == {0, 1, 2}
     print("batches", [(p["batchId"], p["durationMs"].get("triggerExecution"), p["durationMs"].get("addBatch"))
                       for p in query.recentProgress])
     print(f"faults {faults}; query {'failed and was restarted' if failure else 'rode them out'}; {took:.1f}s")
 
 
-def test_kinesis_endpoint_cut_mid_get_records_and_restored(ks_proxy, fh):
+def test_kinesis_endpoint_cut_mid_get_records_and_restored(ks_proxy):
     """The AWS endpoint goes away in the middle of a GetRecords call of a running samza-kinesis query (the proxy
     in front of moto drops that request and closes its port and every connection) and comes back 4 s later on
     the same port with its data; records keep arriving meanwhile. The query retries (botocore, then Spark's
@@ -105,9 +107,9 @@ def test_kinesis_endpoint_cut_mid_get_records_and_restored(ks_proxy, fh):
     cut_at: list[float] = []
 
     def watch():
-        fh.wait_for(lambda: len(ks.collected("cut")) >= 200, timeout=120, what="first batches")
+        wait_for(lambda: len(ks.collected("cut")) >= 200, timeout=120, what="first batches")
         proxy.cut_on("Kinesis_20131202.GetRecords")
-        fh.wait_for(lambda: proxy.cut_happened, timeout=60, interval=0.02, what="the cut")
+        wait_for(lambda: proxy.cut_happened, timeout=60, interval=0.02, what="the cut")
         cut_at.append(time.monotonic())
         acks.extend(kh.put_records(ks.client, stream, [(f"pk{i % 23}", f"b{i}".encode()) for i in range(100)]))
         time.sleep(4)
@@ -122,13 +124,13 @@ def test_kinesis_endpoint_cut_mid_get_records_and_restored(ks_proxy, fh):
     def done():
         return query.exception() is not None or len(ks.collected("cut")) >= len(acks)
 
-    fh.wait_for(done, timeout=120, what="recovery after the endpoint came back")
+    wait_for(done, timeout=120, what="recovery after the endpoint came back")
     failure = query.exception()
     if failure is not None:  # allowed: a clear error, then a restart from the checkpoint
         text = str(failure)
         assert proxy.endpoint in text and "no answer from the Kinesis endpoint" in text and stream in text, text[-2000:]
         query = ks.start_collecting("cut", stream, maxRecordsPerShard="100")
-        fh.wait_for(lambda: len(ks.collected("cut")) >= len(acks), timeout=120, what="reads after a restart")
+        wait_for(lambda: len(ks.collected("cut")) >= len(acks), timeout=120, what="reads after a restart")
     took = time.monotonic() - cut_at[0]
     query.stop()
     rows = ks.collected("cut")

@@ -24,6 +24,8 @@ import pytest
 from pyspark.sql.streaming.datasource import ReadAllAvailable
 
 from samza_devkit import kinesis_helpers as kh
+from samza_devkit.checkpoint_log import offset_log
+from samza_devkit.fault_harness import exactly_once, wait_for
 from samza_devkit.kafka_helpers import create_topic, delete_records_before, produce, unique_topic
 from spark_samza_source.kafka.errors import KafkaDataLossError
 from spark_samza_source.kafka.options import KafkaSourceOptions
@@ -33,7 +35,7 @@ from spark_samza_source.ops.metrics import lag_from_progress
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
 
-def test_fail_on_data_loss_false_goes_on_and_counts_the_skipped_records(kafka_broker, fault_queries, fh):
+def test_fail_on_data_loss_false_goes_on_and_counts_the_skipped_records(kafka_broker, fault_queries):
     """Records deleted while the query was down: with failOnDataLoss=false the next run skips them, the batch
     records a ``data-loss`` rebase, and ``progress.sources[0].latestOffset["dataLoss"]`` counts exactly the records
     skipped per SSP (the lag metrics keep working beside it)."""
@@ -49,14 +51,14 @@ def test_fail_on_data_loss_false_goes_on_and_counts_the_skipped_records(kafka_br
     assert second.awaitTermination(120) and second.exception() is None
 
     wanted = [(0, o) for o in [*range(30), *range(75, 100)]] + [(1, o) for o in range(100)]
-    assert fh.exactly_once(q.sink_offsets("lossc"), wanted) == []
+    assert exactly_once(q.sink_offsets("lossc"), wanted) == []
     progress = second.recentProgress
     reported = [json.loads(p["sources"][0]["latestOffset"]) for p in progress if p["sources"][0]["latestOffset"]]
     assert reported and all(r.get("dataLoss") == {f"kafka.{topic}.0": 45} for r in reported), reported
     assert all(r[f"kafka.{topic}.0"] == 100 and r[f"kafka.{topic}.1"] == 100 for r in reported)
     lags = [lag for p in progress for lag in lag_from_progress(p)]
     assert lags and set(lags[-1].behind) == {f"kafka.{topic}.0", f"kafka.{topic}.1"}
-    log = fh.offset_log(q.checkpoint("lossc"))
+    log = offset_log(q.checkpoint("lossc"))
     loss_rebases = [(b, key, r["position"]) for b, o in log.items() for t, by in o["rebases"].items()
                     for key, r in by.items() if r["reason"] == "data-loss"]
     assert loss_rebases == [(min(b for b in log if b > 0), f"kafka.{topic}.0", 75)]
@@ -72,8 +74,8 @@ def _released(reader: SamzaKafkaStreamReader) -> None:
 def test_a_replayed_first_batch_reads_the_range_it_planned(kafka_broker, tmp_path):
     """Spark keeps only end offsets; when it replays an uncommitted batch 0 it asks ``initialOffset()`` again and
     that answer has moved on (``latest``: more records; ``earliest``: records deleted). Driven here exactly as
-    Spark's runner calls the reader. Before the fix, the replay silently read from the *new* start: the records of
-    batch 0 were lost (latest), or skipped without a data-loss error even with failOnDataLoss=true (earliest).
+    Spark's runner calls the reader. A replay read from that *new* start would silently lose the records of batch 0
+    (latest), or skip them without a data-loss error even with failOnDataLoss=true (earliest).
 
     Backs README Guarantees: "A replay of an uncommitted first batch reads the range it planned".
     """
@@ -108,15 +110,16 @@ def test_a_replayed_first_batch_reads_the_range_it_planned(kafka_broker, tmp_pat
     strict = reader(startingOffsets="earliest", failOnDataLoss="true")
     (part,) = strict.partitions(strict.initialOffset(), end0)
     assert [(r.start, r.end) for r in part.reads] == [(0, 70)]
-    with pytest.raises(KafkaDataLossError, match=rf"{topic}\[0\] offsets 0..19 \(20 records\)"):
-        list(strict.read(part))
-    lenient = reader(startingOffsets="earliest", failOnDataLoss="false")
-    offsets = [o for batch in lenient.read(part) for o in batch.column("offset").to_pylist()]
-    assert offsets == list(range(20, 70))
+    for path in ("native", "python"):  # both executor read paths (option readPath)
+        with pytest.raises(KafkaDataLossError, match=rf"{topic}\[0\] offsets 0..19 \(20 records\)"):
+            list(reader(startingOffsets="earliest", failOnDataLoss="true", readPath=path).read(part))
+        lenient = reader(startingOffsets="earliest", failOnDataLoss="false", readPath=path)
+        offsets = [o for batch in lenient.read(part) for o in batch.column("offset").to_pylist()]
+        assert offsets == list(range(20, 70))
     _released(strict)
 
 
-def test_kinesis_records_trimmed_while_the_query_runs_fail_it_or_are_skipped(ks_proxy, fh):
+def test_kinesis_records_trimmed_while_the_query_runs_fail_it_or_are_skipped(ks_proxy):
     """Retention trims a shard under a running samza-kinesis query (a proxy drops the oldest records from
     GetRecords answers): failOnDataLoss=true stops the query naming shard, stream and positions;
     failOnDataLoss=false goes on from the oldest record still there, nothing read twice."""
@@ -162,7 +165,7 @@ def test_kinesis_records_trimmed_while_the_query_runs_fail_it_or_are_skipped(ks_
     assert [int(r.sequenceNumber) for r in read] == seqs[:100]
 
     query, read = run("lenient", False)
-    fh.wait_for(lambda: len(read) >= 200, timeout=120, what="reads after the trimmed range")
+    wait_for(lambda: len(read) >= 200, timeout=120, what="reads after the trimmed range")
     query.stop()
     assert query.exception() is None
     assert trim["below"] == seqs[200]

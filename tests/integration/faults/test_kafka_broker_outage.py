@@ -1,4 +1,4 @@
-"""A Kafka broker outage on the driver side (issue 18): planning retries for up to ``endpoint.retryTimeout``
+"""A Kafka broker outage on the driver side: planning retries for up to ``endpoint.retryTimeout``
 (the option samza-kinesis has too), then fails with an error naming the option; an outage shorter than that is
 ridden out. On a dedicated development broker, driven as Spark's runner calls the reader."""
 

@@ -17,6 +17,8 @@ from pathlib import Path
 import pytest
 
 from samza_devkit import kinesis_helpers as kh
+from samza_devkit.checkpoint_log import offset_log
+from samza_devkit.fault_harness import wait_for
 from samza_devkit.kafka_helpers import create_topic, produce, unique_topic
 from spark_samza_source.core.errors import FormatVersionError, MetadataStoreError
 from spark_samza_source.core.model import SystemStreamPartition
@@ -51,7 +53,7 @@ def _store_named(text: str, store_dir: Path) -> bool:
 
 
 def test_kafka_store_replaced_by_a_file_mid_run_stops_the_query_then_resumes_exactly_once(
-        kafka_broker, fault_queries, fh):
+        kafka_broker, fault_queries):
     """The store vanishes under a running samza-kafka query: the next trigger fails the query with an error that
     names the store and what it was doing there; no batch is planned or delivered after it. With the store back,
     a restart from the checkpoint delivers every record exactly once."""
@@ -59,7 +61,7 @@ def test_kafka_store_replaced_by_a_file_mid_run_stops_the_query_then_resumes_exa
     topic = create_topic(q.bootstrap, unique_topic("mvan"), 2)
     produce(q.bootstrap, topic, [(b"k", f"{p}-{i}".encode(), None, p) for i in range(200) for p in (0, 1)])
     query = q.start_collecting("mvan", subscribe=topic, maxOffsetsPerTrigger="100")
-    fh.wait_for(lambda: len(q.collected("mvan")) >= 100, timeout=120, what="the first batch")
+    wait_for(lambda: len(q.collected("mvan")) >= 100, timeout=120, what="the first batch")
     kept = _vanish(q.store_dir)
     with pytest.raises(Exception) as err:
         query.awaitTermination(120)
@@ -67,17 +69,17 @@ def test_kafka_store_replaced_by_a_file_mid_run_stops_the_query_then_resumes_exa
     assert "MetadataStoreError" in text and _store_named(text, q.store_dir), text[-3000:]
     assert "NotADirectoryError" in text and "namespace" in text
     delivered = len(q.collected("mvan"))
-    log = fh.offset_log(q.checkpoint("mvan"))
+    log = offset_log(q.checkpoint("mvan"))
     assert delivered < 400 and max(log) <= max(b for b, _ in q.batches["mvan"]) + 1
     _restore(q.store_dir, kept)
     again = q.start_collecting("mvan", subscribe=topic, maxOffsetsPerTrigger="100")
-    fh.wait_for(lambda: len(q.collected("mvan")) >= 400, timeout=120, what="the rest after the restart")
+    wait_for(lambda: len(q.collected("mvan")) >= 400, timeout=120, what="the rest after the restart")
     again.stop()
     rows = [(r.partition, r.offset) for r in q.collected("mvan")]
     assert sorted(rows) == [(p, o) for p in (0, 1) for o in range(200)]
 
 
-def test_kinesis_batch_end_that_cannot_be_recorded_fails_the_task_before_it_yields(ks_proxy, fh):
+def test_kinesis_batch_end_that_cannot_be_recorded_fails_the_task_before_it_yields(ks_proxy):
     """The store vanishes while an executor is inside GetRecords of batch 1: recording the batch end fails, so the
     task fails before yielding a row (and every retry fails at its first store read); the query stops with an
     error naming the batch-end key and the store. Nothing of batch 1 reached the sink; with the store back, the
@@ -116,12 +118,12 @@ def test_kinesis_batch_end_that_cannot_be_recorded_fails_the_task_before_it_yiel
     ks.proxy.before = None
     _restore(ks.store_dir, state["kept"])
     again = ks.start_collecting("mend", stream, maxRecordsPerShard="100")
-    fh.wait_for(lambda: len(ks.collected("mend")) >= 300, timeout=120, what="the rest after the restart")
+    wait_for(lambda: len(ks.collected("mend")) >= 300, timeout=120, what="the rest after the restart")
     again.stop()
     assert sorted(r.data for r in ks.collected("mend")) == sorted(a.data for a in acks)
 
 
-def test_kinesis_store_emptied_between_batches_stops_instead_of_re_reading(ks_proxy, fh):
+def test_kinesis_store_emptied_between_batches_stops_instead_of_re_reading(ks_proxy):
     """The store is swapped for an empty one (wiped, or 'metadata.store' pointed elsewhere) under a running
     samza-kinesis query: the recorded end of the last batch is gone, so the next plan fails naming the batch
     (Spark's batch 1 ends at Kinesis offset batch 2), the shard and the lost batch ends, instead of re-reading that

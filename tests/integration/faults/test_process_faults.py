@@ -18,6 +18,8 @@ from collections import Counter
 
 import pytest
 
+from samza_devkit.checkpoint_log import committed_batches, offset_log, startpoint_rebases
+from samza_devkit.fault_harness import exactly_once, kill_process_group, startpoints_left, wait_for
 from samza_devkit.kafka_helpers import create_topic, produce, unique_topic
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
@@ -39,7 +41,7 @@ def _events(path):
 
 
 def test_driver_sigkilled_mid_batch_resumes_exactly_once_and_applies_its_startpoint_once(
-        kafka_broker, spark, tmp_path, fh):
+        kafka_broker, spark, tmp_path):
     """SIGKILL of the whole driver while batch 0 -- the batch applying a Startpoint -- is being written.
 
     Run 1 writes a Startpoint (p0 -> offset 100) before it starts, reads with maxOffsetsPerTrigger=200 through a
@@ -66,19 +68,19 @@ def test_driver_sigkilled_mid_batch_resumes_exactly_once_and_applies_its_startpo
         markers = tmp_path / "inflight-1"
 
         def batch0_in_flight():
-            return (0 in fh.offset_log(ck) and 0 not in fh.committed_batches(ck)
+            return (0 in offset_log(ck) and 0 not in committed_batches(ck)
                     and markers.is_dir() and any(markers.iterdir()))
 
         # killed at once: a task of batch 0 is inside the slow stage, which holds it 2.5 s
-        fh.wait_for(batch0_in_flight, timeout=120, interval=0.05, what="batch 0 in flight")
+        wait_for(batch0_in_flight, timeout=120, interval=0.05, what="batch 0 in flight")
     finally:
-        fh.kill_process_group(proc)
+        kill_process_group(proc)
     killed_at = time.monotonic() - started
-    assert 0 not in fh.committed_batches(ck), "the kill came too late: batch 0 had committed"
+    assert 0 not in committed_batches(ck), "the kill came too late: batch 0 had committed"
     assert not (tmp_path / "sink" / "_spark_metadata" / "0").exists()
     startpoint_ts = next(e["creationTimestamp"] for e in _events(out) if e["event"] == "startpoint")
-    logged = fh.offset_log(ck)
-    assert fh.startpoint_rebases(logged) == [(0, "Partition 0", f"kafka.{topic}.0", 100, startpoint_ts)]
+    logged = offset_log(ck)
+    assert startpoint_rebases(logged) == [(0, "Partition 0", f"kafka.{topic}.0", 100, startpoint_ts)]
 
     # Run 2: the same query on this test's own Spark session (a new driver-side runner, as after a reboot; one
     # JVM start less than a second fault_driver run), from the same checkpoint, to the end of the data.
@@ -94,17 +96,17 @@ def test_driver_sigkilled_mid_batch_resumes_exactly_once_and_applies_its_startpo
     sink = Counter((r.partition, r.offset) for r in spark.read.parquet(str(tmp_path / "sink"))
                    .select("partition", "offset").collect())
     wanted = [(0, o) for o in range(100, 300)] + [(1, o) for o in range(300)]
-    assert fh.exactly_once(sink, wanted) == []
-    log = fh.offset_log(ck)
-    assert len(log) >= 2 and fh.committed_batches(ck) == set(log)
+    assert exactly_once(sink, wanted) == []
+    log = offset_log(ck)
+    assert len(log) >= 2 and committed_batches(ck) == set(log)
     # the startpoint: applied in batch 0 only (the replays re-read it from the log, nothing applied it again) ...
-    assert fh.startpoint_rebases(log) == [(0, "Partition 0", f"kafka.{topic}.0", 100, startpoint_ts)]
+    assert startpoint_rebases(log) == [(0, "Partition 0", f"kafka.{topic}.0", 100, startpoint_ts)]
     # ... and deleted once a later batch was planned from batch 0's end
-    assert fh.startpoints_left(tmp_path / "metadata", job) == []
+    assert startpoints_left(tmp_path / "metadata", job) == []
     print(f"killed {killed_at:.1f}s after start; {len(log)} batches")
 
 
-def test_python_worker_killed_inside_read_is_retried_exactly_once(kafka_broker, fault_queries, tmp_path, fh):
+def test_python_worker_killed_inside_read_is_retried_exactly_once(kafka_broker, fault_queries, tmp_path):
     """A Python worker dies (``os._exit``) inside ``read()`` after handing Spark its first Arrow batch: Spark fails
     that attempt, retries the task, and the Parquet sink holds every record exactly once.
 
@@ -125,8 +127,8 @@ def test_python_worker_killed_inside_read_is_retried_exactly_once(kafka_broker, 
     with pytest.raises(ProcessLookupError):
         os.kill(int(pid), 0)  # that worker process is really gone
     counts = q.sink_offsets("wdie")
-    assert fh.exactly_once(counts, [(p, o) for p in (0, 1) for o in range(1500)]) == []
-    assert len(fh.offset_log(q.checkpoint("wdie"))) == 3  # 3000 records, 1000 a batch
+    assert exactly_once(counts, [(p, o) for p in (0, 1) for o in range(1500)]) == []
+    assert len(offset_log(q.checkpoint("wdie"))) == 3  # 3000 records, 1000 a batch
 
 
 def _put_every_shard(client, stream, per_shard, tag):
@@ -140,7 +142,7 @@ def _put_every_shard(client, stream, per_shard, tag):
     return acks
 
 
-def test_kinesis_driver_sigkilled_mid_batch_resumes_exactly_once(moto_server, spark, tmp_path, fh):
+def test_kinesis_driver_sigkilled_mid_batch_resumes_exactly_once(moto_server, spark, tmp_path):
     """SIGKILL of the whole samza-kinesis driver (Python, JVM, workers) while batch 0 is in flight, then a restart
     from the same checkpoint into the same Parquet sink, with more records put between the kill and the restart.
 
@@ -163,12 +165,12 @@ def test_kinesis_driver_sigkilled_mid_batch_resumes_exactly_once(moto_server, sp
         proc = subprocess.Popen(cmd, stdout=stdout, stderr=stderr, start_new_session=True, cwd=tmp_path)
     try:
         # the kill comes as soon as a task of batch 0 is inside the slow stage (it holds the task 3 s)
-        fh.wait_for(lambda: (0 in fh.offset_log(ck) and 0 not in fh.committed_batches(ck)
-                             and markers.is_dir() and any(markers.iterdir())),
-                    timeout=180, interval=0.05, what="batch 0 in flight")
+        wait_for(lambda: (0 in offset_log(ck) and 0 not in committed_batches(ck)
+                          and markers.is_dir() and any(markers.iterdir())),
+                 timeout=180, interval=0.05, what="batch 0 in flight")
     finally:
-        fh.kill_process_group(proc)
-    assert 0 not in fh.committed_batches(ck), "the kill came too late: batch 0 had committed"
+        kill_process_group(proc)
+    assert 0 not in committed_batches(ck), "the kill came too late: batch 0 had committed"
     assert not (sink / "_spark_metadata" / "0").exists()
     more = _put_every_shard(client, stream, 50, "b")  # a replay that re-planned batch 0 would read these in it
 
@@ -186,5 +188,5 @@ def test_kinesis_driver_sigkilled_mid_batch_resumes_exactly_once(moto_server, sp
                  for r in spark.read.parquet(str(sink)).select("shardId", "sequenceNumber", "subSequenceNumber")
                  .collect())
     assert got == sorted((a.shard_id, a.sequence, 0) for a in acks + more)
-    log = fh.offset_log(ck)
-    assert len(log) >= 4 and fh.committed_batches(ck) == set(log)  # 350 a shard, 100 a batch
+    log = offset_log(ck)
+    assert len(log) >= 4 and committed_batches(ck) == set(log)  # 350 a shard, 100 a batch

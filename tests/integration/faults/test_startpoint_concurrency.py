@@ -1,7 +1,7 @@
 """Startpoints written and deleted by another process in a tight loop while a samza-kafka query runs.
 
-The writer (``fault_driver startpoint-writer``) runs for ``SAMZA_FAULT_STARTPOINT_SECONDS`` seconds (default 20;
-the issue asks for about a minute -- set 60 for a soak run) and logs every write, every delete of its own value and
+The writer (``fault_driver startpoint-writer``) runs for ``SAMZA_FAULT_STARTPOINT_SECONDS`` seconds (default 20,
+to keep the suite fast; set 60 or more for a soak run) and logs every write, every delete of its own value and
 what it then saw in the store. Afterwards everything is checked against Spark's offset log (the ``rebases`` and
 ``applied`` of each batch) and the rows each batch delivered.
 """
@@ -16,6 +16,8 @@ from collections import Counter
 
 import pytest
 
+from samza_devkit.checkpoint_log import committed_batches, cursor_walk, offset_log, startpoint_rebases
+from samza_devkit.fault_harness import wait_for
 from samza_devkit.kafka_helpers import create_topic, produce, unique_topic
 from spark_samza_source.core.startpoint_manager import NAMESPACE, startpoint_key
 from spark_samza_source.metadata import open_store
@@ -28,7 +30,7 @@ RECORDS = 2000
 
 @pytest.mark.parametrize("store", ["file", "s3"])
 def test_startpoints_racing_a_running_query_apply_once_and_only_applied_ones_are_deleted(
-        kafka_broker, fault_queries, tmp_path, fh, store, request):
+        kafka_broker, fault_queries, tmp_path, store, request):
     """A writer process races a running query (Oldest / Specific startpoints, SSP-only and SSP+task keys, its own
     deletes). Proven from the offset log, the writer's log, the store and the delivered rows: every applied
     startpoint was written, applied at its position, exactly once and in creation order; ``applied`` carries the
@@ -53,7 +55,7 @@ def test_startpoints_racing_a_running_query_apply_once_and_only_applied_ones_are
                                    maxOffsetsPerTrigger="500")
     finally:
         q.spark.conf.set("spark.sql.streaming.minBatchesToRetain", retain)
-    fh.wait_for(lambda: len(q.collected("race")) >= 500, timeout=120, what="the query running")
+    wait_for(lambda: len(q.collected("race")) >= 500, timeout=120, what="the query running")
 
     log_path = tmp_path / "writer.jsonl"
     writer = subprocess.run(
@@ -73,15 +75,15 @@ def test_startpoints_racing_a_running_query_apply_once_and_only_applied_ones_are
         return {v["creationTimestamp"] for v in (store.get(NAMESPACE, k) for k in keys.values()) if v is not None}
 
     if not writer_deleted_last:  # the query applies the newest startpoint, and deletes it once that batch is done
-        fh.wait_for(lambda: last_ts in {ts for *_, ts in fh.startpoint_rebases(fh.offset_log(q.checkpoint("race")))},
-                    timeout=60, what="the newest startpoint applied")
+        wait_for(lambda: last_ts in {ts for *_, ts in startpoint_rebases(offset_log(q.checkpoint("race")))},
+                 timeout=60, what="the newest startpoint applied")
     # (even one the writer deleted may still be applied: a fan-out that read it just before the delete re-keys it)
-    fh.wait_for(lambda: not left_in_store(), timeout=60, what="no startpoint left once the newest was handled")
+    wait_for(lambda: not left_in_store(), timeout=60, what="no startpoint left once the newest was handled")
     query.stop()
     assert query.exception() is None
-    log = fh.offset_log(q.checkpoint("race"))
-    committed = fh.committed_batches(q.checkpoint("race"))
-    applied = fh.startpoint_rebases(log)
+    log = offset_log(q.checkpoint("race"))
+    committed = committed_batches(q.checkpoint("race"))
+    applied = startpoint_rebases(log)
     assert sorted(log) == list(range(len(log))), "the offset log is not complete"
     assert len(writes) >= WRITER_SECONDS / 2, "the writer hardly wrote anything"
     assert applied, "no startpoint was ever applied"
@@ -123,7 +125,7 @@ def test_startpoints_racing_a_running_query_apply_once_and_only_applied_ones_are
     # 6. what each batch delivered continues a cursor over each partition's log, moved only by the startpoints the
     #    raw offset JSON records: each startpoint's effect visible exactly once (an oracle independent of the
     #    source's own offset code, as benchmarks/soak.py's checker)
-    assert fh.cursor_walk(log, q.batches["race"], topic) == []
+    assert cursor_walk(log, q.batches["race"], topic) == []
     delivered = [b for b, _ in q.batches["race"]]
     assert delivered == sorted(set(delivered)) and committed <= set(delivered)
     print(f"{len(writes)} startpoints written, {len(applied)} applied, {len(vanished)} seen deleted by the source, "

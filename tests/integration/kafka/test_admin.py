@@ -79,6 +79,20 @@ def test_watermarks_in_bulk_after_produce_and_delete_records(admin, kafka_broker
     assert admin.watermarks([(topic, 0), (topic, 1)]) == {(topic, 0): (5, 8), (topic, 1): (0, 4)}
 
 
+def test_watermarks_and_topic_ids_together_answer_as_the_separate_calls(admin, kafka_broker, kafka_topic):
+    """What every trigger asks, in one round trip: the same answers as watermarks() and topic_ids(), a partition
+    or topic that does not exist left out of each."""
+    bs = kafka_broker.bootstrap_servers
+    topic, other = kafka_topic(2), kafka_topic(1)
+    produce(bs, topic, [(None, b"v", None, p) for p in (0, 1, 1)])
+    delete_records_before(bs, topic, 1, 1)
+    tps = [(topic, 0), (topic, 1), (topic, 7), (other, 0)]
+    marks, ids = admin.watermarks_and_topic_ids(tps, [topic, other, "no-such-topic-xyz"])
+    assert marks == {(topic, 0): (0, 1), (topic, 1): (1, 2), (other, 0): (0, 0)} == admin.watermarks(tps)
+    assert ids == admin.topic_ids([topic, other]) and set(ids) == {topic, other} and ids[topic] != ids[other]
+    assert admin.watermarks_and_topic_ids([], []) == ({}, {})
+
+
 def test_watermarks_of_1000_partitions_take_two_bulk_requests(tmp_path):
     """Planning a wide topic must not cost a round trip per partition (the time it takes is a benchmark figure:
     benchmarks/kafka_source.py prints planning time for 1,000 partitions)."""

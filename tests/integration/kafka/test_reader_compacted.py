@@ -10,42 +10,24 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
-from samza_devkit.compaction_helpers import expected_after_compaction, produce_batches
-from samza_devkit.kafka_helpers import create_topic, delete_records_before, unique_topic
-from spark_samza_source.kafka.consumer_cache import ConsumerCache
+from samza_devkit.compaction_helpers import GAPPED_SURVIVORS, compacted_partition
+from samza_devkit.kafka_helpers import delete_records_before
 from spark_samza_source.kafka.errors import KafkaDataLossError
 from spark_samza_source.kafka.input_partition import KafkaRange
 from spark_samza_source.kafka.reader import read_ranges
 
-REAL_CLUSTER_SKIP = ("needs the development broker's on-demand compaction (SAMZA_TEST_KAFKA_BOOTSTRAP is a real "
-                     "cluster, which compacts on its own schedule)")
-BATCHES = [
-    [(b"a", b"a0"), (b"b", b"b1"), (b"c", b"c2")],
-    [(b"a", b"a3"), (b"b", b"b4")],
-    [(b"d", b"d5"), (b"c", b"c6"), (b"e", None)],
-    [(b"a", b"a8"), (b"d", b"d9")],
-]
-SURVIVORS = [4, 6, 7, 8, 9]
-
-
-def compacted_partition(broker) -> str:
-    if not hasattr(broker, "compact"):
-        pytest.skip(REAL_CLUSTER_SKIP)
-    topic = create_topic(broker.bootstrap_servers, unique_topic("rd-compacted"), 1, {"cleanup.policy": "compact"})
-    produced = produce_batches(broker.bootstrap_servers, topic, BATCHES)
-    broker.compact(topic)
-    assert [r.offset for r in expected_after_compaction(produced)] == SURVIVORS
-    return topic
+SURVIVORS = GAPPED_SURVIVORS
 
 
 @pytest.fixture(scope="module")
 def compacted(kafka_broker):
-    return compacted_partition(kafka_broker)
+    return compacted_partition(kafka_broker, "rd-compacted")
 
 
 @pytest.fixture
-def cache():
-    c = ConsumerCache(2)
+def cache(new_reader_cache):
+    """A private cache of one read path's consumers: every test here runs on the native and the Python reader."""
+    c = new_reader_cache(2)
     yield c
     c.close_all()
 
@@ -69,7 +51,7 @@ def test_ranges_in_and_around_gaps_read_exactly_the_survivors(kafka_broker, comp
 
 
 def test_deleted_records_are_loss_on_a_compacted_partition_and_gaps_are_not(kafka_broker, cache):
-    topic = compacted_partition(kafka_broker)
+    topic = compacted_partition(kafka_broker, "rd-compacted")
     assert read_offsets(kafka_broker, topic, 0, 10, cache) == SURVIVORS  # failOnDataLoss: gaps are not loss
     delete_records_before(kafka_broker.bootstrap_servers, topic, 0, 8)  # the log now starts at 8
     with pytest.raises(KafkaDataLossError, match=r"offsets 6\.\.7 \(2 records\)"):

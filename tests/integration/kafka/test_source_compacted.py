@@ -22,38 +22,22 @@ from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
 from confluent_kafka.admin import AdminClient
 from pyspark.errors import PySparkException
 
-from samza_devkit.compaction_helpers import expected_after_compaction, produce_batches
-from samza_devkit.kafka_helpers import create_topic, delete_records_before, unique_topic
+from samza_devkit.compaction_helpers import GAPPED_BASE_TS, GAPPED_SURVIVORS, compacted_partition, produce_batches
+from samza_devkit.kafka_helpers import delete_records_before
 from spark_samza_source.core.model import SystemStreamPartition
 from spark_samza_source.core.startpoint import StartpointSpecific, StartpointTimestamp
 from spark_samza_source.ops.metrics import lag_from_progress
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
-BASE_TS = 1_700_000_000_000
 NO_STALL = {"kafkaConsumer.pollTimeoutMs": "600000"}
-# offsets 0..9; after one pass the survivors are 4 b, 6 c, 7 e (tombstone), 8 a, 9 d (the last batch is whole)
-REAL_CLUSTER_SKIP = ("needs the development broker's on-demand compaction (SAMZA_TEST_KAFKA_BOOTSTRAP is a real "
-                     "cluster, which compacts on its own schedule)")
-BATCHES = [
-    [(b"a", b"a0", BASE_TS), (b"b", b"b1", BASE_TS + 10), (b"c", b"c2", BASE_TS + 20)],
-    [(b"a", b"a3", BASE_TS + 30), (b"b", b"b4", BASE_TS + 40)],
-    [(b"d", b"d5", BASE_TS + 50), (b"c", b"c6", BASE_TS + 60), (b"e", None, BASE_TS + 70)],
-    [(b"a", b"a8", BASE_TS + 80), (b"d", b"d9", BASE_TS + 90)],
-]
-SURVIVORS = [4, 6, 7, 8, 9]
+BASE_TS, SURVIVORS = GAPPED_BASE_TS, GAPPED_SURVIVORS
 
 
 @pytest.fixture(scope="module")
 def compacted(kafka_broker):
     """One compacted partition with gaps at 0..3 and 5, shared by the tests that only read it."""
-    if not hasattr(kafka_broker, "compact"):
-        pytest.skip(REAL_CLUSTER_SKIP)
-    topic = create_topic(kafka_broker.bootstrap_servers, unique_topic("compacted"), 1, {"cleanup.policy": "compact"})
-    produced = produce_batches(kafka_broker.bootstrap_servers, topic, BATCHES)
-    kafka_broker.compact(topic)
-    assert [r.offset for r in expected_after_compaction(produced)] == SURVIVORS
-    return topic
+    return compacted_partition(kafka_broker, "compacted")
 
 
 def offsets(rows):
@@ -117,11 +101,7 @@ def test_batch_reads_end_inside_gaps(spark, kafka_broker, compacted):
 
 
 def test_records_deleted_before_they_were_read_are_loss_and_gaps_are_not(kq, kafka_broker):
-    if not hasattr(kafka_broker, "compact"):
-        pytest.skip(REAL_CLUSTER_SKIP)
-    topic = create_topic(kq.bootstrap, unique_topic("compacted-loss"), 1, {"cleanup.policy": "compact"})
-    produce_batches(kq.bootstrap, topic, BATCHES)
-    kafka_broker.compact(topic)
+    topic = compacted_partition(kafka_broker, "compacted-loss")
     run_available_now(kq, "loss", subscribe=topic)  # failOnDataLoss=true (the default) over the gaps: no loss
     # offsets 10..19; 10 is compacted away (key x again at 11), then DeleteRecords removes 10..14 unread
     produce_batches(kq.bootstrap, topic, [[(b"x", b"10"), (b"x", b"11"), (b"y", b"12")],

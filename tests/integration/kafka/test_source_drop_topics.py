@@ -1,6 +1,6 @@
 """A topic leaves a job (deleted after it was read, or taken out of 'subscribe') only through the option
-``dropTopics``, which keeps the checkpoint and every other topic's tasks and positions (issue 18). Before,
-a ``subscribePattern`` topic deleted after it was fully read stopped the query for good ("disappeared").
+``dropTopics``, which keeps the checkpoint and every other topic's tasks and positions. Without
+it, a ``subscribePattern`` topic deleted after it was fully read would stop the query for good ("disappeared").
 Driven as Spark's runner calls the reader, on the development broker."""
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from pyspark.sql.streaming.datasource import ReadAllAvailable
 
 from samza_devkit.kafka_helpers import create_topic, produce, unique_topic
 from spark_samza_source.core.errors import PartitionExpansionError
+from spark_samza_source.kafka.offset import LogOffset
 from spark_samza_source.kafka.options import KafkaSourceOptions
 from spark_samza_source.kafka.source import SamzaKafkaStreamReader
 
@@ -63,8 +64,8 @@ def test_a_deleted_pattern_topic_fails_naming_the_option_unless_it_is_dropped(ka
     dropping = reader(dropTopics=gone)
     nxt = dropping.latestOffset(end, ReadAllAvailable())
     def held(offset, topic):
-        return {(t, s["partition"]) for t, ssps in offset["jobModel"]["tasks"].items() for s in ssps
-                if s["stream"] == topic}
+        model = LogOffset.from_json(offset).job_model
+        return {(t.name, s.partition) for t, ssps in model.tasks.items() for s in ssps if s.stream == topic}
 
     assert held(nxt, keep) == held(end, keep) == {("Partition 0", 0), ("Partition 1", 1)}
     assert held(nxt, gone) == set() and len(held(end, gone)) == 4

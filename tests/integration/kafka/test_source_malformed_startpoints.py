@@ -1,5 +1,5 @@
 """Malformed startpoints (an unknown @type, a negative Kafka offset) are logged once each at WARN, counted in the
-progress (``latestOffset["malformedStartpoints"]``) and never block valid ones (issue 18). Driven as Spark's
+progress (``latestOffset["malformedStartpoints"]``) and never block valid ones. Driven as Spark's
 runner calls the reader, against the development broker."""
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Offsets from the checkpoint that the source cannot use fail with the source's own error, naming which offset
-Spark handed over and which file of ``<checkpoint>/offsets/`` holds it (issue 18): invalid JSON (decoded by
-PySpark's runner before the source is called), an offset whose ``positions`` were emptied (which used to re-read
-every partition), and a position moved past the log end (whose advice used to be a full re-read)."""
+Spark handed over and which file of ``<checkpoint>/offsets/`` holds it: invalid JSON (decoded by PySpark's
+runner before the source is called), an offset whose ``positions`` were emptied (read as "no positions", it would
+re-read every partition), and a position moved past the log end (whose error must not advise a full re-read)."""
 
 from __future__ import annotations
 
@@ -67,7 +67,7 @@ def test_an_offset_with_empty_positions_fails_instead_of_re_reading_the_topic(re
         with pytest.raises(OffsetFormatError) as err:
             call()
         message = str(err.value)
-        assert "'positions' is empty while the job model has 2 task(s)" in message
+        assert "'positions' is empty while the job model has 2 (task, SSP) pair(s)" in message
         assert "<checkpoint>/offsets/" in message
     with pytest.raises(OffsetFormatError, match=r"the end offset of the batch being planned \(partitions\)"):
         reader.partitions(end, emptied)

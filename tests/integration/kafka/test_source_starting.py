@@ -1,5 +1,5 @@
 """Where a new checkpoint starts: ``startingOffsets`` / ``startingOffsetsByTimestamp`` entries that cannot apply
-fail naming them, and a start below the log start is data loss (issue 18). Driven exactly as Spark's runner
+fail naming them, and a start below the log start is data loss. Driven exactly as Spark's runner
 calls the reader, against the development broker."""
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
-"""A topic deleted and re-created under the same name is told apart by its topic ID, recorded in the offset
-(issue 18): with more records than the checkpoint's position it used to be read from the old positions,
-silently skipping what lay below them. Driven as Spark's runner calls the reader, on the development broker."""
+"""A topic deleted and re-created under the same name is told apart by its topic ID, recorded in the offset:
+without it, a re-created topic with more records than the checkpoint's position would be read from the old
+positions, silently skipping what lay below them. Driven as Spark's runner calls the reader, on the development
+broker."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""Fixtures of the samza-kinesis integration tests: a boto3 Kinesis client and streams made per test, and a
-harness for real samza-kinesis queries on the local SparkSession.
+"""Fixtures of the samza-kinesis integration tests: a boto3 Kinesis client and streams made per test (the live-query
+harness ``ks`` and ``kinesis_endpoint`` come from the development kit's pytest plugin).
 
 Kinesis is moto in server mode unless a test (or a module, through ``pytestmark``) is marked
 ``pytest.mark.both_emulators``: then it runs on moto and on kinesalite (``[moto]`` / ``[kinesalite]``).
@@ -8,12 +8,9 @@ DynamoDB (lease tables) is always moto's."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from samza_devkit import kinesis_helpers as kh
-from samza_devkit.query_harness import QueryHarness, await_available_now, stop_active_queries
 
 EMULATORS = ["moto", "kinesalite"]
 
@@ -25,15 +22,6 @@ def pytest_configure(config):
 def pytest_generate_tests(metafunc):
     if metafunc.definition.get_closest_marker("both_emulators") and "kinesis_endpoint" in metafunc.fixturenames:
         metafunc.parametrize("kinesis_endpoint", EMULATORS, indirect=True)
-
-
-@pytest.fixture
-def kinesis_endpoint(request, moto_server):
-    """The Kinesis endpoint of the test: moto (default), or kinesalite when parametrized so."""
-    kind = getattr(request, "param", "moto")
-    if kind == "kinesalite":
-        return request.getfixturevalue("kinesalite_server")
-    return moto_server
 
 
 @pytest.fixture
@@ -63,62 +51,3 @@ def make_stream(kinesis):
     yield make
     for name in created:
         kh.delete_stream(kinesis, name)
-
-
-class KinesisQueryHarness(QueryHarness):
-    """samza-kinesis queries on the Kinesis at ``endpoint`` (moto or kinesalite; DynamoDB on moto at
-    ``dynamodb_endpoint``), from TRIM_HORIZON unless told otherwise."""
-
-    def __init__(self, spark, endpoint: str, root: Path, dynamodb_endpoint: str | None = None) -> None:
-        super().__init__(spark, root)
-        self.endpoint = endpoint
-        self.dynamodb_endpoint = dynamodb_endpoint or endpoint
-        self.client = kh.kinesis_client(endpoint)
-
-    def create_stream(self, shards: int, prefix: str = "s") -> str:
-        return kh.create_stream(self.client, kh.unique_stream_name(prefix), shards)
-
-    def options(self, stream: str, **extra: str) -> dict[str, str]:
-        return self.job_options({
-            "streamName": stream,
-            "endpointUrl": self.endpoint,
-            "dynamodbEndpointUrl": self.dynamodb_endpoint,
-            "region": "us-east-1",
-            "awsAccessKeyId": "testing",
-            "awsSecretKey": "testing",
-            "startingPosition": "TRIM_HORIZON",
-            "maxFetchTimePerShard": "2s",
-        }, extra)
-
-    def stream(self, stream: str, **extra: str):
-        return self.spark.readStream.format("samza-kinesis").options(**self.options(stream, **extra)).load()
-
-    def start_collecting(self, name: str, stream: str, trigger: dict | None = None, on_batch=None, **extra: str):
-        return self.collect_batches(name, self.stream(stream, **extra), trigger, on_batch)
-
-    def run_available_now_parquet(self, name: str, stream: str, timeout: float = 240, **extra: str) -> None:
-        """An AvailableNow run of ``name`` into its Parquet sink (``sink_path(name)``, exactly once through Spark's
-        ``_spark_metadata`` log), from its checkpoint."""
-        query = self.write_parquet(name, self.stream(stream, **extra), trigger={"availableNow": True})
-        await_available_now(query, name, timeout)
-
-    def sink_keys(self, name: str) -> list[tuple[str, str, int]]:
-        """(shardId, sequenceNumber, subSequenceNumber) of every row in ``name``'s Parquet sink, sorted; a
-        duplicate stays in the list twice."""
-        rows = (self.spark.read.parquet(self.sink_path(name))
-                .select("shardId", "sequenceNumber", "subSequenceNumber").collect())
-        return sorted((r.shardId, r.sequenceNumber, r.subSequenceNumber) for r in rows)
-
-    def run_available_now(self, name: str, stream: str, timeout: float = 240, **extra: str) -> list:
-        """The rows an AvailableNow run of ``name`` collected (earlier runs' rows left out)."""
-        before = len(self.collected(name))
-        await_available_now(self.start_collecting(name, stream, trigger={"availableNow": True}, **extra),
-                            name, timeout)
-        return self.collected(name)[before:]
-
-
-@pytest.fixture
-def ks(spark, kinesis_endpoint, moto_server, tmp_path):
-    harness = KinesisQueryHarness(spark, kinesis_endpoint, tmp_path, dynamodb_endpoint=moto_server)
-    yield harness
-    stop_active_queries(spark)

@@ -7,9 +7,8 @@ instead), the batches would differ even where the rows do not."""
 import pytest
 
 from samza_devkit import kinesis_helpers as kh
+from samza_devkit.kinesis_query_harness import KinesisQueryHarness
 from samza_devkit.query_harness import await_available_now, stop_active_queries
-
-from .conftest import KinesisQueryHarness
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 

@@ -1,4 +1,4 @@
-"""What AWS connector users report (issue #15), on a running samza-kinesis query, local Spark and moto:
+"""What users of AWS's Kinesis connector report, on a running samza-kinesis query, local Spark and moto:
 a query started at ``LATEST`` whose shard stays idle for several batches, and a stream deleted and re-created
 under a running query."""
 

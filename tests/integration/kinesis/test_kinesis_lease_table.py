@@ -224,7 +224,7 @@ def test_reading_resumes_right_after_kcl_checkpoints(dynamodb, table, moto_serve
     kinesis.close()
 
 
-# ---- writes at commit under throttling and lost answers (issue #15), answered by the moto server -------------------
+# ---- writes at commit under throttling and lost answers, answered by the moto server ------------------------------
 @pytest.fixture
 def product_dynamodb(moto_server, aws_region):
     """The product's own DynamoDB client (botocore standard retries: the one retry policy of DynamoDB calls)."""

@@ -1,5 +1,5 @@
 """Malformed startpoints (an unknown @type) are logged once each at WARN, counted in the progress
-(``latestOffset["malformedStartpoints"]``, as samza-kafka) and never block valid ones (issue 18). Driver side only,
+(``latestOffset["malformedStartpoints"]``, as samza-kafka) and never block valid ones. Driver side only,
 as Spark's runner calls it, against the moto server."""
 
 from __future__ import annotations

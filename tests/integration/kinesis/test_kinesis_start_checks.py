@@ -97,7 +97,7 @@ def test_a_sequence_number_beyond_a_closed_shards_range_fails(kinesis, make_stre
 
 def test_a_sequence_number_of_another_shard_fails(kinesis, make_stream, coordinator_for, emulator):
     if emulator == "moto":
-        pytest.skip(reason="#18: moto accepts any shard's sequence numbers; kinesalite refuses them, as AWS does "
+        pytest.skip(reason="moto accepts any shard's sequence numbers; kinesalite refuses them, as AWS does "
                            "(docs/kinesis-emulators.md)")
     stream = make_stream(2)
     high = kh.list_shards(kinesis, stream)[1]["HashKeyRange"]["StartingHashKey"]

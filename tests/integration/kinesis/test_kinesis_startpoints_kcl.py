@@ -25,8 +25,8 @@ def slot_of(stream, n=0):
     return SystemStreamPartition("kinesis", stream, n)
 
 
-# moto only for now (#10): on kinesalite the AT_TIMESTAMP step's GetShardIterator timed out in the reader (not
-# yet diagnosed; kinesalite refuses AT_TIMESTAMP later than its clock with InvalidArgumentException)
+# moto only: on kinesalite the AT_TIMESTAMP step's GetShardIterator times out in the reader (not diagnosed;
+# kinesalite refuses AT_TIMESTAMP later than its clock with InvalidArgumentException)
 def test_startpoints_of_every_type_on_a_stopped_query(ks):
     """Each type applies where it says: Oldest replays the shard, Specific starts at its sequence number, Upcoming
     skips what is in the shard when applied and reads what comes after, Timestamp starts after its instant; each is

@@ -1,4 +1,4 @@
-"""Throttling answered by the server (issue #15): one retry policy per call, bounded, and counted.
+"""Throttling answered by the server: one retry policy per call, bounded, and counted.
 
 The moto server itself answers ``ProvisionedThroughputExceededException`` / ``LimitExceededException`` over HTTP
 (``aws_faults``, devkit's fault injection), so botocore parses a real error response and its retry handler runs:

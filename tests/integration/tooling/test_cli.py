@@ -9,7 +9,6 @@ records put after the query stopped.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import subprocess
@@ -23,22 +22,6 @@ from samza_devkit import kinesis_helpers as kh
 from samza_devkit.kafka_helpers import add_partitions, create_topic, produce, unique_topic
 from spark_samza_source.core.checkpoint import CheckpointMirror
 from spark_samza_source.metadata import open_store
-
-HERE = Path(__file__).resolve().parent
-
-
-def _harness(system: str):
-    """The live-query harness of tests/integration/<system>/conftest.py (pytest only sees conftests above a test)."""
-    spec = importlib.util.spec_from_file_location(f"_tooling_{system}_harness",
-                                                  HERE.parent / system / "conftest.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-kq = _harness("kafka").kq
-_kinesis = _harness("kinesis")
-ks, kinesis_endpoint = _kinesis.ks, _kinesis.kinesis_endpoint  # ks runs on the endpoint fixture (moto here)
 
 SCRIPT = Path(sys.executable).parent / "samza-source"
 
@@ -235,7 +218,7 @@ def test_cli_kinesis_startpoint_by_shard_and_lag(ks):
 
 def test_startpoint_list_marks_malformed_startpoints(tmp_path):
     """An unknown @type and a negative Kafka offset are listed as malformed (the query skips both), next to a valid
-    startpoint that is listed as usual (issue 18). Backs README Guarantees: "Malformed startpoints are listed as
+    startpoint that is listed as usual. Backs README Guarantees: "Malformed startpoints are listed as
     malformed by `samza-source startpoint list`"."""
     from spark_samza_source.core.model import SystemStreamPartition
     from spark_samza_source.core.startpoint import StartpointSpecific

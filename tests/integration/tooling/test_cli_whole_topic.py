@@ -3,32 +3,16 @@ partition of T (and no other topic of the job); ``--stream S`` alone rewinds eve
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
 from samza_devkit import kinesis_helpers as kh
 from samza_devkit.kafka_helpers import create_topic, produce, unique_topic
 
-HERE = Path(__file__).resolve().parent
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
-
-
-def _harness(system: str):
-    """The live-query harness of tests/integration/<system>/conftest.py (pytest only sees conftests above a test)."""
-    spec = importlib.util.spec_from_file_location(f"_whole_{system}_harness", HERE.parent / system / "conftest.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-kq = _harness("kafka").kq
-_kinesis = _harness("kinesis")
-ks, kinesis_endpoint = _kinesis.ks, _kinesis.kinesis_endpoint
 
 
 def cli_json(*args: str) -> dict:

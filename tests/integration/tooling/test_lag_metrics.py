@@ -7,10 +7,8 @@ watermarks minus the batch end positions in Spark's offset log.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import logging
-from pathlib import Path
 
 import pytest
 from confluent_kafka import Consumer, TopicPartition
@@ -21,17 +19,6 @@ from spark_samza_source.core.jobmodel import JobModel
 from spark_samza_source.core.model import SystemStreamPartition, TaskName
 from spark_samza_source.kafka.offset import LogOffset
 from spark_samza_source.ops.metrics import SamzaLagListener, lag_from_progress, source_lag
-
-
-def _harness(system: str):
-    path = Path(__file__).resolve().parent.parent / system / "conftest.py"
-    spec = importlib.util.spec_from_file_location(f"_tooling_metrics_{system}_harness", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-kq = _harness("kafka").kq
 
 
 def S(topic: str, p: int) -> SystemStreamPartition:

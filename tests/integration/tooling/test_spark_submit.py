@@ -135,7 +135,7 @@ def test_the_wheel_holds_the_package_and_both_shims_and_no_tests(package):
         metadata = next(wheel.read(n).decode() for n in names if n.endswith(".dist-info/METADATA"))
     tops = {n.split("/", 1)[0] for n in names}
     assert tops == {"spark_samza_source", "pyspark_samza_kafka", "pyspark_samza_kinesis",
-                    package.wheel.name.split("-py3")[0] + ".dist-info"}, tops
+                    "-".join(package.wheel.name.split("-")[:2]) + ".dist-info"}, tops
     assert "pyspark_samza_kafka/__init__.py" in names and "pyspark_samza_kinesis/__init__.py" in names
     assert "spark_samza_source/kafka/source.py" in names and "spark_samza_source/kinesis/source.py" in names
     assert not [n for n in names if n.startswith("tests/") or "/tests/" in n or "/test_" in n]

@@ -12,7 +12,7 @@ def test_bounded_range_read_defaults():
     conf = consumer_config(BOOT)
     # 1000 ms (librdkafka's default) left the reader idle ~75% of a single-partition read (benchmarks/README.md)
     assert conf["fetch.queue.backoff.ms"] == "10"
-    assert conf["fetch.wait.max.ms"] == "100"
+    assert conf["fetch.wait.max.ms"] == "1"  # a log-end fetch in flight delays the next read by at most this
     assert conf["queued.max.messages.kbytes"] == "16384"  # memory bound per partition (peak RSS target)
     assert conf["max.partition.fetch.bytes"] == str(4 * 1024 * 1024)
     assert "queued.min.messages" not in conf  # librdkafka's 100000 kept: lower halved the rate, higher did not help

@@ -1,5 +1,6 @@
-"""Issue 18 in the pure core: topic IDs in the offset (optional, old offsets still load) and the planner's
-handling of a re-created topic; offsets whose positions were emptied; a position past the log end."""
+"""Offsets samza-kafka must never misread, in the pure core: topic IDs in the offset (optional, old offsets still
+load) and the planner's handling of a re-created topic; offsets whose positions were emptied; a position past the
+log end."""
 
 import json
 
@@ -72,8 +73,13 @@ def test_the_same_topic_id_or_none_recorded_is_no_recreation_and_ids_alone_plan_
 
 def test_empty_positions_are_refused_instead_of_re_reading_every_partition():
     damaged = {**offset({0: 10, 1: 20}).to_json(), "positions": {}}
-    with pytest.raises(OffsetFormatError, match=r"'positions' is empty while the job model has 2 task\(s\)"):
+    refused = r"'positions' is empty while the job model has 2 \(task, SSP\) pair\(s\)"
+    with pytest.raises(OffsetFormatError, match=refused):
         LogOffset.from_json(damaged)
+    # format 2 spelled the tasks out
+    v2 = {**damaged, "version": 2, "jobModel": offset({0: 10, 1: 20}).job_model.to_json()}
+    with pytest.raises(OffsetFormatError, match=r"'positions' is empty while the job model has 2 task\(s\)"):
+        LogOffset.from_json(v2)
 
 
 def test_a_position_past_the_log_end_does_not_advise_reading_from_the_earliest_offset():

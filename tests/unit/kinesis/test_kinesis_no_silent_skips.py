@@ -1,5 +1,5 @@
-"""Pure parts of issue 18 on samza-kinesis: the stream identity in the offset (and offsets without it), the
-re-created stream's next offset, per-shard start rules, and the errors for offsets the source cannot use."""
+"""No silent skips on samza-kinesis, the pure parts: the stream identity in the offset (and offsets without it),
+the re-created stream's next offset, per-shard start rules, and the errors for offsets the source cannot use."""
 
 import dataclasses
 import json

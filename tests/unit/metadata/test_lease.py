@@ -390,8 +390,8 @@ def test_a_store_unreachable_within_the_ttl_fails_the_call_but_not_the_lease():
 
 @pytest.mark.parametrize("renewer", ["driver call", "heartbeat"])
 def test_a_store_unreachable_for_longer_than_the_ttl_stops_the_driver_for_good(renewer):
-    """Issue #15: the driver stops with a clear error rather than run on without its lease, even once the store
-    answers again (another query may have taken the job over while this driver could not see the store)."""
+    """The driver stops with a clear error rather than run on without its lease, even once the store answers
+    again (another query may have taken the job over while this driver could not see the store)."""
     clock = Clock()
     driver, store = flaky_lease(clock)
     driver.hold(query_identity("q"))

@@ -1,5 +1,5 @@
 """A metadata.store URI that cannot name a store is refused when the query is defined (``load()``), with no I/O:
-``s3://`` without a bucket used to make pyarrow take the job name for the bucket (issue 18)."""
+left to pyarrow, ``s3://`` without a bucket would take the job name for the bucket."""
 
 from __future__ import annotations
 

@@ -9,9 +9,12 @@ resolved or is malformed is reported once and kept, deletion after commit only i
 from __future__ import annotations
 
 import logging
+import threading
 import time
 import uuid
 from dataclasses import dataclass, field
+
+import pytest
 
 from spark_samza_source.core.checkpoint import Checkpoint
 from spark_samza_source.core.errors import SamzaSourceError
@@ -154,6 +157,39 @@ def test_commit_deletes_only_the_applied_startpoint_and_mirrors_the_checkpoint(c
     with caplog.at_level(logging.INFO, logger="spark_samza_source.source.job_coordinator"):
         coordinator.commit(end)  # Spark commits again, or the next run's first trigger: the store is not asked again
     assert not [r for r in caplog.records if "startpoint for" in r.getMessage()]
+
+
+class WriteBehindToy(ToyCoordinator):
+    """A system that hands its mirror write to the write-behind thread, as samza-kafka does."""
+
+    def commit_batch(self, end):
+        checkpoint = Checkpoint.from_pairs({(T0, SSP0): end.batch})
+        self.write_behind.submit(lambda: self._write(checkpoint))
+
+    def _write(self, checkpoint):
+        self.gate.wait(10)
+        self.mirror_checkpoint(checkpoint)
+
+
+def test_mirror_writes_handed_to_the_write_behind_are_done_before_the_next_plan():
+    coordinator, clock = make()
+    coordinator.__class__ = WriteBehindToy
+    coordinator.gate = threading.Event()
+    start = coordinator.initial_offset()
+    coordinator.commit(ToyOffset(4))  # returns while the write waits for the gate
+    assert coordinator.checkpoint_mirror.read() is None
+    threading.Timer(0.2, coordinator.gate.set).start()
+    coordinator.latest_offset(start)  # the barrier: waits for the write
+    assert coordinator.checkpoint_mirror.read().positions == Checkpoint.from_pairs({(T0, SSP0): 4}).positions
+
+
+def test_a_failed_mirror_write_fails_the_next_plan():
+    coordinator, clock = make()
+    start = coordinator.initial_offset()
+    coordinator.write_behind.submit(lambda: (_ for _ in ()).throw(SamzaSourceError("metadata store unreachable")))
+    with pytest.raises(SamzaSourceError, match="metadata store unreachable"):
+        coordinator.latest_offset(start)
+    assert coordinator.latest_offset(start) is start  # reported once; the query's next call goes on
 
 
 def test_every_spark_call_holds_the_lease_with_the_offsets_identity():
