@@ -4,7 +4,7 @@
         [--shards 4] [--repeat 3] [--batches 5] [--lineage-shards 500] [--skip-reader] [--skip-floor]
         [--skip-moto-planning] [--source-option KEY=VALUE] [--planning-repeat 5] [--page 400] [--profile]
 
-Four parts (all by default, or one with ``--only``; the fifth only when asked), then a summary table (figure, target, MET/MISSED):
+Five parts (the first four by default, any one with ``--only``), then a summary table (figure, target, MET/MISSED):
 
 1. ``spark``: ``--records`` records of 100 B spread evenly over ``--shards`` shards of a stream on a moto server
    (``MotoServerProcess``: moto in server mode in its own process, real HTTP), read by a Spark query
