@@ -1,10 +1,10 @@
 """End-to-end figures of the ``samza-kinesis`` source against the targets of the performance issue, on moto.
 
-    .venv/bin/python benchmarks/kinesis_source.py [--only spark|planning|tasks|latency] [--records 400000] [--shards 4]
-        [--repeat 3] [--batches 5] [--lineage-shards 500] [--skip-reader] [--skip-floor] [--skip-moto-planning]
-        [--source-option KEY=VALUE] [--planning-repeat 5] [--page 400] [--profile]
+    .venv/bin/python benchmarks/kinesis_source.py [--only spark|planning|tasks|latency|fanout] [--records 400000]
+        [--shards 4] [--repeat 3] [--batches 5] [--lineage-shards 500] [--skip-reader] [--skip-floor]
+        [--skip-moto-planning] [--source-option KEY=VALUE] [--planning-repeat 5] [--page 400] [--profile]
 
-Four parts (all by default, or one with ``--only``), then a summary table (figure, target, MET/MISSED):
+Five parts (the first four by default, any one with ``--only``), then a summary table (figure, target, MET/MISSED):
 
 1. ``spark``: ``--records`` records of 100 B spread evenly over ``--shards`` shards of a stream on a moto server
    (``MotoServerProcess``: moto in server mode in its own process, real HTTP), read by a Spark query
@@ -16,7 +16,7 @@ Four parts (all by default, or one with ``--only``), then a summary table (figur
    ``GetRecords`` loop (``samza_devkit.kinesis_helpers.read_shard_raw``, ``Limit`` 10,000) in 2 spawned processes
    (= ``local[2]``), each reading half of the shards one after the other, against the same stream on the same
    moto server, timed from a barrier after a warm-up call.  Target: Spark / raw >= 0.8.  For diagnosis (no
-   target): the product reader alone (``reader.read_shard``, same 2 processes, same per-batch limits, no Spark)
+   target): the product reader alone (``shard_reads.read_shard``, same 2 processes, same per-batch limits, no Spark)
    and a "floor" query (same pipeline over a Python source that does no I/O: Spark's own per-batch cost).
    moto's own put and get rates are measured first and printed: they decide what record count is practical.
 2. ``planning``: a stream of ``--lineage-shards`` (500) shards of lineage, without moto: ``ShardInfo`` lists
@@ -38,6 +38,10 @@ Four parts (all by default, or one with ``--only``), then a summary table (figur
    latency = collection time - ``approximateArrivalTimestamp``; p50, p99 and ms per batch by phase beside the floor
    (``floor_source.RateFloorSource`` at the same rate), measured the same way as the Kafka benchmark's
    (``latency.py``).  No target: the figures say how close samza-kinesis stays to the floor.
+
+5. ``fanout`` (only with ``--only fanout``; ``kinesis_fanout.py``): enhanced fan-out against polling on kinesis-mock
+   behind the devkit's bridge: latency p50 / p99 at a steady low rate and the throughput of 8 shards in 2 tasks.
+   No target.
 
 The machines are small (2 cores) and shared: every part prints the load average it started under.  cProfile output
 is printed for a missed planning target and the slow driver calls (always with ``--profile``).  Exit status 1 when
@@ -239,7 +243,7 @@ def resumed_read_profile(endpoint: str, stream: str, shard_id: str, per_batch: i
     GetRecords calls and pacing sleeps counted, under cProfile: where a batch's read time goes."""
     from spark_samza_source.kinesis.client import AwsClientSettings, kinesis_client
     from spark_samza_source.kinesis.positions import ShardPosition
-    from spark_samza_source.kinesis.reader import read_shard
+    from spark_samza_source.kinesis.shard_reads import read_shard
 
     settings = AwsClientSettings(region="us-east-1", endpoint_url=endpoint, access_key_id="testing",
                                  secret_key="testing")
@@ -307,7 +311,7 @@ def _reader_worker(endpoint: str, stream: str, shard_ids, per_shard: int, per_ba
     """Diagnostic: the product's read_shard in the same 2 processes, batch by batch as Spark's tasks call it."""
     from spark_samza_source.kinesis.client import AwsClientSettings, kinesis_client
     from spark_samza_source.kinesis.positions import ShardPosition
-    from spark_samza_source.kinesis.reader import read_shard
+    from spark_samza_source.kinesis.shard_reads import read_shard
 
     settings = AwsClientSettings(region="us-east-1", endpoint_url=endpoint, access_key_id="testing",
                                  secret_key="testing")
@@ -547,7 +551,7 @@ def part_spark(args, work: Path) -> None:
                     f"{raw['seconds']:.2f} s wall; CPU-s: 2 clients {raw['cpu']:.1f}, moto {raw['moto_cpu']:.1f}; "
                     f"shards per process {raw['shares']})")
                 if not args.skip_reader:
-                    say(f"  [{run}] reader alone (diagnostic): the same 2 processes calling reader.read_shard "
+                    say(f"  [{run}] reader alone (diagnostic): the same 2 processes calling shard_reads.read_shard "
                         f"with max_records {per_batch:,} until a read returns nothing, as Spark's tasks do; {load()}")
                     rd = run_workers(_reader_worker, endpoint, stream, shard_ids, per_shard, per_batch)
                     readers.append(rd)
@@ -1063,9 +1067,24 @@ def part_planning(args, work: Path) -> None:
 
 
 
+def add_fanout_arguments(parser: argparse.ArgumentParser) -> None:
+    """The fan-out part (``kinesis_fanout.py``): enhanced fan-out against polling on kinesis-mock."""
+    parser.add_argument("--fanout-seconds", type=float, default=20.0, help="fanout part: latency run per strategy")
+    parser.add_argument("--fanout-interval-ms", type=int, default=200, help="fanout part: ms between two puts")
+    parser.add_argument("--fanout-records", type=int, default=2_000, help="fanout part: backlog per shard (1 KB)")
+
+
+def part_fanout_only(args, tmp: Path) -> None:
+    """Run only with ``--only fanout``: it needs node (kinesis-mock) and takes a minute or two."""
+    if args.only == "fanout":
+        from kinesis_fanout import part_fanout
+
+        part_fanout(args, tmp)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--only", choices=["spark", "planning", "tasks", "latency"])
+    parser.add_argument("--only", choices=["spark", "planning", "tasks", "latency", "fanout"])
     parser.add_argument("--page", type=int, default=400,
                         help="tasks part: records per GetRecords (400 x 1 KB = the 2 MB/s per-shard budget)")
     parser.add_argument("--records", type=int, default=RECORDS,
@@ -1084,6 +1103,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--skip-moto-planning", action="store_true",
                         help="planning part: the pure planner only, not the coordinator against moto")
     parser.add_argument("--profile", action="store_true", help="print cProfile output even when a target is met")
+    add_fanout_arguments(parser)
     parser.add_argument("--latency-rate", type=int, default=200, help="latency part: records per second")
     parser.add_argument("--latency-shards", type=int, default=2, help="latency part: shards of the stream")
     parser.add_argument("--latency-seconds", type=float, default=45, help="latency part: measured seconds per query")
@@ -1105,7 +1125,8 @@ def main(argv: list[str] | None = None) -> int:
     say(f"  {load()}; shared machine: other processes (e.g. a test suite) may compete for the CPUs")
     from kinesis_tasks import part_tasks
 
-    parts = {"spark": part_spark, "planning": part_planning, "tasks": part_tasks, "latency": part_latency}
+    parts = {"spark": part_spark, "planning": part_planning, "tasks": part_tasks, "latency": part_latency,
+             "fanout": part_fanout_only}
     with tempfile.TemporaryDirectory(prefix="bench-kinesis-source-") as tmp:
         for name, fn in parts.items():
             if args.only in (None, name):

@@ -179,6 +179,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--fail-on-data-loss", default="true", choices=("true", "false"))
     parser.add_argument("--trigger", default="available-now")
     parser.add_argument("--timeout", type=float, default=300)
+    parser.add_argument("--source-option", action="append", default=[], metavar="KEY=VALUE",
+                        help="an extra option of the source (over the ones above), e.g. consumerType=SubscribeToShard")
     args = parser.parse_args(argv)
     kinesis = args.kinesis_endpoint is not None
     if kinesis != (args.stream is not None) or kinesis == (args.bootstrap is not None and args.topic is not None):
@@ -213,6 +215,7 @@ def main(argv: list[str] | None = None) -> int:
             options["maxRecordsPerShard"] = str(args.max_offsets)
     else:
         options = kafka_options(args)
+    options.update(dict(item.split("=", 1) for item in args.source_option))
     source = "samza-kinesis" if kinesis else "samza-kafka"
     df = spark.readStream.format(source).options(**options).load()
     if args.slow_ms:

@@ -1,6 +1,6 @@
 """The executor side of a samza-kinesis batch read: one task's shard reads, each to the end the driver fixed.
 
-The same shard reader as a streaming batch (``reader.stream_shard``), without recording ends in the metadata store
+The same shard reader as a streaming batch (``shard_reads.stream_shard``), without recording ends in the metadata store
 (a batch read writes nothing): each shard is read from its planned start until the planned end (``LATEST`` fixed
 at planning, ``AT_TIMESTAMP``: records that arrived before it), its closing sequence number or the sequence number
 ``endingPosition`` named, whichever comes first.
@@ -13,7 +13,8 @@ from collections.abc import Iterator
 from .client import AwsClientSettings, kinesis_client
 from .input_partition import KinesisTaskPartition
 from .options import KinesisSourceOptions
-from .reader import ShardReadRequest, ShardReadSettings, stream_shard
+from .reader import ShardReadRequest, ShardReadSettings
+from .shard_reads import stream_shard
 
 __all__ = ["read_batch_task"]
 

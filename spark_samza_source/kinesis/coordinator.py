@@ -23,9 +23,11 @@ from ..metadata.lease import offset_identity, query_identity
 from ..source.job_coordinator import JobCoordinator
 from ..spec.common import FAIL_ON_DATA_LOSS_OPTION
 from ..spec.kinesis import KCL_LEASE_TABLE_OPTION, STARTING_POSITION_OPTION
+from ..spec.namespaces import STREAM_CONSUMERS
 from .admin import KinesisAdmin
 from .calls import error_code, iterator_request
 from .client import AwsClientSettings, dynamodb_client, kinesis_client
+from .consumers import StreamConsumer, StreamConsumers
 from .errors import KclLeaseConflictError, KinesisDataLossError
 from .input_partition import ShardRead
 from .lease_table import KclLeaseTable
@@ -70,6 +72,7 @@ class KinesisCoordinator(JobCoordinator[KinesisOffset]):
         self.data_loss: dict[str, list[str]] = {}  # reported in the progress (reportLatestOffset)
         #: (batch, {shard id: MillisBehindLatest}) where the reads of the last batch planned from ended
         self.millis_behind: tuple[int, dict[str, int]] | None = None
+        self._consumer: StreamConsumer | None = None  # enhanced fan-out: the stream consumer tasks read through
 
     # ---- clients ---------------------------------------------------------------------------------------
     @property
@@ -77,6 +80,23 @@ class KinesisCoordinator(JobCoordinator[KinesisOffset]):
         if self._admin is None:
             self._admin = KinesisAdmin(kinesis_client(self.settings), settings=self.settings)
         return self._admin
+
+    def consumer_arn(self) -> str | None:
+        """The ARN of the stream consumer the tasks subscribe through (enhanced fan-out), registered or reused
+        and ACTIVE, once per driver; None with polling. Never part of the offset: a checkpoint may switch
+        between polling and fan-out, and a re-registered consumer gets a new ARN."""
+        name = self.options.consumer_name
+        if name is None:
+            return None
+        if self._consumer is None:
+            arn, _ = self.admin.stream_identity(self.options.stream)
+            self._consumer = StreamConsumers(self.admin, self.options.stream, arn).ensure_active(name)
+            # remembered for 'samza-source consumers list / deregister': the source never deregisters it
+            self.store.put(STREAM_CONSUMERS, f"{self.options.stream}/{name}",
+                           {"stream": self.options.stream, "streamArn": arn, **self._consumer.to_json()})
+            log.info("samza-kinesis %s: reading stream %r with enhanced fan-out through stream consumer %r (%s)",
+                     self.options.job_name, self.options.stream, name, self._consumer.arn)
+        return self._consumer.arn
 
     def lease_identity(self, offset: KinesisOffset) -> str:
         if offset.query_id:
@@ -123,6 +143,7 @@ class KinesisCoordinator(JobCoordinator[KinesisOffset]):
     def initial_offset(self) -> KinesisOffset:
         self.lease.hold()
         shards = self.list_shards()
+        self.consumer_arn()  # fan-out: registered (and ACTIVE) before the first batch, a bad name fails the start
         starts = self.options.starting.starts(shards, stream=self.options.stream, now_ms=self._wall_ms,
                                               check_sequences=self._check_sequences_with_kinesis,
                                               kcl_checkpoints=self._kcl_positions)
@@ -208,9 +229,10 @@ class KinesisCoordinator(JobCoordinator[KinesisOffset]):
                 # the next plan starts the new stream from TRIM_HORIZON
                 return [(task, []) for task, _ in tasks_for_batch(end)]
         out = []
+        consumer_arn = self.consumer_arn()
         for task, reads in tasks_for_batch(end):
             out.append((task, [ShardRead(end.batch, end.query_id, sid, start, end.shards[sid].ending_sequence,
-                                         self.available_now_until_ms) for sid, start in reads]))
+                                         self.available_now_until_ms, consumer_arn) for sid, start in reads]))
         return out
 
     def prepare_available_now(self) -> None:
@@ -267,6 +289,8 @@ class KinesisCoordinator(JobCoordinator[KinesisOffset]):
         describe the batch before the one this progress belongs to (the one ``latest_offset`` planned from).
         A record count per shard is measured on demand: ``samza-source lag --stream ...`` (``ops.lag``)."""
         out: dict = {}
+        if self._consumer is not None:
+            out["consumer"] = {"name": self._consumer.name, "arn": self._consumer.arn}
         if self.millis_behind is not None:
             out.update(millis_behind_report(self.millis_behind[1], self.millis_behind[0]))
         if self.data_loss:

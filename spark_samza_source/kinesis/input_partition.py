@@ -18,7 +18,8 @@ class ShardRead:
     """Batch ``batch`` of query ``query_id`` reads ``shard_id`` from ``start`` up to the end the task records.
 
     ``ending_sequence`` is the shard's ending sequence number once it is closed (None while open);
-    ``until_arrival_ms`` is the ``Trigger.AvailableNow`` cut-off (None otherwise).
+    ``until_arrival_ms`` is the ``Trigger.AvailableNow`` cut-off (None otherwise); ``consumer_arn`` the registered
+    stream consumer to read through with enhanced fan-out (None: ``GetRecords`` polling).
     """
 
     batch: int
@@ -27,6 +28,7 @@ class ShardRead:
     start: ShardPosition
     ending_sequence: str | None = None
     until_arrival_ms: int | None = None
+    consumer_arn: str | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.batch, int) or isinstance(self.batch, bool) or self.batch < 0:
@@ -43,6 +45,8 @@ class ShardRead:
             not isinstance(self.until_arrival_ms, int) or isinstance(self.until_arrival_ms, bool)
         ):
             raise ValueError(f"ShardRead.until_arrival_ms must be an int or None, got {self.until_arrival_ms!r}")
+        if self.consumer_arn is not None and (not isinstance(self.consumer_arn, str) or not self.consumer_arn):
+            raise ValueError(f"ShardRead.consumer_arn must be a non-empty string or None, got {self.consumer_arn!r}")
 
 
 class KinesisTaskPartition(TaskInputPartition):

@@ -28,7 +28,8 @@ from ..metadata.base import MetadataStore
 from ..spec.namespaces import BATCH_ENDS
 from .errors import KinesisSourceError
 from .positions import AFTER_SEQUENCE_NUMBER, PositionFormatError, ShardPosition
-from .reader import ShardReadRequest, ShardReadResult, ShardReadSettings, stream_shard
+from .reader import ShardReadRequest, ShardReadResult, ShardReadSettings
+from .shard_reads import stream_shard
 
 __all__ = ["AttemptPassedRecordedEnd", "BatchEnds", "NAMESPACE", "RecordedEnd", "batch_ends_for",
            "read_and_record", "stream_and_record"]

@@ -21,16 +21,15 @@ from ..spec.common import JOB_NAME_OPTION
 from ..spec.kinesis import (
     ACCESS_KEY_ID_OPTION,
     AT_TIMESTAMP,
-    AWS_CONSUMER_TYPE_OPTION,
     AWS_MAX_FETCH_TIME_PER_SHARD_SEC_OPTION,
     AWS_STREAM_NAME_OPTION,
     BATCH_ONLY_OPTIONS,
+    CONSUMER_NAME_OPTION,
+    CONSUMER_TYPE_OPTION,
     ENDPOINT_URL_OPTION,
-    GET_RECORDS_CONSUMER,
     KCL,
     LATEST,
     MAX_FETCH_TIME_PER_SHARD_OPTION,
-    NO_EFO,
     SECRET_KEY_OPTION,
     STARTING_POSITION_OPTION,
     STREAM_NAME_OPTION,
@@ -67,13 +66,9 @@ def resolve_aliases(raw: Any) -> dict[str, str]:
 
     An option given under two names (ours and the AWS connector's, or ``kinesis.region`` and
     ``kinesis.kinesisRegion``) is an error naming both: which one was meant cannot be told. The AWS connector's
-    ``kinesis.maxFetchTimePerShardSec`` counts seconds; ``kinesis.consumerType`` may only be ``GetRecords``."""
+    ``kinesis.maxFetchTimePerShardSec`` counts seconds."""
     given = {str(k).lower(): ("" if v is None else str(v)) for k, v in dict(raw).items()}
     out = dict(given)
-    consumer_type = out.pop(AWS_CONSUMER_TYPE_OPTION.lower(), None)
-    if consumer_type is not None and consumer_type.strip().lower() != GET_RECORDS_CONSUMER.lower():
-        raise ConfigError(f"option '{AWS_CONSUMER_TYPE_OPTION}' {consumer_type!r} is not supported: {NO_EFO}; "
-                          f"set it to '{GET_RECORDS_CONSUMER}' or remove it")
     spelled = {}
     for alias, ours in spec.KINESIS.aliases().items():
         if alias.lower() not in out:
@@ -116,6 +111,11 @@ class KinesisSourceOptions(JobOptions):
     max_fetch_time_ms: int
     describe_shard_interval_ms: int
     kcl_lease_table: str | None
+    consumer_name: str | None = None  # enhanced fan-out (consumerType=SubscribeToShard) through this consumer
+
+    @property
+    def fan_out(self) -> bool:
+        return self.consumer_name is not None
 
     def __repr__(self) -> str:  # never show credentials, even in a debugger or a pickled-object dump
         return f"KinesisSourceOptions({self.describe()})"
@@ -179,7 +179,31 @@ class KinesisSourceOptions(JobOptions):
             max_fetch_time_ms=spec.MAX_FETCH_TIME_PER_SHARD.read(opts),
             kcl_lease_table=spec.KCL_LEASE_TABLE.read(opts),
             describe_shard_interval_ms=spec.DESCRIBE_SHARD_INTERVAL.read(opts),
+            consumer_name=_parse_consumer(opts),
         )
+
+
+_CONSUMER_RE = re.compile(r"^[a-zA-Z0-9_.-]{1,128}$")
+
+
+def _parse_consumer(opts: Options) -> str | None:
+    """The stream consumer to read through with enhanced fan-out; None for ``GetRecords`` polling."""
+    name = spec.CONSUMER_NAME.read(opts)
+    if spec.CONSUMER_TYPE.read(opts) != spec.SUBSCRIBE_TO_SHARD_CONSUMER:
+        if name is not None:
+            raise ConfigError(f"option '{CONSUMER_NAME_OPTION}' is set but '{CONSUMER_TYPE_OPTION}' is "
+                              f"{spec.GET_RECORDS_CONSUMER!r} (polling, which uses no consumer): set "
+                              f"'{CONSUMER_TYPE_OPTION}' to '{spec.SUBSCRIBE_TO_SHARD_CONSUMER}' or remove it")
+        return None
+    if name is None:
+        raise ConfigError(f"option '{CONSUMER_NAME_OPTION}' is required with {CONSUMER_TYPE_OPTION}="
+                          f"{spec.SUBSCRIBE_TO_SHARD_CONSUMER}: the name of the stream consumer enhanced fan-out "
+                          f"reads through (registered if absent), e.g. .option('{CONSUMER_NAME_OPTION}', "
+                          "'clicks-etl') (or the AWS connector's 'kinesis.consumerName')")
+    if not _CONSUMER_RE.match(name):
+        raise ConfigError(f"option '{CONSUMER_NAME_OPTION}' {name!r} is not a valid stream consumer name (1-128 "
+                          "characters from letters, digits, '_', '.', '-')")
+    return name
 
 
 def _parse_starting(value: str | None) -> StartingPosition:

@@ -1,8 +1,8 @@
 """Executor side of ``samza-kinesis``: read one shard from a position, as Arrow RecordBatches, and say where it ended.
 
-Called by ``batch_ends`` for each shard of a task. :func:`stream_shard` reads from ``start`` until the first stop
-condition (``recorded_end`` reached exactly, ``max_records`` user records, ``max_fetch_time_ms``, caught up, or
-shard end), handing out rows as they are read, then reports the end; :func:`read_shard` returns all rows at once.
+Used through ``shard_reads`` (``stream_shard``, ``read_shard``) for each shard of a task. :class:`ShardStream` reads
+from ``start`` until the first stop condition (``recorded_end`` reached exactly, ``max_records`` user records,
+``max_fetch_time_ms``, caught up, or shard end), handing out rows as they are read, then reports the end.
 A retried or speculative attempt passes the recorded end back and gets exactly the same rows.
 
 Bounded robustness: throttling retried with exponential backoff, expired iterators renewed from the position
@@ -44,9 +44,7 @@ __all__ = [
     "ShardReadRequest",
     "ShardReadResult",
     "ShardReadSettings",
-    "read_shard",
     "shard_read",
-    "stream_shard",
     "ShardStream",
     "DEFAULT_MAX_RECORDS",
     "DEFAULT_MAX_FETCH_TIME_MS",
@@ -151,7 +149,9 @@ class ShardReadRequest:
     ``recorded_end`` makes the read exact (a retried / speculative attempt reads to where the first one stopped).
     ``hash_range`` keeps only the KPL sub-records whose hash key lies in it. ``until_arrival_ms``
     (``Trigger.AvailableNow``) stops before the first record that arrived after that time, so the trigger reads
-    what was there when it started; an exact read ignores it (the recorded end decides).
+    what was there when it started; an exact read ignores it (the recorded end decides). ``consumer_arn`` (a
+    registered stream consumer) reads through ``SubscribeToShard`` subscriptions (``fanout``) instead of
+    ``GetRecords`` polling; the rows, positions and stop rules are the same.
     """
 
     stream: str
@@ -162,6 +162,7 @@ class ShardReadRequest:
     recorded_end: ShardPosition | None = None
     hash_range: tuple[int, int] | None = None
     until_arrival_ms: int | None = None
+    consumer_arn: str | None = None
 
 
 _REQUEST_FIELDS = frozenset(f.name for f in fields(ShardReadRequest))
@@ -178,26 +179,6 @@ def shard_read(stream: str, shard_id: str, start: ShardPosition, *, task: str,
     request = ShardReadRequest(stream, shard_id, start, task,
                                **{k: v for k, v in options.items() if k in _REQUEST_FIELDS})
     return request, ShardReadSettings(**{k: v for k, v in options.items() if k in _SETTINGS_FIELDS})
-
-
-def stream_shard(client: Any, request: ShardReadRequest, read: ShardReadSettings) -> ShardStream:
-    """A reader of one shard (see the module documentation for the stop rules).
-
-    Iterate it to get the rows as Arrow batches while they are read (one or more per ``GetRecords`` response);
-    once it is exhausted, ``.result`` says where the read ended (its ``batches`` stay empty); ``.run()`` instead
-    reads everything and returns the result with its batches. ``client`` is a boto3 Kinesis client
-    (``client.kinesis_client``).
-    """
-    return ShardStream(client, request, read)
-
-
-def read_shard(client: Any, stream: str, shard_id: str, start: ShardPosition, **options: Any) -> ShardReadResult:
-    """Read shard ``shard_id`` of ``stream`` from ``start`` (see the module documentation for the stop rules).
-
-    The options are the fields of :class:`ShardReadRequest` and :class:`ShardReadSettings` (``task`` is
-    required); the result holds every row (``batches``) and where the read ended.
-    """
-    return stream_shard(client, *shard_read(stream, shard_id, start, **options)).run()
 
 
 class _NotYet(Exception):
@@ -533,31 +514,42 @@ class ShardStream:
         """An iterator for ``pos``; AFTER positions start AT their record (skipped) so a trimmed one is noticed."""
         if pos.is_shard_end:
             return None
+        request = self._start_request(pos)
+        what = f"task {self.task!r}: GetShardIterator for shard {self.shard_id} of stream {self.stream!r} at {pos}"
+        try:
+            resp = self.calls.call(what, self.client.get_shard_iterator, StreamName=self.stream,
+                                   ShardId=self.shard_id, deadline=None if self.exact else self.deadline, **request)
+        except ClientError as err:
+            return self._acquire(self._start_refused(err, pos, what))
+        return resp.get("ShardIterator")
+
+    def _start_request(self, pos: ShardPosition) -> dict[str, Any]:
+        """Where Kinesis is asked to start for ``pos`` (``GetShardIterator`` parameters; the fan-out reader turns
+        them into a ``StartingPosition``), noting the record a resumed read must begin with (``expect``)."""
         request = iterator_request(pos, at_for_after=True)
         assert request is not None
         if pos.type == AFTER_SEQUENCE_NUMBER:
             self.expect = (int(pos.sequence), _ALL if pos.sub < 0 else pos.sub, True)
         else:
             self.expect = None
-        what = f"task {self.task!r}: GetShardIterator for shard {self.shard_id} of stream {self.stream!r} at {pos}"
-        try:
-            resp = self.calls.call(what, self.client.get_shard_iterator, StreamName=self.stream,
-                                   ShardId=self.shard_id, deadline=None if self.exact else self.deadline, **request)
-        except ClientError as err:
-            code = error_code(err)
-            if code == "ResourceNotFoundException":
-                raise _ShardGone(err) from None
-            if code == "InvalidArgumentException" and pos.type == AT_TIMESTAMP and "currentTimestamp" in str(err):
-                # Kinesis' clock has not reached the timestamp yet (AWS refuses a future AT_TIMESTAMP; the driver
-                # resolved LATEST or a startpoint by its own clock): nothing at or after it exists yet
-                raise _NotYet(err) from None
-            if code == "InvalidArgumentException" and pos.type == AFTER_SEQUENCE_NUMBER:
-                # Kinesis may refuse a sequence number older than the trim horizon: resume at the oldest record
-                self._data_loss(int(pos.sequence), None, detail=f"Kinesis refused the position: {self.scrub(err)}")
-                self.expect = None
-                return self._acquire(ShardPosition.trim_horizon())
-            raise KinesisSourceError(f"{what} failed ({self.calls.where()}): {self.scrub(err)}") from None
-        return resp.get("ShardIterator")
+        return request
+
+    def _start_refused(self, err: ClientError, pos: ShardPosition, what: str) -> ShardPosition:
+        """Kinesis refused to start reading at ``pos``: the position to try instead (``TRIM_HORIZON`` after a
+        sequence number older than the trim horizon, the loss recorded), or raise what the refusal means."""
+        code = error_code(err)
+        if code == "ResourceNotFoundException":
+            raise _ShardGone(err) from None
+        if code == "InvalidArgumentException" and pos.type == AT_TIMESTAMP and "currentTimestamp" in str(err):
+            # Kinesis' clock has not reached the timestamp yet (AWS refuses a future AT_TIMESTAMP; the driver
+            # resolved LATEST or a startpoint by its own clock): nothing at or after it exists yet
+            raise _NotYet(err) from None
+        if code == "InvalidArgumentException" and pos.type == AFTER_SEQUENCE_NUMBER:
+            # Kinesis may refuse a sequence number older than the trim horizon: resume at the oldest record
+            self._data_loss(int(pos.sequence), None, detail=f"Kinesis refused the position: {self.scrub(err)}")
+            self.expect = None
+            return ShardPosition.trim_horizon()
+        raise KinesisSourceError(f"{what} failed ({self.calls.where()}): {self.scrub(err)}") from None
 
     def _pace(self) -> None:
         wait = self.last_call + self.interval_s - time.monotonic()

@@ -66,7 +66,8 @@ def _read_shard(options: KinesisSourceOptions, partition: KinesisTaskPartition, 
     """One shard's rows for this batch (a generator; returns the shard's read result once its end is recorded)."""
     ends = batch_ends_for(store, options.stream, read.query_id)
     request = ShardReadRequest(options.stream, read.shard_id, read.start, partition.task,
-                               ending_sequence=read.ending_sequence, until_arrival_ms=read.until_arrival_ms)
+                               ending_sequence=read.ending_sequence, until_arrival_ms=read.until_arrival_ms,
+                               consumer_arn=read.consumer_arn)
     return (yield from stream_and_record(ends, read.batch, client, request, shard_settings))
 
 

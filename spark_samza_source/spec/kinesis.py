@@ -28,8 +28,8 @@ SOURCE = "samza-kinesis"
 LATEST, TRIM_HORIZON, AT_TIMESTAMP, KCL = "LATEST", "TRIM_HORIZON", "AT_TIMESTAMP", "KCL"
 #: ``assignment``: a new shard joins its parent's task, or the least-loaded one (KCL style)
 LINEAGE, BALANCED = "lineage", "balanced"
-#: ``kinesis.consumerType``: ``GetRecords`` (what samza-kinesis does) is accepted; ``SubscribeToShard`` is refused
-GET_RECORDS_CONSUMER = "GetRecords"
+#: ``consumerType``: ``GetRecords`` polling, or enhanced fan-out through a registered stream consumer
+GET_RECORDS_CONSUMER, SUBSCRIBE_TO_SHARD_CONSUMER = "GetRecords", "SubscribeToShard"
 
 # ---- what is read, and how clients reach it -----------------------------------------------------------------------
 STREAM_NAME = Option(
@@ -73,9 +73,16 @@ STS_ENDPOINT_URL = Option(
     "the STS endpoint `roleArn` is assumed through",
     default_doc="boto3's for the region", aliases=("kinesis.stsEndpointUrl",))
 CONSUMER_TYPE = Option(
-    "kinesis.consumerType", Text("`GetRecords`"),
-    "the AWS connector's read mode: only `GetRecords` (enhanced fan-out, `SubscribeToShard`, is refused)",
-    default=GET_RECORDS_CONSUMER)
+    "consumerType", OneOf((GET_RECORDS_CONSUMER, SUBSCRIBE_TO_SHARD_CONSUMER)),
+    "how tasks read shards: `GetRecords` polling (shares each shard's 5 reads/s and 2 MB/s with every other reader) "
+    "or enhanced fan-out, `SubscribeToShard` (a registered consumer with its own 2 MB/s per shard; needs "
+    "`consumerName`). Positions, tasks and guarantees are the same; a checkpoint may switch between them",
+    default=GET_RECORDS_CONSUMER, aliases=("kinesis.consumerType",))
+CONSUMER_NAME = Option(
+    "consumerName", Text("stream consumer name (1-128 of letters, digits, `_`, `.`, `-`)"),
+    "the stream consumer enhanced fan-out reads through: registered when absent, reused when present, never "
+    "deregistered by the source (`samza-source consumers` lists and deregisters them)",
+    default_doc="required with `SubscribeToShard`", aliases=("kinesis.consumerName",))
 
 # ---- tasks ---------------------------------------------------------------------------------------------------------
 TASKS = Option(
@@ -123,9 +130,6 @@ ENDING_POSITION = Option(
     default=LATEST, batch_only=True)
 
 # ---- refused: what Spark's or the AWS connector's sources have and this one deliberately does not ------------------
-NO_EFO = ("enhanced fan-out (SubscribeToShard) is not supported yet: samza-kinesis reads with GetRecords, whose "
-          "throughput every consumer of a shard shares")
-_EFO = f"{NO_EFO}; remove the option"
 _ONE_TASK = (f"a Spark input partition is one Samza task, which reads its shards in order, so a shard is never "
              f"split across Spark tasks; for more parallelism set '{TASKS.name}' (up to one task per shard), add "
              "shards, or repartition() the DataFrame after load(); remove the option")
@@ -150,9 +154,9 @@ KAFKA_GROUPING_OPTIONS = ("grouper", "expansion.algorithm", "task.broadcast.inpu
 REFUSED = {
     MIN_PARTITIONS_OPTION: _ONE_TASK,
     MAX_RECORDS_PER_PARTITION_OPTION: _ONE_TASK,
-    "kinesis.consumerName": _EFO,
-    "kinesis.subscribeToShard.timeoutSec": _EFO,
-    "kinesis.subscribeToShard.maxRetries": _EFO,
+    "kinesis.subscribeToShard.timeoutSec": "a subscription is read for at most the batch's "
+    f"'{MAX_FETCH_TIME_PER_SHARD.name}' and renewed within it when it ends; remove the option",
+    "kinesis.subscribeToShard.maxRetries": _RETRIES,
     "kinesis.metadataCommitterType": _OWN_METADATA,
     "kinesis.metadataPath": _OWN_METADATA,
     "kinesis.dynamodb.tableName": _OWN_METADATA,
@@ -179,7 +183,7 @@ KINESIS = OptionSpec(
     source=SOURCE,
     options=(
         STREAM_NAME, REGION, ENDPOINT_URL, DYNAMODB_ENDPOINT_URL, ACCESS_KEY_ID, SECRET_KEY, SESSION_TOKEN,
-        ROLE_ARN, ROLE_SESSION_NAME, STS_ENDPOINT_URL, CONSUMER_TYPE,
+        ROLE_ARN, ROLE_SESSION_NAME, STS_ENDPOINT_URL, CONSUMER_TYPE, CONSUMER_NAME,
         *(FAIL_ON_DATA_LOSS.with_aliases("kinesis.failOnDataLoss") if o is FAIL_ON_DATA_LOSS else o
           for o in JOB_OPTIONS),
         TASKS, ASSIGNMENT, STARTING_POSITION, MAX_RECORDS_PER_SHARD, MAX_FETCH_TIME_PER_SHARD,
@@ -200,7 +204,8 @@ SESSION_TOKEN_OPTION = SESSION_TOKEN.name
 ROLE_ARN_OPTION = ROLE_ARN.name
 ROLE_SESSION_NAME_OPTION = ROLE_SESSION_NAME.name
 STS_ENDPOINT_URL_OPTION = STS_ENDPOINT_URL.name
-AWS_CONSUMER_TYPE_OPTION = CONSUMER_TYPE.name
+CONSUMER_TYPE_OPTION = CONSUMER_TYPE.name
+CONSUMER_NAME_OPTION = CONSUMER_NAME.name
 TASKS_OPTION = TASKS.name
 ASSIGNMENT_OPTION = ASSIGNMENT.name
 STARTING_POSITION_OPTION = STARTING_POSITION.name

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 __all__ = [
     "BATCH_ENDS", "CHECKPOINTS", "JOB_MODEL", "JOB_MODEL_CURRENT", "JOB_MODEL_PREVIOUS", "LEASE", "LEASE_KEY",
-    "NAMESPACES", "SHARD_TASKS", "STARTPOINTS",
+    "NAMESPACES", "SHARD_TASKS", "STARTPOINTS", "STREAM_CONSUMERS",
 ]
 
 #: samza-kafka's job model (task -> SSPs), under the keys below
@@ -29,4 +29,7 @@ BATCH_ENDS = "kinesis-batch-ends"
 #: samza-kinesis: the committed offset's shard -> task map, which a batch read with ``job.name`` reuses
 SHARD_TASKS = "shard-tasks"
 
-NAMESPACES = (JOB_MODEL, STARTPOINTS, CHECKPOINTS, LEASE, BATCH_ENDS, SHARD_TASKS)
+#: samza-kinesis: the stream consumers (enhanced fan-out) the job read through, key ``<stream>/<consumer name>``,
+#: so ``samza-source consumers`` can list and deregister them (the source never deregisters one itself)
+STREAM_CONSUMERS = "kinesis-consumers"
+NAMESPACES = (JOB_MODEL, STARTPOINTS, CHECKPOINTS, LEASE, BATCH_ENDS, SHARD_TASKS, STREAM_CONSUMERS)

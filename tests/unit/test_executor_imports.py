@@ -28,14 +28,14 @@ ROOT = Path(spark_samza_source.__file__).resolve().parent
 EXECUTOR = [
     "kafka.reader", "kafka.consumer_cache", "kafka.input_partition", "kinesis.input_partition",
     "kafka.native_reader", "kafka.reader_rules", "kafka.read_settings",
-    "kinesis.task", "kinesis.reader", "kinesis.microbatch_ends", "kinesis.kpl", "kinesis.bounded_task",
-    "kinesis.store_reach",
+    "kinesis.task", "kinesis.reader", "kinesis.fanout", "kinesis.microbatch_ends", "kinesis.kpl",
+    "kinesis.bounded_task", "kinesis.store_reach", "kafka.read_control", "kinesis.shard_reads",
     "source.fault_hooks",
 ]
 DRIVER = [
     "kafka.coordinator", "kafka.admin", "kafka.startpoints",
     "kinesis.coordinator", "kinesis.admin", "kinesis.planner", "kinesis.mapper", "kinesis.lease_table",
-    "kinesis.startpoints",
+    "kinesis.startpoints", "kinesis.consumers",
     "kafka.planner", "core.startpoint_manager", "source.job_coordinator",
 ]
 SYSTEMS = ["kafka", "kinesis"]

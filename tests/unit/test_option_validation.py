@@ -149,11 +149,16 @@ def test_the_refusal_reasons_say_what_to_do():
     assert "metadata.store" in kinesis_options.REFUSED_OPTIONS["kinesis.metadataCommitterType"]
 
 
-def test_enhanced_fan_out_is_refused_and_getrecords_accepted():
+def test_enhanced_fan_out_needs_a_consumer_name_and_getrecords_needs_none():
     message = error_of(kinesis, **{"kinesis.consumerType": "SubscribeToShard"})
-    assert "option 'kinesis.consumerType' 'SubscribeToShard' is not supported" in message
-    assert "set it to 'GetRecords'" in message
-    assert kinesis(**{"kinesis.consumerType": "GetRecords"}).stream == "clicks"
+    assert "option 'consumerName' is required with consumerType=SubscribeToShard" in message
+    assert kinesis(**{"kinesis.consumerType": "SubscribeToShard", "kinesis.consumerName": "etl"}).consumer_name == "etl"
+    assert kinesis(**{"kinesis.consumerType": "GetRecords"}).consumer_name is None
+    message = error_of(kinesis, consumerName="etl")
+    assert "option 'consumerName' is set but 'consumerType' is 'GetRecords'" in message
+    message = error_of(kinesis, consumerType="SubscribeToShard", consumerName="no spaces")
+    assert "option 'consumerName' 'no spaces' is not a valid stream consumer name" in message
+    assert "maxFetchTimePerShard" in kinesis_options.REFUSED_OPTIONS["kinesis.subscribeToShard.timeoutSec"]
 
 
 @pytest.mark.parametrize("name", ["kafka.enable.auto.commit", "kafka.auto.offset.reset"])

@@ -186,6 +186,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_jobmodel(groups)
     _add_checkpoint(groups)
     _add_lag(groups)
+    _add_consumers(groups)
     return parser
 
 
@@ -274,6 +275,29 @@ def _add_lag(groups) -> None:
                          help="the query's checkpointLocation: maps the committed slot positions to shards")
     kinesis.add_argument("--max-records", metavar="N", type=_positive_int("--max-records"), default=100_000,
                          help="stop counting a shard's backlog after N records (then reported as at least N)")
+
+
+def _add_consumers(groups) -> None:
+    """``consumers list|deregister``: the stream consumers (enhanced fan-out) a samza-kinesis job read through."""
+    co = groups.add_parser(
+        "consumers", help="list or deregister the Kinesis stream consumers (enhanced fan-out) of a job",
+        description="A samza-kinesis query with consumerType=SubscribeToShard registers its stream consumer "
+                    "(consumerName) and never deregisters it: AWS charges for it per shard-hour until it is "
+                    "deregistered. The job's store remembers every consumer it read through.")
+    co_cmds = co.add_subparsers(dest="command", metavar="ACTION", required=True, parser_class=_Parser)
+    c_list = co_cmds.add_parser("list", help="the job's stream consumers and their status in Kinesis",
+                                epilog=_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    c_dereg = co_cmds.add_parser("deregister", help="deregister one of the job's stream consumers",
+                                 epilog=_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    for sub in (c_list, c_dereg):
+        _common(sub)
+        kinesis = sub.add_argument_group("Kinesis (credentials from boto3's default chain)")
+        kinesis.add_argument("--stream", metavar="S", type=_non_empty("--stream"),
+                             help="only the consumers of this stream")
+        kinesis.add_argument("--region", metavar="R", type=_non_empty("--region"))
+        kinesis.add_argument("--endpoint", metavar="URL", type=_non_empty("--endpoint"))
+    c_dereg.add_argument("--name", metavar="CONSUMER", required=True, type=_non_empty("--name"),
+                         help="the consumer's name (the query's consumerName option)")
 
 
 # ---- checks argparse cannot express --------------------------------------------------------------------------

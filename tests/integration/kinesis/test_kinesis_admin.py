@@ -19,7 +19,7 @@ from spark_samza_source.kinesis.client import AwsClientSettings, clear_client_ca
 from spark_samza_source.kinesis.errors import KinesisStreamNotFoundError, KinesisThrottledError
 from spark_samza_source.kinesis.kpl import UserRecord
 from spark_samza_source.kinesis.positions import ShardPosition
-from spark_samza_source.kinesis.reader import read_shard
+from spark_samza_source.kinesis.shard_reads import read_shard
 from spark_samza_source.kinesis.shards import ShardInfo
 
 MAX_HASH = 2**128 - 1

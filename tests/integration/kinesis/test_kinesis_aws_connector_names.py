@@ -67,7 +67,7 @@ def test_a_misspelt_option_fails_load_naming_the_option_meant(ks):
     assert "did you mean 'maxRecordsPerShard'" in str(err.value)
 
 
-def test_enhanced_fan_out_fails_load(ks):
+def test_enhanced_fan_out_without_a_consumer_name_fails_load_naming_the_option(ks):
     with pytest.raises(Exception) as err:
         ks.stream("any-stream", **{"kinesis.consumerType": "SubscribeToShard"})
-    assert "option 'kinesis.consumerType' 'SubscribeToShard' is not supported" in str(err.value)
+    assert "option 'consumerName' is required with consumerType=SubscribeToShard" in str(err.value)

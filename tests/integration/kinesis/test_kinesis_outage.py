@@ -14,7 +14,7 @@ from spark_samza_source.kinesis.client import AwsClientSettings, kinesis_client
 from spark_samza_source.kinesis.errors import KinesisSourceError
 from spark_samza_source.kinesis.options import KinesisSourceOptions
 from spark_samza_source.kinesis.positions import ShardPosition
-from spark_samza_source.kinesis.reader import read_shard
+from spark_samza_source.kinesis.shard_reads import read_shard
 
 SECRET = "outage-secret-key-1234"
 

@@ -32,10 +32,10 @@ from spark_samza_source.kinesis.reader import (
     STOP_MAX_RECORDS,
     STOP_RECORDED_END,
     STOP_SHARD_END,
-    read_shard,
     shard_read,
 )
 from spark_samza_source.kinesis.schema import kinesis_arrow_schema
+from spark_samza_source.kinesis.shard_reads import read_shard
 from spark_samza_source.metadata import open_store
 
 SHARD0 = "shardId-000000000000"

@@ -24,8 +24,8 @@ from spark_samza_source.kinesis.reader import (
     DEFAULT_MIN_CALL_INTERVAL_MS,
     STOP_CAUGHT_UP,
     STOP_MAX_FETCH_TIME,
-    read_shard,
 )
+from spark_samza_source.kinesis.shard_reads import read_shard
 
 SHARD0 = "shardId-000000000000"
 TASK = "Partition 0"

@@ -1,0 +1,271 @@
+"""Executor side of enhanced fan-out: read one shard through ``SubscribeToShard`` subscriptions instead of
+``GetRecords`` polling, with the same rows, positions, stop rules and batch-end protocol.
+
+:class:`SubscribedShardStream` is the polling reader (``reader.ShardStream``) with another source of records: the
+record conversion, KPL de-aggregation, sub-sequence positions, data-loss checks, recorded ends and stop rules are
+the polling reader's own, so a batch read with either strategy ends at the same kind of position and the offset
+does not depend on ``consumerType``. What differs:
+
+* **Start.** A subscription starts where polling would ask an iterator for (``reader.iterator_request``): a
+  position after sequence S starts ``AT_SEQUENCE_NUMBER`` S, S itself skipped (trimmed data is detected as with
+  polling; a KPL aggregate is resumed at its next sub-record).
+* **Events.** Records arrive in ``SubscribeToShardEvent`` events, read on a helper thread so that waiting for the
+  next event is bounded by the read's deadline (``maxFetchTimePerShard``, or the exact-read timeout); rows go to
+  Spark after every event. ``MillisBehindLatest`` 0 is "caught up", as for a polling answer.
+* **End of shard.** An event with a null ``ContinuationSequenceNumber`` (and ``ChildShards``) is the shard's end:
+  the read records ``SHARD_END`` and the planner releases the children exactly as after polling.
+* **Renewal.** A subscription that ends (AWS closes them after 5 minutes) or is cut is renewed from the position
+  reached, which is the continuation sequence number of the last event read whole.
+* **A second subscription.** AWS refuses a subscription to a shard within 5 seconds of another one by the same
+  consumer (``ResourceInUseException``): a retried or speculative attempt meets the earlier attempt's. It is
+  waited out within the read's time; a read that runs out of time ends where it stands (nothing read), and an
+  exact read keeps waiting up to its exact timeout.
+
+Why boto3's HTTP/1.1 ``subscribe_to_shard`` and not an HTTP/2 client: docs/architecture.md §8.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+from botocore.exceptions import ClientError, ResponseStreamingError
+from urllib3.exceptions import HTTPError as Urllib3Error
+
+from .calls import THROTTLING_CODES, UNREACHABLE, error_code, is_outage, unreachable
+from .errors import KinesisSourceError, KinesisThrottledError
+from .reader import STOP_CAUGHT_UP, STOP_MAX_FETCH_TIME, ShardStream, _NotYet, _ShardGone
+
+__all__ = ["SubscribedShardStream", "starting_position", "SUBSCRIPTION_EVENT"]
+
+log = logging.getLogger(__name__)
+
+SUBSCRIPTION_EVENT = "SubscribeToShardEvent"
+IN_USE = "ResourceInUseException"
+#: how a cut connection surfaces while the event stream is read: renewed like an endpoint that did not answer
+CUT = (*UNREACHABLE, ResponseStreamingError, Urllib3Error, ConnectionError)
+#: errors inside an event stream that AWS documents as transient: the subscription is renewed
+_RENEWED_CODES = frozenset({"InternalFailureException"})
+_IN_USE_WAIT_S = 0.5  # between two tries of a subscription AWS refused as in use (its rule is 5 s)
+_QUEUED_EVENTS = 4
+
+
+def starting_position(request: dict[str, Any]) -> dict[str, Any]:
+    """``SubscribeToShard``'s ``StartingPosition`` for the ``GetShardIterator`` parameters of a position."""
+    out = {"Type": request["ShardIteratorType"]}
+    if "StartingSequenceNumber" in request:
+        out["SequenceNumber"] = request["StartingSequenceNumber"]
+    if "Timestamp" in request:
+        out["Timestamp"] = request["Timestamp"]
+    return out
+
+
+class _Ended(Exception):
+    """The subscription's event stream ended (AWS's 5-minute limit): renew it."""
+
+
+class _Events:
+    """The events of one subscription, pumped by a daemon thread into a small queue, so that the reader waits for
+    the next one at most until its deadline (a blocked socket read cannot be interrupted otherwise)."""
+
+    _END = object()
+
+    def __init__(self, event_stream: Any, name: str) -> None:
+        self.stream = event_stream
+        self.queue: queue.Queue = queue.Queue(maxsize=_QUEUED_EVENTS)
+        self.closed = threading.Event()
+        self.thread = threading.Thread(target=self._pump, name=name, daemon=True)
+        self.thread.start()
+
+    def _pump(self) -> None:
+        try:
+            for event in self.stream:
+                if not self._put((True, event)):
+                    return
+            self._put((True, self._END))
+        except BaseException as err:  # handed to the reader, which decides
+            self._put((False, err))
+
+    def _put(self, item: tuple) -> bool:
+        while not self.closed.is_set():
+            try:
+                self.queue.put(item, timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def next(self, wait_s: float) -> dict[str, Any] | None:
+        """The next event, None when none came within ``wait_s``; raises ``_Ended`` at the end of the stream and
+        what the stream raised (an error event, a cut connection)."""
+        try:
+            ok, item = self.queue.get(timeout=max(0.0, wait_s))
+        except queue.Empty:
+            return None
+        if not ok:
+            raise item
+        if item is self._END:
+            raise _Ended()
+        return item
+
+    def close(self) -> None:
+        self.closed.set()
+        try:
+            self.stream.close()
+        except Exception:  # noqa: BLE001 - closing a stream that already failed
+            pass
+
+
+class SubscribedShardStream(ShardStream):
+    """One read of one shard through subscriptions of consumer ``request.consumer_arn`` (see the module doc)."""
+
+    def __init__(self, client: Any, request: Any, read: Any) -> None:
+        super().__init__(client, request, read)
+        self.consumer_arn = request.consumer_arn
+        self.subscriptions = 0
+        self.child_shards: list[str] = []
+
+    def describe(self) -> str:
+        return (f"task {self.task!r}: shard {self.shard_id} of stream {self.stream!r} through stream consumer "
+                f"{self.consumer_arn}")
+
+    def _steps(self) -> Iterator[None]:
+        if self._finished_before_reading():
+            return
+        self._retries = 0
+        self._outage = self.calls.retry_clock()
+        self._confirmations = 0
+        while not self._out_of_time():
+            events = self._subscribe()
+            if events is None:
+                return
+            try:
+                done = yield from self._read_events(events)
+            except _Ended:
+                log.info("%s: the subscription ended; renewing it from %s", self.describe(), self.pos)
+                continue
+            except (*CUT, ClientError) as err:
+                if self._after_failure(err):
+                    return
+                continue
+            finally:
+                events.close()
+            if done:
+                return
+
+    def _read_events(self, events: _Events) -> Iterator[None]:
+        """Read events until the read stops (True) or the deadline passes (True, finished there)."""
+        while True:
+            wait = self.deadline - time.monotonic()
+            event = events.next(wait) if wait > 0 else None
+            if event is None:
+                return self._out_of_time()
+            if self._on_event(event.get(SUBSCRIPTION_EVENT)):
+                return True
+            yield
+
+    def _on_event(self, event: dict[str, Any] | None) -> bool:
+        """Consume one ``SubscribeToShardEvent``; True when the read stops here."""
+        if event is None:  # an event type this reader does not know: nothing to read in it
+            return False
+        self._retries = 0
+        self._outage.ok()
+        self.result.calls += 1
+        behind = self.result.millis_behind_latest = event.get("MillisBehindLatest")
+        if self._consume(event.get("Records") or []) is not None:
+            return True
+        if event.get("ContinuationSequenceNumber") is None:  # AWS: the shard is closed and read to its end
+            self.child_shards = [c.get("ShardId") for c in event.get("ChildShards") or []]
+            log.info("%s: read to its end; child shards %s", self.describe(), self.child_shards)
+            self._flush()
+            self._shard_end()
+            return True
+        self._confirmations = self._confirmations + 1 if behind == 0 else 0
+        if behind == 0 and self._stopped_caught_up(self._confirmations):
+            return True
+        return False
+
+    def _exact_error(self, why: str):
+        err = super()._exact_error(why)
+        return type(err)(f"{err} (reading through stream consumer {self.consumer_arn})")
+
+    # ---- subscribing ------------------------------------------------------------------------------------------
+    def _subscribe(self) -> _Events | None:
+        """A subscription from the position reached (None when the read ended without one)."""
+        pos = self.pos
+        while True:
+            if pos.is_shard_end:
+                self._shard_end()
+                return None
+            what = f"{self.describe()}: SubscribeToShard at {pos}"
+            position = self._start_request(pos)
+            try:
+                response = self.client.subscribe_to_shard(ConsumerARN=self.consumer_arn, ShardId=self.shard_id,
+                                                          StartingPosition=starting_position(position))
+            except (*UNREACHABLE, ClientError) as err:
+                if error_code(err) == "InvalidArgumentException" or (
+                        error_code(err) == "ResourceNotFoundException" and not _names_consumer(err)):
+                    try:
+                        pos = self._start_refused(err, pos, what)
+                        continue
+                    except _NotYet:
+                        return self._not_yet(err)
+                if self._after_failure(err) or self._out_of_time():
+                    return None
+                continue
+            self.subscriptions += 1
+            return _Events(response["EventStream"], f"subscription-{self.shard_id}")
+
+    def _not_yet(self, err: ClientError) -> None:
+        if self.exact:
+            raise self._exact_error(f"Kinesis refuses the start as later than its clock: {self.scrub(err)}")
+        self._finish(self.pos, STOP_CAUGHT_UP)
+
+    def _after_failure(self, err: BaseException) -> bool:
+        """Wait out a failed subscription or a failure inside its stream; True when the read ended (finished at
+        its deadline); raises when the failure is not one to wait out."""
+        code = error_code(err)
+        if code == IN_USE:  # another attempt's subscription to this shard: AWS lets a new one take over soon
+            return self._wait(_IN_USE_WAIT_S)
+        if isinstance(err, CUT) or is_outage(err) or code in _RENEWED_CODES:
+            if self._outage.retry():
+                log.info("%s: the subscription failed (%s); renewing it from %s", self.describe(),
+                         type(err).__name__, self.pos)
+                return False
+            raise unreachable(f"{self.describe()}: SubscribeToShard at {self.pos}", self.calls.where(), err,
+                              self.scrub, self._outage) from None
+        if code == "ResourceNotFoundException" and not _names_consumer(err):
+            raise _ShardGone(err) from None
+        self._retries += 1
+        self.result.retries += 1
+        if code in THROTTLING_CODES and self._retries <= self.max_retries:
+            self._backoff(self._retries)
+            return self._out_of_time()
+        if code in THROTTLING_CODES:
+            raise KinesisThrottledError(f"{self.describe()}: SubscribeToShard at {self.pos} kept failing with {code} "
+                                        f"({self.max_retries} retries, {self.calls.where()})") from None
+        hint = (" (was the consumer deregistered? restarting the query registers it again)"
+                if code == "ResourceNotFoundException" else "")
+        raise KinesisSourceError(f"{self.describe()}: SubscribeToShard at {self.pos} failed ({self.calls.where()})"
+                                 f"{hint}: {self.scrub(err)}") from None
+
+    def _wait(self, seconds: float) -> bool:
+        """Sleep, never past a bounded read's deadline; True when the read finished there."""
+        if not self.exact:
+            seconds = min(seconds, max(0.0, self.deadline - time.monotonic()))
+        if seconds > 0:
+            self.sleep(seconds)
+        if not self.exact and time.monotonic() >= self.deadline:
+            self._finish(self.pos, STOP_MAX_FETCH_TIME)
+            return True
+        return False
+
+
+def _names_consumer(err: BaseException) -> bool:
+    """Whether a ResourceNotFoundException is about the stream consumer (deregistered), not the shard."""
+    return "consumer" in str(err).lower()
+
