@@ -9,33 +9,23 @@ from the beginning, from the middle and from the end, out-of-range fetches under
 so a difference shows up as a readable diff.
 
 librdkafka's mock cluster is created through the librdkafka bundled in the confluent-kafka wheel (see
-``RdkafkaMockCluster`` in ``benchmarks/broker_throughput.py``).
+``samza_devkit.rdkafka_mock_cluster``).
 """
 
 from __future__ import annotations
 
-import importlib.util
 import random
-import sys
 import time
-from pathlib import Path
 
 import pytest
 from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, Consumer, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from samza_devkit.rdkafka_mock_cluster import RdkafkaMockCluster
+
 TIMEOUT = 30.0
 PARTITIONS = 3
 TOPIC = "differential"
-
-
-def _load_mock_cluster_class():
-    path = Path(__file__).resolve().parents[3] / "benchmarks" / "broker_throughput.py"
-    spec = importlib.util.spec_from_file_location("_broker_throughput_for_tests", path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module.RdkafkaMockCluster
 
 
 def _script_rounds() -> list[list[dict]]:
@@ -183,7 +173,7 @@ def run_script(bootstrap: str) -> dict:
 
 @pytest.fixture(scope="module")
 def mock_results():
-    cluster = _load_mock_cluster_class()()
+    cluster = RdkafkaMockCluster()
     try:
         cluster.create_topic(TOPIC, PARTITIONS)
         return run_script(cluster.bootstrap_servers)

@@ -11,28 +11,17 @@ take offsets but are never returned).
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 import time
-from pathlib import Path
 
 import pytest
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 
 from samza_devkit.kafka_broker import KafkaDevBroker
 from samza_devkit.kafka_helpers import TIMEOUT_S, create_topic, produce_in_transaction, transactional_producer
+from samza_devkit.rdkafka_mock_cluster import RdkafkaMockCluster
 
 TOPIC = "txn-differential"
 PARTITIONS = 2
-
-
-def _load_mock_cluster_class():
-    path = Path(__file__).resolve().parents[3] / "benchmarks" / "broker_throughput.py"
-    spec = importlib.util.spec_from_file_location("_broker_throughput_for_txn_tests", path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module.RdkafkaMockCluster
 
 
 def run_script(bootstrap: str) -> dict:
@@ -70,7 +59,7 @@ def run_script(bootstrap: str) -> dict:
 
 @pytest.fixture(scope="module")
 def mock_results():
-    cluster = _load_mock_cluster_class()()
+    cluster = RdkafkaMockCluster()
     try:
         cluster.create_topic(TOPIC, PARTITIONS)
         return run_script(cluster.bootstrap_servers)
