@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import socket
 
+from ..core.errors import MetadataStoreError
 from ..metadata.base import MetadataStore
 from ..metadata.filesystem import FileSystemMetadataStore
 from ..spec.common import METADATA_STORE_OPTION
@@ -21,6 +22,10 @@ from ..spec.namespaces import LEASE, LEASE_KEY
 from .errors import KinesisSourceError
 
 __all__ = ["UnreachableStoreError", "check_store_shared_with_driver"]
+
+# (store URI, job) pairs this process has seen the driver's lease in: shared once, shared for good, so a task pays
+# the check only in the first batch a worker process runs.
+_SEEN_SHARED: set[tuple[str, str]] = set()
 
 
 class UnreachableStoreError(KinesisSourceError):
@@ -31,7 +36,15 @@ def check_store_shared_with_driver(store: MetadataStore) -> None:
     """Raise :class:`UnreachableStoreError` when ``store`` is a local directory without the driver's lease in it."""
     if not (isinstance(store, FileSystemMetadataStore) and store.uri.startswith("file:")):
         return  # dynamodb://, s3://, object stores: the same store wherever it is opened
-    if store.get(LEASE, LEASE_KEY) is not None:
+    key = (store.uri, store.job_name)
+    if key in _SEEN_SHARED:
+        return
+    try:
+        lease = store.get(LEASE, LEASE_KEY)
+    except MetadataStoreError:
+        return  # a store that fails is no sign of a store not shared: the read that needs it reports the failure
+    if lease is not None:
+        _SEEN_SHARED.add(key)
         return
     raise UnreachableStoreError(
         f"option '{METADATA_STORE_OPTION}' is a local directory ({store.uri}) that this executor (host "
