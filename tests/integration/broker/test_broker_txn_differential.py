@@ -59,12 +59,9 @@ def run_script(bootstrap: str) -> dict:
 
 @pytest.fixture(scope="module")
 def mock_results():
-    cluster = RdkafkaMockCluster()
-    try:
+    with RdkafkaMockCluster() as cluster:
         cluster.create_topic(TOPIC, PARTITIONS)
         return run_script(cluster.bootstrap_servers)
-    finally:
-        cluster.close()
 
 
 @pytest.fixture(scope="module")
