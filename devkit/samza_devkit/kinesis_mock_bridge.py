@@ -27,7 +27,10 @@ response through unchanged except:
   tests can meet a renewal in seconds. The stream then ends cleanly, after a whole event.
 
 Hooks for tests: :meth:`KinesisMockBridge.cut` drops open subscriptions abruptly (the client sees the connection
-reset mid-stream, as on a network cut), :meth:`KinesisMockBridge.open_subscriptions` lists them.
+reset mid-stream, as on a network cut), :meth:`KinesisMockBridge.open_subscriptions` lists them, and
+:meth:`KinesisMockBridge.subscription_counts` says how many calls per consumer and shard were admitted, refused by
+the 5-second rule, or took an open subscription over (so a test can tell a reader that kept its subscription from
+one that subscribed again).
 
 The bridge serves HTTP/1.1 (as kinesis-mock does), in threads of the process that starts it.
 """
@@ -50,7 +53,7 @@ from botocore.exceptions import ClientError
 from .aws_event_stream import MessageSplitter, RawMessage, event_message, exception_message
 from .kinesis_shard_catalog import ShardCatalog, StreamRef
 
-__all__ = ["KinesisMockBridge", "AWS_SUBSCRIPTION_LIMIT_S", "AWS_TAKEOVER_AFTER_S"]
+__all__ = ["KinesisMockBridge", "SubscriptionCounts", "AWS_SUBSCRIPTION_LIMIT_S", "AWS_TAKEOVER_AFTER_S"]
 
 AWS_SUBSCRIPTION_LIMIT_S = 300.0
 AWS_TAKEOVER_AFTER_S = 5.0
@@ -79,24 +82,43 @@ class Subscription:
         return self.consumer_arn, self.shard_id
 
 
+@dataclass
+class SubscriptionCounts:
+    """What became of the ``SubscribeToShard`` calls of one (consumer, shard), or of several summed."""
+
+    admitted: int = 0  # calls let through (a subscription opened, unless kinesis-mock then failed the call)
+    refused: int = 0  # calls answered ResourceInUseException by AWS's 5-second rule
+    taken_over: int = 0  # open subscriptions ended because a later call took the shard over
+
+    def __add__(self, other: SubscriptionCounts) -> SubscriptionCounts:
+        return SubscriptionCounts(self.admitted + other.admitted, self.refused + other.refused,
+                                  self.taken_over + other.taken_over)
+
+
 class _Registry:
-    """Open subscriptions and the time of each (consumer, shard)'s last successful call, for AWS's 5-second rule."""
+    """Open subscriptions and the time of each (consumer, shard)'s last successful call, for AWS's 5-second rule;
+    what became of each (consumer, shard)'s calls, for tests."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._open: dict[tuple[str, str], Subscription] = {}
         self._last_call: dict[tuple[str, str], float] = {}
+        self._counts: dict[tuple[str, str], SubscriptionCounts] = {}
 
     def admit(self, consumer_arn: str, shard_id: str, takeover_after_s: float) -> Subscription | None:
         """A new subscription, the earlier one told to give way; None if AWS would refuse the call."""
         now, key = time.monotonic(), (consumer_arn, shard_id)
         with self._lock:
+            counts = self._counts.setdefault(key, SubscriptionCounts())
             last = self._last_call.get(key)
             if last is not None and now - last < takeover_after_s:
+                counts.refused += 1
                 return None
+            counts.admitted += 1
             earlier = self._open.get(key)
             if earlier is not None:
                 earlier.taken_over.set()
+                counts.taken_over += 1
             subscription = Subscription(consumer_arn, shard_id, started=now)
             self._open[key] = subscription
         if earlier is not None:
@@ -117,6 +139,11 @@ class _Registry:
         with self._lock:
             return [s for s in self._open.values()
                     if consumer_arn in (None, s.consumer_arn) and shard_id in (None, s.shard_id)]
+
+    def counts(self, consumer_arn: str | None, shard_id: str | None) -> SubscriptionCounts:
+        with self._lock:
+            return sum((c for (consumer, shard), c in self._counts.items()
+                        if consumer_arn in (None, consumer) and shard_id in (None, shard)), SubscriptionCounts())
 
     def forget_calls(self) -> None:
         with self._lock:
@@ -250,6 +277,11 @@ class KinesisMockBridge:
 
     def open_subscriptions(self, consumer_arn: str | None = None, shard_id: str | None = None) -> list[Subscription]:
         return self.registry.matching(consumer_arn, shard_id)
+
+    def subscription_counts(self, consumer_arn: str | None = None, shard_id: str | None = None) -> SubscriptionCounts:
+        """How many ``SubscribeToShard`` calls matching the filters (None: any) were admitted, refused by the
+        5-second rule, or took an open subscription over, since the bridge started (``reset`` keeps them)."""
+        return self.registry.counts(consumer_arn, shard_id)
 
     def cut(self, consumer_arn: str | None = None, shard_id: str | None = None) -> int:
         """Drop the open subscriptions matching the filters (None: any) without ending their streams; how many."""

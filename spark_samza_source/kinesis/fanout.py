@@ -20,6 +20,17 @@ does not depend on ``consumerType``. What differs:
   consumer (``ResourceInUseException``): a retried or speculative attempt meets the earlier attempt's. It is
   waited out within the read's time; a read that runs out of time ends where it stands (nothing read), and an
   exact read keeps waiting up to its exact timeout.
+* **Parking.** Because of that rule, a read that subscribed anew every micro-batch cost each batch of a shard ~5 s.
+  A read that ends without failing at a position the next one can start from (after a record; or its start, when
+  it read nothing) leaves its subscription open in this process's registry (``parked_subscriptions``) with the rest
+  of the event it stopped inside (``maxRecordsPerShard``, a recorded end, the ``Trigger.AvailableNow`` cut-off and
+  KPL aggregates can stop a read mid-event). The next read of the shard by the same consumer in this process
+  (Spark reuses Python workers) takes it if it starts exactly there, replays the rest of that event, then the
+  queued ones, skipping what was consumed (nothing can be missing in between: the stream is continuous); a read
+  starting elsewhere (a retry re-reading an exact range, a startpoint) closes it and subscribes. A parked
+  subscription that ended, was taken over by another process or was cut while it waited fails at its first event
+  and is renewed as above. Events queued while parked may say "caught up" about a past moment: a read stops as
+  caught up only at an event that no other queued event follows. A failed read closes its subscription.
 
 Why boto3's HTTP/1.1 ``subscribe_to_shard`` and not an HTTP/2 client: docs/architecture.md §8.
 """
@@ -38,6 +49,8 @@ from urllib3.exceptions import HTTPError as Urllib3Error
 
 from .calls import THROTTLING_CODES, UNREACHABLE, error_code, is_outage, unreachable
 from .errors import KinesisSourceError, KinesisThrottledError
+from .parked_subscriptions import PARKED, ParkedSubscription
+from .positions import AFTER_SEQUENCE_NUMBER, AT_SEQUENCE_NUMBER, AT_TIMESTAMP, EVERY_SUB, TRIM_HORIZON, ShardPosition
 from .reader import STOP_CAUGHT_UP, STOP_MAX_FETCH_TIME, ShardStream, _NotYet, _ShardGone
 
 __all__ = ["SubscribedShardStream", "starting_position", "SUBSCRIPTION_EVENT"]
@@ -52,6 +65,13 @@ CUT = (*UNREACHABLE, ResponseStreamingError, Urllib3Error, ConnectionError)
 _RENEWED_CODES = frozenset({"InternalFailureException"})
 _IN_USE_WAIT_S = 0.5  # between two tries of a subscription AWS refused as in use (its rule is 5 s)
 _QUEUED_EVENTS = 4
+#: how long a caught-up event waits for a next one already on its way: a parked subscription's queue holds events
+#: sent while no read was there, and "caught up" in one of them is stale while later ones wait (the pump hands the
+#: next one over within microseconds when the queue was full)
+_FOLLOW_WAIT_S = 0.005
+#: start positions a read that read nothing can park at: its subscription still stands exactly there (a LATEST one
+#: would not: the next read's LATEST is later)
+_RESTARTABLE = (TRIM_HORIZON, AT_TIMESTAMP, AT_SEQUENCE_NUMBER)
 
 
 def starting_position(request: dict[str, Any]) -> dict[str, Any]:
@@ -78,6 +98,7 @@ class _Events:
         self.stream = event_stream
         self.queue: queue.Queue = queue.Queue(maxsize=_QUEUED_EVENTS)
         self.closed = threading.Event()
+        self._peeked: tuple | None = None  # taken from the queue by follows(), not yet by next()
         self.thread = threading.Thread(target=self._pump, name=name, daemon=True)
         self.thread.start()
 
@@ -99,13 +120,32 @@ class _Events:
                 continue
         return False
 
+    def follows(self, wait_s: float) -> bool:
+        """Whether another event is waiting, or comes within ``wait_s`` (the stream's end or an error: False)."""
+        if self._peeked is None:
+            try:
+                self._peeked = self.queue.get(timeout=max(0.0, wait_s))
+            except queue.Empty:
+                return False
+        return not self.ended()
+
+    def ended(self) -> bool:
+        """Whether the stream's end or an error is already known to come next."""
+        if self._peeked is None:
+            return False
+        ok, item = self._peeked
+        return not ok or item is self._END
+
     def next(self, wait_s: float) -> dict[str, Any] | None:
         """The next event, None when none came within ``wait_s``; raises ``_Ended`` at the end of the stream and
         what the stream raised (an error event, a cut connection)."""
-        try:
-            ok, item = self.queue.get(timeout=max(0.0, wait_s))
-        except queue.Empty:
-            return None
+        if self._peeked is not None:
+            (ok, item), self._peeked = self._peeked, None
+        else:
+            try:
+                ok, item = self.queue.get(timeout=max(0.0, wait_s))
+            except queue.Empty:
+                return None
         if not ok:
             raise item
         if item is self._END:
@@ -126,8 +166,15 @@ class SubscribedShardStream(ShardStream):
     def __init__(self, client: Any, request: Any, read: Any) -> None:
         super().__init__(client, request, read)
         self.consumer_arn = request.consumer_arn
-        self.subscriptions = 0
+        self.subscriptions = 0  # SubscribeToShard calls that opened a subscription
+        self.resumed = False  # whether the read went on with a subscription a previous read parked
         self.child_shards: list[str] = []
+        # a subscription belongs to the client (endpoint, credentials) that opened it; clients are cached per process
+        # and settings, so every read of a query in this process has the same one
+        self._key = (client, self.consumer_arn, self.shard_id)
+        self._kept: dict[str, Any] | None = None  # the parked read's partly consumed event, replayed first
+        self._stopped_in: dict[str, Any] | None = None  # the event this read stopped inside
+        self._events: _Events | None = None  # the subscription being read
 
     def describe(self) -> str:
         return (f"task {self.task!r}: shard {self.shard_id} of stream {self.stream!r} through stream consumer "
@@ -139,33 +186,51 @@ class SubscribedShardStream(ShardStream):
         self._retries = 0
         self._outage = self.calls.retry_clock()
         self._confirmations = 0
-        while not self._out_of_time():
-            events = self._subscribe()
+        events = self._take_parked()
+        while True:
             if events is None:
-                return
+                if self._out_of_time():
+                    return
+                events = self._subscribe()
+                if events is None:
+                    return
             try:
-                done = yield from self._read_events(events)
+                yield from self._read_events(events)
             except _Ended:
                 log.info("%s: the subscription ended; renewing it from %s", self.describe(), self.pos)
+                events.close()
+                events = None
                 continue
             except (*CUT, ClientError) as err:
+                events.close()
+                events = None
                 if self._after_failure(err):
                     return
                 continue
-            finally:
+            except BaseException:  # a failed read (or a consumer that stopped early) leaves nothing open
                 events.close()
-            if done:
-                return
+                raise
+            self._park_or_close(events)
+            return
 
     def _read_events(self, events: _Events) -> Iterator[None]:
-        """Read events until the read stops (True) or the deadline passes (True, finished there)."""
+        """Read the event kept by the read that parked the subscription (if any), then events until the read stops
+        (or the deadline passes: finished there)."""
+        self._events = events
+        kept, self._kept = self._kept, None
+        if kept is not None:
+            if self._on_event(kept):
+                return
+            yield
         while True:
             wait = self.deadline - time.monotonic()
             event = events.next(wait) if wait > 0 else None
             if event is None:
-                return self._out_of_time()
+                if self._out_of_time():
+                    return
+                continue
             if self._on_event(event.get(SUBSCRIPTION_EVENT)):
-                return True
+                return
             yield
 
     def _on_event(self, event: dict[str, Any] | None) -> bool:
@@ -177,6 +242,7 @@ class SubscribedShardStream(ShardStream):
         self.result.calls += 1
         behind = self.result.millis_behind_latest = event.get("MillisBehindLatest")
         if self._consume(event.get("Records") or []) is not None:
+            self._stopped_in = event  # part of it may be left for the next read (parking)
             return True
         if event.get("ContinuationSequenceNumber") is None:  # AWS: the shard is closed and read to its end
             self.child_shards = [c.get("ShardId") for c in event.get("ChildShards") or []]
@@ -184,14 +250,48 @@ class SubscribedShardStream(ShardStream):
             self._flush()
             self._shard_end()
             return True
-        self._confirmations = self._confirmations + 1 if behind == 0 else 0
-        if behind == 0 and self._stopped_caught_up(self._confirmations):
-            return True
-        return False
+        if behind != 0:
+            self._confirmations = 0
+            return False
+        if self._events is not None and self._events.follows(_FOLLOW_WAIT_S):
+            return False  # caught up when it was sent, but later events are waiting: not caught up now
+        self._confirmations += 1
+        return self._stopped_caught_up(self._confirmations)
 
     def _exact_error(self, why: str):
         err = super()._exact_error(why)
         return type(err)(f"{err} (reading through stream consumer {self.consumer_arn})")
+
+    # ---- parking (see parked_subscriptions) --------------------------------------------------------------------
+    def _take_parked(self) -> _Events | None:
+        """The subscription a previous read of this shard parked in this process, when it ended exactly where
+        this read starts; None otherwise (a parked one that does not continue this read is closed)."""
+        parked = PARKED.take(self._key)
+        if parked is None:
+            return None
+        if parked.end != self.start:  # a retry re-reading an exact range, a startpoint, a moved position
+            log.info("%s: a parked subscription stands at %s but this read starts at %s: closed, subscribing anew",
+                     self.describe(), parked.end, self.start)
+            parked.events.close()
+            return None
+        log.debug("%s: going on with the subscription parked at %s (%d kept records)", self.describe(), parked.end,
+                  len(parked.kept["Records"]) if parked.kept else 0)
+        self.resumed = True
+        # the subscription is continuous: every record up to the end was consumed, nothing can be missing between
+        self.expect = parked.expect if parked.expect is not None else _resumed_expect(parked.end)
+        self._kept = parked.kept
+        return parked.events
+
+    def _park_or_close(self, events: _Events) -> None:
+        """After a read that ended without failing: park its subscription when the next read of the shard can go
+        on from its end (a concrete position, or the start itself when nothing was read), close it otherwise."""
+        end = self.result.end
+        resumable = end.type == AFTER_SEQUENCE_NUMBER or (end == self.start and end.type in _RESTARTABLE)
+        if not resumable or events.ended():  # an ended one: the next read subscribes anyway
+            events.close()
+            return
+        kept = _unconsumed(self._stopped_in, end) if self._stopped_in is not None else None
+        PARKED.park(self._key, ParkedSubscription(events, end, kept, self.expect, self.describe()))
 
     # ---- subscribing ------------------------------------------------------------------------------------------
     def _subscribe(self) -> _Events | None:
@@ -263,6 +363,28 @@ class SubscribedShardStream(ShardStream):
             self._finish(self.pos, STOP_MAX_FETCH_TIME)
             return True
         return False
+
+
+def _resumed_expect(end: ShardPosition) -> tuple[int, int, bool] | None:
+    """The reader's ``expect`` for a read going on from ``end`` on the subscription that reached it: records up to
+    the consumed part of ``end``'s record are skipped; a later first record is no loss (the stream is continuous,
+    and the kept event may well not hold ``end``'s record)."""
+    if end.type != AFTER_SEQUENCE_NUMBER:
+        return None
+    return int(end.sequence), EVERY_SUB if end.sub < 0 else end.sub, False
+
+
+def _unconsumed(event: dict[str, Any], end: ShardPosition) -> dict[str, Any] | None:
+    """``event`` with only the records a read that stopped inside it at ``end`` did not consume whole (a record
+    read in part, a KPL aggregate, stays: the next read skips its consumed sub-records); None when none is left."""
+    records = event.get("Records") or []
+    if end.type == AFTER_SEQUENCE_NUMBER:
+        last, whole = int(end.sequence), end.sub < 0
+        records = [r for r in records if int(r["SequenceNumber"]) > last
+                   or (not whole and int(r["SequenceNumber"]) == last)]
+    if not records and event.get("ContinuationSequenceNumber") is not None:
+        return None
+    return {**event, "Records": records}
 
 
 def _names_consumer(err: BaseException) -> bool:

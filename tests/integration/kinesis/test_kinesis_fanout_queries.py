@@ -193,12 +193,13 @@ def put_to_shard(client, stream: str, tag: str, count: int) -> list:
 
 
 def test_a_retry_meeting_the_open_subscription_reads_exactly_its_recorded_range_then_startpoints_apply(
-        fo, tmp_path):
+        fo, kinesis_mock_bridge, tmp_path):
     """Guarantees (retries stay exact on fan-out): the first attempt of a task reads the shard through fan-out,
-    records its end and fails; while its retry is held back, more records land and a subscription of the same
-    consumer to the shard is opened (as a killed attempt's would still be): the retry meets
-    ``ResourceInUseException``, waits it out, and reads exactly the recorded range; the new records come in the next
-    batch. Then startpoints of every type on the stopped query, each applied once through fan-out runs."""
+    parks its subscription (still open) when its read ends, records its end and fails; while its retry is held
+    back, more records land. The retry meets the failed attempt's subscription (AWS refuses a new one within 5 s of
+    it: ``ResourceInUseException``, held here until the test has seen a refusal), waits it out, and reads exactly
+    the recorded range; the new records come in the next batch. Then startpoints of every type on the stopped
+    query, each applied once through fan-out runs."""
     from spark_samza_source.core.model import SystemStreamPartition
     from spark_samza_source.core.startpoint import (
         StartpointOldest,
@@ -208,6 +209,7 @@ def test_a_retry_meeting_the_open_subscription_reads_exactly_its_recorded_range_
     )
 
     stream = kh.create_stream(fo.client, kh.unique_stream_name("efor"), 1)
+    arn = fo.client.describe_stream_summary(StreamName=stream)["StreamDescriptionSummary"]["StreamARN"]
     first = put_to_shard(fo.client, stream, "a", 20)
     marker, release = tmp_path / "failed-once", tmp_path / "retry-may-run"
     query = fo.collect_batches("retry", fo.spark.readStream.format("samza-kinesis").options(**fo.options(
@@ -215,17 +217,23 @@ def test_a_retry_meeting_the_open_subscription_reads_exactly_its_recorded_range_
                    "testing.failAfterRecordHold": str(release)})).load())
     fo.wait_for(marker.exists, timeout=120, what="the injected failure")
     later = put_to_shard(fo.client, stream, "b", 7)
-    arn = fo.client.describe_stream_consumer(
-        StreamARN=fo.client.describe_stream_summary(StreamName=stream)["StreamDescriptionSummary"]["StreamARN"],
-        ConsumerName=f"{fo.job}-efo")["ConsumerDescription"]["ConsumerARN"]
-    held = _subscribe_when_allowed(fo.client, arn)
-    release.touch()
+    consumer = fo.client.describe_stream_consumer(StreamARN=arn, ConsumerName=f"{fo.job}-efo")
+    counts = _subscription_counts(kinesis_mock_bridge, consumer["ConsumerDescription"]["ConsumerARN"])
+    # the failed attempt's read made the only call, and its subscription is still open, parked, while the attempt
+    # fails after recording its end
+    assert counts().admitted == 1
+    assert len(kinesis_mock_bridge.open_subscriptions(consumer["ConsumerDescription"]["ConsumerARN"], SHARD0)) == 1
+    refused = counts().refused
+    kinesis_mock_bridge.takeover_after_s = 600  # the retry must meet the refusal however late it comes
     try:
-        fo.wait_for(lambda: len(fo.collected("retry")) >= len(first) + len(later), timeout=120, what="every record")
+        release.touch()
+        fo.wait_for(lambda: counts().refused > refused, timeout=120, what="the retry meeting the subscription")
     finally:
-        held.close()
+        kinesis_mock_bridge.reset()
+    fo.wait_for(lambda: len(fo.collected("retry")) >= len(first) + len(later), timeout=120, what="every record")
     query.stop()
     assert query.exception() is None
+    assert counts().admitted >= 2  # the retry subscribed anew once allowed
     rows = fo.collected("retry")
     assert sorted(r.sequenceNumber for r in rows) == sorted(a.sequence for a in first + later)  # exactly once
     shard, end = marker.read_text().strip().split(" ", 1)
@@ -259,21 +267,9 @@ def test_a_retry_meeting_the_open_subscription_reads_exactly_its_recorded_range_
     assert manager.list() == []
 
 
-def _subscribe_when_allowed(client, consumer_arn: str):
-    """A subscription of ``consumer_arn`` to the stream's shard, waiting out AWS's 5-second rule; its stream."""
-    import time
-
-    from botocore.exceptions import ClientError
-
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            return client.subscribe_to_shard(ConsumerARN=consumer_arn, ShardId=SHARD0,
-                                             StartingPosition={"Type": "LATEST"})["EventStream"]
-        except ClientError as err:
-            if err.response["Error"]["Code"] != "ResourceInUseException" or time.monotonic() > deadline:
-                raise
-            time.sleep(0.25)
+def _subscription_counts(bridge, consumer_arn: str):
+    """What the bridge counted for the consumer's calls on the stream's shard, as a function to call again."""
+    return lambda: bridge.subscription_counts(consumer_arn, SHARD0)
 
 
 SHARD0 = "shardId-000000000000"
