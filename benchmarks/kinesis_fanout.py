@@ -9,6 +9,12 @@ protocol as this source drives it, not AWS's figures.
    ``--fanout-seconds`` (20); put time to the time the reader handed the row out, p50 / p99.
 2. throughput: a backlog of ``--fanout-records`` (2,000) records of 1 KB in each of 8 shards, drained by 2 "tasks"
    (4 shards each, read concurrently, as ``kinesis/task.py`` does); records/s until every shard is caught up.
+3. live query: a fan-out Spark query (local[2], a 500 ms processing-time trigger, 2 shards) for
+   ``--fanout-live-seconds`` (40) while a record is put every 100 ms: micro-batches, the shard reads that went on
+   with a subscription parked by the previous read in the same Python worker (reads minus the subscriptions the
+   bridge admitted), the calls AWS's 5-second rule refused, and the batch durations p50 / p99.
+
+``--fanout-parts`` picks among ``latency,throughput,live``.
 """
 
 from __future__ import annotations
@@ -103,6 +109,82 @@ def _fill(client, stream: str, shards: list[dict], per_shard: int) -> None:
                        explicit_hash_key=shard["HashKeyRange"]["StartingHashKey"])
 
 
+def _live_query(bridge, client, tmp: Path, seconds: float, shards: int = 2) -> None:
+    """Part 3 (see the module doc): how often a live query's reads go on with a parked subscription."""
+    import os
+    import sys
+    import uuid
+
+    from samza_devkit import kinesis_helpers as kh
+    from samza_devkit.spark_fixtures import make_local_spark
+    from spark_samza_source import register
+
+    os.environ["PYSPARK_PYTHON"] = os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    stream = kh.create_stream(client, kh.unique_stream_name("live"), shards)
+    spark = make_local_spark("fanout-live", {"spark.ui.showConsoleProgress": "false"})
+    register(spark)
+    job = f"live-{uuid.uuid4().hex[:6]}"
+    done = threading.Event()
+
+    def produce() -> None:
+        n = 0
+        while not done.wait(0.1):
+            client.put_record(StreamName=stream, Data=f"r{n}".encode(), PartitionKey=f"k{n}")
+            n += 1
+
+    producer = threading.Thread(target=produce, daemon=True)
+    query = (spark.readStream.format("samza-kinesis").options(
+        streamName=stream, endpointUrl=bridge.endpoint, region="us-east-1", awsAccessKeyId="testing",
+        awsSecretKey="testing", startingPosition="TRIM_HORIZON", consumerType="SubscribeToShard",
+        consumerName=f"{job}-efo", maxFetchTimePerShard="8s", **{"job.name": job,
+                                                                   "metadata.store": f"file://{tmp / job}"})
+        .load().writeStream.format("noop").option("checkpointLocation", str(tmp / job / "ck"))
+        .trigger(processingTime="500 milliseconds").start())
+    try:
+        producer.start()
+        time.sleep(seconds)
+    finally:
+        done.set()
+        query.stop()
+        producer.join()
+    progress = [p for p in query.recentProgress if p.get("batchId", 0) > 0]
+    arn = client.describe_stream_consumer(
+        StreamARN=client.describe_stream_summary(StreamName=stream)["StreamDescriptionSummary"]["StreamARN"],
+        ConsumerName=f"{job}-efo")["ConsumerDescription"]["ConsumerARN"]
+    counts = [bridge.subscription_counts(arn, s["ShardId"]) for s in kh.list_shards(client, stream)]
+    reads = len(progress) * len(counts)  # every batch reads every shard (both open)
+    admitted, refused = sum(c.admitted for c in counts), sum(c.refused for c in counts)
+    reused = max(0, reads - admitted)
+    durations = sorted(p["durationMs"]["triggerExecution"] for p in progress) or [0]
+    p99 = durations[min(len(durations) - 1, int(len(durations) * 0.99))]
+    say(f"  live query, {shards} shards, {seconds:g} s: {len(progress)} batches, {reads} shard reads, {admitted} "
+        f"subscriptions ({reused} reads went on with a parked one: {reused / max(1, reads):.0%}), "
+        f"{refused} calls refused by the 5-second rule; batch p50 {statistics.median(durations):,.0f} ms, "
+        f"p99 {p99:,} ms, {sum(p['numInputRows'] for p in progress):,} rows ({load()})")
+    record("kinesis-mock live fan-out query: reads on a parked subscription",
+           f"{reused / max(1, reads):.0%} of {reads}", "figures only", None)
+    record("kinesis-mock live fan-out query: batch p50 / p99",
+           f"{statistics.median(durations):,.0f} / {p99:,} ms", "figures only", None)
+    spark.stop()
+
+
+def _throughputs(client, records_per_shard: int) -> None:
+    """Part 2 (see the module doc), polling then fan-out."""
+    from samza_devkit import kinesis_helpers as kh
+
+    eight = kh.create_stream(client, kh.unique_stream_name("tput"), 8)
+    shards = kh.list_shards(client, eight)
+    _fill(client, eight, shards, records_per_shard)
+    arn = _register(client, eight, "bench-throughput")
+    ids = [s["ShardId"] for s in shards]
+    for name, consumer in (("polling", None), ("fan-out", arn)):
+        records, secs = _throughput(client, eight, consumer, ids)
+        say(f"  throughput {name}, 8 shards in 2 tasks: {records:,} records of 1 KB in {secs:.1f} s = "
+            f"{records / secs:,.0f} rec/s ({load()})")
+        record(f"kinesis-mock throughput {name}, 8 shards / 2 tasks", f"{records / secs:,.0f} rec/s",
+               "figures only", None)
+
+
 def part_fanout(args, tmp: Path) -> None:
     """Fan-out vs polling: latency p50/p99 at a steady low rate, throughput of 8 shards in 2 tasks."""
     from samza_devkit import kinesis_helpers as kh
@@ -112,9 +194,10 @@ def part_fanout(args, tmp: Path) -> None:
     say(f"fan-out vs polling on kinesis-mock (bridged), {load()}")
     with KinesisMockProcess(modules=ensure_kinesis_mock()) as upstream, KinesisMockBridge(upstream) as bridge:
         client = kh.kinesis_client(bridge.endpoint)
+        parts = set(args.fanout_parts.split(","))
         one = kh.create_stream(client, kh.unique_stream_name("lat"), 1)
         arn = _register(client, one, "bench-latency")
-        for name, consumer in (("polling", None), ("fan-out", arn)):
+        for name, consumer in (("polling", None), ("fan-out", arn)) if "latency" in parts else ():
             ms = sorted(_latency(client, one, consumer, args.fanout_seconds, args.fanout_interval_ms / 1000))
             if not ms:
                 say(f"  latency {name}: no record read")
@@ -124,15 +207,8 @@ def part_fanout(args, tmp: Path) -> None:
                 f"({load()})")
             record(f"kinesis-mock latency {name} p50 / p99", f"{statistics.median(ms):,.0f} / {p99:,.0f} ms",
                    "figures only", None)
-        eight = kh.create_stream(client, kh.unique_stream_name("tput"), 8)
-        shards = kh.list_shards(client, eight)
-        _fill(client, eight, shards, args.fanout_records)
-        arn = _register(client, eight, "bench-throughput")
-        ids = [s["ShardId"] for s in shards]
-        for name, consumer in (("polling", None), ("fan-out", arn)):
-            records, secs = _throughput(client, eight, consumer, ids)
-            say(f"  throughput {name}, 8 shards in 2 tasks: {records:,} records of 1 KB in {secs:.1f} s = "
-                f"{records / secs:,.0f} rec/s ({load()})")
-            record(f"kinesis-mock throughput {name}, 8 shards / 2 tasks", f"{records / secs:,.0f} rec/s",
-                   "figures only", None)
+        if "live" in parts:
+            _live_query(bridge, client, tmp, args.fanout_live_seconds)
+        if "throughput" in parts:
+            _throughputs(client, args.fanout_records)
         client.close()

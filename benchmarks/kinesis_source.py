@@ -1072,6 +1072,10 @@ def add_fanout_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--fanout-seconds", type=float, default=20.0, help="fanout part: latency run per strategy")
     parser.add_argument("--fanout-interval-ms", type=int, default=200, help="fanout part: ms between two puts")
     parser.add_argument("--fanout-records", type=int, default=2_000, help="fanout part: backlog per shard (1 KB)")
+    parser.add_argument("--fanout-live-seconds", type=float, default=40.0,
+                        help="fanout part: seconds of the live Spark query (subscriptions per shard read)")
+    parser.add_argument("--fanout-parts", default="latency,throughput,live",
+                        help="fanout part: which of latency, throughput, live to run (comma-separated)")
 
 
 def part_fanout_only(args, tmp: Path) -> None:

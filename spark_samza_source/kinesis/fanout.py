@@ -63,6 +63,8 @@ IN_USE = "ResourceInUseException"
 CUT = (*UNREACHABLE, ResponseStreamingError, Urllib3Error, ConnectionError)
 #: errors inside an event stream that AWS documents as transient: the subscription is renewed
 _RENEWED_CODES = frozenset({"InternalFailureException"})
+#: the stop of a micro-batch read that gave way to a subscription of the same consumer made less than 5 s ago
+STOP_SUBSCRIPTION_IN_USE = "subscription_in_use"
 _IN_USE_WAIT_S = 0.5  # between two tries of a subscription AWS refused as in use (its rule is 5 s)
 _QUEUED_EVENTS = 4
 #: how long a caught-up event waits for a next one already on its way: a parked subscription's queue holds events
@@ -329,7 +331,9 @@ class SubscribedShardStream(ShardStream):
         """Wait out a failed subscription or a failure inside its stream; True when the read ended (finished at
         its deadline); raises when the failure is not one to wait out."""
         code = error_code(err)
-        if code == IN_USE:  # another attempt's subscription to this shard: AWS lets a new one take over soon
+        if code == IN_USE:  # another subscription to this shard: AWS lets a new one take over soon
+            if self._yields_in_use():
+                return True
             return self._wait(_IN_USE_WAIT_S)
         if isinstance(err, CUT) or is_outage(err) or code in _RENEWED_CODES:
             if self._outage.retry():
@@ -352,6 +356,22 @@ class SubscribedShardStream(ShardStream):
                 if code == "ResourceNotFoundException" else "")
         raise KinesisSourceError(f"{self.describe()}: SubscribeToShard at {self.pos} failed ({self.calls.where()})"
                                  f"{hint}: {self.scrub(err)}") from None
+
+    def _yields_in_use(self) -> bool:
+        """A refusal as in use means this consumer subscribed to the shard less than 5 s ago: most often a read of
+        the previous batch that parked its subscription in another Python worker (Spark does not send a task to
+        the worker that ran it last time). A micro-batch read then ends where it stands, so that the batch is not
+        held up to 5 s and the subscription parked elsewhere stays alive for the next batch; True when it did.
+        A read that subscribed itself (renewing a subscription that ended or was cut) was refused because of its
+        own call; an exact read must reach its recorded end, and an ``AvailableNow`` read that ends with nothing
+        would end the trigger: they wait the refusal out."""
+        if self.subscriptions or self.exact or self.until_arrival_ms is not None:
+            return False
+        log.info("%s: another subscription of this consumer to the shard was made less than 5 s ago (parked by "
+                 "another Python worker, or another attempt's); this read ends at %s, the next batch reads on",
+                 self.describe(), self.pos)
+        self._finish(self.pos, STOP_SUBSCRIPTION_IN_USE)
+        return True
 
     def _wait(self, seconds: float) -> bool:
         """Sleep, never past a bounded read's deadline; True when the read finished there."""

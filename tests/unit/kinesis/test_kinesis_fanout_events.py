@@ -23,6 +23,7 @@ from botocore.parsers import EventStreamJSONParser
 from samza_devkit.aws_event_stream import event_message, exception_message
 from spark_samza_source.kinesis import kpl
 from spark_samza_source.kinesis.errors import KinesisDataLossError, KinesisSourceError
+from spark_samza_source.kinesis.fanout import STOP_SUBSCRIPTION_IN_USE
 from spark_samza_source.kinesis.positions import ShardPosition
 from spark_samza_source.kinesis.reader import (
     STOP_CAUGHT_UP,
@@ -160,8 +161,15 @@ def test_an_exact_read_stops_at_the_recorded_end_and_a_bounded_read_waits_in_use
     exact = read(client, recorded_end=ShardPosition.after_sequence("2", -1))
     assert [r[0] for r in rows(exact)] == ["1", "2"] and exact.stop == STOP_RECORDED_END
     busy = FedKinesis(*[client_error("ResourceInUseException")] * 50)
-    waited = read(busy, max_fetch_time_ms=100, sleep=time.sleep)
+    request = ShardReadRequest("clicks", SHARD, ShardPosition.trim_horizon(), "Task-0", consumer_arn=CONSUMER,
+                               until_arrival_ms=int(time.time() * 1000))  # AvailableNow: must not end empty early
+    waited = stream_shard(busy, request, ShardReadSettings(max_fetch_time_ms=100, sleep=time.sleep)).run()
     assert waited.stop == STOP_MAX_FETCH_TIME and waited.records == 0 and waited.end == ShardPosition.trim_horizon()
+    # a micro-batch read gives way at once (the subscription made less than 5 s ago, parked by another Python
+    # worker, reads the shard in a later batch)
+    gave_way = read(FedKinesis(client_error("ResourceInUseException")), max_fetch_time_ms=60_000)
+    assert gave_way.stop == STOP_SUBSCRIPTION_IN_USE and gave_way.records == 0
+    assert gave_way.end == ShardPosition.trim_horizon()
 
 
 def test_errors_inside_the_stream_name_consumer_stream_and_shard():
