@@ -31,6 +31,11 @@ does not depend on ``consumerType``. What differs:
   subscription that ended, was taken over by another process or was cut while it waited fails at its first event
   and is renewed as above. Events queued while parked may say "caught up" about a past moment: a read stops as
   caught up only at an event that no other queued event follows. A failed read closes its subscription.
+* **Giving way.** Spark sends a shard's next task to whichever Python worker is idle first, often not the one that
+  parked the shard's subscription; that read is refused as in use (the parked one was made less than 5 s ago). A
+  micro-batch read refused before it subscribed itself ends at once where it stands (``subscription_in_use``), so
+  the batch is not held and the parked subscription stays alive for a later batch; an exact read must reach its
+  recorded end and an ``AvailableNow`` read that ends empty would end the trigger, so both wait the refusal out.
 
 Why boto3's HTTP/1.1 ``subscribe_to_shard`` and not an HTTP/2 client: docs/architecture.md §8.
 """

@@ -38,9 +38,12 @@ log = logging.getLogger(__name__)
 #: and commit); longer buys nothing: AWS's 5-second rule counts from the last *call*, so a read that comes later
 #: than this subscribes at once anyway, while a parked subscription holds a connection and a thread.
 PARKED_TTL_S = 60.0
-#: parked subscriptions one process keeps (each holds a connection and a pump thread); beyond it the oldest is
-#: closed, which costs only a new subscription when its shard is read again
-MAX_PARKED = 256
+#: parked subscriptions one process keeps: each holds a connection, a pump thread and up to a few events (its queue
+#: of 4 and the kept one; an event carries at most what a shard pushes in about a second, 2 MB on AWS), so 64 bound
+#: a worker's parked memory to some hundreds of MB in the worst case, while covering the shards a worker reads in
+#: turn (a task reads at most 16 at once). Beyond it the oldest is closed, which costs only a new subscription
+#: when its shard is read again.
+MAX_PARKED = 64
 
 
 @dataclass

@@ -3,7 +3,8 @@
 acknowledged puts on (shard id, sequence number, subsequence number).
 
 kinesis-mock sends one event a second, and AWS (so the bridge) refuses a subscription to a shard within 5 seconds
-of the previous one by the same consumer, so each micro-batch of a shard costs ~5 s: the cases share few queries.
+of the previous one by the same consumer (reads keep theirs open across micro-batches where they can, but a
+restart or a retry subscribes anew): the cases share few queries.
 """
 
 from __future__ import annotations
