@@ -276,8 +276,9 @@ class SubscribedShardStream(ShardStream):
         parked = PARKED.take(self._key)
         if parked is None:
             return None
-        if parked.end != self.start:  # a retry re-reading an exact range, a startpoint, a moved position
-            log.info("%s: a parked subscription stands at %s but this read starts at %s: closed, subscribing anew",
+        if parked.end != self.start or not self._may_resume():
+            # a retry re-reading an exact range, a startpoint, a moved position; or a read that must not go on
+            log.info("%s: a subscription parked at %s does not serve this read from %s: closed, subscribing anew",
                      self.describe(), parked.end, self.start)
             parked.events.close()
             return None
@@ -288,6 +289,15 @@ class SubscribedShardStream(ShardStream):
         self.expect = parked.expect if parked.expect is not None else _resumed_expect(parked.end)
         self._kept = parked.kept
         return parked.events
+
+    def _may_resume(self) -> bool:
+        """Whether this read may go on with a parked subscription. Its queued events were sent while no read was
+        there, so "caught up" in them may be about the past, and a read cannot always tell the last of them from
+        a new one (they wait on the connection as well as in the queue). A micro-batch read that stops on such an
+        event only stops early. But a caught-up event ends a closed shard (``SHARD_END``: records put before it
+        closed would be lost), ends an ``AvailableNow`` trigger when the batch read nothing, and makes an exact read
+        doubt that its recorded end exists: those reads subscribe anew, as every read did before parking."""
+        return not self.exact and self.ending is None and self.until_arrival_ms is None
 
     def _park_or_close(self, events: _Events) -> None:
         """After a read that ended without failing: park its subscription when the next read of the shard can go

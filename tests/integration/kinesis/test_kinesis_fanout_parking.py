@@ -174,11 +174,13 @@ def test_a_read_that_does_not_start_where_the_parked_one_ended_closes_it_and_rea
     assert bridge.subscription_counts(consumer_arn=consumer).admitted == 2
 
 
-def test_an_exact_reread_through_a_parked_subscription_another_process_took_over_reads_the_recorded_range(
-        kinesis_mock_endpoint, kinesis, shard, bridge):
+def test_an_exact_reread_where_a_parked_subscription_stands_subscribes_anew_and_reads_the_recorded_range(
+        kinesis_mock_endpoint, kinesis, shard, bridge, parked):
     """Batch N ended here (parked); batch N+1's first attempt ran in another process (another client: its own
     subscription, which takes the shard over) and recorded its end; the retry, back in this process, starts where
-    the parked subscription stands, finds it taken over, renews it and reads exactly the recorded range."""
+    the parked subscription stands but is exact: it does not trust that subscription's queued events (an exact read
+    that believes stale "caught up" events doubts its recorded end), closes it, subscribes and reads exactly the
+    recorded range."""
     stream, consumer = shard
     bridge.takeover_after_s = _TAKEOVER_S
     first = put(kinesis, stream, "a", 3)
@@ -198,7 +200,26 @@ def test_an_exact_reread_through_a_parked_subscription_another_process_took_over
     assert attempt_rows == later
     retry, exact = read(kinesis, shard, end, recorded_end=attempt_end)
     assert rows(exact) == attempt_rows and exact.end == attempt_end
-    assert retry.resumed and retry.subscriptions == 1  # took the parked one, met the takeover, renewed
+    assert not retry.resumed and retry.subscriptions == 1
+    assert len(parked) == 2  # the retry's own and the other client's, each parked at the recorded end
+
+
+def test_a_closed_shard_is_read_to_its_end_by_a_new_subscription_not_the_parked_one(kinesis, shard, bridge):
+    """The shard is parked caught up, then gets records and is split while no read is there: the parked
+    subscription's queued events said "caught up" before those records came, which on a closed shard would read as
+    its end. The read that knows the shard closed subscribes anew and reads the records to SHARD_END."""
+    stream, consumer = shard
+    bridge.takeover_after_s = _TAKEOVER_S
+    first = put(kinesis, stream, "a", 2)
+    _, _, got, end = read_until(kinesis, shard, ShardPosition.trim_horizon(), len(first))
+    time.sleep(2)  # the parked subscription queues caught-up events
+    last = put(kinesis, stream, "b", 3)
+    kh.split_shard(kinesis, stream, SHARD)
+    ending = next(s for s in kh.list_shards(kinesis, stream) if s["ShardId"] == SHARD)
+    ending = ending["SequenceNumberRange"]["EndingSequenceNumber"]
+    readers, results, more, end = read_until(kinesis, shard, end, len(last), ending_sequence=ending)
+    assert got + more == first + last and end.is_shard_end
+    assert not readers[0].resumed and sum(r.subscriptions for r in readers) >= 1
 
 
 def _wait_for(condition, what: str, timeout_s: float = 30) -> None:
