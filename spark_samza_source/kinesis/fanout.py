@@ -27,7 +27,9 @@ does not depend on ``consumerType``. What differs:
   KPL aggregates can stop a read mid-event). The next read of the shard by the same consumer in this process
   (Spark reuses Python workers) takes it if it starts exactly there, replays the rest of that event, then the
   queued ones, skipping what was consumed (nothing can be missing in between: the stream is continuous); a read
-  starting elsewhere (a retry re-reading an exact range, a startpoint) closes it and subscribes. A parked
+  starting elsewhere (a retry re-reading an exact range, a startpoint) closes it and subscribes, and so do exact,
+  ``AvailableNow`` and closed-shard reads, for which a stale "caught up" would mean more than an early stop
+  (``_may_resume``). A parked
   subscription that ended, was taken over by another process or was cut while it waited fails at its first event
   and is renewed as above. Events queued while parked may say "caught up" about a past moment: a read stops as
   caught up only at an event that no other queued event follows. A failed read closes its subscription.
