@@ -148,10 +148,18 @@ def _live_query(bridge, client, tmp: Path, seconds: float, shards: int = 2) -> N
         done.set()
         query.stop()
         producer.join()
-    progress = [p for p in query.recentProgress if p.get("batchId", 0) > 0]
+    _report_live(bridge, client, stream, f"{job}-efo", [p for p in query.recentProgress if p.get("batchId", 0) > 0],
+                 seconds)
+    spark.stop()
+
+
+def _report_live(bridge, client, stream: str, consumer: str, progress: list[dict], seconds: float) -> None:
+    """Part 3's figures: the bridge's subscription counts against the query's shard reads, batch durations."""
+    from samza_devkit import kinesis_helpers as kh
+
     arn = client.describe_stream_consumer(
         StreamARN=client.describe_stream_summary(StreamName=stream)["StreamDescriptionSummary"]["StreamARN"],
-        ConsumerName=f"{job}-efo")["ConsumerDescription"]["ConsumerARN"]
+        ConsumerName=consumer)["ConsumerDescription"]["ConsumerARN"]
     counts = [bridge.subscription_counts(arn, s["ShardId"]) for s in kh.list_shards(client, stream)]
     reads = len(progress) * len(counts)  # every batch reads every shard (both open)
     admitted, refused = sum(c.admitted for c in counts), sum(c.refused for c in counts)
@@ -160,7 +168,7 @@ def _live_query(bridge, client, tmp: Path, seconds: float, shards: int = 2) -> N
     reused = max(0, reads - admitted - refused)
     durations = sorted(p["durationMs"]["triggerExecution"] for p in progress) or [0]
     p99 = durations[min(len(durations) - 1, int(len(durations) * 0.99))]
-    say(f"  live query, {shards} shards, {seconds:g} s: {len(progress)} batches, {reads} shard reads, {admitted} "
+    say(f"  live query, {len(counts)} shards, {seconds:g} s: {len(progress)} batches, {reads} shard reads, {admitted} "
         f"subscriptions, {refused} calls refused by the 5-second rule (reads that gave way), so {reused} reads "
         f"went on with a parked subscription ({reused / max(1, reads):.0%}); batch p50 "
         f"{statistics.median(durations):,.0f} ms, p99 {p99:,} ms, {sum(p['numInputRows'] for p in progress):,} rows "
@@ -169,7 +177,6 @@ def _live_query(bridge, client, tmp: Path, seconds: float, shards: int = 2) -> N
            f"{reused / max(1, reads):.0%} of {reads}", "figures only", None)
     record("kinesis-mock live fan-out query: batch p50 / p99",
            f"{statistics.median(durations):,.0f} / {p99:,} ms", "figures only", None)
-    spark.stop()
 
 
 def _throughputs(client, records_per_shard: int) -> None:
