@@ -62,6 +62,7 @@ __all__ = [
     "split_shard",
     "merge_shards",
     "read_shard_raw",
+    "offset_log",
     "apply_moto_kinesis_fixes",
     "moto_kinesis_fixes",
     "FaultyEndpoint",
@@ -275,6 +276,21 @@ def read_shard_raw(client, stream: str, shard_id: str, *, iterator_type: str = "
             break
         iterator = resp.get("NextShardIterator")
     return out
+
+
+def offset_log(checkpoint: str) -> dict[int, Any]:
+    """Every samza-kinesis offset in a Spark query's offset log, by Spark batch id in batch order (the offset
+    logged for batch N says what batch N does with each shard: read it from its start, wait for its parents, or
+    nothing, drained)."""
+    import json
+    from pathlib import Path
+
+    from spark_samza_source.kinesis.offset import KinesisOffset
+
+    folder = Path(checkpoint) / "offsets"
+    ids = sorted(int(f.name) for f in folder.iterdir() if f.name.isdigit())
+    return {i: KinesisOffset.from_json(json.loads((folder / str(i)).read_text().strip().splitlines()[-1]))
+            for i in ids}
 
 
 # ---- moto fixes (resharding as Kinesis does it) ------------------------------------------------------------------

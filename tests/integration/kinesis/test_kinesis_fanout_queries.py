@@ -120,63 +120,134 @@ def check_per_key_order(batched_rows, tags: list[str]) -> None:
         assert order == sorted(order), f"{key} out of put order"
 
 
+#: shardId-000000000000 ... : the stream starts with 0 and 1; kinesis-mock numbers every child after the last shard
+S = [f"shardId-{n:012d}" for n in range(8)]
+TAGS = ["a", "b", "c", "d", "e", "f", "g"]  # the put order of the first test's rounds of records
+#: the restarted live query reads at most this many records of a shard per batch, so a backlog takes batches
+BEHIND_BATCH = 10
+
+
 def test_fan_out_reads_exactly_once_across_reshards_restarts_and_a_switch_to_polling(fo, kinesis_mock_bridge):
     """Guarantees (fan-out keeps every polling guarantee): one stream, four runs from one checkpoint into one
-    Parquet sink:
+    Parquet sink; the lineage cases on a live query, caught up and behind:
 
-    1. fan-out, caught up: records, KPL aggregates, then a split of shard 0 while the query runs (its children
-       must follow their parent, in its task), with the bridge cutting the open subscriptions now and then (each
-       renewed from where it stood);
-    2. fan-out, behind: records and a merge of the two children while the query is stopped, then AvailableNow;
+    1. fan-out, live, caught up: records, KPL aggregates, a split of shard 0 (children 2, 3) with the bridge cutting
+       the open subscriptions now and then (each renewed from where it stood), then, every record read, a merge of
+       2 and 3 into 4;
+    2. fan-out, live, behind: while the query is stopped, records in 4 and 1 and their merge into 5 (4 is the lower
+       parent), then a backlog in 5 that takes several batches (``maxRecordsPerShard``); 5 is split (6, 7) while
+       the restarted query is still draining it;
     3. polling (the same checkpoint, ``consumerType=GetRecords``): keeps the positions and tasks;
-    4. fan-out again, AvailableNow.
+    4. fan-out again, AvailableNow: reads no duplicate.
+
+    Children are read only after their parents drained, in their parent's task (a merge: the lower parent's), each
+    key in put order and never from two shards in one batch.
     """
     stream = kh.create_stream(fo.client, kh.unique_stream_name("efo"), 2)
-    tags = ["a", "b", "c", "d", "e"]
     acks = put_keyed(fo.client, stream, "a", 5)
     acks += kh.put_aggregated(fo.client, stream, [[("user-agg", b"agg-0"), ("user-agg", b"agg-1"),
                                                    ("user-agg", b"agg-2")]])
+    caught_up_at, progress = _live_split_then_merge_caught_up(fo, kinesis_mock_bridge, stream, acks)
+    _live_merge_and_split_behind(fo, stream, acks)
+    acks += put_keyed(fo.client, stream, "g", 3)
+    await_available_now(fo.parquet("main", stream, trigger={"availableNow": True}, consumerType="GetRecords",
+                                   consumerName=""), "main", 240)
+    await_available_now(fo.parquet("main", stream, trigger={"availableNow": True}), "main", 240)
+
+    rows = fo.sink_rows("main")
+    assert sorted((r.shardId, r.sequenceNumber, r.subSequenceNumber) for _, r in rows) == acks_key(acks)
+    check_per_key_order(rows, TAGS)
+    _check_lineage(rows, kh.offset_log(fo.checkpoint("main")), caught_up_at)
+    consumer = json.dumps(progress["sources"][0])
+    assert f"{fo.job}-efo" in consumer and "/consumer/" in consumer  # the progress names the consumer and its ARN
+
+
+def _live_split_then_merge_caught_up(fo, bridge, stream: str, acks: list) -> tuple[int, dict]:
+    """Run 1 (see the test); ``acks`` grows with the puts. The last batch that wrote rows before the merge, and the
+    query's last progress."""
     query = fo.parquet("main", stream, trigger={"processingTime": "1 second"})
-    fo.wait_for(lambda: _sink_count(fo, "main") >= len(acks_key(acks)), timeout=180, what="the first records")
-    kh.split_shard(fo.client, stream, "shardId-000000000000")
+    _await_sink(fo, acks, "the first records")
+    kh.split_shard(fo.client, stream, S[0])
     cuts = []
     stop_cutting = threading.Event()
 
     def cut_now_and_then():
         while not stop_cutting.wait(2.5):
-            cuts.append(kinesis_mock_bridge.cut())
+            cuts.append(bridge.cut())
 
     cutter = threading.Thread(target=cut_now_and_then, daemon=True)
     cutter.start()
     try:
         acks += put_keyed(fo.client, stream, "b", 5)
-        fo.wait_for(lambda: _sink_count(fo, "main") >= len(acks_key(acks)), timeout=240, what="records after the split")
+        _await_sink(fo, acks, "records after the split")
     finally:
         stop_cutting.set()
         cutter.join()
+    assert sum(cuts) > 0, "the bridge never cut an open subscription"
+    assert _sink_count(fo, "main") == len(acks_key(acks)), "not caught up before the merge"  # every record, once
+    caught_up_at = max(int(f.name) for f in (Path(fo.sink_path("main")) / "_spark_metadata").iterdir()
+                       if f.name.isdigit())  # the last batch the sink wrote: every record read by then
+    kh.merge_shards(fo.client, stream, S[2], S[3])
+    acks += put_keyed(fo.client, stream, "c", 2)
+    _await_sink(fo, acks, "records after the merge")
     progress = query.lastProgress
     query.stop()
     assert query.exception() is None
-    assert sum(cuts) > 0, "the bridge never cut an open subscription"
+    return caught_up_at, progress
 
-    acks += put_keyed(fo.client, stream, "c", 4)
-    kh.merge_shards(fo.client, stream, "shardId-000000000002", "shardId-000000000003")
-    acks += put_keyed(fo.client, stream, "d", 4)
-    await_available_now(fo.parquet("main", stream, trigger={"availableNow": True}), "main", 240)
-    acks += put_keyed(fo.client, stream, "e", 3)
-    await_available_now(fo.parquet("main", stream, trigger={"availableNow": True}, consumerType="GetRecords",
-                                   consumerName=""), "main", 240)
-    acks += put_keyed(fo.client, stream, "e", 0)  # nothing: the switch back reads no duplicate
-    await_available_now(fo.parquet("main", stream, trigger={"availableNow": True}), "main", 240)
 
-    rows = fo.sink_rows("main")
-    assert sorted((r.shardId, r.sequenceNumber, r.subSequenceNumber) for _, r in rows) == acks_key(acks)
-    check_per_key_order(rows, tags)
-    task_of = {r.shardId: r.task for _, r in rows}
-    assert task_of["shardId-000000000002"] == task_of["shardId-000000000003"] == task_of["shardId-000000000000"]
-    assert task_of["shardId-000000000004"] == task_of["shardId-000000000002"]  # the merge: the lower parent's task
-    consumer = json.dumps(progress["sources"][0])
-    assert f"{fo.job}-efo" in consumer and "/consumer/" in consumer  # the progress names the consumer and its ARN
+def _live_merge_and_split_behind(fo, stream: str, acks: list) -> None:
+    """Run 2 (see the test); ``acks`` grows with the puts."""
+    acks += put_keyed(fo.client, stream, "d", 1)  # unread in both parents when they merge
+    kh.merge_shards(fo.client, stream, S[4], S[1])
+    acks += put_keyed(fo.client, stream, "e", 3)  # 24 records in 5: three batches of BEHIND_BATCH
+    query = fo.parquet("main", stream, trigger={"processingTime": "1 second"}, maxRecordsPerShard=str(BEHIND_BATCH))
+    fo.wait_for(lambda: _planned_to_read(fo, S[5]), timeout=180, what="the first batch that reads 5")
+    kh.split_shard(fo.client, stream, S[5])  # while that batch reads 5 (or the next one does: 5 is not drained)
+    acks += put_keyed(fo.client, stream, "f", 1)
+    _await_sink(fo, acks, "records after the split of 5")
+    query.stop()
+    assert query.exception() is None
+
+
+def _check_lineage(rows, offsets: dict, caught_up_at: int) -> None:
+    """Each shard in one task, children in their parent's, read after it drained; and the reshards of the first
+    test happened as meant: the merge of 2 and 3 after both were read to their tip, the split of 5 while it still
+    had records to read (when the planner first listed its children)."""
+    from spark_samza_source.kinesis.offset import BLOCKED, READABLE
+
+    tasks: dict[str, set] = {}
+    batches: dict[str, list[int]] = {}
+    for batch, r in rows:
+        tasks.setdefault(r.shardId, set()).add(r.task)
+        batches.setdefault(r.shardId, []).append(batch)
+    assert all(len(t) == 1 for t in tasks.values()), f"a shard read in two tasks: {tasks}"
+    task_of = {shard: next(iter(t)) for shard, t in tasks.items()}
+    assert task_of[S[2]] == task_of[S[3]] == task_of[S[0]] != task_of[S[1]]
+    assert task_of[S[4]] == task_of[S[2]]  # a merge: the lower parent's task ...
+    assert task_of[S[5]] == task_of[S[4]]  # ... even when the parents were in two tasks
+    assert task_of[S[6]] == task_of[S[7]] == task_of[S[5]]
+    for parents, child in (([S[0]], S[2]), ([S[0]], S[3]), ([S[2], S[3]], S[4]), ([S[4], S[1]], S[5]),
+                           ([S[5]], S[6]), ([S[5]], S[7])):
+        assert min(batches[child]) > max(b for p in parents for b in batches[p]), f"{child} read before its parents"
+    assert max(batches[S[2]] + batches[S[3]]) <= caught_up_at < min(batches[S[4]])  # caught up at the merge
+    listed = min(b for b, o in offsets.items() if S[6] in o.shards)  # the first plan after the split of 5
+    assert offsets[listed].shards[S[5]].status == READABLE and offsets[listed].shards[S[6]].status == BLOCKED
+    assert min(batches[S[5]]) < listed <= max(batches[S[5]]), (  # 5 had rows before the split and after it
+        f"the split of 5 was not made while the query drained it: rows in {sorted(set(batches[S[5]]))}, "
+        f"children first planned in batch {listed}")
+
+
+def _planned_to_read(fo, shard: str) -> bool:
+    """Whether the query's offset log has a batch that reads ``shard`` (its parents drained)."""
+    from spark_samza_source.kinesis.offset import READABLE
+
+    return any(shard in o.shards and o.shards[shard].status == READABLE
+               for o in kh.offset_log(fo.checkpoint("main")).values())
+
+
+def _await_sink(fo, acks: list, what: str) -> None:
+    fo.wait_for(lambda: _sink_count(fo, "main") >= len(acks_key(acks)), timeout=240, what=what)
 
 
 def _sink_count(fo, name: str) -> int:

@@ -90,7 +90,7 @@ def test_repeated_splits_overload_a_slot_and_a_restart_maps_one_to_one(ks):
     ks.run_available_now("ov", stream)  # restart: children drained from the parent's slot, then read
     rows = ks.collected("ov")
     assert sorted(r.data for r in rows) == sorted(f"{k}:{n}".encode() for n in range(10) for k in KEYS)
-    offsets = spark_offsets(ks.checkpoint("ov"))
+    offsets = list(kh.offset_log(ks.checkpoint("ov")).values())
     # While the first job model ran, the two children shared the only slot: a per-shard position map.
     overloaded = [o for o in offsets if o.generation == 1 and o.mapper.overloaded_slots()]
     assert overloaded, "the split never overloaded a slot"
@@ -100,18 +100,6 @@ def test_repeated_splits_overload_a_slot_and_a_restart_maps_one_to_one(ks):
     # The restart made a new job model that maps every live shard to its own slot.
     last = offsets[-1]
     assert last.generation == 2 and not last.mapper.overloaded_slots() and last.slots_per_task == 2
-
-
-def spark_offsets(checkpoint: str):
-    """Every samza-kinesis offset in a query's offset log, in batch order."""
-    import json
-    from pathlib import Path
-
-    from spark_samza_source.kinesis.offset import KinesisOffset
-
-    folder = Path(checkpoint) / "offsets"
-    files = sorted((f for f in folder.iterdir() if f.name.isdigit()), key=lambda f: int(f.name))
-    return [KinesisOffset.from_json(json.loads(f.read_text().strip().splitlines()[-1])) for f in files]
 
 
 # ---- a reshard while the query is caught up: the parent is drained in the batch that first sees its children ----
@@ -207,7 +195,7 @@ def test_split_of_the_last_tasks_shard_while_caught_up_keeps_the_children_in_its
     shard_batches = by_shard_batches(batches)
     for child in (S2, S3):
         assert min(shard_batches[child]) > max(shard_batches[S1]), "a child was read before its parent drained"
-    offsets = spark_offsets(ks.checkpoint("csplit"))
+    offsets = list(kh.offset_log(ks.checkpoint("csplit")).values())
     same = same_batch_drain(offsets, [S1], [S2, S3])
     # moto (patched as AWS documents) ends the closed parent with a null NextShardIterator in the very response
     # that returns its last record, so the batch planned before the split drains it; kinesalite returns that
@@ -246,7 +234,7 @@ def test_merge_while_caught_up_puts_the_child_in_the_lower_parents_task(ks, emul
     rows = ks.collected("cmerge")
     assert {r.task for r in rows if r.shardId == S3} == {"Task-0"}, "the merged child left the lower parent's task"
     assert any(r.shardId == S3 for r in rows)
-    offsets = spark_offsets(ks.checkpoint("cmerge"))
+    offsets = list(kh.offset_log(ks.checkpoint("cmerge")).values())
     same = same_batch_drain(offsets, [S1, S2], [S3])
     assert bool(same) == (emulator == "moto"), f"same-batch drain: {same}"
     first = next(o for o in offsets if S3 in o.shards)
