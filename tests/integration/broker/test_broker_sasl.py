@@ -32,15 +32,21 @@ def broker():
 
 
 def _metadata(conf: dict, timeout: float = 8.0):
-    """Metadata through an AdminClient; the authentication error librdkafka reports, if any."""
+    """Metadata through an AdminClient; the authentication error librdkafka reports, if any.
+
+    Asked in short rounds, serving librdkafka's error callbacks in between, so that a refusal is seen as soon as
+    it is reported instead of after the whole timeout (a refused client never gets metadata)."""
     errors: list[KafkaError] = []
     admin = AdminClient({**conf, "error_cb": errors.append})
-    try:
-        return admin.list_topics(timeout=timeout), None
-    except KafkaException:
-        admin.poll(1)
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            return admin.list_topics(timeout=0.5), None
+        except KafkaException:
+            admin.poll(0.1)
         auth = [e for e in errors if e.code() == KafkaError._AUTHENTICATION]
-        return None, auth[0] if auth else (errors[0] if errors else None)
+        if auth or time.monotonic() >= deadline:
+            return None, auth[0] if auth else (errors[0] if errors else None)
 
 
 def _sasl(broker, mechanism: str, **extra) -> dict:

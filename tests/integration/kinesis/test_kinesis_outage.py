@@ -17,6 +17,7 @@ from spark_samza_source.kinesis.positions import ShardPosition
 from spark_samza_source.kinesis.shard_reads import read_shard
 
 SECRET = "outage-secret-key-1234"
+RESETS = 5
 
 
 def admin_for(endpoint: str, retry_timeout: str) -> KinesisAdmin:
@@ -32,17 +33,18 @@ def admin_for(endpoint: str, retry_timeout: str) -> KinesisAdmin:
 def test_an_endpoint_resetting_connections_for_a_while_is_ridden_out(kinesis, make_stream, moto_server):
     stream = make_stream(2)
     kh.put_records(kinesis, stream, [b"a", b"b", b"c"], explicit_hash_key=0)
-    # 8 resets in a row: more than botocore's own 5 attempts, well within the retry timeout
-    with kh.FaultyEndpoint(moto_server, drop_first=8) as faulty:
+    # Kinesis clients make one attempt per call (botocore's retries are off), so every reset is one of our retries:
+    # 5 resets in a row are 5 backed-off retries (0.2 s doubling), well within the retry timeout
+    with kh.FaultyEndpoint(moto_server, drop_first=RESETS) as faulty:
         admin = admin_for(faulty.url, "60s")
         assert [s.shard_id for s in admin.list_shards(stream)] == ["shardId-000000000000", "shardId-000000000001"]
-        assert faulty.accepted >= 9
-    with kh.FaultyEndpoint(moto_server, drop_first=8) as faulty:  # the executors' reader, through its iterator
+        assert faulty.accepted >= RESETS + 1
+    with kh.FaultyEndpoint(moto_server, drop_first=RESETS) as faulty:  # the executors' reader, through its iterator
         admin = admin_for(faulty.url, "60s")
         result = read_shard(admin.client, stream, "shardId-000000000000", ShardPosition.trim_horizon(),
                             task="Task-0", max_fetch_time_ms=30_000)
         assert result.table().column("data").to_pylist() == [b"a", b"b", b"c"]
-        assert faulty.accepted >= 9
+        assert faulty.accepted >= RESETS + 1
 
 
 def test_an_endpoint_that_never_answers_fails_after_the_retry_timeout_naming_it():
