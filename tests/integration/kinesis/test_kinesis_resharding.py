@@ -40,6 +40,7 @@ def check_per_key_order(batches, expected_per_key):
         assert ordered == list(range(expected_per_key)), f"{key} out of put order: {ordered[:20]}"
 
 
+@pytest.mark.kinesis_mock_too
 def test_split_keeps_children_after_parent_in_the_parents_task(ks):
     stream = ks.create_stream(2, "split")
     put_keyed(ks, stream, 0, 20)
@@ -62,6 +63,7 @@ def test_split_keeps_children_after_parent_in_the_parents_task(ks):
     check_per_key_order(batches, 40)
 
 
+@pytest.mark.kinesis_mock_too
 def test_merge_reads_the_child_after_both_parents(ks):
     stream = ks.create_stream(3, "merge")
     put_keyed(ks, stream, 0, 15)
