@@ -1,5 +1,5 @@
-"""A harness for real samza-kinesis queries on the local SparkSession against a Kinesis emulator (moto or
-kinesalite; DynamoDB on moto); the ``ks`` fixture hands one out per test."""
+"""A harness for real samza-kinesis queries on the local SparkSession against a Kinesis emulator (moto,
+kinesalite or kinesis-mock; DynamoDB on moto); the ``ks`` fixture hands one out per test."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from samza_devkit.query_harness import QueryHarness, await_available_now
 
 
 class KinesisQueryHarness(QueryHarness):
-    """samza-kinesis queries on the Kinesis at ``endpoint`` (moto or kinesalite; DynamoDB on moto at
+    """samza-kinesis queries on the Kinesis at ``endpoint`` (moto, kinesalite or kinesis-mock; DynamoDB on moto at
     ``dynamodb_endpoint``), from TRIM_HORIZON unless told otherwise."""
 
     def __init__(self, spark, endpoint: str, root: Path, dynamodb_endpoint: str | None = None) -> None:

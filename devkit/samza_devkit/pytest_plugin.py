@@ -6,7 +6,7 @@ or ``pytest -p samza_devkit.pytest_plugin``): fixtures backed by real local part
 - ``moto_server``: moto in server mode on loopback for Kinesis and DynamoDB (or ``SAMZA_TEST_KINESIS_ENDPOINT``).
 - ``kinesis_mock_endpoint`` / ``kinesis_mock_bridge``: kinesis-mock (enhanced fan-out) behind the devkit's bridge.
 - ``kq`` / ``ks``: a live samza-kafka / samza-kinesis query harness per test (``kinesis_endpoint``: moto, or
-  kinesalite when parametrized so).
+  kinesalite or kinesis-mock when parametrized so).
 """
 
 from .aws_fixtures import *  # noqa: F401,F403

@@ -25,11 +25,13 @@ def kq(spark, kafka_broker, tmp_path):
 
 @pytest.fixture
 def kinesis_endpoint(request, moto_server):
-    """The Kinesis endpoint of the test: moto (default), or kinesalite when parametrized so (the Kinesis suite's
-    ``both_emulators`` marker)."""
+    """The Kinesis endpoint of the test: moto (default), or kinesalite or kinesis-mock (behind its bridge) when
+    parametrized so (the Kinesis suite's ``both_emulators`` and ``kinesis_mock_too`` markers)."""
     kind = getattr(request, "param", "moto")
     if kind == "kinesalite":
         return request.getfixturevalue("kinesalite_server")
+    if kind == "kinesis-mock":
+        return request.getfixturevalue("kinesis_mock_endpoint")
     return moto_server
 
 

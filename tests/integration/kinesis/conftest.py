@@ -2,7 +2,11 @@
 harness ``ks`` and ``kinesis_endpoint`` come from the development kit's pytest plugin).
 
 Kinesis is moto in server mode unless a test (or a module, through ``pytestmark``) is marked
-``pytest.mark.both_emulators``: then it runs on moto and on kinesalite (``[moto]`` / ``[kinesalite]``).
+``pytest.mark.both_emulators``: then it runs on moto and on kinesalite (``[moto]`` / ``[kinesalite]``). A test also
+marked ``pytest.mark.kinesis_mock_too`` runs on kinesis-mock as well (``[kinesis-mock]``, through the devkit's
+bridge, which makes it behave as AWS documents where it does not: ``docs/kinesis-emulators.md``). kinesis-mock is
+opt-in per test, not per module, because each case it runs costs suite time and the point is a representative
+subset of the polling tests (reads, resharding, startpoints) on a third, independent implementation.
 
 DynamoDB (lease tables) is always moto's."""
 
@@ -13,21 +17,34 @@ import pytest
 from samza_devkit import kinesis_helpers as kh
 
 EMULATORS = ["moto", "kinesalite"]
+KINESIS_MOCK = "kinesis-mock"
 
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "both_emulators: run on moto and on kinesalite (Kinesis tests)")
+    config.addinivalue_line("markers", "kinesis_mock_too: run on kinesis-mock (behind the devkit's bridge) as well "
+                                       "as on moto, or on moto and kinesalite with both_emulators (Kinesis tests)")
+
+
+def emulators_of(definition) -> list[str]:
+    """The emulators a test runs on, from its markers (moto alone when it has none)."""
+    chosen = list(EMULATORS) if definition.get_closest_marker("both_emulators") else ["moto"]
+    if definition.get_closest_marker("kinesis_mock_too"):
+        chosen.append(KINESIS_MOCK)
+    return chosen
 
 
 def pytest_generate_tests(metafunc):
-    if metafunc.definition.get_closest_marker("both_emulators") and "kinesis_endpoint" in metafunc.fixturenames:
-        metafunc.parametrize("kinesis_endpoint", EMULATORS, indirect=True)
+    chosen = emulators_of(metafunc.definition)
+    if len(chosen) > 1 and "kinesis_endpoint" in metafunc.fixturenames:
+        metafunc.parametrize("kinesis_endpoint", chosen, indirect=True)
 
 
 @pytest.fixture
-def emulator(kinesis_endpoint, moto_server):
-    """``"moto"`` or ``"kinesalite"``: the emulator behind ``kinesis_endpoint``."""
-    return "moto" if kinesis_endpoint == moto_server else "kinesalite"
+def emulator(request, kinesis_endpoint):
+    """``"moto"``, ``"kinesalite"`` or ``"kinesis-mock"``: the emulator behind ``kinesis_endpoint``."""
+    callspec = getattr(request.node, "callspec", None)
+    return callspec.params.get("kinesis_endpoint", "moto") if callspec else "moto"
 
 
 @pytest.fixture

@@ -27,6 +27,7 @@ def acks_key(acks):
     return sorted((a.shard_id, a.sequence, 0) for a in acks)
 
 
+@pytest.mark.kinesis_mock_too
 def test_reads_4_shards_exactly_across_restarts(ks):
     """Backs README Guarantees: every record reaches an idempotent sink (Parquet) exactly once across query stops and
     restarts.

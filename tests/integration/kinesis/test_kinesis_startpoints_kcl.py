@@ -25,8 +25,9 @@ def slot_of(stream, n=0):
     return SystemStreamPartition("kinesis", stream, n)
 
 
-# moto only: on kinesalite the AT_TIMESTAMP step's GetShardIterator times out in the reader (not diagnosed;
-# kinesalite refuses AT_TIMESTAMP later than its clock with InvalidArgumentException)
+# moto and kinesis-mock: on kinesalite the AT_TIMESTAMP step's GetShardIterator times out in the reader (not
+# diagnosed; kinesalite refuses AT_TIMESTAMP later than its clock with InvalidArgumentException)
+@pytest.mark.kinesis_mock_too
 def test_startpoints_of_every_type_on_a_stopped_query(ks):
     """Each type applies where it says: Oldest replays the shard, Specific starts at its sequence number, Upcoming
     skips what is in the shard when applied and reads what comes after, Timestamp starts after its instant; each is
