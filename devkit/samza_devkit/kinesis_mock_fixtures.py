@@ -7,6 +7,8 @@ bridge (``kinesis_mock_bridge``), which makes it behave as AWS documents ``Subsc
   ``subscription_limit_s`` and ``takeover_after_s`` settings) are for tests; a test that changes a setting calls
   ``reset()`` afterwards.
 - ``kinesis_mock_endpoint`` (session): the bridged endpoint (``http://127.0.0.1:PORT``), for clients.
+- ``fresh_bridge`` (per test): the same bridge, its settings and its memory of earlier calls restored after the
+  test, for tests that change them or count calls.
 
 The dummy AWS environment of ``moto_server`` applies (credentials, region, ``NO_PROXY``); DynamoDB stays on moto.
 """
@@ -18,7 +20,7 @@ from collections.abc import Iterator
 import pytest
 
 # fixtures only: the plugin star-imports this
-__all__ = ["kinesis_mock_bridge", "kinesis_mock_endpoint"]
+__all__ = ["kinesis_mock_bridge", "kinesis_mock_endpoint", "fresh_bridge"]
 
 
 @pytest.fixture(scope="session")
@@ -37,3 +39,9 @@ def kinesis_mock_bridge(moto_server: str) -> Iterator[object]:
 @pytest.fixture(scope="session")
 def kinesis_mock_endpoint(kinesis_mock_bridge) -> str:
     return kinesis_mock_bridge.endpoint
+
+
+@pytest.fixture
+def fresh_bridge(kinesis_mock_bridge) -> Iterator[object]:
+    yield kinesis_mock_bridge
+    kinesis_mock_bridge.reset()

@@ -37,9 +37,8 @@ def kinesis(kinesis_mock_endpoint):
 
 
 @pytest.fixture
-def bridge(kinesis_mock_bridge):
-    yield kinesis_mock_bridge
-    kinesis_mock_bridge.reset()
+def bridge(fresh_bridge):
+    return fresh_bridge
 
 
 @pytest.fixture(autouse=True)

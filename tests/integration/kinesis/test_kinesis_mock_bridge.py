@@ -39,10 +39,8 @@ def kinesis(kinesis_mock_endpoint):
 
 
 @pytest.fixture
-def bridge(kinesis_mock_bridge):
-    """The bridge, its settings and its memory of earlier calls restored after the test."""
-    yield kinesis_mock_bridge
-    kinesis_mock_bridge.reset()
+def bridge(fresh_bridge):
+    return fresh_bridge
 
 
 @pytest.fixture
