@@ -18,7 +18,10 @@ from .kafka_helpers import Produced, create_topic, produce, unique_topic
 __all__ = ["GAPPED_BASE_TS", "GAPPED_BATCHES", "GAPPED_SURVIVORS", "compacted_partition", "consume_partition",
            "expected_after_compaction", "produce_batches"]
 
-ONE_BATCH = {"linger.ms": "100", "batch.num.messages": "10000"}  # a produce() call's records leave as one batch
+#: a produce() call's records leave as one batch: nothing is sent before the flush that ends the call (librdkafka's
+#: flush sends at once whatever linger says), so no pause between two produce() calls (a loaded machine can stall
+#: the test process for longer than a short linger) splits them
+ONE_BATCH = {"linger.ms": "60000", "batch.num.messages": "10000"}
 
 
 def produce_batches(bootstrap: str, topic: str, batches: Sequence[Sequence[tuple]], partition: int = 0,
