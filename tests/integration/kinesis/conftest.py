@@ -7,6 +7,8 @@ marked ``pytest.mark.kinesis_mock_too`` runs on kinesis-mock as well (``[kinesis
 bridge, which makes it behave as AWS documents where it does not: ``docs/kinesis-emulators.md``). kinesis-mock is
 opt-in per test, not per module, because each case it runs costs suite time and the point is a representative
 subset of the polling tests (reads, resharding, startpoints) on a third, independent implementation.
+``pytest.mark.emulators("kinesalite", ...)`` names a test's emulators outright: for a check only some of them can
+make, because the others depart from AWS there (each departure is in ``docs/kinesis-emulators.md``).
 
 DynamoDB (lease tables) is always moto's."""
 
@@ -22,12 +24,16 @@ KINESIS_MOCK = "kinesis-mock"
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "both_emulators: run on moto and on kinesalite (Kinesis tests)")
+    config.addinivalue_line("markers", "emulators(*names): run on exactly these emulators (Kinesis tests)")
     config.addinivalue_line("markers", "kinesis_mock_too: run on kinesis-mock (behind the devkit's bridge) as well "
                                        "as on moto, or on moto and kinesalite with both_emulators (Kinesis tests)")
 
 
 def emulators_of(definition) -> list[str]:
     """The emulators a test runs on, from its markers (moto alone when it has none)."""
+    named = definition.get_closest_marker("emulators")
+    if named is not None:
+        return list(named.args)
     chosen = list(EMULATORS) if definition.get_closest_marker("both_emulators") else ["moto"]
     if definition.get_closest_marker("kinesis_mock_too"):
         chosen.append(KINESIS_MOCK)
@@ -36,7 +42,7 @@ def emulators_of(definition) -> list[str]:
 
 def pytest_generate_tests(metafunc):
     chosen = emulators_of(metafunc.definition)
-    if len(chosen) > 1 and "kinesis_endpoint" in metafunc.fixturenames:
+    if chosen != ["moto"] and "kinesis_endpoint" in metafunc.fixturenames:
         metafunc.parametrize("kinesis_endpoint", chosen, indirect=True)
 
 

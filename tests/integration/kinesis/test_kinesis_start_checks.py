@@ -96,10 +96,9 @@ def test_a_sequence_number_beyond_a_closed_shards_range_fails(kinesis, make_stre
     assert "does not belong to the shard" in text and ending in text
 
 
-def test_a_sequence_number_of_another_shard_fails(kinesis, make_stream, coordinator_for, emulator):
-    if emulator == "moto":
-        pytest.skip(reason="moto accepts any shard's sequence numbers; kinesalite refuses them, as AWS does "
-                           "(docs/kinesis-emulators.md)")
+# moto accepts any shard's sequence numbers; kinesalite refuses them, as AWS does (docs/kinesis-emulators.md)
+@pytest.mark.emulators("kinesalite")
+def test_a_sequence_number_of_another_shard_fails(kinesis, make_stream, coordinator_for):
     stream = make_stream(2)
     high = kh.list_shards(kinesis, stream)[1]["HashKeyRange"]["StartingHashKey"]
     acks = kh.put_records(kinesis, stream, [b"a"], explicit_hash_key=high)
