@@ -72,7 +72,7 @@ class QueryHarness:
         self.batches.setdefault(name, [])
 
         def collect(batch_df, batch_id):
-            rows = (batch_df if columns is None else batch_df.select(*columns)).collect()
+            rows = _collect_in_foreach_batch(batch_df if columns is None else batch_df.select(*columns))
             with self._lock:
                 self.batches[name].append((batch_id, rows))
             if on_batch is not None:
@@ -118,6 +118,27 @@ def await_available_now(query, name: str, timeout: float) -> None:
         raise AssertionError(f"AvailableNow query {name} did not finish within {timeout}s")
     if query.exception() is not None:
         raise query.exception()
+
+
+#: PySpark's error when its JVM's one-shot result server was gone before the Python side connected
+_RESULT_SOCKET_MISSED = "CANNOT_OPEN_SOCKET"
+
+
+def _collect_in_foreach_batch(df, attempts: int = 3) -> list:
+    """``df.collect()``, asked again if PySpark missed the JVM's result socket.
+
+    ``collect()`` has the JVM open a loopback server that accepts one connection for 15 s (a fixed timeout in
+    Spark); with two test processes, their JVMs and the emulators on two cores, the Python side of a
+    ``foreachBatch`` call was once late for it and the query failed with ``CANNOT_OPEN_SOCKET``. That is the test
+    machine's load, not the source: the batch's rows are read again (a planned range reads the same records).
+    """
+    for attempt in range(attempts):
+        try:
+            return df.collect()
+        except Exception as err:  # noqa: BLE001 - PySparkRuntimeError; anything else goes up unchanged
+            if _RESULT_SOCKET_MISSED not in str(err) or attempt == attempts - 1:
+                raise
+    raise AssertionError("unreachable")
 
 
 def stop_active_queries(spark) -> None:

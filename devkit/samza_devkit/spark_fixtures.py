@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-__all__ = ["spark", "make_local_spark"]
+__all__ = ["spark", "make_local_spark", "no_query_outlives_its_test"]
 
 _REPO_CONF = Path(__file__).resolve().parents[2] / "conf"
 
@@ -50,3 +50,17 @@ def spark():
     session = make_local_spark()
     yield session
     session.stop()
+
+
+@pytest.fixture(autouse=True)
+def no_query_outlives_its_test(request):
+    """After every test that used ``spark``, stop the queries it left running.
+
+    A test that fails before its own ``query.stop()`` would otherwise leave its query running into the next test,
+    where it holds the job's lease (same ``job.name`` in a module's harness) and fails that test too.
+    """
+    yield
+    if "spark" in request.fixturenames:
+        from .query_harness import stop_active_queries
+
+        stop_active_queries(request.getfixturevalue("spark"))
