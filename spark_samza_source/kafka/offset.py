@@ -20,6 +20,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from ..core.errors import FormatVersionError, OffsetFormatError
@@ -117,8 +118,17 @@ class KafkaOffset:
     # ---- queries -------------------------------------------------------------------------------------
     def position_of(self, ssp: SystemStreamPartition) -> int | None:
         """The lowest position of ``ssp`` in any task (broadcast SSPs have one per task)."""
-        found = [pos for (_, s), pos in self.positions.items() if s == ssp]
-        return min(found) if found else None
+        return self._lowest_position_by_ssp.get(ssp)
+
+    @cached_property
+    def _lowest_position_by_ssp(self) -> dict[SystemStreamPartition, int]:
+        # built once per offset: a grouper change moves every SSP to another task, and a scan of all positions per
+        # moved SSP made planning quadratic in the partition count
+        lowest: dict[SystemStreamPartition, int] = {}
+        for (_, ssp), position in self.positions.items():
+            if position < lowest.get(ssp, position + 1):
+                lowest[ssp] = position
+        return lowest
 
     def start_of(self, task: TaskName, ssp: SystemStreamPartition, previous: KafkaOffset | None) -> int | None:
         """Where the batch ending at ``self`` starts reading (task, ssp): a rebase, else the previous end."""

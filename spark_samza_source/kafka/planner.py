@@ -282,7 +282,9 @@ def unreported_start(inputs: PlanInputs, task: TaskName, ssp: SystemStreamPartit
             f"{FAIL_ON_DATA_LOSS_OPTION}=false"
         )
     previous = inputs.previous
-    kept = previous.positions.get((task, ssp), previous.position_of(ssp))
+    kept = previous.positions.get((task, ssp))
+    if kept is None:
+        kept = previous.position_of(ssp)
     if kept is not None:
         log.warning("%s is not reported by the broker; not reading it this batch", ssp)
     return kept

@@ -97,3 +97,14 @@ def test_without_streams_removes_a_stream_and_the_tasks_left_empty_keeping_the_o
     dropped = jm.without_streams(["old"])
     assert dropped.tasks == {T0: frozenset({ssp(0)}), T1: frozenset({ssp(1)})}
     assert dropped.initial_partition_counts == {SystemStream("kafka", "orders"): 2}
+
+
+def test_position_of_is_the_lowest_position_of_an_ssp_in_any_task_and_survives_a_json_round_trip():
+    """A broadcast SSP has one position per task: a task that takes it over starts at the least read of them."""
+    shared = ssp(0, "config")
+    jm = JobModel({T0: {ssp(0), shared}, T1: {ssp(1), shared}}, {SystemStream("kafka", "orders"): 2},
+                  broadcast=frozenset({shared}))
+    off = KafkaOffset(jm, {(T0, ssp(0)): 10, (T1, ssp(1)): 20, (T0, shared): 7, (T1, shared): 3})
+    assert [off.position_of(s) for s in (ssp(0), ssp(1), shared, ssp(2))] == [10, 20, 3, None]
+    again = KafkaOffset.from_json(json.loads(json.dumps(off.to_json())))
+    assert again == off and again.position_of(shared) == 3
