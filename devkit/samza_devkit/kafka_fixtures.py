@@ -1,13 +1,16 @@
-"""pytest fixtures for Kafka: the development broker, or a real cluster.
+"""pytest fixtures for Kafka: Apache Kafka itself, the development broker where only it can make a case, or a
+cluster of the user's.
 
-- ``kafka_broker`` (session): the Kafka wire-protocol development broker
-  (:class:`samza_devkit.kafka_broker.KafkaDevBroker`), or, when the environment variable
-  ``SAMZA_TEST_KAFKA_BOOTSTRAP`` is set, a handle on that real cluster whose ``restart()``/``stop()``/
-  ``kill()`` skip the test (fault control needs the dev broker).  Everything the tests do goes through
+- ``kafka_broker`` (session): Apache Kafka (:class:`samza_devkit.apache_kafka.ApacheKafkaBroker`, one KRaft node
+  fetched from Maven Central and started on loopback), or, when the environment variable
+  ``SAMZA_TEST_KAFKA_BOOTSTRAP`` is set, a handle on that cluster whose ``restart()``/``stop()``/``kill()`` skip
+  the test (fault control needs a broker the tests started).  Everything the tests do goes through
   ``.bootstrap_servers`` and a Kafka client.
-- ``kafka_broker_fresh`` (function): a dev broker of its own with its own data dir (about half a second to
-  start), for tests that restart, kill or otherwise disturb the broker; on a real cluster, the shared
-  handle.
+- ``kafka_broker_fresh`` (function): an Apache Kafka node of its own with its own data dir (a few seconds to
+  start), for tests that restart, kill or otherwise disturb the broker; on a user's cluster, the shared handle.
+- ``dev_kafka_broker`` (session): the Kafka wire-protocol development broker
+  (:class:`samza_devkit.kafka_broker.KafkaDevBroker`), for its own tests and for the cases only it can make (each
+  such test says why).
 - ``kafka_topic`` (function): a factory ``kafka_topic(partitions=1, config=None, prefix="t") -> name``
   that creates a uniquely named topic with confluent-kafka's AdminClient on ``kafka_broker``.
 - ``kafka_topic_factory``: the same factory bound to any broker handle:
@@ -21,11 +24,13 @@ import uuid
 
 import pytest
 
+from .apache_kafka import ApacheKafkaBroker
 from .kafka_broker import KafkaDevBroker
 
 __all__ = [
     "RealKafkaCluster",
     "create_topic",
+    "dev_kafka_broker",
     "kafka_broker",
     "kafka_broker_fresh",
     "kafka_topic",
@@ -79,12 +84,8 @@ def kafka_broker():
     if bootstrap:
         yield RealKafkaCluster(bootstrap)
         return
-    broker = KafkaDevBroker()
-    broker.start()
-    try:
+    with ApacheKafkaBroker() as broker:
         yield broker
-    finally:
-        broker.stop()
 
 
 @pytest.fixture
@@ -92,12 +93,14 @@ def kafka_broker_fresh(kafka_broker):
     if isinstance(kafka_broker, RealKafkaCluster):
         yield kafka_broker
         return
-    broker = KafkaDevBroker()
-    broker.start()
-    try:
+    with ApacheKafkaBroker() as broker:
         yield broker
-    finally:
-        broker.stop()
+
+
+@pytest.fixture(scope="session")
+def dev_kafka_broker():
+    with KafkaDevBroker() as broker:
+        yield broker
 
 
 def _factory(broker):

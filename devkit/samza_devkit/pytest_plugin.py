@@ -2,12 +2,15 @@
 or ``pytest -p samza_devkit.pytest_plugin``): fixtures backed by real local parts.
 
 - ``spark``: a session-scoped local SparkSession (``local[2]``), Python workers on this interpreter.
-- ``kafka_broker``: the Kafka wire-protocol development broker (or ``SAMZA_TEST_KAFKA_BOOTSTRAP``).
+- ``kafka_broker``: Apache Kafka, started from jars fetched from Maven Central (or ``SAMZA_TEST_KAFKA_BOOTSTRAP``);
+  ``dev_kafka_broker``: the Kafka wire-protocol development broker. A failed test names the broker's log.
 - ``moto_server``: moto in server mode on loopback for Kinesis and DynamoDB (or ``SAMZA_TEST_KINESIS_ENDPOINT``).
 - ``kinesis_mock_endpoint`` / ``kinesis_mock_bridge``: kinesis-mock (enhanced fan-out) behind the devkit's bridge.
 - ``kq`` / ``ks``: a live samza-kafka / samza-kinesis query harness per test (``kinesis_endpoint``: moto, or
   kinesalite or kinesis-mock when parametrized so).
 """
+
+import pytest
 
 from .aws_fixtures import *  # noqa: F401,F403
 from .kafka_fixtures import *  # noqa: F401,F403
@@ -15,3 +18,17 @@ from .kinesis_mock_fixtures import *  # noqa: F401,F403
 from .query_fixtures import *  # noqa: F401,F403
 from .s3_fixtures import *  # noqa: F401,F403
 from .spark_fixtures import *  # noqa: F401,F403
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item, call):
+    """A failed test that used a Kafka broker the devkit started names that broker's own log (Apache Kafka's log4j
+    file, the development broker's stderr), where the broker's side of the failure is."""
+    report = yield
+    if report.failed:
+        logs = {str(path) for path in (getattr(item.funcargs.get(name), "log_path", None)
+                                       for name in getattr(item, "fixturenames", ())
+                                       if "kafka_broker" in name) if path}
+        if logs:
+            report.sections.append(("Kafka broker log", "\n".join(sorted(logs))))
+    return report
