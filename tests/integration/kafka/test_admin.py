@@ -95,7 +95,8 @@ def test_watermarks_and_topic_ids_together_answer_as_the_separate_calls(admin, k
 
 def test_watermarks_of_1000_partitions_take_two_bulk_requests(tmp_path):
     """Planning a wide topic must not cost a round trip per partition (the time it takes is a benchmark figure:
-    benchmarks/kafka_source.py prints planning time for 1,000 partitions)."""
+    benchmarks/kafka_source.py prints planning time for 1,000 partitions). On the development broker, in this process:
+    it counts the requests it served by API, which Apache Kafka tells only through JMX."""
     with KafkaDevBroker(data_dir=tmp_path / "broker", in_process=True) as broker:
         broker.create_topic("wide", 1000)
         tps = [("wide", p) for p in range(1000)]

@@ -1,4 +1,4 @@
-"""samza-kafka batch reads (``spark.read``) on local Spark and the development broker.
+"""samza-kafka batch reads (``spark.read``) on local Spark and Apache Kafka.
 
 Every read here runs with ``spark.sql.python.filterPushdown.enabled`` unset (Spark's default: off) unless a test
 says otherwise; the pushdown tests compare each pushed filter's rows with the rows of the same query with
@@ -23,10 +23,20 @@ ONE_PER_BATCH = {"linger.ms": "0", "batch.num.messages": "1"}  # so the broker s
 
 
 @pytest.fixture(scope="module")
-def broker(tmp_path_factory):
-    """An in-process broker: it counts the records its Fetch responses served."""
+def broker(kafka_broker):
+    return kafka_broker
+
+
+@pytest.fixture(scope="module")
+def counting_broker(tmp_path_factory):
+    """The development broker, in this process: it counts the records its Fetch responses served, which is how the
+    pushdown tests see that a pushed filter fetched fewer records (Kafka's own metrics count bytes, not records)."""
     with KafkaDevBroker(data_dir=tmp_path_factory.mktemp("batch-broker"), in_process=True) as b:
         yield b
+
+
+def _served(broker) -> int:
+    return sum(broker.fetched_records.values()) if isinstance(broker, KafkaDevBroker) else 0
 
 
 def timed_records(partitions: int, per_partition: int):
@@ -41,20 +51,21 @@ def make_topic(broker, partitions=3, per_partition=20, prefix="batch"):
 
 
 def batch(spark, broker, *, pushdown: bool | None = None, where: str | None = None, **options):
-    """The rows (topic, partition, offset, timestamp ms, task) of a batch read, and the records the broker served."""
+    """The rows (topic, partition, offset, timestamp ms, task) of a batch read, and the records the broker served
+    (counted by the development broker only)."""
     if pushdown is None:
         spark.conf.unset(PUSHDOWN_CONF)
     else:
         spark.conf.set(PUSHDOWN_CONF, str(pushdown).lower())
     try:
-        before = sum(broker.fetched_records.values())
+        before = _served(broker)
         df = spark.read.format("samza-kafka").options(**{"kafka.bootstrap.servers": broker.bootstrap_servers,
                                                           **options}).load()
         if where is not None:
             df = df.where(where)
         rows = sorted((r.topic, r.partition, r.offset, int(r.timestamp.timestamp() * 1000), r.task)
                       for r in df.collect())
-        return rows, sum(broker.fetched_records.values()) - before
+        return rows, _served(broker) - before
     finally:
         spark.conf.unset(PUSHDOWN_CONF)
 
@@ -222,11 +233,11 @@ PUSHED = [
 
 
 @pytest.mark.parametrize("where,keep", PUSHED, ids=[w for w, _ in PUSHED])
-def test_pushed_filter_returns_the_same_rows_and_fetches_fewer(spark, broker, where, keep):
-    topic = make_topic(broker, partitions=3, per_partition=20, prefix="push")
-    off, fetched_off = batch(spark, broker, pushdown=False, where=where, subscribe=topic)
-    unset, _ = batch(spark, broker, where=where, subscribe=topic)
-    on, fetched_on = batch(spark, broker, pushdown=True, where=where, subscribe=topic)
+def test_pushed_filter_returns_the_same_rows_and_fetches_fewer(spark, counting_broker, where, keep):
+    topic = make_topic(counting_broker, partitions=3, per_partition=20, prefix="push")
+    off, fetched_off = batch(spark, counting_broker, pushdown=False, where=where, subscribe=topic)
+    unset, _ = batch(spark, counting_broker, where=where, subscribe=topic)
+    on, fetched_on = batch(spark, counting_broker, pushdown=True, where=where, subscribe=topic)
     assert off == unset == on == expected(topic, 3, 20, keep)
     assert fetched_off >= 60
     assert fetched_on < fetched_off
@@ -238,30 +249,30 @@ SMALL_FETCHES = {"kafka.max.partition.fetch.bytes": "1024", "kafka.queued.min.me
 
 
 @pytest.mark.parametrize("where,last", [("offset < 5", 4), ("offset <= 5", 5)])
-def test_pushed_offset_upper_bound_ends_the_ranges_and_fetches_fewer(spark, broker, where, last):
+def test_pushed_offset_upper_bound_ends_the_ranges_and_fetches_fewer(spark, counting_broker, where, last):
     """An upper offset bound ends each range there: same rows, and each task stops fetching at it. With the
     reader's defaults a 20-record partition comes in one fetch either way, so the partitions here are long (2,000
     records each) and the consumer fetches little ahead (``SMALL_FETCHES``): without pushdown every record is
     served; with it, the bound plus what the consumer had queued ahead when its range ended."""
     per_partition = 2000
-    topic = make_topic(broker, partitions=3, per_partition=per_partition, prefix="upper")
-    off, fetched_off = batch(spark, broker, pushdown=False, where=where, subscribe=topic, **SMALL_FETCHES)
-    on, fetched_on = batch(spark, broker, pushdown=True, where=where, subscribe=topic, **SMALL_FETCHES)
+    topic = make_topic(counting_broker, partitions=3, per_partition=per_partition, prefix="upper")
+    off, fetched_off = batch(spark, counting_broker, pushdown=False, where=where, subscribe=topic, **SMALL_FETCHES)
+    on, fetched_on = batch(spark, counting_broker, pushdown=True, where=where, subscribe=topic, **SMALL_FETCHES)
     assert off == on == expected(topic, 3, per_partition, lambda p, o: o <= last)
     assert fetched_off >= 3 * per_partition
     assert fetched_on < fetched_off / 10, (fetched_on, fetched_off)
 
 
-def test_pushed_topic_filters(spark, broker):
+def test_pushed_topic_filters(spark, counting_broker):
     prefix = unique_topic("ptopic")
-    a = create_topic(broker.bootstrap_servers, prefix + "-a", 2)
-    b = create_topic(broker.bootstrap_servers, prefix + "-b", 2)
-    produce(broker.bootstrap_servers, a, timed_records(2, 10), extra_conf=ONE_PER_BATCH)
-    produce(broker.bootstrap_servers, b, timed_records(2, 10), extra_conf=ONE_PER_BATCH)
+    a = create_topic(counting_broker.bootstrap_servers, prefix + "-a", 2)
+    b = create_topic(counting_broker.bootstrap_servers, prefix + "-b", 2)
+    produce(counting_broker.bootstrap_servers, a, timed_records(2, 10), extra_conf=ONE_PER_BATCH)
+    produce(counting_broker.bootstrap_servers, b, timed_records(2, 10), extra_conf=ONE_PER_BATCH)
     for where, topics, n in [(f"topic = '{b}'", {b}, 20), (f"topic IN ('{a}', 'nope')", {a}, 20),
                              (f"topic = '{a}' AND partition = 1", {a}, 10)]:
-        off, fetched_off = batch(spark, broker, pushdown=False, where=where, subscribePattern=prefix + "-.*")
-        on, fetched_on = batch(spark, broker, pushdown=True, where=where, subscribePattern=prefix + "-.*")
+        off, fetched_off = batch(spark, counting_broker, pushdown=False, where=where, subscribePattern=prefix + "-.*")
+        on, fetched_on = batch(spark, counting_broker, pushdown=True, where=where, subscribePattern=prefix + "-.*")
         assert off == on and {r[0] for r in on} == topics and len(on) == n, where
         assert fetched_on < fetched_off, where
 

@@ -1,6 +1,5 @@
-"""samza-kafka over compacted topics (``cleanup.policy=compact``), streaming and batch, against the development
-broker's compaction (Kafka's cleaner rules: the latest record of each key at its original offset, the last batch
-never cleaned).  What the README's "Guarantees" state for them:
+"""samza-kafka over compacted topics (``cleanup.policy=compact``), streaming and batch, compacted by Kafka's own log
+cleaner (the latest record of each key at its original offset, the active segment never cleaned).  What the README's "Guarantees" state for them:
 
 - exactly the surviving records, at their offsets; a range that ends inside a gap (or lies wholly in one)
   finishes as soon as a record at or past its end arrives, without waiting out the stall timeout;
@@ -22,7 +21,8 @@ from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
 from confluent_kafka.admin import AdminClient
 from pyspark.errors import PySparkException
 
-from samza_devkit.compaction_helpers import GAPPED_BASE_TS, GAPPED_SURVIVORS, compacted_partition, produce_batches
+from samza_devkit.compaction_helpers import (GAPPED_BASE_TS, GAPPED_SURVIVORS, compact, compacted_partition,
+                                             produce_batches)
 from samza_devkit.kafka_helpers import delete_records_before
 from spark_samza_source.core.model import SystemStreamPartition
 from spark_samza_source.core.startpoint import StartpointSpecific, StartpointTimestamp
@@ -107,7 +107,7 @@ def test_records_deleted_before_they_were_read_are_loss_and_gaps_are_not(kq, kaf
     produce_batches(kq.bootstrap, topic, [[(b"x", b"10"), (b"x", b"11"), (b"y", b"12")],
                                           [(b"z", b"13"), (b"w", b"14"), (b"v", b"15")],
                                           [(b"u", b"16"), (b"t", b"17"), (b"s", b"18"), (b"r", b"19")]])
-    kafka_broker.compact(topic)
+    compact(kafka_broker, topic, gone=[10])
     delete_records_before(kq.bootstrap, topic, 0, 15)
     strict = kq.start_parquet("loss", trigger={"availableNow": True}, **NO_STALL, subscribe=topic)
     with pytest.raises(PySparkException, match="failOnDataLoss"):
