@@ -70,6 +70,9 @@ _SETTINGS = {
     "num.network.threads": "2",
     "num.io.threads": "2",
     "num.recovery.threads.per.data.dir": "1",
+    # [7 days] tests write records stamped years ago (fixed timestamps), which time retention would delete within a
+    # second here; retention acts only on topics that set retention.ms themselves
+    "log.retention.ms": "-1",
     "log.initial.task.delay.ms": "0",  # [30000] retention and cleaner tasks start at once
     "log.retention.check.interval.ms": "1000",  # [300000]
     "log.cleaner.backoff.ms": "500",  # [15000]
@@ -209,7 +212,7 @@ class ApacheKafkaBroker:
         return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=True)
 
     def create_topic(self, name: str, partitions: int = 1, config: dict[str, str] | None = None) -> None:
-        from .kafka_fixtures import create_topic
+        from .kafka_helpers import create_topic
 
         create_topic(self.plaintext_bootstrap_servers, name, partitions, config)
 

@@ -26,6 +26,7 @@ import pytest
 
 from .apache_kafka import ApacheKafkaBroker
 from .kafka_broker import KafkaDevBroker
+from .kafka_helpers import create_topic
 
 __all__ = [
     "RealKafkaCluster",
@@ -60,18 +61,6 @@ class RealKafkaCluster:
 
     def start(self) -> RealKafkaCluster:
         return self
-
-
-def create_topic(bootstrap_servers: str, name: str, partitions: int = 1,
-                 config: dict[str, str] | None = None, timeout: float = 30.0) -> str:
-    """Create ``name`` with confluent-kafka's AdminClient; raises on failure. Returns the name."""
-    from confluent_kafka.admin import AdminClient, NewTopic
-
-    admin = AdminClient({"bootstrap.servers": bootstrap_servers})
-    futures = admin.create_topics([NewTopic(name, num_partitions=partitions, replication_factor=1,
-                                            config=dict(config or {}))], operation_timeout=timeout)
-    futures[name].result(timeout)
-    return name
 
 
 def _external() -> str | None:

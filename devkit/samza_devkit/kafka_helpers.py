@@ -5,6 +5,7 @@ They talk to any Kafka cluster (the development broker or a real one) exactly as
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -33,14 +34,33 @@ def unique_topic(prefix: str = "t") -> str:
     return f"{prefix}-{uuid.uuid4().hex[:10]}"
 
 
-def create_topic(bootstrap: str, name: str, partitions: int, config: dict[str, str] | None = None) -> str:
+def create_topic(bootstrap: str, name: str, partitions: int = 1, config: dict[str, str] | None = None) -> str:
+    """Create ``name`` and return once every partition has a leader in the broker's metadata.
+
+    Kafka answers CreateTopics once its controller has the topic, a moment before the broker's metadata shows it
+    (a Metadata request may leave it out, ListOffsets may answer NOT_LEADER_OR_FOLLOWER); a test sets its topic up
+    and then starts, as Kafka's own test utilities wait for the metadata. Partitions added while a query runs are
+    not waited for here: meeting them before their leaders is the query's business."""
     client = admin(bootstrap)  # keep a reference: a collected AdminClient fails its pending futures
     futures = client.create_topics(
         [NewTopic(name, num_partitions=partitions, replication_factor=1, config=config or {})],
         operation_timeout=TIMEOUT_S,
     )
     futures[name].result(TIMEOUT_S)
+    _wait_for_leaders(client, name, partitions)
     return name
+
+
+def _wait_for_leaders(client, name: str, partitions: int) -> None:
+    deadline = time.monotonic() + TIMEOUT_S
+    while True:
+        topic = client.list_topics(name, timeout=TIMEOUT_S).topics.get(name)
+        if topic is not None and topic.error is None and len(topic.partitions) == partitions \
+                and all(p.leader >= 0 and p.error is None for p in topic.partitions.values()):
+            return
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"topic {name} has no leader for every partition {TIMEOUT_S} s after its creation")
+        time.sleep(0.05)
 
 
 def add_partitions(bootstrap: str, name: str, total: int) -> None:
