@@ -1,9 +1,10 @@
 """Compacted topics for tests: produce record batches one by one, and what Kafka's cleaner leaves of them.
 
-``expected_after_compaction`` is what one pass of Kafka's log cleaner keeps, and the model the development broker's
-compaction (``kafka_broker/compaction.py``) is checked against: of every key the record with the highest offset,
-tombstones included (a first pass keeps them), and the last batch of the log whole (Kafka's active segment is never
-cleaned).
+``expected_after_compaction`` is the model the development broker's compaction (``kafka_broker/compaction.py``) is
+checked against: of every key the record with the highest offset, tombstones included (a first pass keeps them), and
+the last batch of the log whole (Kafka's active segment is never cleaned). Kafka's cleaner differs in one way: its
+key map leaves the active segment out too, so a record superseded only by one in the last batch survives there
+(the development broker's module documentation lists the differences).
 
 On Apache Kafka the cleaner runs on its own schedule: ``CLEANER_NOW`` are the topic settings that make it act within
 a second or two, and ``compact`` waits until it has. With ``segment.ms=1`` every record batch whose timestamps are
@@ -79,15 +80,18 @@ def consume_partition(bootstrap: str, topic: str, partition: int, start: int, ti
 
 
 GAPPED_BASE_TS = 1_700_000_000_000
-#: offsets 0..9 (key, value, CreateTime), one list a batch; one pass keeps 4 b, 6 c, 7 e (tombstone), 8 a, 9 d:
-#: gaps at 0..3 and 5, and the last batch whole (Kafka never cleans its active segment)
+#: offsets 0..10 (key, value, CreateTime), one list a batch; one pass keeps 4 b, 6 c, 7 e (tombstone), 8 a, 9 d, 10 f:
+#: gaps at 0..3 and 5, and the last batch whole. The last batch holds a key of its own: Kafka's cleaner builds its
+#: key map without the active segment (the last batch here), so a record superseded only there would survive on
+#: Kafka and not on the development broker; with key f alone there, both keep the same records.
 GAPPED_BATCHES = [
     [(b"a", b"a0", GAPPED_BASE_TS), (b"b", b"b1", GAPPED_BASE_TS + 10), (b"c", b"c2", GAPPED_BASE_TS + 20)],
     [(b"a", b"a3", GAPPED_BASE_TS + 30), (b"b", b"b4", GAPPED_BASE_TS + 40)],
     [(b"d", b"d5", GAPPED_BASE_TS + 50), (b"c", b"c6", GAPPED_BASE_TS + 60), (b"e", None, GAPPED_BASE_TS + 70)],
     [(b"a", b"a8", GAPPED_BASE_TS + 80), (b"d", b"d9", GAPPED_BASE_TS + 90)],
+    [(b"f", b"f10", GAPPED_BASE_TS + 100)],
 ]
-GAPPED_SURVIVORS = [4, 6, 7, 8, 9]
+GAPPED_SURVIVORS = [4, 6, 7, 8, 9, 10]
 
 
 def compact(broker, topic: str, gone: Iterable[int], partition: int = 0, timeout: float = 60.0) -> None:
@@ -109,12 +113,14 @@ def compact(broker, topic: str, gone: Iterable[int], partition: int = 0, timeout
         time.sleep(0.3)
 
 
-def compacted_partition(broker, prefix: str) -> str:
+def compacted_partition(broker, prefix: str, cleanup_policy: str = "compact") -> str:
     """A new one-partition compacted topic holding ``GAPPED_BATCHES``, compacted once: its survivors are
-    ``GAPPED_SURVIVORS``."""
-    topic = create_topic(broker.bootstrap_servers, unique_topic(prefix), 1, CLEANER_NOW)
+    ``GAPPED_SURVIVORS``. ``cleanup_policy="compact,delete"`` for a test that deletes records too: Kafka refuses
+    DeleteRecords on a compact-only topic (POLICY_VIOLATION)."""
+    topic = create_topic(broker.bootstrap_servers, unique_topic(prefix), 1,
+                         {**CLEANER_NOW, "cleanup.policy": cleanup_policy})
     produced = produce_batches(broker.bootstrap_servers, topic, GAPPED_BATCHES)
     survivors = [r.offset for r in expected_after_compaction(produced)]
     assert survivors == GAPPED_SURVIVORS
-    compact(broker, topic, gone=set(range(10)) - set(survivors))
+    compact(broker, topic, gone=set(range(11)) - set(survivors))
     return topic

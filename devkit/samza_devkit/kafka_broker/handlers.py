@@ -859,6 +859,10 @@ class BrokerState:
                     parts.append(P(partition_index=p.partition_index, low_watermark=-1,
                                    error_code=ApiError.UNKNOWN_TOPIC_OR_PARTITION))
                     continue
+                if _compact_only(topic.configs):  # as Kafka: records go from a compact-only log by compaction alone
+                    parts.append(P(partition_index=p.partition_index, low_watermark=-1,
+                                   error_code=ApiError.POLICY_VIOLATION))
+                    continue
                 offset = plog.high_watermark if p.offset == -1 else p.offset
                 if offset < 0 or offset > plog.high_watermark:
                     parts.append(P(partition_index=p.partition_index, low_watermark=-1,
@@ -1056,3 +1060,8 @@ HANDLER_NAMES.update({15: "describe_groups", 16: "list_groups"})  # group listin
 HANDLER_NAMES.update({17: "sasl_handshake", 36: "sasl_authenticate"})  # the server answers these (sasl.py)
 HANDLER_NAMES.update({24: "add_partitions_to_txn", 25: "add_offsets_to_txn", 26: "end_txn", 28: "txn_offset_commit"})
 assert set(HANDLER_NAMES) == set(SUPPORTED_APIS)
+
+
+def _compact_only(configs: dict[str, str]) -> bool:
+    """``cleanup.policy=compact`` without ``delete``: Kafka refuses DeleteRecords there (POLICY_VIOLATION)."""
+    return [p.strip() for p in configs.get("cleanup.policy", "delete").split(",")] == ["compact"]

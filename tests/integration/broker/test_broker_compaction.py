@@ -212,3 +212,22 @@ def test_a_batch_losing_its_last_record_keeps_its_last_offset_and_the_active_bat
     data = (broker.data_dir / "topics" / topic / "0" / "log").read_bytes()
     first = DefaultRecordBatch(data[:struct.unpack_from(">i", data, 8)[0] + 12])
     assert (first.base_offset, first.last_offset_delta, [r.offset for r in first]) == (0, 1, [0])
+
+
+@pytest.mark.parametrize(("policy", "refused"), [("compact", True), ("compact,delete", False), ("delete", False)])
+def test_delete_records_is_refused_on_a_compact_only_topic_as_kafka_refuses_it(broker, policy, refused):
+    """Apache Kafka answers DeleteRecords on a ``cleanup.policy=compact`` topic with POLICY_VIOLATION: records go from
+    such a log by compaction alone. The development broker answers the same."""
+    from confluent_kafka import KafkaError, KafkaException
+    from confluent_kafka.admin import AdminClient
+
+    topic = compacted_topic(broker, policy=policy)
+    produce(broker.bootstrap_servers, topic, [(b"k", b"v", None, 0)] * 3)
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
+    future = admin.delete_records([TopicPartition(topic, 0, 2)], request_timeout=30)
+    if refused:
+        with pytest.raises(KafkaException) as caught:
+            list(future.values())[0].result(30)
+        assert caught.value.args[0].code() == KafkaError.POLICY_VIOLATION
+    else:
+        assert list(future.values())[0].result(30).low_watermark == 2

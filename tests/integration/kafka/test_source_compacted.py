@@ -59,7 +59,7 @@ def run_available_now(kq, name: str, **options: str):
 
 
 def test_streaming_reads_the_survivors_through_ranges_ending_in_gaps_with_offset_lag(kq, compacted):
-    """maxOffsetsPerTrigger=3 plans [0,3) (wholly a gap), [3,6) (ends in the gap at 5), [6,9), [9,10)."""
+    """maxOffsetsPerTrigger=3 plans [0,3) (wholly a gap), [3,6) (ends in the gap at 5), [6,9), [9,11)."""
     query = run_available_now(kq, "gaps", subscribe=compacted, maxOffsetsPerTrigger="3")
     rows = kq.sink_rows("gaps")
     assert offsets(rows) == SURVIVORS
@@ -67,8 +67,8 @@ def test_streaming_reads_the_survivors_through_ranges_ending_in_gaps_with_offset
     assert len(query.recentProgress) == 4  # one batch per planned range
     lags = [lag for p in query.recentProgress for lag in lag_from_progress(p)]
     assert lags[-1].behind == {f"kafka.{compacted}.0": 0}
-    # after [0,3): 7 offsets behind, though only 5 records remain to read -- lag counts offsets
-    assert lags[0].behind == {f"kafka.{compacted}.0": 7}
+    # after [0,3): 8 offsets behind, though only 6 records remain to read -- lag counts offsets
+    assert lags[0].behind == {f"kafka.{compacted}.0": 8}
     # the mirror holds the end of the last committed range, [6, 9) (Spark commits a batch when the next one
     # starts): an offset, not the 4 records read by then
     assert group_offsets(kq.bootstrap, f"samza-{kq.job}", compacted) == {0: 9}
@@ -76,14 +76,14 @@ def test_streaming_reads_the_survivors_through_ranges_ending_in_gaps_with_offset
 
 def test_starts_inside_a_gap_read_from_the_next_surviving_record(kq, compacted):
     run_available_now(kq, "inside", subscribe=compacted, startingOffsets=json.dumps({compacted: {"0": 5}}))
-    assert offsets(kq.sink_rows("inside")) == [6, 7, 8, 9]
+    assert offsets(kq.sink_rows("inside")) == [6, 7, 8, 9, 10]
     kq.startpoints().write(SystemStreamPartition("kafka", compacted, 0), StartpointSpecific("1"))
     run_available_now(kq, "inside", subscribe=compacted)
-    assert offsets(kq.sink_rows("inside")) == sorted([6, 7, 8, 9] + SURVIVORS)
+    assert offsets(kq.sink_rows("inside")) == sorted([6, 7, 8, 9, 10] + SURVIVORS)
     # a timestamp start: the first surviving record at or after it (offset 3, at BASE_TS + 30, was removed)
     kq.startpoints().write(SystemStreamPartition("kafka", compacted, 0), StartpointTimestamp(BASE_TS + 25))
     run_available_now(kq, "inside", subscribe=compacted)
-    assert offsets(kq.sink_rows("inside")) == sorted([6, 7, 8, 9] + SURVIVORS * 2)
+    assert offsets(kq.sink_rows("inside")) == sorted([6, 7, 8, 9, 10] + SURVIVORS * 2)
 
 
 def test_batch_reads_end_inside_gaps(spark, kafka_broker, compacted):
@@ -97,24 +97,24 @@ def test_batch_reads_end_inside_gaps(spark, kafka_broker, compacted):
     assert read(endingOffsets=json.dumps({compacted: {"0": 3}})) == []  # wholly inside the gap 0..3
     assert read(startingOffsets=json.dumps({compacted: {"0": 5}}), endingOffsets=json.dumps({compacted: {"0": 6}})) \
         == []
-    assert read(startingTimestamp=str(BASE_TS + 55)) == [6, 7, 8, 9]  # d5, at BASE_TS + 50, was removed
+    assert read(startingTimestamp=str(BASE_TS + 55)) == [6, 7, 8, 9, 10]  # d5, at BASE_TS + 50, was removed
 
 
 def test_records_deleted_before_they_were_read_are_loss_and_gaps_are_not(kq, kafka_broker):
-    topic = compacted_partition(kafka_broker, "compacted-loss")
+    topic = compacted_partition(kafka_broker, "compacted-loss", "compact,delete")
     run_available_now(kq, "loss", subscribe=topic)  # failOnDataLoss=true (the default) over the gaps: no loss
-    # offsets 10..19; 10 is compacted away (key x again at 11), then DeleteRecords removes 10..14 unread
-    produce_batches(kq.bootstrap, topic, [[(b"x", b"10"), (b"x", b"11"), (b"y", b"12")],
-                                          [(b"z", b"13"), (b"w", b"14"), (b"v", b"15")],
-                                          [(b"u", b"16"), (b"t", b"17"), (b"s", b"18"), (b"r", b"19")]])
-    compact(kafka_broker, topic, gone=[10])
-    delete_records_before(kq.bootstrap, topic, 0, 15)
+    # offsets 11..20; 11 is compacted away (key x again at 12), then DeleteRecords removes 11..15 unread
+    produce_batches(kq.bootstrap, topic, [[(b"x", b"11"), (b"x", b"12"), (b"y", b"13")],
+                                          [(b"z", b"14"), (b"w", b"15"), (b"v", b"16")],
+                                          [(b"u", b"17"), (b"t", b"18"), (b"s", b"19"), (b"r", b"20")]])
+    compact(kafka_broker, topic, gone=[11])
+    delete_records_before(kq.bootstrap, topic, 0, 16)
     strict = kq.start_parquet("loss", trigger={"availableNow": True}, **NO_STALL, subscribe=topic)
     with pytest.raises(PySparkException, match="failOnDataLoss"):
         strict.awaitTermination(180)
     lenient = run_available_now(kq, "loss", subscribe=topic, failOnDataLoss="false")
-    assert offsets(kq.sink_rows("loss")) == SURVIVORS + [15, 16, 17, 18, 19]
+    assert offsets(kq.sink_rows("loss")) == SURVIVORS + [16, 17, 18, 19, 20]
     reported = [json.loads(p["sources"][0]["latestOffset"]) for p in lenient.recentProgress
                 if p["sources"][0]["latestOffset"]]
-    # offsets 10..14 were lost: 5 offsets, of which 4 held records (10 was a gap) -- loss is counted in offsets
+    # offsets 11..15 were lost: 5 offsets, of which 4 held records (11 was a gap) -- loss is counted in offsets
     assert reported and all(r.get("dataLoss") == {f"kafka.{topic}.0": 5} for r in reported), reported
