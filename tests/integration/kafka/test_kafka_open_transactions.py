@@ -13,8 +13,15 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
-from samza_devkit.kafka_helpers import (TIMEOUT_S, create_topic, produce, produce_in_transaction, stable_offsets,
-                                        transactional_producer, unique_topic)
+from samza_devkit.kafka_helpers import (
+    TIMEOUT_S,
+    create_topic,
+    produce,
+    produce_in_transaction,
+    stable_offsets,
+    transactional_producer,
+    unique_topic,
+)
 from spark_samza_source.kafka.input_partition import KafkaRange
 from spark_samza_source.kafka.reader import read_ranges
 
