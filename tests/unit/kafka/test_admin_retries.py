@@ -1,0 +1,46 @@
+"""KafkaAdmin's retries (no broker: the retried operation is a function that fails as Kafka's answers do)."""
+
+from __future__ import annotations
+
+import pytest
+from confluent_kafka import KafkaError, KafkaException
+
+from spark_samza_source.kafka.admin import KafkaAdmin
+from spark_samza_source.kafka.errors import KafkaSourceError
+
+
+def failing_then_answering(code: int, failures: int):
+    calls = []
+
+    def attempt(left: float) -> str:
+        calls.append(left)
+        if len(calls) <= failures:
+            raise KafkaException(KafkaError(code))  # as a per-partition future raises it: not flagged retriable
+        return "answer"
+
+    return attempt, calls
+
+
+@pytest.mark.parametrize("code", [KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE,
+                                  KafkaError.UNKNOWN_LEADER_EPOCH, KafkaError.OFFSET_NOT_AVAILABLE])
+def test_leadership_errors_are_retried(code):
+    """Kafka answers ListOffsets for a partition CreatePartitions just added with NOT_LEADER_OR_FOLLOWER until the
+    broker has applied its leadership: a query must ride that out, not fail."""
+    attempt, calls = failing_then_answering(code, 2)
+    assert KafkaAdmin({"bootstrap.servers": "b:9092"}, api_timeout_ms=10_000)._retrying("watermarks", attempt) \
+        == "answer"
+    assert len(calls) == 3
+
+
+def test_other_broker_errors_fail_at_once_naming_the_operation():
+    attempt, calls = failing_then_answering(KafkaError.TOPIC_AUTHORIZATION_FAILED, 1)
+    with pytest.raises(KafkaSourceError, match=r"Kafka operation 'watermarks' failed \(bootstrap servers b:9092\)"):
+        KafkaAdmin({"bootstrap.servers": "b:9092"}, api_timeout_ms=10_000)._retrying("watermarks", attempt)
+    assert len(calls) == 1
+
+
+def test_retries_end_at_the_api_timeout_naming_the_option():
+    attempt, _ = failing_then_answering(KafkaError.NOT_LEADER_FOR_PARTITION, 10**6)
+    admin = KafkaAdmin({"bootstrap.servers": "b:9092"}, api_timeout_ms=500, timeout_option="endpoint.retryTimeout")
+    with pytest.raises(KafkaSourceError, match=r"did not complete within 0.5 s \(option 'endpoint.retryTimeout'"):
+        admin._retrying("watermarks", attempt)
