@@ -129,6 +129,10 @@ Differences from Apache Kafka (found running the same tests on Apache Kafka 4.2,
   from the log start whose newest record timestamp (CreateTime unless LogAppendTime) is older than
   ``retention.ms``, and rolls segments by record timestamps (``segment.ms``), so records written with old
   timestamps go at once (``tests/integration/kafka/test_kafka_retention.py``).
+- New partitions: Kafka answers ListOffsets for a partition CreatePartitions has just added with
+  NOT_LEADER_OR_FOLLOWER for a moment (until the broker has applied its leadership from the metadata log); this
+  broker serves it at once. confluent-kafka hands that error back per partition without its retriable flag, and
+  the source's admin failed the query on it (now retried: ``kafka/admin.py``, ``_RETRIABLE``).
 - Record timestamps: Kafka 4.x refuses a record timestamped more than an hour ahead of its clock
   (``message.timestamp.after.max.ms``, default 3,600,000 since 4.0: INVALID_TIMESTAMP); this broker describes
   the 3.x default (unbounded) and accepts any timestamp.
