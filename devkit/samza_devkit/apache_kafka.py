@@ -258,7 +258,7 @@ class ApacheKafkaBroker:
         }
 
     def _format(self, jars: Path) -> None:
-        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+        cluster_id = _cluster_id()
         cmd = [_java(), "-Xmx256m", "-cp", f"{jars}/*", f"-Dlog4j2.configurationFile={self._tool_log4j()}",
                "kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", str(self._home / "server.properties")]
         for name, password in self.sasl_scram_users.items():
@@ -350,6 +350,15 @@ def _log4j_to_file(path: Path) -> str:
             # the request log and state-change chatter would bury what a failing test needs
             "logger.state.name=state.change.logger\nlogger.state.level=WARN\n"
             "logger.request.name=kafka.request.logger\nlogger.request.level=WARN\n")
+
+
+def _cluster_id() -> str:
+    """A random cluster ID as Kafka makes them (``Uuid.randomUuid``: URL-safe base64 of 16 bytes), never one that
+    starts with '-', which the storage tool would take for an option (one ID in 64 did)."""
+    while True:
+        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+        if not cluster_id.startswith("-"):
+            return cluster_id
 
 
 def _jaas_quote(value: str) -> str:

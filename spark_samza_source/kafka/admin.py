@@ -54,14 +54,17 @@ _RETRY_BACKOFF_S = 0.2
 _MIN_ATTEMPT_S = 10.0  # each attempt of a retried call gets max(this, timeout / 6), at most what is left
 # Errors meaning "this topic or partition does not exist (any more)".
 _MISSING = {KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_PARTITION, KafkaError._UNKNOWN_TOPIC}
-# Kafka's retriable errors (its RetriableException family) as they come back per partition, where librdkafka does
-# not mark them retriable: a partition just created or added answers NOT_LEADER_OR_FOLLOWER until the broker's
-# metadata has its leader, a leader being elected LEADER_NOT_AVAILABLE, a stale epoch FENCED/UNKNOWN_LEADER_EPOCH.
-_RETRIABLE = {KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE, KafkaError.FENCED_LEADER_EPOCH,
-              KafkaError.UNKNOWN_LEADER_EPOCH, KafkaError.OFFSET_NOT_AVAILABLE, KafkaError.REQUEST_TIMED_OUT,
-              KafkaError.NOT_COORDINATOR, KafkaError.COORDINATOR_NOT_AVAILABLE,
-              KafkaError.COORDINATOR_LOAD_IN_PROGRESS, KafkaError.KAFKA_STORAGE_ERROR,
-              KafkaError._TIMED_OUT, KafkaError._TRANSPORT}
+# Broker errors Kafka's clients retry (its RetriableException kinds) that confluent-kafka does not flag as retriable
+# when it hands them back per partition or per topic: after CreatePartitions, Kafka answers ListOffsets for a new
+# partition with NOT_LEADER_OR_FOLLOWER until the broker has applied its leadership; a leader election answers
+# LEADER_NOT_AVAILABLE or a stale leader epoch.
+_RETRIABLE = {
+    KafkaError._TIMED_OUT, KafkaError._TRANSPORT, KafkaError.LEADER_NOT_AVAILABLE,
+    KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.REPLICA_NOT_AVAILABLE, KafkaError.UNKNOWN_LEADER_EPOCH,
+    KafkaError.FENCED_LEADER_EPOCH, KafkaError.OFFSET_NOT_AVAILABLE, KafkaError.REQUEST_TIMED_OUT,
+    KafkaError.NETWORK_EXCEPTION, KafkaError.NOT_COORDINATOR, KafkaError.COORDINATOR_NOT_AVAILABLE,
+    KafkaError.COORDINATOR_LOAD_IN_PROGRESS, KafkaError.KAFKA_STORAGE_ERROR,
+}
 _OFFSET_INVALID = -1001
 _ZERO_TOPIC_ID = "AAAAAAAAAAAAAAAAAAAAAA"  # Kafka's Uuid.ZERO_UUID in base64: "no topic ID"
 

@@ -114,6 +114,29 @@ Python codecs, CRC-32C validation of produced batches unless the ``crc32c`` pack
 CRC is ~10 MB/s), timestamp lookups inside lz4/snappy/zstd batches without their Python codecs
 (answered at batch granularity).
 
+Differences from Apache Kafka (found running the same tests on Apache Kafka 4.2, ``samza_devkit.apache_kafka``):
+
+- Compaction's key map: a pass here keeps, of each key, the record with the highest offset in the whole log, the
+  last batch included. Kafka's cleaner builds its offset map only from the segments it may clean (never the active
+  one), so a record superseded only by one in the active segment survives until that segment is closed (by the
+  next append, with ``segment.ms``) and a later pass runs: ``compaction_helpers.GAPPED_BATCHES`` compacts to
+  offsets 4, 6, 7, 8, 9 here but to 3, 4, 5, 6, 7, 8, 9 on Kafka until one more batch is written
+  (``tests/integration/kafka/test_kafka_cleaner.py``).
+- When compaction runs: here when asked (``compact``) or on a timer, and every pass removes tombstones past their
+  delete horizon. Kafka's cleaner picks a log only once its dirty share passes ``min.cleanable.dirty.ratio`` (a new
+  closed segment): a tombstone whose horizon has passed stays until new records make the log dirty again.
+- Retention: none here (DeleteRecords and compaction are the only ways data goes). Kafka deletes whole segments
+  from the log start whose newest record timestamp (CreateTime unless LogAppendTime) is older than
+  ``retention.ms``, and rolls segments by record timestamps (``segment.ms``), so records written with old
+  timestamps go at once (``tests/integration/kafka/test_kafka_retention.py``).
+- New partitions: Kafka answers ListOffsets for a partition CreatePartitions has just added with
+  NOT_LEADER_OR_FOLLOWER for a moment (until the broker has applied its leadership from the metadata log); this
+  broker serves it at once. confluent-kafka hands that error back per partition without its retriable flag, and
+  the source's admin failed the query on it (now retried: ``kafka/admin.py``, ``_RETRIABLE``).
+- Record timestamps: Kafka 4.x refuses a record timestamped more than an hour ahead of its clock
+  (``message.timestamp.after.max.ms``, default 3,600,000 since 4.0: INVALID_TIMESTAMP); this broker describes
+  the 3.x default (unbounded) and accepts any timestamp.
+
 Storage and durability (see ``log.py``): per partition one append-only log file of the stored batches
 plus an index of fixed-size entries (offset, position, size, max timestamp, CRC-32); the index is
 held in memory (with a running max of timestamps for timestamp lookups).  A produced batch is written

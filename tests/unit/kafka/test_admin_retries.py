@@ -1,10 +1,4 @@
-"""Which Kafka errors the admin rides out and which end a call at once.
-
-Apache Kafka answers ListOffsets for a partition just created or added with NOT_LEADER_OR_FOLLOWER until its broker's
-metadata has the leader (seen on a real broker under the integration tests); librdkafka hands such per-partition
-errors back without its retriable flag, so the admin names Kafka's retriable family itself. Nothing is sent here:
-the attempts are plain functions.
-"""
+"""KafkaAdmin's retries (no broker: the retried operation is a function that fails as Kafka's answers do)."""
 
 from __future__ import annotations
 
@@ -15,32 +9,38 @@ from spark_samza_source.kafka.admin import KafkaAdmin
 from spark_samza_source.kafka.errors import KafkaSourceError
 
 
-def _admin() -> KafkaAdmin:
-    return KafkaAdmin({"bootstrap.servers": "127.0.0.1:9"}, api_timeout_ms=5000)
-
-
-def _failing(times: int, code: int):
+def failing_then_answering(code: int, failures: int):
     calls = []
 
     def attempt(left: float) -> str:
         calls.append(left)
-        if len(calls) <= times:
-            raise KafkaException(KafkaError(code))
-        return "answered"
+        if len(calls) <= failures:
+            raise KafkaException(KafkaError(code))  # as a per-partition future raises it: not flagged retriable
+        return "answer"
 
     return attempt, calls
 
 
 @pytest.mark.parametrize("code", [KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE,
-                                  KafkaError.FENCED_LEADER_EPOCH, KafkaError.UNKNOWN_LEADER_EPOCH])
-def test_leadership_errors_are_retried_until_answered(code):
-    attempt, calls = _failing(2, code)
-    assert _admin()._retrying("watermarks of t[0]", attempt) == "answered"
+                                  KafkaError.UNKNOWN_LEADER_EPOCH, KafkaError.OFFSET_NOT_AVAILABLE])
+def test_leadership_errors_are_retried(code):
+    """Kafka answers ListOffsets for a partition CreatePartitions just added with NOT_LEADER_OR_FOLLOWER until the
+    broker has applied its leadership: a query must ride that out, not fail."""
+    attempt, calls = failing_then_answering(code, 2)
+    assert KafkaAdmin({"bootstrap.servers": "b:9092"}, api_timeout_ms=10_000)._retrying("watermarks", attempt) \
+        == "answer"
     assert len(calls) == 3
 
 
-def test_a_non_retriable_error_ends_the_call_naming_it():
-    attempt, calls = _failing(1, KafkaError.TOPIC_AUTHORIZATION_FAILED)
-    with pytest.raises(KafkaSourceError, match="watermarks of t\\[0\\]' failed"):
-        _admin()._retrying("watermarks of t[0]", attempt)
+def test_other_broker_errors_fail_at_once_naming_the_operation():
+    attempt, calls = failing_then_answering(KafkaError.TOPIC_AUTHORIZATION_FAILED, 1)
+    with pytest.raises(KafkaSourceError, match=r"Kafka operation 'watermarks' failed \(bootstrap servers b:9092\)"):
+        KafkaAdmin({"bootstrap.servers": "b:9092"}, api_timeout_ms=10_000)._retrying("watermarks", attempt)
     assert len(calls) == 1
+
+
+def test_retries_end_at_the_api_timeout_naming_the_option():
+    attempt, _ = failing_then_answering(KafkaError.NOT_LEADER_FOR_PARTITION, 10**6)
+    admin = KafkaAdmin({"bootstrap.servers": "b:9092"}, api_timeout_ms=500, timeout_option="endpoint.retryTimeout")
+    with pytest.raises(KafkaSourceError, match=r"did not complete within 0.5 s \(option 'endpoint.retryTimeout'"):
+        admin._retrying("watermarks", attempt)
