@@ -255,7 +255,9 @@ class ApacheKafkaBroker:
         }
 
     def _format(self, jars: Path) -> None:
-        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+        cluster_id = "-"  # one starting with '-' reads as an option to the tool: drawn again (as Kafka's Uuid does)
+        while cluster_id.startswith("-"):
+            cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
         cmd = [_java(), "-Xmx256m", "-cp", f"{jars}/*", f"-Dlog4j2.configurationFile={self._tool_log4j()}",
                "kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", str(self._home / "server.properties")]
         for name, password in self.sasl_scram_users.items():
