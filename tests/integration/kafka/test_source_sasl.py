@@ -8,6 +8,13 @@ tokens signed with its key; see samza_devkit/kafka_broker/sasl.py), with real qu
   the provider ran in the executors too; the provider also records each call's process id.
 * A token the broker refuses fails the query with an authentication error, not a silent stall.
 * PLAIN from a Java ``sasl.jaas.config`` line, translated at option parsing, on driver and executors.
+
+Why the development broker and not Apache Kafka: these tests need a broker that checks a token's signature
+against a key the test holds. Apache Kafka's default OAUTHBEARER validator accepts unsecured (unsigned) tokens and
+checks no signature at all, and its OIDC validator checks signatures only against keys fetched from a JWKS endpoint
+(``sasl.oauthbearer.jwks.endpoint.url``, an identity provider), which the devkit does not run; the development
+broker checks HS256 signatures against a shared secret. PLAIN and SCRAM-SHA-512 on Apache Kafka itself:
+test_kafka_sasl_scram.py.
 """
 
 from __future__ import annotations
