@@ -1,7 +1,7 @@
 # Two commands matter on a fresh machine: `make demo` and `make test`.
 # The editable install uses compat mode (a .pth adding the repo root to sys.path) so that Spark's static
 # lookup of top-level pyspark_* modules (pkgutil.iter_modules) finds pyspark_samza_kafka without register().
-# The development kit (devkit/: development broker, moto launcher, fixtures, pytest plugin, the demo) is a
+# The development kit (devkit/: Apache Kafka launcher, development broker, moto launcher, fixtures, pytest plugin, the demo) is a
 # distribution of its own, installed editable next to the package; it is never in the runtime wheel.
 # Both create the virtualenv at .venv when it is missing or a pyproject.toml changed.
 

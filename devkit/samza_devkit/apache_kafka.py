@@ -153,7 +153,8 @@ class ApacheKafkaBroker:
             first_start = not self._ports
             for attempt in range(3):
                 if first_start:
-                    self._ports = _free_ports(["PLAINTEXT", "CONTROLLER"] + ([_SASL_LISTENER] if self._has_sasl else []))
+                    listeners = ["PLAINTEXT", "CONTROLLER"] + ([_SASL_LISTENER] if self._has_sasl else [])
+                    self._ports = _free_ports(listeners)
                     self._write_config()
                     self._format(jars)
                 self._launch(jars)
@@ -280,8 +281,7 @@ class ApacheKafkaBroker:
                                           preexec_fn=_die_with_parent).result()
 
     def _wait_until_ready(self) -> None:
-        from confluent_kafka.admin import AdminClient
-        from confluent_kafka.admin import NewTopic
+        from confluent_kafka.admin import AdminClient, NewTopic
 
         admin = AdminClient({"bootstrap.servers": self.plaintext_bootstrap_servers, "socket.timeout.ms": 2000,
                              "logger": _QUIET})  # 'connection refused' until the broker listens: expected

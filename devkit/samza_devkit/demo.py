@@ -1,6 +1,7 @@
 """``make demo``: the main example job, end to end, on this machine alone.
 
-1. starts the Kafka wire-protocol development broker on 127.0.0.1 (a child process, temp data dir);
+1. starts Apache Kafka on 127.0.0.1 (one KRaft node from jars fetched once from Maven Central, a temp data dir:
+   ``samza_devkit.apache_kafka``; a few seconds, next to the half minute Spark and the job take);
 2. produces a keyed stream of orders into a 2-partition topic;
 3. runs a samza-kafka query on local Spark with the default fixed-task grouper;
 4. expands the topic 2 -> 4 while the query runs: still 2 tasks, partitions {0, 2} and {1, 3};
@@ -81,7 +82,7 @@ def run(work: Path) -> int:
     from spark_samza_source.core.startpoint_manager import StartpointManager
     from spark_samza_source.metadata import open_store
 
-    from .kafka_broker import KafkaDevBroker
+    from .apache_kafka import ApacheKafkaBroker
     from .kafka_helpers import add_partitions, create_topic
     from .spark_fixtures import make_local_spark
 
@@ -90,9 +91,9 @@ def run(work: Path) -> int:
     lock = threading.Lock()
     batches: list[tuple[int, list]] = []
 
-    with KafkaDevBroker() as broker:
+    with ApacheKafkaBroker() as broker:
         bootstrap = broker.bootstrap_servers
-        say(f"1. development Kafka broker listening on {bootstrap}")
+        say(f"1. Apache Kafka {broker.version} listening on {bootstrap} (its log: {broker.log_path})")
         create_topic(bootstrap, TOPIC, 2)
         produced = produce_round(bootstrap, 1, 25)
         say(f"2. produced {produced} keyed orders into '{TOPIC}' (2 partitions)")

@@ -1,6 +1,6 @@
 """A Kafka broker outage on the driver side: planning retries for up to ``endpoint.retryTimeout``
 (the option samza-kinesis has too), then fails with an error naming the option; an outage shorter than that is
-ridden out. On a dedicated development broker, driven as Spark's runner calls the reader."""
+ridden out. On a dedicated Apache Kafka node, driven as Spark's runner calls the reader."""
 
 from __future__ import annotations
 

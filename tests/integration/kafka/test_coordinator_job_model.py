@@ -1,4 +1,4 @@
-"""The driver's job model against the development broker (no Spark needed to see what Spark would get):
+"""The driver's job model against Apache Kafka (no Spark needed to see what Spark would get):
 broadcast topics that grow, and the stored job model that a new checkpoint starts from (SEP-5, SEP-11).
 
 Backs README "Guarantees": "Growing a broadcast topic adds no task" and "A new checkpoint keeps the job's tasks".

@@ -1,5 +1,6 @@
 """samza-kafka over compacted topics (``cleanup.policy=compact``), streaming and batch, compacted by Kafka's own log
-cleaner (the latest record of each key at its original offset, the active segment never cleaned).  What the README's "Guarantees" state for them:
+cleaner (the latest record of each key at its original offset, the active segment never cleaned).  What the
+README's "Guarantees" state for them:
 
 - exactly the surviving records, at their offsets; a range that ends inside a gap (or lies wholly in one)
   finishes as soon as a record at or past its end arrives, without waiting out the stall timeout;
@@ -21,8 +22,13 @@ from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
 from confluent_kafka.admin import AdminClient
 from pyspark.errors import PySparkException
 
-from samza_devkit.compaction_helpers import (GAPPED_BASE_TS, GAPPED_SURVIVORS, compact, compacted_partition,
-                                             produce_batches)
+from samza_devkit.compaction_helpers import (
+    GAPPED_BASE_TS,
+    GAPPED_SURVIVORS,
+    compact,
+    compacted_partition,
+    produce_batches,
+)
 from samza_devkit.kafka_helpers import delete_records_before
 from spark_samza_source.core.model import SystemStreamPartition
 from spark_samza_source.core.startpoint import StartpointSpecific, StartpointTimestamp

@@ -1,7 +1,7 @@
 """A topic leaves a job (deleted after it was read, or taken out of 'subscribe') only through the option
 ``dropTopics``, which keeps the checkpoint and every other topic's tasks and positions. Without
 it, a ``subscribePattern`` topic deleted after it was fully read would stop the query for good ("disappeared").
-Driven as Spark's runner calls the reader, on the development broker."""
+Driven as Spark's runner calls the reader, on Apache Kafka."""
 
 from __future__ import annotations
 

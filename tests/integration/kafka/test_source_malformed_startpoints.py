@@ -1,6 +1,6 @@
 """Malformed startpoints (an unknown @type, a negative Kafka offset) are logged once each at WARN, counted in the
 progress (``latestOffset["malformedStartpoints"]``) and never block valid ones. Driven as Spark's
-runner calls the reader, against the development broker."""
+runner calls the reader, against Apache Kafka."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""samza-kafka end to end on local Spark and the development broker: exact reads and exactly-once restarts."""
+"""samza-kafka end to end on local Spark and Apache Kafka: exact reads and exactly-once restarts."""
 
 import pytest
 

@@ -1,6 +1,6 @@
 """Where a new checkpoint starts: ``startingOffsets`` / ``startingOffsetsByTimestamp`` entries that cannot apply
 fail naming them, and a start below the log start is data loss. Driven exactly as Spark's runner
-calls the reader, against the development broker."""
+calls the reader, against Apache Kafka."""
 
 from __future__ import annotations
 

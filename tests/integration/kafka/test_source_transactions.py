@@ -1,5 +1,5 @@
 """samza-kafka over transactional topics: commit and abort markers, aborted records, open transactions and
-producers that die inside one, written by confluent-kafka's transactional producer into the development broker.
+producers that die inside one, written by confluent-kafka's transactional producer into Apache Kafka.
 
 Backs README "Guarantees", "Transactional topics": at ``read_uncommitted`` (the default) aborted records are read,
 markers never come back as rows and a range ending on markers finishes at once; at ``read_committed`` no aborted

@@ -1,6 +1,6 @@
 """A Samza job.properties, imported, drives the real samza-kafka source exactly like hand-written options.
 
-Against the development broker on a local SparkSession: the imported options and their hand-written equivalent
+Against Apache Kafka on a local SparkSession: the imported options and their hand-written equivalent
 produce the same job model (metadata store, namespace ``jobmodel``), the same task for every row and the same
 offsets in Spark's offset log, before and after the topic grows, for both the default (fixed tasks) and
 ``job.systemstreampartition.input.expansion.enabled=false`` (plain grouper). The properties syntax itself is

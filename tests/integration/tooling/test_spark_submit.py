@@ -2,7 +2,7 @@
 
 The application never calls ``register()`` and never imports ``spark_samza_source``: ``samza-kafka`` is found
 only because the wheel installs the top-level module ``pyspark_samza_kafka`` into the interpreter Spark runs.
-Each run reads a topic of the session's development broker with ``Trigger.AvailableNow`` and prints ``RESULT``
+Each run reads a topic of the session's Apache Kafka broker with ``Trigger.AvailableNow`` and prints ``RESULT``
 and ``PYTHON`` lines that are checked here.
 
 - The wheel and the packed environment are built once per session by the Makefile itself (into a temp dir);
