@@ -3,7 +3,7 @@
 test modules can import them.
 
 - ``fault_queries(bootstrap)``: a factory of :class:`FaultQueries` (samza-kafka queries on any broker: the shared
-  shared Apache Kafka broker or a test's own);
+  Apache Kafka broker or a test's own);
 - ``moto_proxy``: a :class:`CuttableProxy` in front of the shared moto server;
 - ``ks_proxy``: :class:`KinesisFaultQueries` whose AWS endpoint is ``moto_proxy``.
 """
