@@ -18,6 +18,11 @@ broker logs nothing). ``ApacheKafkaBroker`` has the development broker's handle 
   ``org.apache.kafka.tools.consumer.group.ConsumerGroupCommand``) from the same jars.
 
 The JVM dies with the process that started it (``PR_SET_PDEATHSIG``), so a test run killed hard leaves no broker.
+
+Command line (runs until SIGTERM or SIGINT; a data directory given is kept and reused)::
+
+    python -m samza_devkit.apache_kafka --port 9092 [--data-dir DIR]
+    listening on 127.0.0.1:9092
 """
 
 from __future__ import annotations
@@ -102,7 +107,7 @@ class ApacheKafkaBroker:
     is_dev_broker = False
     version = KAFKA_VERSION
 
-    def __init__(self, data_dir: str | os.PathLike | None = None, *, heap_mb: int = 512,
+    def __init__(self, data_dir: str | os.PathLike | None = None, *, port: int = 0, heap_mb: int = 512,
                  sasl_plain_users: dict[str, str] | None = None, sasl_scram_users: dict[str, str] | None = None,
                  config: dict[str, str] | None = None, start_timeout: float = 120.0):
         self._owns_dir = data_dir is None
@@ -112,6 +117,7 @@ class ApacheKafkaBroker:
         self.sasl_scram_users = dict(sasl_scram_users or {})
         self.extra_config = dict(config or {})
         self.start_timeout = start_timeout
+        self.port = port  # the PLAINTEXT listener's port; 0: a free one
         self.log_path = self._home / "broker.log"
         self._ports: dict[str, int] = {}
         self._proc: subprocess.Popen | None = None
@@ -155,6 +161,8 @@ class ApacheKafkaBroker:
                 if first_start:
                     listeners = ["PLAINTEXT", "CONTROLLER"] + ([_SASL_LISTENER] if self._has_sasl else [])
                     self._ports = _free_ports(listeners)
+                    if self.port:
+                        self._ports["PLAINTEXT"] = self.port
                     self._write_config()
                     self._format(jars)
                 self._launch(jars)
@@ -261,7 +269,8 @@ class ApacheKafkaBroker:
     def _format(self, jars: Path) -> None:
         cluster_id = _cluster_id()
         cmd = [_java(), "-Xmx256m", "-cp", f"{jars}/*", f"-Dlog4j2.configurationFile={self._tool_log4j()}",
-               "kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", str(self._home / "server.properties")]
+               "kafka.tools.StorageTool", "format", "--ignore-formatted", "-t", cluster_id,
+               "-c", str(self._home / "server.properties")]
         for name, password in self.sasl_scram_users.items():
             cmd += ["--add-scram", f"{_SCRAM}=[name={name},password={password}]"]
         done = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
@@ -397,3 +406,25 @@ def _die_with_parent() -> None:
     """In the child before exec: the kernel SIGKILLs it when the process that started it dies (Linux)."""
     with contextlib.suppress(Exception):
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m samza_devkit.apache_kafka",
+                                     description=f"Apache Kafka {KAFKA_VERSION}, one KRaft node on 127.0.0.1")
+    parser.add_argument("--port", type=int, default=9092, help="the PLAINTEXT listener's port (0: a free one)")
+    parser.add_argument("--data-dir", help="kept and reused across runs (default: a temporary one, removed)")
+    args = parser.parse_args(argv)
+    stop = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.set())
+    with ApacheKafkaBroker(args.data_dir, port=args.port) as broker:
+        print(f"listening on {broker.bootstrap_servers} (log: {broker.log_path})", flush=True)
+        while not stop.wait(1) and broker.running:
+            pass
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,8 +1,8 @@
 """The README's two examples run as written, print what the README says they print, and nothing noisy.
 
 The examples are taken from README.md (the Python blocks after ``<!-- readme-example: kafka -->`` and
-``<!-- readme-example: kinesis -->``) and run in one fresh Python process (one JVM), against a development broker
-and a moto server started here as the README starts them (``python -m samza_devkit.kafka_broker`` /
+``<!-- readme-example: kinesis -->``) and run in one fresh Python process (one JVM), against Apache Kafka and a
+moto server started here as the README starts them (``python -m samza_devkit.apache_kafka`` /
 ``python -m samza_devkit.moto_server``). Only these are replaced: the ports (9092 and 5000 may be taken on a shared
 machine), the ``/tmp/samza-readme`` work directory (a temporary one) and ``conf/log4j2.properties`` (made absolute:
 the process runs in that temporary directory, not the repository's root). No log line of Spark or librdkafka may
@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from samza_devkit.kafka_broker import KafkaDevBroker
+from samza_devkit.apache_kafka import ApacheKafkaBroker
 from samza_devkit.moto_server import MotoServerProcess
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
@@ -39,7 +39,7 @@ def example(name: str) -> str:
 def test_both_readme_examples_run_as_written_and_print_what_the_readme_says(tmp_path):
     kafka, kinesis = example("kafka"), example("kinesis")
     assert 'BOOTSTRAP = "localhost:9092"' in kafka and 'ENDPOINT = "http://127.0.0.1:5000"' in kinesis
-    with KafkaDevBroker() as broker, MotoServerProcess() as endpoint:
+    with ApacheKafkaBroker() as broker, MotoServerProcess() as endpoint:
         script = (kafka.replace("localhost:9092", broker.bootstrap_servers) + "\n\n"
                   + kinesis.replace("http://127.0.0.1:5000", endpoint)).replace("/tmp/samza-readme", str(tmp_path))
         script = script.replace("=conf/log4j2.properties", f"={README.parent / 'conf' / 'log4j2.properties'}")
