@@ -17,7 +17,7 @@ export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
 .PHONY: setup test demo lint options-doc wheel package clean check-java compat
 
 NATIVE_STAMP := $(VENV)/.native-reader
-NATIVE_SRC   := setup.py $(wildcard spark_samza_source/kafka/_native/*)
+NATIVE_SRC   := setup.py $(wildcard spark_samza_source/kafka/executor/_native/*)
 
 setup: $(STAMP) $(NATIVE_STAMP)
 

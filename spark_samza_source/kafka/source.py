@@ -1,7 +1,7 @@
 """The ``samza-kafka`` DataSource and its stream reader: thin glue between Spark and the coordinator.
 
 The driver calls (``initialOffset`` / ``latestOffset`` / ``partitions`` / ``commit``) are the shared skeleton's
-(``source/stream_reader.py``) over :class:`~spark_samza_source.kafka.coordinator.KafkaCoordinator`; this module
+(``source/stream_reader.py``) over :class:`~spark_samza_source.kafka.driver.coordinator.KafkaCoordinator`; this module
 names the offset and partition classes and runs ``read`` on executors, in a pickled reader holding only the
 parsed options: each task reads its offset ranges with ``reader.read_ranges``.
 """
@@ -17,8 +17,8 @@ from ..source.fault_hooks import reporting_batches
 from ..source.limits import default_read_limit
 from ..source.stream_reader import SamzaStreamReader
 from ..spec.kafka import BATCH_ONLY_OPTIONS
+from .driver.offset import KafkaOffset
 from .input_partition import KafkaTaskPartition
-from .offset import KafkaOffset
 from .options import KafkaSourceOptions
 from .schema import TASK_COLUMN, kafka_schema
 
@@ -37,7 +37,7 @@ class SamzaKafkaStreamReader(SamzaStreamReader):
         log.info("created reader: %s", options.describe())
 
     def _make_coordinator(self):
-        from .coordinator import KafkaCoordinator
+        from .driver.coordinator import KafkaCoordinator
 
         return KafkaCoordinator(self.options)
 
@@ -51,7 +51,7 @@ class SamzaKafkaStreamReader(SamzaStreamReader):
 
 def read_task_ranges(options: KafkaSourceOptions, partition: KafkaTaskPartition) -> Iterator:
     """Executors: one task's offset ranges, as Arrow batches (a streaming batch and a batch read alike)."""
-    from .reader import KafkaReadSettings, read_ranges
+    from .executor.reader import KafkaReadSettings, read_ranges
 
     settings = KafkaReadSettings(include_headers=options.include_headers,
                                  fail_on_data_loss=options.fail_on_data_loss,
@@ -76,7 +76,7 @@ class SamzaKafkaBatchReader(SamzaBatchReader):
         return KafkaBatchOptions.parse(raw, use_stored_job_model)
 
     def plan(self):
-        from .bounded_read import plan_batch_read
+        from .driver.bounded_read import plan_batch_read
 
         return plan_batch_read(self.options, self.pushed)
 

@@ -1,6 +1,6 @@
 """Bounded Kinesis calls: the retrying call helper and the error rules both the driver and the executors use.
 
-The driver's :class:`~spark_samza_source.kinesis.admin.KinesisAdmin` (shard discovery, probes) and the executors'
+The driver's :class:`~spark_samza_source.kinesis.driver.admin.KinesisAdmin` (shard discovery, probes) and the executors'
 shard reader (``GetShardIterator`` / ``GetRecords``) make their calls through :class:`KinesisCalls`. It lives
 apart from the admin so that executor code never imports a driver module (docs/architecture.md §2). Rules:
 

@@ -16,8 +16,8 @@ from ..source.bounded_reader import PushdownBatchReader, SamzaBatchReader
 from ..source.data_source import SamzaDataSource
 from ..source.stream_reader import SamzaStreamReader
 from ..spec.kinesis import BATCH_ONLY_OPTIONS
+from .driver.offset import KinesisOffset
 from .input_partition import KinesisTaskPartition
-from .offset import KinesisOffset
 from .options import KinesisSourceOptions
 from .schema import TASK_COLUMN, kinesis_schema
 
@@ -30,7 +30,7 @@ class SamzaKinesisStreamReader(SamzaStreamReader):
     partition_class = KinesisTaskPartition
 
     def _make_coordinator(self):
-        from .coordinator import KinesisCoordinator
+        from .driver.coordinator import KinesisCoordinator
 
         return KinesisCoordinator(self.options)
 
@@ -53,8 +53,8 @@ class SamzaKinesisStreamReader(SamzaStreamReader):
         if not partition.reads:
             return iter(())
         from ..metadata import open_store
-        from .store_reach import check_store_shared_with_driver
-        from .task import read_task
+        from .executor.store_reach import check_store_shared_with_driver
+        from .executor.task import read_task
 
         check_store_shared_with_driver(open_store(self.options.metadata_store, self.options.job_name))
         return read_task(self.options, partition)
@@ -75,12 +75,12 @@ class SamzaKinesisBatchReader(SamzaBatchReader):
         return KinesisBatchOptions.parse(raw, use_stored_job_model)
 
     def plan(self):
-        from .bounded_read import plan_batch_read
+        from .driver.bounded_read import plan_batch_read
 
         return plan_batch_read(self.options, self.pushed)
 
     def read(self, partition: KinesisTaskPartition) -> Iterator:
-        from .bounded_task import read_batch_task
+        from .executor.bounded_task import read_batch_task
 
         return read_batch_task(self.options.source, partition)
 

@@ -1,9 +1,10 @@
 """The bounded-read skeleton both sources share (``spark.read``): one Spark partition per Samza task, as streaming.
 
-A bounded read is a single plan: the system's planner (``kafka/bounded_read.py``, ``kinesis/bounded_read.py``) finds
-what each task reads between the starting and the ending options, narrowed by the pushed filters, and the executors
-run the same read paths as a micro-batch (``kafka/reader.py``, ``kinesis/reader.py``). A bounded read never writes to
-the metadata store and needs no ``job.name`` unless it should use the job's stored job model (Kafka).
+A bounded read is a single plan: the system's planner (``kafka/driver/bounded_read.py``,
+``kinesis/driver/bounded_read.py``) finds what each task reads between the starting and the ending options, narrowed
+by the pushed filters, and the executors run the same read paths as a micro-batch (``kafka/executor/reader.py``,
+``kinesis/executor/reader.py``). A bounded read never writes to the metadata store and needs no ``job.name`` unless
+it should use the job's stored job model (Kafka).
 
 Filter pushdown: Spark refuses (``DATA_SOURCE_PUSHDOWN_DISABLED``) a reader that implements ``pushFilters`` when
 ``spark.sql.python.filterPushdown.enabled`` is off, and that conf is not visible to the Python worker that calls

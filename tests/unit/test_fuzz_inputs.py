@@ -30,10 +30,10 @@ from spark_samza_source.core.startpoint import (
     StartpointUpcoming,
 )
 from spark_samza_source.core.startpoint_manager import StartpointManager
-from spark_samza_source.kafka.offset import KafkaOffset, Rebase
+from spark_samza_source.kafka.driver.offset import KafkaOffset, Rebase
 from spark_samza_source.kafka.options import KafkaSourceOptions
-from spark_samza_source.kinesis.mapper import ShardPartitionMapper
-from spark_samza_source.kinesis.offset import DRAINED, READABLE, AppliedStartpoint, KinesisOffset, ShardState
+from spark_samza_source.kinesis.driver.mapper import ShardPartitionMapper
+from spark_samza_source.kinesis.driver.offset import DRAINED, READABLE, AppliedStartpoint, KinesisOffset, ShardState
 from spark_samza_source.kinesis.options import KinesisSourceOptions
 from spark_samza_source.kinesis.positions import ShardPosition
 from spark_samza_source.metadata import open_store

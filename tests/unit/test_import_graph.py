@@ -144,7 +144,7 @@ def test_the_graph_holds_module_level_and_function_level_imports():
     edges = graph()
     assert f"{PACKAGE}.kafka.starting" in edges[f"{PACKAGE}.kafka.options"]
     assert f"{PACKAGE}.spec.kafka" in edges[f"{PACKAGE}.kafka.starting"]
-    assert f"{PACKAGE}.kafka.coordinator" in edges[f"{PACKAGE}.kafka.source"]  # inside a function
+    assert f"{PACKAGE}.kafka.driver.coordinator" in edges[f"{PACKAGE}.kafka.source"]  # inside a function
     assert f"{PACKAGE}.metadata.dynamodb" in edges[f"{PACKAGE}.metadata"]  # loaded when its URI is opened
     assert f"{PACKAGE}.metadata.base" not in edges[f"{PACKAGE}.core.checkpoint"]  # TYPE_CHECKING only
     planted = ast.parse("def f():\n    from .options import X\n")

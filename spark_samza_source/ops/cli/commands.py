@@ -113,8 +113,8 @@ def _current_job_model(store) -> JobModel | None:
 
 def _parse_any_offset(line: str):
     """A samza-kafka ``KafkaOffset`` or a samza-kinesis ``KinesisOffset`` from one offset-log line."""
-    from ...kafka.offset import KafkaOffset
-    from ...kinesis.offset import KinesisOffset
+    from ...kafka.driver.offset import KafkaOffset
+    from ...kinesis.driver.offset import KinesisOffset
 
     try:
         return KafkaOffset.from_json_str(line)
@@ -123,7 +123,7 @@ def _parse_any_offset(line: str):
 
 
 def _kinesis_offsets(location: str, stream: str):
-    from ...kinesis.offset import KinesisOffset
+    from ...kinesis.driver.offset import KinesisOffset
     from ...samza_config.offset_log import OffsetLog
 
     return OffsetLog(location), KinesisOffset.from_json_str, (lambda o: o.stream == stream)
@@ -215,7 +215,7 @@ def _scan_startpoints(store) -> tuple[list[dict[str, Any]], list[dict[str, Any]]
 def _system_problem(ssp, startpoint: Startpoint) -> str | None:
     """Why ``startpoint`` can never apply to ``ssp``'s system (e.g. a negative Kafka offset), or None."""
     if ssp.system == KAFKA:
-        from ...kafka.startpoints import kafka_startpoint_problem
+        from ...kafka.driver.startpoints import kafka_startpoint_problem
 
         return kafka_startpoint_problem(startpoint)
     return None
@@ -397,7 +397,7 @@ def _diff_json(model: JobModel, previous: JobModel | None) -> dict[str, Any] | N
 
 def _job_model_from_checkpoint(args: argparse.Namespace):
     """(current model, previous model or None, source text, Kinesis offset or None) from the offset log."""
-    from ...kinesis.offset import KinesisOffset
+    from ...kinesis.driver.offset import KinesisOffset
     from ...samza_config.offset_log import OffsetLog
 
     log = OffsetLog(args.checkpoint)
@@ -550,7 +550,7 @@ def lag(args: argparse.Namespace) -> Outcome:
                            "batch yet (Spark commits a batch when it plans the next one)")
     warnings: list[str] = []
     if args.bootstrap is not None:
-        from ...kafka.admin import KafkaAdmin
+        from ...kafka.driver.admin import KafkaAdmin
 
         conf = {k: v for k, v in args.kafka_properties}
         conf["bootstrap.servers"] = args.bootstrap
@@ -574,8 +574,8 @@ def lag(args: argparse.Namespace) -> Outcome:
 
 
 def _kinesis_lag(args: argparse.Namespace, checkpoint, lagmod, warnings: list[str]):
-    from ...kinesis.admin import KinesisAdmin
     from ...kinesis.client import AwsClientSettings, kinesis_client
+    from ...kinesis.driver.admin import KinesisAdmin
 
     slot_shards = None
     if args.checkpoint:

@@ -13,9 +13,9 @@ import time
 import pytest
 
 from samza_devkit import kinesis_helpers as kh
-from spark_samza_source.kinesis.microbatch_ends import NAMESPACE, BatchEnds, RecordedEnd, read_and_record
+from spark_samza_source.kinesis.executor.microbatch_ends import NAMESPACE, BatchEnds, RecordedEnd, read_and_record
+from spark_samza_source.kinesis.executor.reader import shard_read
 from spark_samza_source.kinesis.positions import ShardPosition
-from spark_samza_source.kinesis.reader import shard_read
 from spark_samza_source.metadata import open_store
 
 SHARD0 = "shardId-000000000000"

@@ -18,15 +18,13 @@ from botocore.exceptions import ClientError
 from samza_devkit import kinesis_helpers as kh
 from spark_samza_source.core.errors import MetadataStoreError
 from spark_samza_source.kinesis.errors import KinesisDataLossError, KinesisThrottledError
-from spark_samza_source.kinesis.kpl import UserRecord
-from spark_samza_source.kinesis.microbatch_ends import (
+from spark_samza_source.kinesis.executor.microbatch_ends import (
     AttemptPassedRecordedEnd,
     BatchEnds,
     read_and_record,
     stream_and_record,
 )
-from spark_samza_source.kinesis.positions import ShardPosition
-from spark_samza_source.kinesis.reader import (
+from spark_samza_source.kinesis.executor.reader import (
     STOP_CAUGHT_UP,
     STOP_MAX_FETCH_TIME,
     STOP_MAX_RECORDS,
@@ -34,8 +32,10 @@ from spark_samza_source.kinesis.reader import (
     STOP_SHARD_END,
     shard_read,
 )
+from spark_samza_source.kinesis.executor.shard_reads import read_shard
+from spark_samza_source.kinesis.kpl import UserRecord
+from spark_samza_source.kinesis.positions import ShardPosition
 from spark_samza_source.kinesis.schema import kinesis_arrow_schema
-from spark_samza_source.kinesis.shard_reads import read_shard
 from spark_samza_source.metadata import open_store
 
 SHARD0 = "shardId-000000000000"

@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import pytest
 
+from spark_samza_source.kinesis.executor.store_reach import UnreachableStoreError
 from spark_samza_source.kinesis.input_partition import KinesisTaskPartition, ShardRead
 from spark_samza_source.kinesis.options import KinesisSourceOptions
 from spark_samza_source.kinesis.positions import ShardPosition
 from spark_samza_source.kinesis.source import SamzaKinesisStreamReader
-from spark_samza_source.kinesis.store_reach import UnreachableStoreError
 from spark_samza_source.metadata import open_store
 from spark_samza_source.metadata.lease import DriverLease
 

@@ -13,8 +13,8 @@ from spark_samza_source.core.startpoint import (
     StartpointTimestamp,
     StartpointUpcoming,
 )
+from spark_samza_source.kafka.driver.startpoints import KafkaStartpointResolver, kafka_startpoint_problem
 from spark_samza_source.kafka.positions import Watermarks
-from spark_samza_source.kafka.startpoints import KafkaStartpointResolver, kafka_startpoint_problem
 
 SSP = SystemStreamPartition("kafka", "orders", 1)
 MARKS = {SSP: Watermarks(5, 40)}

@@ -13,8 +13,8 @@ from spark_samza_source.core.startpoint import (
     StartpointTimestamp,
     StartpointUpcoming,
 )
+from spark_samza_source.kinesis.driver.startpoints import KinesisStartpointResolver
 from spark_samza_source.kinesis.positions import ShardPosition
-from spark_samza_source.kinesis.startpoints import KinesisStartpointResolver
 
 SSP = SystemStreamPartition("kinesis", "clicks", 0)
 NOW = 1_800_000_000_000

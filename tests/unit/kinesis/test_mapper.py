@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from spark_samza_source.core.errors import SamzaSourceError
 from spark_samza_source.core.model import TaskName
-from spark_samza_source.kinesis.mapper import (
+from spark_samza_source.kinesis.driver.mapper import (
     BALANCED,
     MapperError,
     ShardPartitionMapper,

@@ -3,8 +3,8 @@ splits keyword options between the request and the settings, refusing unknown on
 
 import pytest
 
+from spark_samza_source.kinesis.executor.reader import ShardReadRequest, ShardReadSettings, shard_read
 from spark_samza_source.kinesis.positions import ShardPosition
-from spark_samza_source.kinesis.reader import ShardReadRequest, ShardReadSettings, shard_read
 
 START = ShardPosition.trim_horizon()
 
