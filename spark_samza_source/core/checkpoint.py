@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..spec.namespaces import CHECKPOINTS
+from ..options.namespaces import CHECKPOINTS
 from .errors import FormatVersionError, MetadataStoreError, SamzaSourceError
 from .json_text import loads
 from .model import SystemStreamPartition, TaskName

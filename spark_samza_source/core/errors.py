@@ -6,8 +6,8 @@ how to fix it. They never contain secrets.
 """
 
 # defined in the option spec's leaf (it raises ConfigError and may import nothing above it); re-exported here
-from ..spec.errors import ConfigError as ConfigError
-from ..spec.errors import SamzaSourceError as SamzaSourceError
+from ..options.errors import ConfigError as ConfigError
+from ..options.errors import SamzaSourceError as SamzaSourceError
 
 
 class PartitionExpansionError(SamzaSourceError):

@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Generic, TypeVar
 
 # Samza's StartpointManager default TTL (12 h) and the poll interval: the option spec's defaults
-from ..spec.common import DEFAULT_STARTPOINT_POLL_INTERVAL_MS, DEFAULT_STARTPOINT_TTL_MS
+from ..options.common import DEFAULT_STARTPOINT_POLL_INTERVAL_MS, DEFAULT_STARTPOINT_TTL_MS
 from .errors import StartpointFormatError, UnsupportedStartpoint
 from .model import SystemStreamPartition
 

@@ -11,12 +11,12 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterator
 
+from ..options.kafka import BATCH_ONLY_OPTIONS
 from ..source.bounded_reader import PushdownBatchReader, SamzaBatchReader
 from ..source.data_source import SamzaDataSource
 from ..source.fault_hooks import reporting_batches
 from ..source.limits import default_read_limit
 from ..source.stream_reader import SamzaStreamReader
-from ..spec.kafka import BATCH_ONLY_OPTIONS
 from .driver.offset import KafkaOffset
 from .input_partition import KafkaTaskPartition
 from .options import KafkaSourceOptions

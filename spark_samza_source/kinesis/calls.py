@@ -29,7 +29,7 @@ from typing import Any, TypeVar
 from botocore.exceptions import ClientError, HTTPClientError
 from botocore.exceptions import ConnectionError as BotoConnectionError
 
-from ..spec.common import RETRY_TIMEOUT_OPTION
+from ..options.common import RETRY_TIMEOUT
 from .client import AwsClientSettings, client_where
 from .errors import KinesisSourceError, KinesisThrottledError
 from .positions import AFTER_SEQUENCE_NUMBER, AT_SEQUENCE_NUMBER, AT_TIMESTAMP, SHARD_END, TRIM_HORIZON, ShardPosition
@@ -61,11 +61,11 @@ def unreachable(what: str, where: str, err: BaseException, scrub: Callable[[obje
     botocore's words (scrubbed of credentials)."""
     tried = ""
     if clock is not None:
-        tried = (f" for {clock.elapsed_s():.1f} s ({clock.attempts} attempts; option '{RETRY_TIMEOUT_OPTION}' is "
+        tried = (f" for {clock.elapsed_s():.1f} s ({clock.attempts} attempts; option '{RETRY_TIMEOUT.name}' is "
                  f"{clock.timeout_s:g} s)")
     return KinesisSourceError(f"{what}: no answer from the Kinesis endpoint ({where}){tried}: {scrub(err)}. "
                               f"Check that the endpoint is reachable from this machine, or raise the option "
-                              f"'{RETRY_TIMEOUT_OPTION}' to ride out longer outages")
+                              f"'{RETRY_TIMEOUT.name}' to ride out longer outages")
 
 
 def error_code(err: BaseException) -> str:

@@ -12,10 +12,10 @@ from collections.abc import Iterator
 from typing import Any
 
 from ..core.errors import OffsetFormatError
+from ..options.kinesis import BATCH_ONLY_OPTIONS
 from ..source.bounded_reader import PushdownBatchReader, SamzaBatchReader
 from ..source.data_source import SamzaDataSource
 from ..source.stream_reader import SamzaStreamReader
-from ..spec.kinesis import BATCH_ONLY_OPTIONS
 from .driver.offset import KinesisOffset
 from .input_partition import KinesisTaskPartition
 from .options import KinesisSourceOptions

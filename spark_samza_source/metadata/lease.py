@@ -27,14 +27,14 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ..core.errors import SamzaSourceError
-from ..spec.common import (
+from ..options.common import (
     DEFAULT_OWNERSHIP_TTL_MS,
-    JOB_NAME_OPTION,
-    JOB_OWNERSHIP_TTL_OPTION,
-    METADATA_STORE_OPTION,
+    JOB_NAME,
+    JOB_OWNERSHIP_TTL,
+    METADATA_STORE,
     MIN_OWNERSHIP_TTL_MS,
 )
-from ..spec.namespaces import LEASE, LEASE_KEY
+from ..options.namespaces import LEASE, LEASE_KEY
 from .base import MetadataStore
 
 __all__ = [
@@ -44,7 +44,6 @@ __all__ = [
     "KEY",
     "DEFAULT_OWNERSHIP_TTL_MS",
     "MIN_TTL_MS",
-    "TTL_OPTION",
     "offset_identity",
     "query_identity",
 ]
@@ -54,7 +53,6 @@ log = logging.getLogger(__name__)
 NAMESPACE = LEASE
 KEY = LEASE_KEY
 LEASE_FORMAT_VERSION = 1
-TTL_OPTION = JOB_OWNERSHIP_TTL_OPTION
 MIN_TTL_MS = MIN_OWNERSHIP_TTL_MS
 #: identities kept in the lease: enough for every offset a restart may resume from (see ``offset_identity``)
 MAX_IDENTITIES = 4
@@ -154,7 +152,8 @@ class DriverLease:
         machine: str | None = None,
     ) -> None:
         if not isinstance(ttl_ms, int) or ttl_ms < MIN_TTL_MS:
-            raise JobOwnershipError(f"option '{TTL_OPTION}' must be at least {MIN_TTL_MS} ms, got {ttl_ms!r}")
+            raise JobOwnershipError(
+                f"option '{JOB_OWNERSHIP_TTL.name}' must be at least {MIN_TTL_MS} ms, got {ttl_ms!r}")
         self.store = store
         self.ttl_ms = ttl_ms
         self.owner_id = uuid.uuid4().hex
@@ -248,9 +247,9 @@ class DriverLease:
                 self._own(record)
                 return
         raise JobOwnershipError(
-            f"{JOB_NAME_OPTION} '{self.store.job_name}' in metadata store '{self.store.uri}': could not acquire the "
+            f"{JOB_NAME.name} '{self.store.job_name}' in metadata store '{self.store.uri}': could not acquire the "
             f"job's lease after {_ACQUIRE_ATTEMPTS} attempts, other drivers keep changing it. Is another query with "
-            f"the same {JOB_NAME_OPTION} starting and stopping in a loop? Give each query its own {JOB_NAME_OPTION}."
+            f"the same {JOB_NAME.name} starting and stopping in a loop? Give each query its own {JOB_NAME.name}."
         )
 
     def _own(self, record: dict[str, Any]) -> None:
@@ -354,36 +353,37 @@ class DriverLease:
         expires = current["renewedMs"] + current["ttlMs"]
         ago = max(0, now - current["renewedMs"]) / 1000
         return (
-            f"{JOB_NAME_OPTION} '{self.store.job_name}' is already in use in metadata store '{self.store.uri}': "
+            f"{JOB_NAME.name} '{self.store.job_name}' is already in use in metadata store '{self.store.uri}': "
             f"another query owns it, {self._describe_owner(current)}, since {_iso(current['acquiredMs'])}. Its "
             f"lease was renewed {ago:.1f} s ago and expires at {_iso(expires)} unless renewed again "
-            f"(TTL {current['ttlMs'] / 1000:g} s). Two queries with the same {JOB_NAME_OPTION} and "
-            f"{METADATA_STORE_OPTION} would share startpoints, the job model and the checkpoint mirrors, so this query "
-            f"does not start. To fix: give this query its own {JOB_NAME_OPTION}; or stop the other query (a stopped "
-            f"or crashed driver's lease expires {TTL_OPTION} after its last renewal, and a restart of the same query "
-            "from its checkpoint is let in at once); or, if the other query is already gone, wait until the lease "
-            "expires."
+            f"(TTL {current['ttlMs'] / 1000:g} s). Two queries with the same {JOB_NAME.name} and "
+            f"{METADATA_STORE.name} would share startpoints, the job model and the checkpoint mirrors, so this query "
+            f"does not start. To fix: give this query its own {JOB_NAME.name}; or stop the other query (a stopped "
+            f"or crashed driver's lease expires {JOB_OWNERSHIP_TTL.name} after its last renewal, and a restart of "
+            "the same query from its checkpoint is let in at once); or, if the other query is already gone, wait "
+            "until the lease expires."
         )
 
     def _unrenewable_message(self, now: int, err: BaseException) -> str:
         assert self._held is not None
         silent_s = max(0, now - self._held["renewedMs"]) / 1000
         return (
-            f"{JOB_NAME_OPTION} '{self.store.job_name}' in metadata store '{self.store.uri}': this query's driver "
+            f"{JOB_NAME.name} '{self.store.job_name}' in metadata store '{self.store.uri}': this query's driver "
             f"(host {self.host}, pid {self.pid}) could not renew its lease on the job for {silent_s:.1f} s, longer "
-            f"than {TTL_OPTION} = {self.ttl_ms / 1000:g} s: the store did not answer ({str(err)[:500]}). Another "
-            "query may have taken the job over since, so this query stops rather than run on without its lease. "
+            f"than {JOB_OWNERSHIP_TTL.name} = {self.ttl_ms / 1000:g} s: the store did not answer "
+            f"({str(err)[:500]}). Another query may have taken the job over since, so this query stops rather "
+            "than run on without its lease. "
             "Check that the metadata store is reachable, then restart the query from its checkpoint (the same "
-            f"query takes its lease back at once); raise {TTL_OPTION} to ride out longer store outages."
+            f"query takes its lease back at once); raise {JOB_OWNERSHIP_TTL.name} to ride out longer store outages."
         )
 
     def _lost_message(self, current: Any) -> str:
         since = _iso(current.get("acquiredMs")) if isinstance(current, dict) else "an unknown time"
         return (
-            f"{JOB_NAME_OPTION} '{self.store.job_name}' in metadata store '{self.store.uri}': this query's driver "
+            f"{JOB_NAME.name} '{self.store.job_name}' in metadata store '{self.store.uri}': this query's driver "
             f"(host {self.host}, pid {self.pid}) lost the job to another query, {self._describe_owner(current)}, which "
-            f"took it over at {since} (this driver had not renewed its lease within {TTL_OPTION} = "
+            f"took it over at {since} (this driver had not renewed its lease within {JOB_OWNERSHIP_TTL.name} = "
             f"{self.ttl_ms / 1000:g} s, or the same query was started a second time). This query stops so that two "
             "queries never share the job's startpoints and job model. Stop one of them; if you need both, give "
-            f"each its own {JOB_NAME_OPTION}."
+            f"each its own {JOB_NAME.name}."
         )

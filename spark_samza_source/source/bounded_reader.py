@@ -26,7 +26,7 @@ from pyspark.sql.datasource import DataSourceReader
 
 from ..core.batch_filters import PushedFilters, push_filters
 from ..core.errors import ConfigError
-from ..spec.common import JOB_NAME_OPTION, METADATA_STORE_OPTION
+from ..options.common import JOB_NAME, METADATA_STORE
 from .partition import TaskInputPartition
 
 __all__ = [
@@ -81,20 +81,20 @@ def batch_raw_options(raw: Mapping[str, str], *, strict: bool = True) -> tuple[d
     """
     out = {str(k): v for k, v in raw.items()}
     keys = {k.lower() for k in out}
-    if JOB_NAME_OPTION.lower() in keys and str(out[_key(out, JOB_NAME_OPTION)]).strip():
+    if JOB_NAME.name.lower() in keys and str(out[_key(out, JOB_NAME.name)]).strip():
         return out, True
-    if METADATA_STORE_OPTION.lower() in keys:
+    if METADATA_STORE.name.lower() in keys:
         if not strict:
-            out[JOB_NAME_OPTION] = BATCH_JOB_NAME
+            out[JOB_NAME.name] = BATCH_JOB_NAME
             return out, False
         raise ConfigError(
-            f"option '{METADATA_STORE_OPTION}' is set without '{JOB_NAME_OPTION}': a batch read uses the store only "
-            f"to take the tasks of the job's stored job model, which it finds by {JOB_NAME_OPTION}. Set "
-            f"{JOB_NAME_OPTION} to the streaming query's, or remove {METADATA_STORE_OPTION} to group the partitions "
+            f"option '{METADATA_STORE.name}' is set without '{JOB_NAME.name}': a batch read uses the store only "
+            f"to take the tasks of the job's stored job model, which it finds by {JOB_NAME.name}. Set "
+            f"{JOB_NAME.name} to the streaming query's, or remove {METADATA_STORE.name} to group the partitions "
             "with the configured grouper"
         )
-    out[JOB_NAME_OPTION] = BATCH_JOB_NAME
-    out[METADATA_STORE_OPTION] = "memory:" + BATCH_JOB_NAME
+    out[JOB_NAME.name] = BATCH_JOB_NAME
+    out[METADATA_STORE.name] = "memory:" + BATCH_JOB_NAME
     return out, False
 
 

@@ -2,7 +2,7 @@
 
 ``KafkaSourceOptions`` and ``KinesisSourceOptions`` derive from :class:`JobOptions`, so ``options.job_name`` and
 the rest read the same in both sources, and :meth:`JobOptions.parse_common` is the one parser of the entries of
-``spec/common.py``'s ``JOB_OPTIONS`` (names, defaults and descriptions live there) and of the test-only
+``options/common.py``'s ``JOB_OPTIONS`` (names, defaults and descriptions live there) and of the test-only
 ``testing.*`` fault hooks.
 """
 
@@ -14,8 +14,8 @@ from typing import Any
 
 from ..metadata import check_store_uri
 from ..metadata.base import validate_job_name
-from ..spec import common
-from ..spec.values import Options
+from ..options import common
+from ..options.values import Options
 from .fault_hooks import NO_FAULT_HOOKS, FaultHookOptions
 
 log = logging.getLogger(__name__)
@@ -43,10 +43,10 @@ class JobOptions:
         system keeps in the store, for the warning when ``metadata.store`` is not set.
         """
         job_name = opts.string(
-            common.JOB_NAME_OPTION, required=True, hint=f"it names the job's {store_holds} in the metadata store, "
-            f"e.g. .option('{common.JOB_NAME_OPTION}', '{job_name_example}')")
+            common.JOB_NAME.name, required=True, hint=f"it names the job's {store_holds} in the metadata store, "
+            f"e.g. .option('{common.JOB_NAME.name}', '{job_name_example}')")
         validate_job_name(job_name)
-        store = opts.string(common.METADATA_STORE_OPTION)
+        store = opts.string(common.METADATA_STORE.name)
         if store is not None:
             check_store_uri(store)  # refused at load(), not at the first trigger
         else:
@@ -55,7 +55,7 @@ class JobOptions:
                 "option '%s' is not set: using the local directory '%s'. The job's %s then live on this "
                 "machine's disk only, which driver and executors must share; production jobs should use durable "
                 "shared storage (e.g. s3://bucket/prefix or dynamodb://table?region=...).",
-                common.METADATA_STORE_OPTION, store, store_holds)
+                common.METADATA_STORE.name, store, store_holds)
         return {
             "job_name": job_name,
             "metadata_store": store,

@@ -35,12 +35,12 @@ from confluent_kafka import (
 )
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
-from ...spec.kafka import (
-    ASSIGN_OPTION,
-    GROUP_ID_PREFIX_OPTION,
-    KAFKA_GROUP_ID_OPTION,
-    OAUTHBEARER_TOKEN_PROVIDER_OPTION,
-    SUBSCRIBE_OPTION,
+from ...options.kafka import (
+    ASSIGN,
+    GROUP_ID_PREFIX,
+    KAFKA_GROUP_ID,
+    OAUTHBEARER_TOKEN_PROVIDER,
+    SUBSCRIBE,
 )
 from ..client_conf import isolation_level_of, with_callbacks
 from ..errors import KafkaSourceError
@@ -121,7 +121,7 @@ class KafkaAdmin:
         return KafkaSourceError(
             f"Kafka authentication failed {self._where()}: {err.str()}. Check the options kafka.security.protocol, "
             f"kafka.sasl.mechanism and the credentials (kafka.sasl.username / kafka.sasl.password, or the "
-            f"token of '{OAUTHBEARER_TOKEN_PROVIDER_OPTION}')"
+            f"token of '{OAUTHBEARER_TOKEN_PROVIDER.name}')"
         )
 
     def _deadline(self) -> float:
@@ -209,7 +209,7 @@ class KafkaAdmin:
                 if missing:
                     raise KafkaSourceError(
                         f"Kafka topic(s) {', '.join(repr(t) for t in missing)} not found {self._where()}; "
-                        f"check the topic names in '{SUBSCRIBE_OPTION}' / '{ASSIGN_OPTION}' and that the topics exist"
+                        f"check the topic names in '{SUBSCRIBE.name}' / '{ASSIGN.name}' and that the topics exist"
                     )
                 names = wanted
             else:
@@ -405,7 +405,7 @@ class KafkaAdmin:
 def _active_group(group_id: str, where: str) -> str:
     return (f"consumer group '{group_id}' has active members {where}: Kafka takes offsets from outside a group "
             "only while it is empty. Another consumer uses this group id; give this query a group of its own "
-            f"(option '{KAFKA_GROUP_ID_OPTION}' or '{GROUP_ID_PREFIX_OPTION}')")
+            f"(option '{KAFKA_GROUP_ID.name}' or '{GROUP_ID_PREFIX.name}')")
 
 
 def _msg(err: BaseException | None) -> str:

@@ -27,19 +27,19 @@ from ...core.grouping import resolve_grouper
 from ...core.jobmodel import JobModel
 from ...core.model import SystemStream, SystemStreamPartition, TaskName, TaskSsp
 from ...metadata.lease import offset_identity
+from ...options.common import BROADCAST, FAIL_ON_DATA_LOSS, JOB_NAME, RETRY_TIMEOUT
+from ...options.kafka import (
+    ASSIGN,
+    DRAIN_FIRST,
+    DROP_TOPICS,
+    EXPANSION_SETTLE,
+    JOB_MODEL_RESET,
+    SUBSCRIBE,
+    SUBSCRIBE_PATTERN,
+)
+from ...options.namespaces import JOB_MODEL, JOB_MODEL_CURRENT, JOB_MODEL_PREVIOUS
 from ...source.job_coordinator import JobCoordinator
 from ...source.limits import MinRowsGate
-from ...spec.common import BROADCAST_OPTION, FAIL_ON_DATA_LOSS_OPTION, JOB_NAME_OPTION, RETRY_TIMEOUT_OPTION
-from ...spec.kafka import (
-    ASSIGN_OPTION,
-    DRAIN_FIRST,
-    DROP_TOPICS_OPTION,
-    EXPANSION_SETTLE_OPTION,
-    JOB_MODEL_RESET_OPTION,
-    SUBSCRIBE_OPTION,
-    SUBSCRIBE_PATTERN_OPTION,
-)
-from ...spec.namespaces import JOB_MODEL, JOB_MODEL_CURRENT, JOB_MODEL_PREVIOUS
 from ..input_partition import KafkaRange
 from ..options import SYSTEM, KafkaSourceOptions
 from ..positions import Watermarks
@@ -85,7 +85,7 @@ class KafkaCoordinator(JobCoordinator[KafkaOffset]):
     def admin(self) -> KafkaAdmin:
         if self._admin is None:
             self._admin = KafkaAdmin(self.options.client_conf, api_timeout_ms=self.options.retry_timeout_ms,
-                                     timeout_option=RETRY_TIMEOUT_OPTION)
+                                     timeout_option=RETRY_TIMEOUT.name)
         return self._admin
 
     # ---- discovery ---------------------------------------------------------------------------------------
@@ -102,7 +102,7 @@ class KafkaCoordinator(JobCoordinator[KafkaOffset]):
                 for p in parts:
                     if p >= counts[topic]:
                         raise ConfigError(
-                            f"option '{ASSIGN_OPTION}' names partition {p} of topic '{topic}', which has only "
+                            f"option '{ASSIGN.name}' names partition {p} of topic '{topic}', which has only "
                             f"{counts[topic]} partitions (0..{counts[topic] - 1})"
                         )
                     ssps.append(SystemStreamPartition(SYSTEM, topic, p))
@@ -120,7 +120,7 @@ class KafkaCoordinator(JobCoordinator[KafkaOffset]):
         for b in opts.broadcast:
             if b.partition >= counts.get(b.stream, 0):
                 raise ConfigError(
-                    f"option '{BROADCAST_OPTION}' names {b.system}.{b.stream}#{b.partition}, but topic "
+                    f"option '{BROADCAST.name}' names {b.system}.{b.stream}#{b.partition}, but topic "
                     f"'{b.stream}' has {counts.get(b.stream, 0)} partitions"
                 )
         stream_counts = {SystemStream(SYSTEM, t): n for t, n in counts.items()}
@@ -145,23 +145,23 @@ class KafkaCoordinator(JobCoordinator[KafkaOffset]):
         job = self.options.job_name
         if value is None:
             if not quiet:
-                log.info("job model: none stored for %s=%s; grouping the current partitions", JOB_NAME_OPTION, job)
+                log.info("job model: none stored for %s=%s; grouping the current partitions", JOB_NAME.name, job)
             return None
         if self.options.job_model_reset:
             if not quiet:
                 log.warning("job model: the one stored for %s=%s is replaced (%s=true): tasks are regrouped "
-                            "from the current partitions", JOB_NAME_OPTION, job, JOB_MODEL_RESET_OPTION)
+                            "from the current partitions", JOB_NAME.name, job, JOB_MODEL_RESET.name)
             return None
         try:
             model = JobModel.from_json(value)
         except SamzaSourceError as err:
             raise SamzaSourceError(
-                f"the job model stored for {JOB_NAME_OPTION}={job} cannot be read ({err}); set "
-                f"{JOB_MODEL_RESET_OPTION}=true to replace it with a new one"
+                f"the job model stored for {JOB_NAME.name}={job} cannot be read ({err}); set "
+                f"{JOB_MODEL_RESET.name}=true to replace it with a new one"
             ) from None
         if not quiet:
             log.info("job model: restored the one stored for %s=%s (%d tasks); set %s=true to regroup",
-                     JOB_NAME_OPTION, job, len(model.tasks), JOB_MODEL_RESET_OPTION)
+                     JOB_NAME.name, job, len(model.tasks), JOB_MODEL_RESET.name)
         return model
 
     def _without_dropped_topics(self, previous: JobModel | None, ssps, *, stored_model: bool = False,
@@ -184,22 +184,22 @@ class KafkaCoordinator(JobCoordinator[KafkaOffset]):
             counts = {t: len([s for s in previous.ssps() if s.stream == t]) for t in refused}
             raise PartitionExpansionError(
                 f"topic(s) {', '.join(f'{t!r} ({counts[t]} partitions)' for t in refused)} are in the job model of "
-                f"{JOB_NAME_OPTION}={self.options.job_name} but no longer read: deleted, or no longer matched by "
-                f"'{SUBSCRIBE_OPTION}' / '{SUBSCRIBE_PATTERN_OPTION}' / '{ASSIGN_OPTION}'. Fixed tasks keep every "
+                f"{JOB_NAME.name}={self.options.job_name} but no longer read: deleted, or no longer matched by "
+                f"'{SUBSCRIBE.name}' / '{SUBSCRIBE_PATTERN.name}' / '{ASSIGN.name}'. Fixed tasks keep every "
                 "topic's tasks, so a topic leaves only when you say so: to drop it (its positions and the tasks "
                 "holding only it are forgotten; every other topic keeps its tasks and positions, the checkpoint is "
                 "kept) add it to "
-                f"the option '{DROP_TOPICS_OPTION}', e.g. .option('{DROP_TOPICS_OPTION}', '{','.join(refused)}'). "
+                f"the option '{DROP_TOPICS.name}', e.g. .option('{DROP_TOPICS.name}', '{','.join(refused)}'). "
                 "If it was deleted by mistake, re-create it with the same partition count (a re-created topic is "
-                f"data loss: see {FAIL_ON_DATA_LOSS_OPTION})."
-                + (f" This query starts from the job model stored for {JOB_NAME_OPTION}={self.options.job_name}; to "
+                f"data loss: see {FAIL_ON_DATA_LOSS.name})."
+                + (f" This query starts from the job model stored for {JOB_NAME.name}={self.options.job_name}; to "
                    f"regroup from the current partitions instead (new tasks, state per task lost), set "
-                   f"{JOB_MODEL_RESET_OPTION}=true." if stored_model else "")
+                   f"{JOB_MODEL_RESET.name}=true." if stored_model else "")
             )
         for topic in gone:
             log.warning("topic '%s' leaves job %s (%s): its partitions are removed from the job model and their "
                         "positions forgotten; the other topics keep their tasks and positions", topic,
-                        self.options.job_name, DROP_TOPICS_OPTION)
+                        self.options.job_name, DROP_TOPICS.name)
         return previous.without_streams(gone)
 
     def _check_restorable(self, stored: JobModel, ssps: list[SystemStreamPartition], broadcast) -> None:
@@ -209,9 +209,9 @@ class KafkaCoordinator(JobCoordinator[KafkaOffset]):
             self._grouper.group(stored, ssps, broadcast)
         except PartitionExpansionError as err:
             raise PartitionExpansionError(
-                f"{err} This query starts from the job model stored for {JOB_NAME_OPTION}={self.options.job_name}; to "
+                f"{err} This query starts from the job model stored for {JOB_NAME.name}={self.options.job_name}; to "
                 f"regroup from the current partitions instead (new tasks, state per task lost), set "
-                f"{JOB_MODEL_RESET_OPTION}=true."
+                f"{JOB_MODEL_RESET.name}=true."
             ) from None
 
     def _persist_job_model(self, model: JobModel, previous: JobModel | None) -> None:
@@ -337,7 +337,7 @@ class KafkaCoordinator(JobCoordinator[KafkaOffset]):
         if self.options.ordering != DRAIN_FIRST:
             window = "every record of a moved key can be read out of order (expansion.ordering=none)"
         else:
-            window = (f"records of a moving key produced until the growth is cut, {EXPANSION_SETTLE_OPTION} "
+            window = (f"records of a moving key produced until the growth is cut, {EXPANSION_SETTLE.name} "
                       f"({(growth.cut_at_ms - growth.seen_at_ms) / 1000:.0f} s) after it was seen, may be read "
                       "out of order")
         log.warning(
@@ -346,7 +346,7 @@ class KafkaCoordinator(JobCoordinator[KafkaOffset]):
             "partition count (%d -> %d); or set %s to at least how long your producers take to refresh their "
             "metadata. Recorded in the progress: latestOffset[\"nonMultipleGrowth\"].",
             topic, growth.before, growth.after, growth.before, window, growth.before, 2 * growth.before,
-            EXPANSION_SETTLE_OPTION)
+            EXPANSION_SETTLE.name)
 
     def commit_batch(self, end: KafkaOffset) -> None:
         """Hand the mirrors of ``end`` to the write-behind thread: nothing here needs them before the next plan."""
@@ -456,7 +456,7 @@ def _log_barriers(start: KafkaOffset, result: PlanResult, now_ms: int) -> None:
             if b.settling:
                 log.info("partition expansion to %d: %s waits for %s; cut in %.1f s (%s)",
                          b.grown_to, ssp, ", ".join(map(str, b.feeders)),
-                         max(0, b.settle_until - now_ms) / 1000, EXPANSION_SETTLE_OPTION)
+                         max(0, b.settle_until - now_ms) / 1000, EXPANSION_SETTLE.name)
     for ssp, chain in after.items():
         for b in chain:
             if not b.settling and b not in before.get(ssp, ()):

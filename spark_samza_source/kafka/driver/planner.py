@@ -21,8 +21,8 @@ from ...core.errors import DataLossError
 from ...core.expansion import DefaultPartitionExpansionAlgorithm, PartitionExpansionAlgorithm, checked_feeders
 from ...core.jobmodel import JobModel
 from ...core.model import SystemStream, SystemStreamPartition, TaskName, TaskSsp
-from ...spec.common import FAIL_ON_DATA_LOSS_OPTION
-from ...spec.kafka import DRAIN_FIRST
+from ...options.common import FAIL_ON_DATA_LOSS
+from ...options.kafka import DRAIN_FIRST
 from ..positions import DataLoss, Watermarks
 from .offset import (
     REBASE_DATA_LOSS,
@@ -64,7 +64,7 @@ def recreated_topic_error(topic: str, ids: tuple[str, str]) -> DataLossError:
         f"topic '{topic}' was deleted and re-created: its topic ID is {ids[1]}, the checkpoint's positions belong "
         f"to topic ID {ids[0]}. Records of the old topic the query had not read are gone, and its positions mean "
         "nothing in the new one. The query stops so nothing is skipped silently. To read the new topic from its "
-        f"start with the loss reported, restart with {FAIL_ON_DATA_LOSS_OPTION}=false; or write a Startpoint for "
+        f"start with the loss reported, restart with {FAIL_ON_DATA_LOSS.name}=false; or write a Startpoint for "
         "each of its partitions to choose where to begin"
     )
 
@@ -279,7 +279,7 @@ def unreported_start(inputs: PlanInputs, task: TaskName, ssp: SystemStreamPartit
         raise DataLossError(
             f"{ssp} (task {task}) is in the job model but the broker no longer reports it "
             "(partition or topic deleted?). Check the topic; to go on without it, restart with "
-            f"{FAIL_ON_DATA_LOSS_OPTION}=false"
+            f"{FAIL_ON_DATA_LOSS.name}=false"
         )
     previous = inputs.previous
     kept = previous.positions.get((task, ssp))
@@ -331,7 +331,7 @@ def checked_against_log(start: _Start, key: TaskSsp, marks: Watermarks, fail_on_
     if position < marks.low:
         loss = DataLoss(ssp, task, position, marks.low)
         advice = (f"To continue from the earliest available offset ({marks.low}), restart with "
-                  f"{FAIL_ON_DATA_LOSS_OPTION}=false, or write a Startpoint for this partition.")
+                  f"{FAIL_ON_DATA_LOSS.name}=false, or write a Startpoint for this partition.")
         described = loss.describe()
     else:  # offsets went backwards: the topic was re-created or truncated, or the offset was edited
         loss = DataLoss(ssp, task, marks.high, position)
@@ -345,7 +345,7 @@ def checked_against_log(start: _Start, key: TaskSsp, marks: Watermarks, fail_on_
             "Write a Startpoint for this partition to say where to go on: StartpointUpcoming to read "
             f"only new records (offset {marks.high}), StartpointSpecific for an offset you choose, or "
             f"StartpointOldest to re-read the whole partition from offset {marks.low} (which is also "
-            f"what {FAIL_ON_DATA_LOSS_OPTION}=false does, reporting the loss)."
+            f"what {FAIL_ON_DATA_LOSS.name}=false does, reporting the loss)."
         )
     if fail_on_data_loss:
         raise DataLossError(f"{described}. The query stops so nothing is skipped silently. {advice}")

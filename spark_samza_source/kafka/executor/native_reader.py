@@ -27,7 +27,7 @@ from collections.abc import Mapping, Sequence
 
 import pyarrow as pa
 
-from ...spec.kafka import READ_PATH_OPTION
+from ...options.kafka import READ_PATH
 from ..client_conf import TOKEN_PROVIDER_KEY
 from ..errors import KafkaSourceError
 from ..input_partition import KafkaRange
@@ -41,7 +41,7 @@ log = logging.getLogger(__name__)
 
 _HOW_TO_FIX = ("reinstall spark-samza-source from the platform wheel (or run `make setup` where a C compiler "
                "exists) and confluent-kafka from its wheel, or set the option "
-               f"'{READ_PATH_OPTION}' to 'auto' or 'python'")
+               f"'{READ_PATH.name}' to 'auto' or 'python'")
 
 # librdkafka's log lines go where the Python path's go (consumer_cache gives confluent-kafka this logger)
 _LIBRDKAFKA_LOG = logging.getLogger("spark_samza_source.kafka.executor.consumer_cache")
@@ -99,14 +99,14 @@ def choose_read_path(settings: KafkaReadSettings, client_conf: Mapping[str, str]
     (and once per reason for falling back). ``readPath=native`` where it cannot run raises, saying why."""
     asked = settings.read_path
     if asked == "python":
-        return _chosen("python", f"option '{READ_PATH_OPTION}' is 'python'")
+        return _chosen("python", f"option '{READ_PATH.name}' is 'python'")
     why = native_unavailable_reason()
     if why is None and TOKEN_PROVIDER_KEY in client_conf:
         why = "the OAUTHBEARER token provider (a Python callback) needs the Python consumer"
     if why is None:
         return _chosen("native", "extension and librdkafka loaded")
     if asked == "native":
-        raise KafkaSourceError(f"option '{READ_PATH_OPTION}' is 'native' but the native Kafka reader cannot run "
+        raise KafkaSourceError(f"option '{READ_PATH.name}' is 'native' but the native Kafka reader cannot run "
                                f"here: {why}. To fix: {_HOW_TO_FIX}")
     return _chosen("python", f"native reader unavailable: {why}")
 

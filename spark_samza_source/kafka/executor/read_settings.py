@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ...core.errors import ConfigError
-from ...spec.kafka import READ_PATH_OPTION, READ_PATHS
+from ...options.kafka import READ_PATH, READ_PATHS
 from ..options import DEFAULT_MAX_ROWS_PER_BATCH, DEFAULT_POLL_TIMEOUT_MS
 
 __all__ = ["KafkaReadSettings", "DEFAULT_MAX_BYTES_PER_BATCH"]
@@ -32,5 +32,5 @@ class KafkaReadSettings:
         if self.max_rows_per_batch < 1 or self.max_bytes_per_batch < 1 or self.poll_timeout_ms < 1:
             raise ValueError("max_rows_per_batch, max_bytes_per_batch and poll_timeout_ms must be >= 1")
         if self.read_path not in READ_PATHS:
-            raise ConfigError(f"option '{READ_PATH_OPTION}' must be one of {', '.join(READ_PATHS)}, "
+            raise ConfigError(f"option '{READ_PATH.name}' must be one of {', '.join(READ_PATHS)}, "
                               f"got {self.read_path!r}")

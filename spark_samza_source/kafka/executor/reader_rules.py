@@ -8,10 +8,10 @@ import logging
 
 from confluent_kafka import KafkaError
 
-from ...spec.common import FAIL_ON_DATA_LOSS_OPTION
+from ...options.common import FAIL_ON_DATA_LOSS
 from ..errors import KafkaDataLossError, KafkaSourceError
 from ..input_partition import KafkaRange
-from ..options import POLL_TIMEOUT_OPTION
+from ..options import POLL_TIMEOUT
 
 log = logging.getLogger("spark_samza_source.kafka.executor.reader")  # one logger for both paths' warnings
 
@@ -36,16 +36,16 @@ def data_loss(task: str, label: str, rng: KafkaRange, lost_from: int, lost_to: i
         "They were deleted (retention, delete-records) or the topic was re-created after the batch was planned"
     )
     if fail:
-        raise KafkaDataLossError(what + f". Set the option '{FAIL_ON_DATA_LOSS_OPTION}' to 'false' to skip lost "
+        raise KafkaDataLossError(what + f". Set the option '{FAIL_ON_DATA_LOSS.name}' to 'false' to skip lost "
                                         "records with a warning instead.")
-    log.warning("%s; skipping them (%s=false).", what, FAIL_ON_DATA_LOSS_OPTION)
+    log.warning("%s; skipping them (%s=false).", what, FAIL_ON_DATA_LOSS.name)
 
 
 def stalled_error(task: str, timeout_s: float, pending: list[str], last_error: str | None) -> KafkaSourceError:
     """No record for the poll timeout: the error naming what was still to read (``pending``)."""
     return KafkaSourceError(
         f"task {task!r}: no Kafka record received for {timeout_s:g} s "
-        f"(option '{POLL_TIMEOUT_OPTION}'); still to read: {', '.join(pending)}"
+        f"(option '{POLL_TIMEOUT.name}'); still to read: {', '.join(pending)}"
         + (f"; last consumer error: {last_error}" if last_error else "")
         + ". Is the broker reachable from the executors?"
     )

@@ -19,7 +19,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from ...spec.kinesis import ENDPOINT_URL_OPTION, REGION_OPTION, STREAM_NAME_OPTION
+from ...options.kinesis import ENDPOINT_URL, REGION, STREAM_NAME
 from .. import kpl
 from ..calls import (  # re-exported: callers and tests that predate calls.py import them from here
     THROTTLING_CODES,
@@ -49,7 +49,7 @@ class KinesisAdmin(KinesisCalls):
         subject = f"shard {shard_id} of stream {stream!r}" if shard_id else f"stream {stream!r}"
         hint = ("the shard may have expired (closed shards disappear once the stream's retention period has passed)"
                 if shard_id else
-                f"check the options '{STREAM_NAME_OPTION}' and '{REGION_OPTION}' / '{ENDPOINT_URL_OPTION}'")
+                f"check the options '{STREAM_NAME.name}' and '{REGION.name}' / '{ENDPOINT_URL.name}'")
         return KinesisStreamNotFoundError(f"Kinesis {subject} not found ({self.where()}): {hint}. "
                                           f"Kinesis said: {self._scrub(err)}")
 

@@ -19,7 +19,7 @@ from collections.abc import Callable
 
 from ...core.batch_filters import PushedFilters
 from ...core.model import TaskName
-from ...spec.kinesis import ENDING_POSITION_OPTION
+from ...options.kinesis import ENDING_POSITION
 from ..bounded_options import KinesisBatchOptions
 from ..input_partition import ShardRead
 from ..options import SYSTEM
@@ -71,7 +71,7 @@ def plan_batch_read(options: KinesisBatchOptions, pushed: PushedFilters, *, wall
         reads[task].append(ShardRead(0, None, sid, start, ending, until))
     unknown = sorted(set(options.ending.per_shard) - {s.shard_id for s in shards})
     if unknown:
-        log.warning("%s names shards the stream does not list: %s", ENDING_POSITION_OPTION, ", ".join(unknown[:20]))
+        log.warning("%s names shards the stream does not list: %s", ENDING_POSITION.name, ", ".join(unknown[:20]))
     return list(reads.items())
 
 

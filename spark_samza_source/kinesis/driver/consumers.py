@@ -20,7 +20,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from ...spec.kinesis import CONSUMER_NAME_OPTION
+from ...options.kinesis import CONSUMER_NAME
 from ..calls import KinesisCalls, error_code
 from ..errors import KinesisSourceError
 
@@ -112,7 +112,7 @@ class StreamConsumers:
                 raise KinesisSourceError(
                     f"stream consumer {name!r} of stream {self.stream!r} ({consumer.arn}) is {consumer.status}, not "
                     f"ACTIVE, after {timeout_s:g} s ({self.calls.where()}); if it is being deregistered, wait until "
-                    f"it is gone and restart, or choose another '{CONSUMER_NAME_OPTION}'")
+                    f"it is gone and restart, or choose another '{CONSUMER_NAME.name}'")
             self.sleep(self.poll_s)
             consumer = self.describe(name) or self._register(name)
         return consumer
@@ -131,7 +131,7 @@ class StreamConsumers:
                 raise KinesisSourceError(
                     f"{what}: the stream has as many consumers as AWS allows (20), or registrations come too fast "
                     f"({self.calls.where()}); deregister one with 'samza-source consumers deregister' or reuse "
-                    f"an existing '{CONSUMER_NAME_OPTION}': {self.calls._scrub(err)}") from None
+                    f"an existing '{CONSUMER_NAME.name}': {self.calls._scrub(err)}") from None
             raise self._failed(what, err) from None
         consumer = StreamConsumer.from_aws(raw)
         log.warning("registered stream consumer %r of stream %r (%s): AWS charges for it per shard-hour until it is "

@@ -20,10 +20,10 @@ from botocore.exceptions import ClientError
 from ...core.checkpoint import Checkpoint
 from ...core.errors import ConfigError, SamzaSourceError
 from ...metadata.lease import offset_identity, query_identity
+from ...options.common import FAIL_ON_DATA_LOSS
+from ...options.kinesis import KCL_LEASE_TABLE, STARTING_POSITION
+from ...options.namespaces import STREAM_CONSUMERS
 from ...source.job_coordinator import JobCoordinator
-from ...spec.common import FAIL_ON_DATA_LOSS_OPTION
-from ...spec.kinesis import KCL_LEASE_TABLE_OPTION, STARTING_POSITION_OPTION
-from ...spec.namespaces import STREAM_CONSUMERS
 from ..calls import error_code, iterator_request
 from ..client import AwsClientSettings, dynamodb_client, kinesis_client
 from ..errors import KclLeaseConflictError, KinesisDataLossError
@@ -252,10 +252,10 @@ class KinesisCoordinator(JobCoordinator[KinesisOffset]):
         if self.options.fail_on_data_loss:
             raise KinesisDataLossError(
                 f"{what}. The query stops so nothing is skipped silently. To fix: restart with "
-                f"{FAIL_ON_DATA_LOSS_OPTION}=false to read the new stream from TRIM_HORIZON (the loss is logged and "
+                f"{FAIL_ON_DATA_LOSS.name}=false to read the new stream from TRIM_HORIZON (the loss is logged and "
                 "reported in the progress), or start a new checkpoint location")
         log.warning("data loss: %s; reading the new stream from TRIM_HORIZON (%s=false)", what,
-                    FAIL_ON_DATA_LOSS_OPTION)
+                    FAIL_ON_DATA_LOSS.name)
         self.data_loss.setdefault("streamRecreated", []).append(
             f"{offset.stream_identity.describe()} -> {identity.describe()}")
 
@@ -274,7 +274,7 @@ class KinesisCoordinator(JobCoordinator[KinesisOffset]):
                 if error_code(err) != "InvalidArgumentException":
                     raise
                 raise ConfigError(
-                    f"option '{STARTING_POSITION_OPTION}': shard {sid} of stream {self.options.stream!r} starts "
+                    f"option '{STARTING_POSITION.name}': shard {sid} of stream {self.options.stream!r} starts "
                     f"{pos}, but Kinesis refuses that sequence number for this shard ({self.settings.scrub(err)}). "
                     "Use a sequence number read from this shard (the sequenceNumber column of a row whose shardId "
                     "is this shard)") from None
@@ -352,8 +352,8 @@ class KinesisCoordinator(JobCoordinator[KinesisOffset]):
     def _kcl_positions(self) -> dict[str, ShardPosition]:
         if not self.options.kcl_lease_table:
             raise SamzaSourceError(
-                f"option '{STARTING_POSITION_OPTION}' is 'kcl' but '{KCL_LEASE_TABLE_OPTION}' is not set: name the "
-                f"KCL application's DynamoDB lease table, e.g. .option('{KCL_LEASE_TABLE_OPTION}', 'my-kcl-app')"
+                f"option '{STARTING_POSITION.name}' is 'kcl' but '{KCL_LEASE_TABLE.name}' is not set: name the "
+                f"KCL application's DynamoDB lease table, e.g. .option('{KCL_LEASE_TABLE.name}', 'my-kcl-app')"
             )
         table = KclLeaseTable(dynamodb_client(self.settings), self.options.kcl_lease_table, settings=self.settings)
         positions = table.read_checkpoints(stream=self.options.stream)

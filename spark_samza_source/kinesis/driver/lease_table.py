@@ -60,7 +60,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from ...spec.kinesis import KCL_LEASE_TABLE_OPTION
+from ...options.kinesis import KCL_LEASE_TABLE
 from ..calls import error_code
 from ..client import AwsClientSettings
 from ..errors import KclLeaseConflictError, KinesisSourceError
@@ -305,7 +305,7 @@ class KclLeaseTable:
             raise KclLeaseConflictError(
                 f"KCL lease table {self._where()}: did not overwrite {len(conflicts)} lease(s) another worker is "
                 f"using: {', '.join(conflicts)}. Stop any KCL application that uses this table (or point "
-                f"'{KCL_LEASE_TABLE_OPTION}' at another one); the other leases were written.")
+                f"'{KCL_LEASE_TABLE.name}' at another one); the other leases were written.")
         return written
 
     def _write(self, lease: _LeaseWrite, exists: bool, seen_counter: int | None) -> bool:

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 from ...core.errors import DataLossError
 from ...core.model import SystemStreamPartition, TaskName, TaskSsp
-from ...spec.common import FAIL_ON_DATA_LOSS_OPTION, JOB_NAME_OPTION, METADATA_STORE_OPTION
+from ...options.common import FAIL_ON_DATA_LOSS, JOB_NAME, METADATA_STORE
 from ..errors import KinesisPlanError
 from ..positions import ShardPosition
 from ..shards import ShardInfo, index_shards, lineage_order
@@ -312,7 +312,7 @@ def _fail_or_report(inputs: PlanInputs, loss: ShardLoss) -> None:
     if inputs.fail_on_data_loss:
         raise DataLossError(
             f"samza-kinesis stream {inputs.previous.stream}: {loss.describe()}. The query stops so nothing is "
-            f"skipped silently; to continue without it restart with {FAIL_ON_DATA_LOSS_OPTION}=false"
+            f"skipped silently; to continue without it restart with {FAIL_ON_DATA_LOSS.name}=false"
         )
     log.warning("data loss: %s; continuing without it", loss.describe())
 
@@ -472,7 +472,7 @@ def _check_ends(previous: KinesisOffset, recorded_ends: Mapping[str, ShardPositi
         raise KinesisPlanError(
             f"batch {previous.batch} of stream {previous.stream} read shard(s) {', '.join(missing[:20])} but no end "
             f"was recorded for them; plan the next batch only after batch {previous.batch} completed. If it did, "
-            f"the metadata store lost them (namespace kinesis-batch-ends): was '{METADATA_STORE_OPTION}' changed "
+            f"the metadata store lost them (namespace kinesis-batch-ends): was '{METADATA_STORE.name}' changed "
             "for this checkpoint, or the store wiped? Reading on would re-read or skip records, so the query stops"
         )
     for sid, end in recorded_ends.items():
@@ -481,7 +481,7 @@ def _check_ends(previous: KinesisOffset, recorded_ends: Mapping[str, ShardPositi
             raise KinesisPlanError(
                 f"an end was recorded for shard {sid} in batch {previous.batch} of stream {previous.stream}, which "
                 f"did not read it ({'unknown shard' if state is None else state.status}); stale metadata from "
-                f"another query with the same {JOB_NAME_OPTION}?"
+                f"another query with the same {JOB_NAME.name}?"
             )
         if not isinstance(end, ShardPosition):
             raise KinesisPlanError(f"recorded end of shard {sid} must be a ShardPosition, got {end!r:.80}")

@@ -23,7 +23,7 @@ from typing import Any
 
 from ...core.errors import FormatVersionError
 from ...metadata.base import MetadataStore
-from ...spec.namespaces import SHARD_TASKS
+from ...options.namespaces import SHARD_TASKS
 from .mapper import task_index
 from .offset import KinesisOffset, StreamIdentity
 

@@ -25,7 +25,7 @@ import pyarrow as pa
 
 from ...core.errors import MetadataStoreError
 from ...metadata.base import MetadataStore
-from ...spec.namespaces import BATCH_ENDS
+from ...options.namespaces import BATCH_ENDS
 from ..errors import KinesisSourceError
 from ..positions import AFTER_SEQUENCE_NUMBER, PositionFormatError, ShardPosition
 from .reader import ShardReadRequest, ShardReadResult, ShardReadSettings

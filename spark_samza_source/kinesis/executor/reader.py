@@ -22,7 +22,7 @@ from typing import Any
 import pyarrow as pa
 from botocore.exceptions import ClientError
 
-from ...spec.common import FAIL_ON_DATA_LOSS_OPTION
+from ...options.common import FAIL_ON_DATA_LOSS
 from .. import kpl
 from ..calls import (
     THROTTLING_CODES,
@@ -601,9 +601,9 @@ class ShardStream:
             text += f" exactly to the end an earlier attempt recorded ({self.recorded})"
         text += f": {what}"
         if self.fail_on_data_loss:
-            raise KinesisDataLossError(text + f". Set the option '{FAIL_ON_DATA_LOSS_OPTION}' to 'false' to skip lost "
+            raise KinesisDataLossError(text + f". Set the option '{FAIL_ON_DATA_LOSS.name}' to 'false' to skip lost "
                                               "records with a warning instead.")
-        log.warning("%s; continuing with the oldest records available (%s=false).", text, FAIL_ON_DATA_LOSS_OPTION)
+        log.warning("%s; continuing with the oldest records available (%s=false).", text, FAIL_ON_DATA_LOSS.name)
         self.result.lost.append(text)
 
     def _passed_recorded_end(self, iseq: int) -> ShardReadResult:

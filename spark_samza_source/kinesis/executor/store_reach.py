@@ -17,8 +17,8 @@ import socket
 from ...core.errors import MetadataStoreError
 from ...metadata.base import MetadataStore
 from ...metadata.filesystem import FileSystemMetadataStore
-from ...spec.common import METADATA_STORE_OPTION
-from ...spec.namespaces import LEASE, LEASE_KEY
+from ...options.common import METADATA_STORE
+from ...options.namespaces import LEASE, LEASE_KEY
 from ..errors import KinesisSourceError
 
 __all__ = ["UnreachableStoreError", "check_store_shared_with_driver"]
@@ -47,7 +47,7 @@ def check_store_shared_with_driver(store: MetadataStore) -> None:
         _SEEN_SHARED.add(key)
         return
     raise UnreachableStoreError(
-        f"option '{METADATA_STORE_OPTION}' is a local directory ({store.uri}) that this executor (host "
+        f"option '{METADATA_STORE.name}' is a local directory ({store.uri}) that this executor (host "
         f"{socket.gethostname()}) does not share with the driver: the driver's job lease for job '{store.job_name}' "
         "is not in it here. samza-kinesis executors record where each batch ended in the metadata store and the "
         "driver plans the next batch from it, so a file: store (including the default 'samza-metadata', relative "

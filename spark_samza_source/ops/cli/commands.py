@@ -24,8 +24,8 @@ from ...core.startpoint import (
 )
 from ...core.startpoint_manager import StartpointManager, parse_startpoint_key, startpoint_key
 from ...metadata import open_store, redact_uri
-from ...spec.common import STARTPOINT_POLL_INTERVAL_OPTION
-from ...spec.namespaces import (
+from ...options.common import STARTPOINT_POLL_INTERVAL
+from ...options.namespaces import (
     CHECKPOINTS,
     JOB_MODEL,
     JOB_MODEL_CURRENT,
@@ -281,7 +281,7 @@ def _startpoint_set_every(args: argparse.Namespace) -> Outcome:
                       for key, sel in zip(keys, selected, strict=True))
     text = (f"stored startpoint {describe_startpoint(startpoint)} for {what} ({len(keys)}), {_where(args)}:\n"
             f"{lines}\n"
-            f"  a running query applies them at the next micro-batch planned after {STARTPOINT_POLL_INTERVAL_OPTION} "
+            f"  a running query applies them at the next micro-batch planned after {STARTPOINT_POLL_INTERVAL.name} "
             "(a stopped one when it restarts); each is deleted once that batch commits")
     return Outcome(data, text)
 
@@ -319,7 +319,7 @@ def startpoint_set(args: argparse.Namespace) -> Outcome:
             "startpoint": startpoint.to_json()}
     text = (f"stored startpoint {describe_startpoint(startpoint)} for {_describe_selected(sel)}\n"
             f"  key {key!r}, {_where(args)}\n"
-            f"  a running query applies it at the next micro-batch planned after {STARTPOINT_POLL_INTERVAL_OPTION} (a "
+            f"  a running query applies it at the next micro-batch planned after {STARTPOINT_POLL_INTERVAL.name} (a "
             "stopped one when it restarts); it is deleted once that batch commits")
     return Outcome(data, text, warnings=warnings)
 

@@ -16,7 +16,7 @@ from datetime import datetime
 from typing import NoReturn
 
 from ..._version import __version__
-from ...spec.common import JOB_NAME_OPTION, METADATA_STORE_OPTION
+from ...options.common import JOB_NAME, METADATA_STORE
 
 __all__ = [
     "STORE_ENV",
@@ -150,9 +150,9 @@ def _common(sub: argparse.ArgumentParser) -> None:
     group = sub.add_argument_group("job")
     default_store = os.environ.get(STORE_ENV) or None
     group.add_argument("--store", metavar="URI", default=default_store, type=_non_empty("--store"),
-                       help=f"the job's {METADATA_STORE_OPTION} URI (default: ${STORE_ENV})")
+                       help=f"the job's {METADATA_STORE.name} URI (default: ${STORE_ENV})")
     group.add_argument("--job", metavar="NAME", required=True, type=_non_empty("--job"),
-                       help=f"the {JOB_NAME_OPTION} option")
+                       help=f"the {JOB_NAME.name} option")
     sub.add_argument("--json", action="store_true", default=argparse.SUPPRESS,
                      help="print machine-readable JSON instead of text")
 

@@ -16,7 +16,7 @@ from spark_samza_source.kinesis.driver.consumers import StreamConsumers
 from spark_samza_source.kinesis.options import KinesisSourceOptions
 from spark_samza_source.metadata import open_store
 from spark_samza_source.ops import cli
-from spark_samza_source.spec.namespaces import STREAM_CONSUMERS
+from spark_samza_source.options.namespaces import STREAM_CONSUMERS
 
 
 @pytest.fixture

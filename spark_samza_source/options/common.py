@@ -1,8 +1,8 @@
 """The options every Samza job has, whichever system it reads (:data:`JOB_OPTIONS`), and the job-model options of a
 system whose partitions a grouper assigns to tasks (:data:`GROUPING_OPTIONS`: Kafka's; Kinesis maps shards itself).
 
-Each entry is the one place its name, default and description are written; the ``*_OPTION`` names are the entries'
-names, for messages (``f"option '{JOB_NAME_OPTION}' ..."``), and the ``DEFAULT_*`` values their defaults, for the
+Each entry is the one place its name, default and description are written; messages name an option through its
+entry (``f"option '{JOB_NAME.name}' ..."``), and the ``DEFAULT_*`` values their defaults, for the
 code that needs one without parsing options (the lease, the startpoint manager, the Kinesis client).
 """
 
@@ -77,19 +77,7 @@ JOB_OPTIONS = (JOB_NAME, METADATA_STORE, FAIL_ON_DATA_LOSS, STARTPOINT_TTL, STAR
 #: the job-model options of a system whose partitions a grouper assigns to tasks
 GROUPING_OPTIONS = (GROUPER, EXPANSION_ALGORITHM, BROADCAST, COPARTITION)
 
-JOB_NAME_OPTION = JOB_NAME.name
-METADATA_STORE_OPTION = METADATA_STORE.name
-FAIL_ON_DATA_LOSS_OPTION = FAIL_ON_DATA_LOSS.name
-STARTPOINT_TTL_OPTION = STARTPOINT_TTL.name
-STARTPOINT_POLL_INTERVAL_OPTION = STARTPOINT_POLL_INTERVAL.name
-JOB_OWNERSHIP_TTL_OPTION = JOB_OWNERSHIP_TTL.name
-RETRY_TIMEOUT_OPTION = RETRY_TIMEOUT.name
-FAULT_HOOKS_OPTION = FAULT_HOOKS.name
 TESTING_OPTIONS_PREFIX = TESTING.prefix
-GROUPER_OPTION = GROUPER.name
-EXPANSION_ALGORITHM_OPTION = EXPANSION_ALGORITHM.name
-BROADCAST_OPTION = BROADCAST.name
-COPARTITION_OPTION = COPARTITION.name
 
 DEFAULT_METADATA_STORE: str = METADATA_STORE.default
 DEFAULT_STARTPOINT_TTL_MS: int = STARTPOINT_TTL.default

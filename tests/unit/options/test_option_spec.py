@@ -11,9 +11,9 @@ import pytest
 from spark_samza_source.kafka.options import KafkaSourceOptions
 from spark_samza_source.kinesis.options import KinesisSourceOptions
 from spark_samza_source.metadata.base import validate_namespace
-from spark_samza_source.spec import common, kafka, kinesis, namespaces, reference
-from spark_samza_source.spec.option import Duration, Option, OptionSpec, Text, format_duration
-from spark_samza_source.spec.values import parse_duration_ms
+from spark_samza_source.options import common, kafka, kinesis, namespaces, reference
+from spark_samza_source.options.option import Duration, Option, OptionSpec, Text, format_duration
+from spark_samza_source.options.values import parse_duration_ms
 
 DOCS = Path(__file__).resolve().parents[3] / "docs" / "options.md"
 SPECS = (kafka.KAFKA, kinesis.KINESIS)

@@ -3,7 +3,7 @@ names it is also accepted under, its default, the values it takes and what it do
 
 Regenerate after changing an entry (a unit test fails while the committed file differs)::
 
-    python -m spark_samza_source.spec.reference > docs/options.md
+    python -m spark_samza_source.options.reference > docs/options.md
 """
 
 from __future__ import annotations
@@ -16,14 +16,14 @@ from .option import Option, OptionSpec
 
 __all__ = ["REGENERATE", "render"]
 
-REGENERATE = "python -m spark_samza_source.spec.reference > docs/options.md"
+REGENERATE = "python -m spark_samza_source.options.reference > docs/options.md"
 
 _INTRO = f"""\
 # Options
 
-<!-- Generated from spark_samza_source/spec/ by `{REGENERATE}`: edit the entries there, not this file. -->
+<!-- Generated from spark_samza_source/options/ by `{REGENERATE}`: edit the entries there, not this file. -->
 
-Every option of `samza-kafka` and `samza-kinesis`, generated from the option spec (`spark_samza_source/spec/`).
+Every option of `samza-kafka` and `samza-kinesis`, generated from the option spec (`spark_samza_source/options/`).
 Names are case-insensitive. Both sources check every name when the query is defined (`load()`): an unknown name
 fails with the closest known ones ("did you mean"), and a refused one with the reason and what to use instead.
 Durations are written with their unit: `500ms`, `10s`, `5m`, `12h` or `1d`; a bare number is refused (`0` aside)

@@ -3,7 +3,7 @@ same, the common job options, and the names refused with a reason.
 
 To add an option: declare it here (name, kind, description, default), add it to :data:`KAFKA`, read it in
 ``kafka/options.py`` with ``ENTRY.read(opts)``, then regenerate ``docs/options.md``
-(``python -m spark_samza_source.spec.reference > docs/options.md``).
+(``python -m spark_samza_source.options.reference > docs/options.md``).
 """
 
 from __future__ import annotations
@@ -14,7 +14,6 @@ from .common import (
     MAX_RECORDS_PER_PARTITION_OPTION,
     MIN_PARTITIONS_OPTION,
     RETRY_TIMEOUT,
-    RETRY_TIMEOUT_OPTION,
     TESTING,
 )
 from .option import Count, Duration, Flag, Namespace, OneOf, Option, OptionSpec, Text, format_duration
@@ -163,7 +162,7 @@ _ONE_TASK_PER_PARTITION = (
     "across Spark tasks (that would break per-key order and task identity). For more parallelism add partitions "
     "to the topic, or repartition() the DataFrame after load(); remove the option")
 _FETCH_RETRIES = (
-    f"calls to the cluster are retried with backoff for a time rather than a count; set '{RETRY_TIMEOUT_OPTION}' "
+    f"calls to the cluster are retried with backoff for a time rather than a count; set '{RETRY_TIMEOUT.name}' "
     f"(default {format_duration(RETRY_TIMEOUT.default)}) instead")
 FETCH_OFFSET_NUM_RETRIES_OPTION = "fetchOffset.numRetries"
 FETCH_OFFSET_RETRY_INTERVAL_OPTION = "fetchOffset.retryIntervalMs"
@@ -199,32 +198,6 @@ KAFKA = OptionSpec(
     refused=REFUSED,
 )
 
-# the names, for messages (f"option '{STARTING_OFFSETS_OPTION}' ...")
-BOOTSTRAP_SERVERS_OPTION = BOOTSTRAP_SERVERS.name
-SUBSCRIBE_OPTION = SUBSCRIBE.name
-SUBSCRIBE_PATTERN_OPTION = SUBSCRIBE_PATTERN.name
-ASSIGN_OPTION = ASSIGN.name
-EXPANSION_ORDERING_OPTION = EXPANSION_ORDERING.name
-EXPANSION_SETTLE_OPTION = EXPANSION_SETTLE.name
-JOB_MODEL_RESET_OPTION = JOB_MODEL_RESET.name
-STARTING_OFFSETS_OPTION = STARTING_OFFSETS.name
-STARTING_TIMESTAMP_OPTION = STARTING_TIMESTAMP.name
-STARTING_OFFSETS_BY_TIMESTAMP_OPTION = STARTING_OFFSETS_BY_TIMESTAMP.name
-STARTING_OFFSETS_BY_TIMESTAMP_STRATEGY_OPTION = STARTING_OFFSETS_BY_TIMESTAMP_STRATEGY.name
-MAX_OFFSETS_PER_TRIGGER_OPTION = MAX_OFFSETS_PER_TRIGGER.name
-MIN_OFFSETS_PER_TRIGGER_OPTION = MIN_OFFSETS_PER_TRIGGER.name
-MAX_TRIGGER_DELAY_OPTION = MAX_TRIGGER_DELAY.name
-INCLUDE_HEADERS_OPTION = INCLUDE_HEADERS.name
-COMMIT_OFFSETS_TO_KAFKA_OPTION = COMMIT_OFFSETS_TO_KAFKA.name
-MAX_ROWS_PER_ARROW_BATCH_OPTION = MAX_ROWS_PER_ARROW_BATCH.name
-POLL_TIMEOUT_OPTION = POLL_TIMEOUT.name
-READ_PATH_OPTION = READ_PATH.name
-DROP_TOPICS_OPTION = DROP_TOPICS.name
-KAFKA_GROUP_ID_OPTION = KAFKA_GROUP_ID.name
-GROUP_ID_PREFIX_OPTION = GROUP_ID_PREFIX.name
-OAUTHBEARER_TOKEN_PROVIDER_OPTION = OAUTHBEARER_TOKEN_PROVIDER.name
-ENDING_OFFSETS_OPTION = ENDING_OFFSETS.name
-ENDING_TIMESTAMP_OPTION = ENDING_TIMESTAMP.name
-ENDING_OFFSETS_BY_TIMESTAMP_OPTION = ENDING_OFFSETS_BY_TIMESTAMP.name
+# the names, for messages (f"option '{STARTING_OFFSETS.name}' ...")
 KAFKA_CLIENT_OPTIONS_PREFIX = CLIENT.prefix
 BATCH_ONLY_OPTIONS = KAFKA.batch_only()

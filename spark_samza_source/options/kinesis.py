@@ -4,7 +4,7 @@ reason.
 
 To add an option: declare it here (name, kind, description, default; the AWS connector's name as an alias if it has
 one), add it to :data:`KINESIS`, read it in ``kinesis/options.py`` with ``ENTRY.read(opts)``, then regenerate
-``docs/options.md`` (``python -m spark_samza_source.spec.reference > docs/options.md``).
+``docs/options.md`` (``python -m spark_samza_source.options.reference > docs/options.md``).
 """
 
 from __future__ import annotations
@@ -13,10 +13,9 @@ from .common import (
     FAIL_ON_DATA_LOSS,
     JOB_OPTIONS,
     MAX_RECORDS_PER_PARTITION_OPTION,
-    METADATA_STORE_OPTION,
+    METADATA_STORE,
     MIN_PARTITIONS_OPTION,
     RETRY_TIMEOUT,
-    RETRY_TIMEOUT_OPTION,
     TESTING,
 )
 from .option import Count, Duration, OneOf, Option, OptionSpec, Text, format_duration
@@ -133,10 +132,10 @@ ENDING_POSITION = Option(
 _ONE_TASK = (f"a Spark input partition is one Samza task, which reads its shards in order, so a shard is never "
              f"split across Spark tasks; for more parallelism set '{TASKS.name}' (up to one task per shard), add "
              "shards, or repartition() the DataFrame after load(); remove the option")
-_OWN_METADATA = (f"samza-kinesis keeps its batch ends, startpoints and checkpoint mirror in '{METADATA_STORE_OPTION}' "
+_OWN_METADATA = (f"samza-kinesis keeps its batch ends, startpoints and checkpoint mirror in '{METADATA_STORE.name}' "
                  f"(e.g. dynamodb://table?region=...), and can mirror checkpoints to a KCL lease table with "
                  f"'{KCL_LEASE_TABLE.name}'; use those instead")
-_RETRIES = (f"calls to AWS are retried with backoff for a time rather than a count; set '{RETRY_TIMEOUT_OPTION}' "
+_RETRIES = (f"calls to AWS are retried with backoff for a time rather than a count; set '{RETRY_TIMEOUT.name}' "
             f"(default {format_duration(RETRY_TIMEOUT.default)}) instead")
 _BOUND = f"bound a batch with '{MAX_RECORDS_PER_SHARD.name}' / '{MAX_FETCH_TIME_PER_SHARD.name}' instead"
 _JAVA_CREDENTIALS = (f"Java credential providers do not exist in Python: use '{ACCESS_KEY_ID.name}'/"
@@ -193,27 +192,7 @@ KINESIS = OptionSpec(
     refused=REFUSED,
 )
 
-# the names, for messages (f"option '{STARTING_POSITION_OPTION}' ...")
-STREAM_NAME_OPTION = STREAM_NAME.name
-REGION_OPTION = REGION.name
-ENDPOINT_URL_OPTION = ENDPOINT_URL.name
-DYNAMODB_ENDPOINT_URL_OPTION = DYNAMODB_ENDPOINT_URL.name
-ACCESS_KEY_ID_OPTION = ACCESS_KEY_ID.name
-SECRET_KEY_OPTION = SECRET_KEY.name
-SESSION_TOKEN_OPTION = SESSION_TOKEN.name
-ROLE_ARN_OPTION = ROLE_ARN.name
-ROLE_SESSION_NAME_OPTION = ROLE_SESSION_NAME.name
-STS_ENDPOINT_URL_OPTION = STS_ENDPOINT_URL.name
-CONSUMER_TYPE_OPTION = CONSUMER_TYPE.name
-CONSUMER_NAME_OPTION = CONSUMER_NAME.name
-TASKS_OPTION = TASKS.name
-ASSIGNMENT_OPTION = ASSIGNMENT.name
-STARTING_POSITION_OPTION = STARTING_POSITION.name
-MAX_RECORDS_PER_SHARD_OPTION = MAX_RECORDS_PER_SHARD.name
-MAX_FETCH_TIME_PER_SHARD_OPTION = MAX_FETCH_TIME_PER_SHARD.name
-DESCRIBE_SHARD_INTERVAL_OPTION = DESCRIBE_SHARD_INTERVAL.name
-KCL_LEASE_TABLE_OPTION = KCL_LEASE_TABLE.name
-ENDING_POSITION_OPTION = ENDING_POSITION.name
+# the names, for messages (f"option '{STARTING_POSITION.name}' ...")
 AWS_STREAM_NAME_OPTION = STREAM_NAME.aliases[0]
 BATCH_ONLY_OPTIONS = KINESIS.batch_only()
 #: the AWS connector's name -> ours; giving both (or two names of one option) is an error
