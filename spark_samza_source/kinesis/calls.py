@@ -9,7 +9,7 @@ apart from the admin so that executor code never imports a driver module (docs/a
 * **Bounded.** Throttling (``LimitExceededException``, ``ProvisionedThroughputExceededException``) is retried here
   with exponential backoff for at most ``max_retries`` attempts, then a :class:`KinesisThrottledError` names the
   operation and stream. A call given a ``deadline`` (the shard reader's ``maxFetchTimePerShard``) never sleeps
-  past it: still throttled there, it raises :class:`ThrottledAtDeadline` (a ``KinesisThrottledError``) and the
+  past it: still throttled there, it raises :class:`ThrottledAtDeadlineError` (a ``KinesisThrottledError``) and the
   reader ends its batch where it stands. An endpoint that does not answer
   (connection refused, reset or timed out; HTTP 5xx) is retried with backoff for up to ``retry_timeout_s`` (option
   ``endpoint.retryTimeout``, :class:`RetryClock`), then a :class:`KinesisSourceError` names the endpoint, how
@@ -31,10 +31,10 @@ from botocore.exceptions import ConnectionError as BotoConnectionError
 
 from ..options.common import RETRY_TIMEOUT
 from .client import AwsClientSettings, client_where
-from .errors import KinesisSourceError, KinesisThrottledError
+from .errors import KinesisSourceError, KinesisThrottledError, ThrottledAtDeadlineError
 from .positions import AFTER_SEQUENCE_NUMBER, AT_SEQUENCE_NUMBER, AT_TIMESTAMP, SHARD_END, TRIM_HORIZON, ShardPosition
 
-__all__ = ["KinesisCalls", "RetryClock", "ThrottledAtDeadline", "THROTTLING_CODES", "UNREACHABLE", "error_code",
+__all__ = ["KinesisCalls", "RetryClock", "THROTTLING_CODES", "UNREACHABLE", "error_code",
            "is_outage", "iterator_request", "unreachable"]
 
 log = logging.getLogger(__name__)
@@ -49,10 +49,6 @@ THROTTLING_CODES = frozenset({
     "ProvisionedThroughputExceededException", "LimitExceededException", "ThrottlingException",
     "KMSThrottlingException", "RequestLimitExceeded",
 })
-
-
-class ThrottledAtDeadline(KinesisThrottledError):
-    """Still throttled when the caller's deadline came (the shard reader: ``maxFetchTimePerShard``)."""
 
 
 def unreachable(what: str, where: str, err: BaseException, scrub: Callable[[object], str],
@@ -176,7 +172,7 @@ class KinesisCalls:
         """``fn(**kwargs)`` with bounded retries on throttling and on an endpoint that does not answer.
 
         ``deadline`` (``time.monotonic()`` value): no backoff after a throttled attempt sleeps past it; still
-        throttled there, :class:`ThrottledAtDeadline` is raised."""
+        throttled there, :class:`ThrottledAtDeadlineError` is raised."""
         outage = self.retry_clock()
         attempt = 0
         while True:
@@ -196,7 +192,7 @@ class KinesisCalls:
                     raise
                 delay = self.backoff_s(attempt)
                 if deadline is not None and time.monotonic() + delay >= deadline:
-                    raise ThrottledAtDeadline(f"{what}: still throttled at the end of the time given to it "
+                    raise ThrottledAtDeadlineError(f"{what}: still throttled at the end of the time given to it "
                                               f"({attempt + 1} attempts, {self.where()}): {self._scrub(err)}") from None
                 self.sleep(delay)
                 attempt += 1

@@ -37,7 +37,8 @@ from ..options.kinesis import (
 from ..options.option import OptionNames
 from ..options.values import Options, json_object
 from ..source.job_options import JobOptions
-from .positions import PositionFormatError, ShardPosition
+from .errors import PositionFormatError
+from .positions import ShardPosition
 from .starting import DEFAULT_STARTING_POSITION, AtTimestamp, KclCheckpoints, PerShard, StartingPosition, TrimHorizon
 from .starting import Latest as LatestPosition
 

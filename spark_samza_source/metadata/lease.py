@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from typing import Any
 
-from ..core.errors import SamzaSourceError
+from ..core.errors import JobOwnershipError
 from ..options.common import (
     DEFAULT_OWNERSHIP_TTL_MS,
     JOB_NAME,
@@ -39,7 +39,6 @@ from .base import MetadataStore
 
 __all__ = [
     "DriverLease",
-    "JobOwnershipError",
     "NAMESPACE",
     "KEY",
     "DEFAULT_OWNERSHIP_TTL_MS",
@@ -61,10 +60,6 @@ _ACQUIRE_ATTEMPTS = 10
 #: owner may be releasing it, or (a driver of an earlier release, which renewed by delete_if_equal then
 #: put_if_absent) between the two halves of a renewal; renewals and takeovers here are one compare-and-set
 _GAP_WAIT_S = 0.2
-
-
-class JobOwnershipError(SamzaSourceError):
-    """Another query owns this job.name in this metadata store (or took it over from this query)."""
 
 
 def offset_identity(offset_json: str) -> str:

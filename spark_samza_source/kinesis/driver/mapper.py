@@ -17,8 +17,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from ...core.errors import SamzaSourceError
 from ...core.model import SystemStreamPartition, TaskName
+from ..errors import MapperError
 from ..shards import ShardInfo, lineage_order
 
 LINEAGE = "lineage"
@@ -28,10 +28,6 @@ ASSIGNMENTS = (LINEAGE, BALANCED)
 _NO_HASH = 2**128  # sorts after every real starting hash key
 MAX_TASKS = 100_000  # Spark input partitions per micro-batch; far beyond any sensible setting
 MAX_SLOTS = 2**31 - 1  # Samza partition ids are Java ints
-
-
-class MapperError(SamzaSourceError, ValueError):
-    """The mapper was asked something inconsistent (bad counts, a slot out of range, unknown assignment)."""
 
 
 def task_name(index: int) -> TaskName:

@@ -4,7 +4,7 @@ Called by the executors' ``read()`` (:func:`stream_and_record`, :func:`read_and_
 ``latestOffset`` (:meth:`BatchEnds.ends_for` turns batch N's recorded ends into batch N+1's starts). The first
 task attempt that reads a shard records the end it reached with ``put_if_absent``; every other attempt of that
 batch (retry, speculative copy, replay) reads exactly to the recorded end; an attempt that already yielded rows
-past it raises :class:`AttemptPassedRecordedEnd` (Spark discards a failed attempt's rows).
+past it raises :class:`AttemptPassedRecordedEndError` (Spark discards a failed attempt's rows).
 
 Store layout (namespace ``kinesis-batch-ends``): key ``"<batch, 20 digits>/<shard id>"`` (or
 ``"<batch>/<stream scope>/<shard id>"``), value ``{"end": <ShardPosition JSON>, "task": ..., "recordedAtMs": ...,
@@ -26,12 +26,12 @@ import pyarrow as pa
 from ...core.errors import MetadataStoreError
 from ...metadata.base import MetadataStore
 from ...options.namespaces import BATCH_ENDS
-from ..errors import KinesisSourceError
-from ..positions import AFTER_SEQUENCE_NUMBER, PositionFormatError, ShardPosition
+from ..errors import AttemptPassedRecordedEndError, PositionFormatError
+from ..positions import AFTER_SEQUENCE_NUMBER, ShardPosition
 from .reader import ShardReadRequest, ShardReadResult, ShardReadSettings
 from .shard_reads import stream_shard
 
-__all__ = ["AttemptPassedRecordedEnd", "BatchEnds", "NAMESPACE", "RecordedEnd", "batch_ends_for",
+__all__ = ["BatchEnds", "NAMESPACE", "RecordedEnd", "batch_ends_for",
            "read_and_record", "stream_and_record"]
 
 log = logging.getLogger(__name__)
@@ -158,17 +158,6 @@ def batch_ends_for(store: MetadataStore, stream: str, query_id: str | None) -> B
     return BatchEnds(store, stream=f"{stream}/{query_id}" if query_id else stream)
 
 
-class AttemptPassedRecordedEnd(KinesisSourceError):
-    """Another attempt of the batch recorded an end before this one, which had already handed out rows past it.
-
-    Raised to fail the attempt: Spark discards its rows and the retry reads exactly to ``winner``.
-    """
-
-    def __init__(self, message: str, winner: ShardPosition) -> None:
-        super().__init__(message)
-        self.winner = winner
-
-
 def _after(later: ShardPosition, earlier: ShardPosition) -> bool:
     """Whether reading on from the end ``earlier`` can reach the end ``later`` (both ends a read reached)."""
     if earlier.type != AFTER_SEQUENCE_NUMBER:
@@ -187,7 +176,7 @@ def stream_and_record(ends: BatchEnds, batch: int, client: Any, request: ShardRe
     A generator (see the module doc for the protocol); its return value is the :class:`ShardReadResult` of the
     whole read (``end`` the recorded end, ``records`` the rows yielded; ``batches`` empty). ``request`` says
     which shard from where (its ``recorded_end`` is set here from the store); ``read`` the task's read settings.
-    Raises :class:`AttemptPassedRecordedEnd` when a concurrent attempt recorded an end before this one and this
+    Raises :class:`AttemptPassedRecordedEndError` when a concurrent attempt recorded an end before this one and this
     one had already yielded rows beyond it.
     """
     task, stream, shard_id, start = request.task, request.stream, request.shard_id, request.start
@@ -201,7 +190,7 @@ def stream_and_record(ends: BatchEnds, batch: int, client: Any, request: ShardRe
     if winner == result.end:
         return result
     if result.records and not _after(winner, result.end):
-        raise AttemptPassedRecordedEnd(
+        raise AttemptPassedRecordedEndError(
             f"task {task!r}: another attempt of batch {batch} recorded the end {winner} for shard {shard_id} of "
             f"stream {stream!r} first, and this attempt had already read on to {result.end}; it fails so that "
             "Spark discards its rows, and the retry reads exactly to the recorded end (this happens only when "
@@ -234,7 +223,7 @@ def read_and_record(ends: BatchEnds, batch: int, client: Any, request: ShardRead
             batches.append(next(reading))
     except StopIteration as done:
         result = done.value
-    except AttemptPassedRecordedEnd as passed:
+    except AttemptPassedRecordedEndError as passed:
         return stream_shard(client, replace(request, recorded_end=passed.winner), read).run()
     result.batches = batches
     return result

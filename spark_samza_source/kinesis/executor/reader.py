@@ -28,14 +28,13 @@ from ..calls import (
     THROTTLING_CODES,
     UNREACHABLE,
     KinesisCalls,
-    ThrottledAtDeadline,
     error_code,
     is_outage,
     iterator_request,
     unreachable,
 )
 from ..client import AwsClientSettings
-from ..errors import KinesisDataLossError, KinesisSourceError, KinesisThrottledError
+from ..errors import KinesisDataLossError, KinesisSourceError, KinesisThrottledError, ThrottledAtDeadlineError
 from ..options import DEFAULT_MAX_FETCH_TIME_MS, DEFAULT_MAX_RECORDS_PER_SHARD
 from ..positions import AFTER_SEQUENCE_NUMBER, AT_SEQUENCE_NUMBER, AT_TIMESTAMP, EVERY_SUB, SHARD_END, ShardPosition
 from ..schema import kinesis_arrow_schema
@@ -310,7 +309,7 @@ class ShardStream:
         or a start later than Kinesis' clock)."""
         try:
             return self._acquire(self.pos)
-        except ThrottledAtDeadline:
+        except ThrottledAtDeadlineError:
             self._finish(self.pos, STOP_MAX_FETCH_TIME)
         except _NotYet as err:
             if self.exact:
@@ -373,7 +372,7 @@ class ShardStream:
             return iterator
         try:
             return self._acquire(self.pos)
-        except ThrottledAtDeadline:
+        except ThrottledAtDeadlineError:
             self._finish(self.pos, STOP_MAX_FETCH_TIME)
         except _NotYet:
             self._finish(self.pos, STOP_CAUGHT_UP)

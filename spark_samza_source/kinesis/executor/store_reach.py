@@ -19,17 +19,13 @@ from ...metadata.base import MetadataStore
 from ...metadata.filesystem import FileSystemMetadataStore
 from ...options.common import METADATA_STORE
 from ...options.namespaces import LEASE, LEASE_KEY
-from ..errors import KinesisSourceError
+from ..errors import UnreachableStoreError
 
-__all__ = ["UnreachableStoreError", "check_store_shared_with_driver"]
+__all__ = ["check_store_shared_with_driver"]
 
 # (store URI, job) pairs this process has seen the driver's lease in: shared once, shared for good, so a task pays
 # the check only in the first batch a worker process runs.
 _SEEN_SHARED: set[tuple[str, str]] = set()
-
-
-class UnreachableStoreError(KinesisSourceError):
-    """The executor's view of a local ``file:`` metadata store is not the driver's."""
 
 
 def check_store_shared_with_driver(store: MetadataStore) -> None:

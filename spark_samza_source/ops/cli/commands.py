@@ -33,19 +33,15 @@ from ...options.namespaces import (
     STARTPOINTS,
     STREAM_CONSUMERS,
 )
-from .parser import UsageError
+from .errors import CommandError, UsageError
 from .render import cell, iso_ms, render_table
 
-__all__ = ["CommandError", "Outcome", "run"]
+__all__ = ["Outcome", "run"]
 
 KAFKA = "kafka"
 KINESIS = "kinesis"
 #: how many offset files ``jobmodel show --checkpoint`` walks back to find the previous job model
 _JOB_MODEL_HISTORY = 1000
-
-
-class CommandError(SamzaSourceError):
-    """The command could not do its job (exit status 1)."""
 
 
 @dataclass
@@ -488,7 +484,8 @@ def jobmodel_show(args: argparse.Namespace) -> Outcome:
 def _position_text(position: Any) -> str:
     """A mirrored position for people: Kafka offsets as is, Kinesis positions as ``after 4960...``."""
     if isinstance(position, dict):
-        from ...kinesis.positions import PositionFormatError, ShardPosition
+        from ...kinesis.errors import PositionFormatError
+        from ...kinesis.positions import ShardPosition
 
         try:
             if isinstance(position.get("type"), str):

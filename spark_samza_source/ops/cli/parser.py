@@ -17,10 +17,10 @@ from typing import NoReturn
 
 from ..._version import __version__
 from ...options.common import JOB_NAME, METADATA_STORE
+from .errors import UsageError
 
 __all__ = [
     "STORE_ENV",
-    "UsageError",
     "build_parser",
     "parse_timestamp",
     "validate",
@@ -36,10 +36,6 @@ _MAX_MS = 2**63 - 1
 
 #: set by ``main`` when ``--json`` is on the command line, so usage errors are also printed as JSON
 json_errors: contextvars.ContextVar[bool] = contextvars.ContextVar("samza_source_json_errors", default=False)
-
-
-class UsageError(Exception):
-    """A combination of arguments that argparse accepted but that makes no sense; exits 2 with usage."""
 
 
 class _Parser(argparse.ArgumentParser):

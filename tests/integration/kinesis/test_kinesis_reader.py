@@ -17,9 +17,8 @@ from botocore.exceptions import ClientError
 
 from samza_devkit import kinesis_helpers as kh
 from spark_samza_source.core.errors import MetadataStoreError
-from spark_samza_source.kinesis.errors import KinesisDataLossError, KinesisThrottledError
+from spark_samza_source.kinesis.errors import AttemptPassedRecordedEndError, KinesisDataLossError, KinesisThrottledError
 from spark_samza_source.kinesis.executor.microbatch_ends import (
-    AttemptPassedRecordedEnd,
     BatchEnds,
     read_and_record,
     stream_and_record,
@@ -593,7 +592,8 @@ def test_an_attempt_past_the_winners_end_fails_and_its_retry_is_exact(kinesis, s
     start = ShardPosition.trim_horizon()
     winner, won = _drain(stream_and_record(ends, 7, kinesis,
                                            *shard_read(stream, SHARD0, start, task=TASK, max_records=300, **FAST)))
-    with pytest.raises(AttemptPassedRecordedEnd, match=r"batch 7 recorded the end .* for shard shardId-0+ ") as info:
+    passed_end = r"batch 7 recorded the end .* for shard shardId-0+ "
+    with pytest.raises(AttemptPassedRecordedEndError, match=passed_end) as info:
         _drain(stream_and_record(_LateChecker(ends.store), 7, kinesis,
                                  *shard_read(stream, SHARD0, start, task=TASK, max_records=2000, **FAST)))
     assert info.value.winner == won.end and "retry reads exactly" in str(info.value)
@@ -616,7 +616,7 @@ def test_concurrent_streaming_attempts_yield_the_recorded_range_or_fail(kinesis,
             outcomes[i] = _drain(stream_and_record(ends, 11, kinesis,
                                                    *shard_read(stream, SHARD0, start, task=TASK, max_records=limit,
                                                                records_per_call=250, **FAST)))[0]
-        except AttemptPassedRecordedEnd as passed:
+        except AttemptPassedRecordedEndError as passed:
             outcomes[i] = passed
 
     threads = [threading.Thread(target=attempt, args=(i, lim)) for i, lim in enumerate((500, 1500, 2500))]

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import pytest
 
-from spark_samza_source.kinesis.executor.store_reach import UnreachableStoreError
+from spark_samza_source.kinesis.errors import UnreachableStoreError
 from spark_samza_source.kinesis.input_partition import KinesisTaskPartition, ShardRead
 from spark_samza_source.kinesis.options import KinesisSourceOptions
 from spark_samza_source.kinesis.positions import ShardPosition

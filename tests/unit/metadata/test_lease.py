@@ -11,6 +11,7 @@ import uuid
 
 import pytest
 
+from spark_samza_source.core.errors import JobOwnershipError
 from spark_samza_source.kafka.options import KafkaSourceOptions
 from spark_samza_source.kinesis.options import KinesisSourceOptions
 from spark_samza_source.metadata import open_store
@@ -22,7 +23,6 @@ from spark_samza_source.metadata.lease import (
     MAX_IDENTITIES,
     NAMESPACE,
     DriverLease,
-    JobOwnershipError,
     offset_identity,
     query_identity,
 )
