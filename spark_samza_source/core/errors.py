@@ -47,7 +47,7 @@ class DataLossError(SamzaSourceError):
     (``KafkaDataLossError``, ``KinesisDataLossError``), so one ``except DataLossError`` catches every loss."""
 
 
-class JobOwnershipError(SamzaSourceError):
+class JobLeaseError(SamzaSourceError):
     """Another query owns this job.name in this metadata store (or took it over from this query)."""
 
 

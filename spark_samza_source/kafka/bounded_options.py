@@ -36,11 +36,11 @@ from .starting import (
     StartingOffsets,
 )
 
-__all__ = ["KafkaBatchOptions"]
+__all__ = ["KafkaBoundedOptions"]
 
 
 @dataclass(frozen=True, repr=False)
-class KafkaBatchOptions:
+class KafkaBoundedOptions:
     """A batch read: the source options (``starting`` with the batch default), where it ends, and whether the
     tasks come from the job model stored for ``job.name``."""
 
@@ -49,10 +49,10 @@ class KafkaBatchOptions:
     use_stored_job_model: bool
 
     def __repr__(self) -> str:  # never the client config (credentials)
-        return f"KafkaBatchOptions({self.source.describe()}, ending={self.ending!r})"
+        return f"KafkaBoundedOptions({self.source.describe()}, ending={self.ending!r})"
 
     @classmethod
-    def parse(cls, raw: Any, use_stored_job_model: bool) -> KafkaBatchOptions:
+    def parse(cls, raw: Any, use_stored_job_model: bool) -> KafkaBoundedOptions:
         source = KafkaSourceOptions.parse(raw)
         opts = Options(raw)
         starting = source.starting

@@ -22,7 +22,7 @@ from ..metadata import redact_uri
 from ..options import common
 from ..options import kafka as spec
 from ..options.kafka import (
-    BATCH_ONLY_OPTIONS,
+    BOUNDED_ONLY_OPTIONS,
     EARLIEST,
     KAFKA_CLIENT_OPTIONS_PREFIX,
     KAFKA_GROUP_ID,
@@ -331,7 +331,7 @@ def _parse_starting(opts: Options) -> StartingOffsets:
 
 
 # POLL_TIMEOUT.name and the DEFAULT_* values: for the executors' reader, which names and defaults them
-__all__ = ["BATCH_ONLY_OPTIONS", "DEFAULT_MAX_ROWS_PER_BATCH", "DEFAULT_POLL_TIMEOUT_MS", "POLL_TIMEOUT",
+__all__ = ["BOUNDED_ONLY_OPTIONS", "DEFAULT_MAX_ROWS_PER_BATCH", "DEFAULT_POLL_TIMEOUT_MS", "POLL_TIMEOUT",
            "KafkaSourceOptions", "epoch_ms", "option_names", "per_partition_numbers"]
 
 

@@ -19,7 +19,7 @@ from ..options.values import Options, json_object
 from .options import KinesisSourceOptions, at_timestamp_ms
 from .starting import TrimHorizon
 
-__all__ = ["KinesisBatchOptions", "KinesisEnding"]
+__all__ = ["KinesisBoundedOptions", "KinesisEnding"]
 
 
 @dataclass(frozen=True)
@@ -33,17 +33,17 @@ class KinesisEnding:
 
 
 @dataclass(frozen=True, repr=False)
-class KinesisBatchOptions:
+class KinesisBoundedOptions:
     source: KinesisSourceOptions
     ending: KinesisEnding
     #: ``job.name`` was given: take the tasks of the job's streaming query from its metadata store
     use_stored_job_model: bool = False
 
     def __repr__(self) -> str:  # never the credentials
-        return f"KinesisBatchOptions({self.source.describe()}, ending={self.ending!r})"
+        return f"KinesisBoundedOptions({self.source.describe()}, ending={self.ending!r})"
 
     @classmethod
-    def parse(cls, raw: Any, use_stored_job_model: bool = False) -> KinesisBatchOptions:
+    def parse(cls, raw: Any, use_stored_job_model: bool = False) -> KinesisBoundedOptions:
         source = KinesisSourceOptions.parse(raw)
         opts = Options(raw)
         if not opts.has(STARTING_POSITION.name):

@@ -22,7 +22,7 @@ from ..options.kinesis import (
     AT_TIMESTAMP,
     AWS_MAX_FETCH_TIME_PER_SHARD_SEC_OPTION,
     AWS_STREAM_NAME_OPTION,
-    BATCH_ONLY_OPTIONS,
+    BOUNDED_ONLY_OPTIONS,
     CONSUMER_NAME,
     CONSUMER_TYPE,
     ENDPOINT_URL,
@@ -53,7 +53,7 @@ REFUSED_OPTIONS = spec.REFUSED
 #: the AWS connector's name -> ours; giving both (or two names of one option) is an error
 AWS_CONNECTOR_ALIASES = spec.AWS_CONNECTOR_ALIASES
 
-__all__ = ["BATCH_ONLY_OPTIONS", "KinesisSourceOptions", "at_timestamp_ms", "option_names", "resolve_aliases"]
+__all__ = ["BOUNDED_ONLY_OPTIONS", "KinesisSourceOptions", "at_timestamp_ms", "option_names", "resolve_aliases"]
 
 
 def option_names() -> OptionNames:

@@ -36,7 +36,7 @@ STARTPOINT_POLL_INTERVAL = Option(
     "startpoint.pollInterval", Duration(),
     "how often a running query looks for new startpoints",
     default=10_000)
-JOB_OWNERSHIP_TTL = Option(
+JOB_LEASE_TTL = Option(
     "job.ownership.ttl", Duration(minimum_ms=1000),
     "one query per `job.name` and store: how long a driver's lease outlives its last renewal",
     default=60_000)
@@ -73,7 +73,7 @@ COPARTITION = Option(
 
 #: the options both sources take
 JOB_OPTIONS = (JOB_NAME, METADATA_STORE, FAIL_ON_DATA_LOSS, STARTPOINT_TTL, STARTPOINT_POLL_INTERVAL,
-               JOB_OWNERSHIP_TTL, RETRY_TIMEOUT, FAULT_HOOKS)
+               JOB_LEASE_TTL, RETRY_TIMEOUT, FAULT_HOOKS)
 #: the job-model options of a system whose partitions a grouper assigns to tasks
 GROUPING_OPTIONS = (GROUPER, EXPANSION_ALGORITHM, BROADCAST, COPARTITION)
 
@@ -82,8 +82,8 @@ TESTING_OPTIONS_PREFIX = TESTING.prefix
 DEFAULT_METADATA_STORE: str = METADATA_STORE.default
 DEFAULT_STARTPOINT_TTL_MS: int = STARTPOINT_TTL.default
 DEFAULT_STARTPOINT_POLL_INTERVAL_MS: int = STARTPOINT_POLL_INTERVAL.default
-DEFAULT_OWNERSHIP_TTL_MS: int = JOB_OWNERSHIP_TTL.default
-MIN_OWNERSHIP_TTL_MS: int = JOB_OWNERSHIP_TTL.kind.minimum_ms
+DEFAULT_JOB_LEASE_TTL_MS: int = JOB_LEASE_TTL.default
+MIN_JOB_LEASE_TTL_MS: int = JOB_LEASE_TTL.kind.minimum_ms
 DEFAULT_RETRY_TIMEOUT_MS: int = RETRY_TIMEOUT.default
 
 # Spark's Kafka source has these; neither source does (a Spark input partition is one Samza task): each system's

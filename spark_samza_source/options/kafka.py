@@ -200,4 +200,4 @@ KAFKA = OptionSpec(
 
 # the names, for messages (f"option '{STARTING_OFFSETS.name}' ...")
 KAFKA_CLIENT_OPTIONS_PREFIX = CLIENT.prefix
-BATCH_ONLY_OPTIONS = KAFKA.batch_only()
+BOUNDED_ONLY_OPTIONS = KAFKA.batch_only()

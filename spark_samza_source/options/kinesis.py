@@ -194,6 +194,6 @@ KINESIS = OptionSpec(
 
 # the names, for messages (f"option '{STARTING_POSITION.name}' ...")
 AWS_STREAM_NAME_OPTION = STREAM_NAME.aliases[0]
-BATCH_ONLY_OPTIONS = KINESIS.batch_only()
+BOUNDED_ONLY_OPTIONS = KINESIS.batch_only()
 #: the AWS connector's name -> ours; giving both (or two names of one option) is an error
 AWS_CONNECTOR_ALIASES = KINESIS.aliases()

@@ -21,7 +21,7 @@ JOB_MODEL_PREVIOUS = "previous"
 STARTPOINTS = "startpoint"
 #: the committed positions mirrored per task, for tools (``core/checkpoint.py``)
 CHECKPOINTS = "checkpoint"
-#: the job-ownership lease: one query per job name and store (``metadata/lease.py``)
+#: the job lease: one query per job name and store (``metadata/lease.py``)
 LEASE = "owner"
 LEASE_KEY = "driver"
 #: samza-kinesis: where each micro-batch ended per shard, recorded by the task that read it

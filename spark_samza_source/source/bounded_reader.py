@@ -30,7 +30,7 @@ from ..options.common import JOB_NAME, METADATA_STORE
 from .partition import TaskInputPartition
 
 __all__ = [
-    "BATCH_JOB_NAME", "PushdownBatchReader", "SamzaBatchReader", "batch_raw_options", "called_for_filter_pushdown",
+    "BATCH_JOB_NAME", "PushdownBoundedReader", "SamzaBoundedReader", "batch_raw_options", "called_for_filter_pushdown",
     "refuse_batch_only_options",
 ]
 
@@ -102,7 +102,7 @@ def _key(raw: Mapping[str, str], name: str) -> str:
     return next(k for k in raw if k.lower() == name.lower())
 
 
-class SamzaBatchReader(DataSourceReader):
+class SamzaBoundedReader(DataSourceReader):
     """``spark.read``: the plan of every task's reads on the driver, the system's read path on executors.
 
     Subclasses set ``partition_class`` and ``filter_columns`` (keyword arguments of
@@ -136,7 +136,7 @@ class SamzaBatchReader(DataSourceReader):
         return parts
 
 
-class PushdownBatchReader(SamzaBatchReader):
+class PushdownBoundedReader(SamzaBoundedReader):
     """A batch reader that takes Spark's filters (``spark.sql.python.filterPushdown.enabled`` on)."""
 
     def pushFilters(self, filters):

@@ -30,7 +30,7 @@ class JobOptions:
     fail_on_data_loss: bool
     startpoint_ttl_ms: int
     startpoint_poll_ms: int
-    ownership_ttl_ms: int  # job.ownership.ttl: see metadata.lease
+    job_lease_ttl_ms: int  # job.ownership.ttl: see metadata.lease
     retry_timeout_ms: int  # endpoint.retryTimeout: driver-side calls are retried this long, then fail
     # the ``testing.*`` options (source/fault_hooks.py): empty, and nothing loaded, unless a test sets them
     fault_hooks: FaultHookOptions = field(default=NO_FAULT_HOOKS, kw_only=True)
@@ -62,7 +62,7 @@ class JobOptions:
             "fail_on_data_loss": common.FAIL_ON_DATA_LOSS.read(opts),
             "startpoint_ttl_ms": common.STARTPOINT_TTL.read(opts),
             "startpoint_poll_ms": common.STARTPOINT_POLL_INTERVAL.read(opts),
-            "ownership_ttl_ms": common.JOB_OWNERSHIP_TTL.read(opts),
+            "job_lease_ttl_ms": common.JOB_LEASE_TTL.read(opts),
             "retry_timeout_ms": common.RETRY_TIMEOUT.read(opts),
             "fault_hooks": FaultHookOptions.parse(opts),
         }

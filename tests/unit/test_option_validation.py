@@ -175,9 +175,9 @@ def test_every_known_name_passes_the_name_check():
 
 def test_batch_only_names_are_known_options_not_unknown_ones():
     # refusing them on a stream is the batch reader's business; here they are known names
-    for name in kafka_options.BATCH_ONLY_OPTIONS:
+    for name in kafka_options.BOUNDED_ONLY_OPTIONS:
         check_option_names([name.lower()], kafka_options.option_names())
-    for name in kinesis_options.BATCH_ONLY_OPTIONS:
+    for name in kinesis_options.BOUNDED_ONLY_OPTIONS:
         check_option_names([name.lower()], kinesis_options.option_names())
 
 

@@ -16,17 +16,17 @@ from ...core.batch_filters import PushedFilters
 from ...core.errors import ConfigError
 from ...core.jobmodel import JobModel
 from ...core.model import SystemStreamPartition, TaskName
-from ..bounded_options import KafkaBatchOptions
+from ..bounded_options import KafkaBoundedOptions
 from ..input_partition import KafkaRange
 from ..schema import TASK_COLUMN
 from .coordinator import KafkaCoordinator
 
 log = logging.getLogger(__name__)
 
-__all__ = ["plan_batch_read"]
+__all__ = ["plan_bounded_read"]
 
 
-def plan_batch_read(options: KafkaBatchOptions, pushed: PushedFilters) -> list[tuple[TaskName, list[KafkaRange]]]:
+def plan_bounded_read(options: KafkaBoundedOptions, pushed: PushedFilters) -> list[tuple[TaskName, list[KafkaRange]]]:
     """(task, ranges) for every task of the job model, in task order; ranges in SSP order."""
     coordinator = KafkaCoordinator(options.source)
     try:
@@ -36,7 +36,7 @@ def plan_batch_read(options: KafkaBatchOptions, pushed: PushedFilters) -> list[t
             coordinator._admin.close()
 
 
-def _plan(coordinator: KafkaCoordinator, options: KafkaBatchOptions, pushed: PushedFilters):
+def _plan(coordinator: KafkaCoordinator, options: KafkaBoundedOptions, pushed: PushedFilters):
     source = options.source
     stored = coordinator._stored_job_model(quiet=True) if options.use_stored_job_model else None
     ssps, broadcast = coordinator.discover(stored)

@@ -62,9 +62,9 @@ log = logging.getLogger(__name__)
 class KafkaCoordinator(JobCoordinator[KafkaOffset]):
     """Plans batches for one query. Lives in Spark's long-lived driver-side Python runner."""
 
-    def __init__(self, options: KafkaSourceOptions, *, clock=time.monotonic, wall_clock=time.time) -> None:
+    def __init__(self, options: KafkaSourceOptions, *, clock=time.monotonic, wall_ms=None) -> None:
         super().__init__(options, clock=clock)
-        self._wall_clock = wall_clock
+        self._wall_ms = wall_ms or (lambda: int(time.time() * 1000))  # epoch ms, as on the Kinesis side
         self._admin: KafkaAdmin | None = None
         self._algorithm = resolve_expansion_algorithm(options.expansion_algorithm)
         self._grouper = resolve_grouper(options.grouper, expansion_algorithm=self._algorithm)
@@ -301,7 +301,7 @@ class KafkaCoordinator(JobCoordinator[KafkaOffset]):
         model = self.job_model(previous, ssps, broadcast)
         marks = self._keep_watermarks(model.ssps(), fetched, asked)
         startpoints = self._due_startpoints(model, start, marks)
-        now_ms = int(self._wall_clock() * 1000)
+        now_ms = self._wall_ms()
         result = plan_next(
             start,
             model,

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from ...core.batch_filters import PushedFilters
 from ...core.model import TaskName
 from ...options.kinesis import ENDING_POSITION
-from ..bounded_options import KinesisBatchOptions
+from ..bounded_options import KinesisBoundedOptions
 from ..input_partition import ShardRead
 from ..options import SYSTEM
 from ..positions import AT_TIMESTAMP, TRIM_HORIZON, ShardPosition
@@ -33,13 +33,13 @@ from .shard_tasks import ShardTasks
 
 log = logging.getLogger(__name__)
 
-__all__ = ["SHARD_ID_COLUMN", "TIMESTAMP_COLUMN", "plan_batch_read"]
+__all__ = ["SHARD_ID_COLUMN", "TIMESTAMP_COLUMN", "plan_bounded_read"]
 
 SHARD_ID_COLUMN = "shardId"
 TIMESTAMP_COLUMN = "approximateArrivalTimestamp"
 
 
-def plan_batch_read(options: KinesisBatchOptions, pushed: PushedFilters, *, wall_ms=None,
+def plan_bounded_read(options: KinesisBoundedOptions, pushed: PushedFilters, *, wall_ms=None,
                     ) -> list[tuple[TaskName, list[ShardRead]]]:
     """(task, shard reads) for every task, in task order; each task's reads in lineage order."""
     source = options.source

@@ -16,14 +16,14 @@ from ..options import KinesisSourceOptions
 from .reader import ShardReadRequest, ShardReadSettings
 from .shard_reads import stream_shard
 
-__all__ = ["read_batch_task"]
+__all__ = ["read_bounded_task"]
 
 #: a batch read reads its whole range: no per-shard record cap, and up to an hour of fetching per shard
 _NO_RECORD_CAP = 1 << 62
 _BATCH_FETCH_TIME_MS = 3_600_000
 
 
-def read_batch_task(options: KinesisSourceOptions, partition: KinesisTaskPartition) -> Iterator:
+def read_bounded_task(options: KinesisSourceOptions, partition: KinesisTaskPartition) -> Iterator:
     settings = AwsClientSettings.from_settings(options.client_settings())
     client = kinesis_client(settings)
     shard_settings = ShardReadSettings(max_records=_NO_RECORD_CAP, max_fetch_time_ms=_BATCH_FETCH_TIME_MS,

@@ -43,7 +43,7 @@ __all__ = [
     "ShardReadRequest",
     "ShardReadResult",
     "ShardReadSettings",
-    "shard_read",
+    "read_request",
     "ShardStream",
     "DEFAULT_MAX_RECORDS",
     "DEFAULT_MAX_FETCH_TIME_MS",
@@ -168,7 +168,7 @@ _REQUEST_FIELDS = frozenset(f.name for f in fields(ShardReadRequest))
 _SETTINGS_FIELDS = frozenset(f.name for f in fields(ShardReadSettings))
 
 
-def shard_read(stream: str, shard_id: str, start: ShardPosition, *, task: str,
+def read_request(stream: str, shard_id: str, start: ShardPosition, *, task: str,
                **options: Any) -> tuple[ShardReadRequest, ShardReadSettings]:
     """The request and settings of one read from keyword options (the fields of both), for callers that read
     one shard by hand (tests, benchmarks, tools); an unknown option is a TypeError naming it."""

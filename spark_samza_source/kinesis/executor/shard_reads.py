@@ -12,7 +12,7 @@ from typing import Any
 
 from ..positions import ShardPosition
 from .fanout import SubscribedShardStream
-from .reader import ShardReadRequest, ShardReadResult, ShardReadSettings, ShardStream, shard_read
+from .reader import ShardReadRequest, ShardReadResult, ShardReadSettings, ShardStream, read_request
 
 __all__ = ["read_shard", "stream_shard"]
 
@@ -36,4 +36,4 @@ def read_shard(client: Any, stream: str, shard_id: str, start: ShardPosition, **
     The options are the fields of :class:`ShardReadRequest` and :class:`ShardReadSettings` (``task`` is
     required); the result holds every row (``batches``) and where the read ended.
     """
-    return stream_shard(client, *shard_read(stream, shard_id, start, **options)).run()
+    return stream_shard(client, *read_request(stream, shard_id, start, **options)).run()

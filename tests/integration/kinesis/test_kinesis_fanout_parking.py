@@ -21,7 +21,7 @@ from spark_samza_source.kinesis.calls import KinesisCalls
 from spark_samza_source.kinesis.driver.consumers import StreamConsumers
 from spark_samza_source.kinesis.executor.fanout import STOP_SUBSCRIPTION_IN_USE
 from spark_samza_source.kinesis.executor.parked_subscriptions import PARKED
-from spark_samza_source.kinesis.executor.reader import STOP_MAX_RECORDS, shard_read
+from spark_samza_source.kinesis.executor.reader import STOP_MAX_RECORDS, read_request
 from spark_samza_source.kinesis.executor.shard_reads import stream_shard
 from spark_samza_source.kinesis.positions import ShardPosition
 
@@ -75,7 +75,7 @@ def read(kinesis, shard, start: ShardPosition, **options):
     """One read of the shard as a task makes it: (the reader, its result with the rows)."""
     stream, consumer = shard
     options.setdefault("max_fetch_time_ms", 8_000)
-    reader = stream_shard(kinesis, *shard_read(stream, SHARD, start, task="Task-0", consumer_arn=consumer,
+    reader = stream_shard(kinesis, *read_request(stream, SHARD, start, task="Task-0", consumer_arn=consumer,
                                                **options))
     return reader, reader.run()
 

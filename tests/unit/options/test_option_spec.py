@@ -66,7 +66,7 @@ def test_the_defaults_are_what_parsing_gives_when_an_option_is_not_set():
                          ("commit_offsets_to_kafka", kafka.COMMIT_OFFSETS_TO_KAFKA),
                          ("startpoint_ttl_ms", common.STARTPOINT_TTL), ("retry_timeout_ms", common.RETRY_TIMEOUT),
                          ("startpoint_poll_ms", common.STARTPOINT_POLL_INTERVAL),
-                         ("ownership_ttl_ms", common.JOB_OWNERSHIP_TTL),
+                         ("job_lease_ttl_ms", common.JOB_LEASE_TTL),
                          ("fail_on_data_loss", common.FAIL_ON_DATA_LOSS)]:
         assert getattr(parsed, field) == entry.default, field
     assert parsed.group_id == f"{kafka.GROUP_ID_PREFIX.default}-j"
