@@ -17,7 +17,7 @@ export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
 .PHONY: setup test demo lint options-doc wheel package clean check-java compat
 
 NATIVE_STAMP := $(VENV)/.native-reader
-NATIVE_SRC   := setup.py $(wildcard spark_samza_source/kafka/_native/*)
+NATIVE_SRC   := setup.py $(wildcard spark_samza_source/kafka/executor/_native/*)
 
 setup: $(STAMP) $(NATIVE_STAMP)
 
@@ -82,9 +82,9 @@ compat:
 lint: $(STAMP)
 	$(VENV)/bin/ruff check spark_samza_source pyspark_samza_kafka pyspark_samza_kinesis devkit tests benchmarks examples conftest.py
 
-# docs/options.md is generated from the option spec (spark_samza_source/spec/); a unit test fails while it is stale.
+# docs/options.md is generated from the option spec (spark_samza_source/options/); a unit test fails while it is stale.
 options-doc: $(STAMP)
-	$(PY) -m spark_samza_source.spec.reference > docs/options.md
+	$(PY) -m spark_samza_source.options.reference > docs/options.md
 
 # Where `make wheel` and `make package` write (overridable: the spark-submit tests build into a temp dir).
 DIST         ?= dist

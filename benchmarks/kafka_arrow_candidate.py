@@ -74,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from samza_devkit.kafka_broker import KafkaDevBroker
     from samza_devkit.kafka_helpers import create_topic
-    from spark_samza_source.kafka.consumer_cache import ConsumerCache
+    from spark_samza_source.kafka.executor.consumer_cache import ConsumerCache
     from spark_samza_source.kafka.input_partition import KafkaRange
 
     version = subprocess.run([args.candidate_python, "-c", "import kafkarrow; print(kafkarrow.__version__)"],

@@ -74,8 +74,7 @@ def run_read_ranges(bootstrap: str, ranges, kafka_conf: dict | None = None, cach
                     read_path: str = "auto") -> dict:
     """The executor path: ``read_ranges`` over ``ranges`` as one task (product defaults + ``kafka_conf``), through
     ``read_path`` (``auto``: the native reader where built, as executors do; ``python``: the fallback)."""
-    from spark_samza_source.kafka.reader import read_ranges
-
+    from spark_samza_source.kafka.executor.reader import read_ranges
     conf = {"bootstrap.servers": bootstrap, **(kafka_conf or {})}
     rows = 0
     cpu, started = cpu_seconds(), time.monotonic()
@@ -105,10 +104,9 @@ def measure_single_partition(bootstrap: str, topic: str, count: int, repeat: int
     ``repeat`` times; the best run of each is returned ({name: result}) and every run printed with its ratios.
     ``read_ranges`` is the executors' default path (the native reader where built), ``read_ranges_python`` the
     Python fallback (``readPath=python``), both in the same run."""
-    from spark_samza_source.kafka.consumer_cache import ConsumerCache
+    from spark_samza_source.kafka.executor.consumer_cache import ConsumerCache
+    from spark_samza_source.kafka.executor.native_reader import native_unavailable_reason
     from spark_samza_source.kafka.input_partition import KafkaRange
-    from spark_samza_source.kafka.native_reader import native_unavailable_reason
-
     ranges = [KafkaRange(topic, 0, 0, count)]
     native_missing = native_unavailable_reason()
     if native_missing:

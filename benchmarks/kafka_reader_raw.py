@@ -29,9 +29,9 @@ import time
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from spark_samza_source.kafka.consumer_cache import ConsumerCache, consumer_config
+from spark_samza_source.kafka.executor.consumer_cache import ConsumerCache, consumer_config
+from spark_samza_source.kafka.executor.reader import read_ranges
 from spark_samza_source.kafka.input_partition import KafkaRange
-from spark_samza_source.kafka.reader import read_ranges
 
 
 def produce(bootstrap: str, topic: str, partitions: int, records: int, size: int) -> None:

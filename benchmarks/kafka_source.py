@@ -155,9 +155,8 @@ def full_ranges(bootstrap: str, topic: str, partitions: int, expected: int):
 
 def _raw_worker(bootstrap: str, ranges, barrier, results) -> None:
     """One of the 2 baseline processes: warm up, wait for the other, then read each range as one task."""
+    from spark_samza_source.kafka.executor.reader import read_ranges
     from spark_samza_source.kafka.input_partition import KafkaRange
-    from spark_samza_source.kafka.reader import read_ranges
-
     conf = {"bootstrap.servers": bootstrap}
     first = ranges[0]
     warm = KafkaRange(first.topic, first.partition, first.start, min(first.end, first.start + 1_000))
@@ -595,8 +594,7 @@ def _memory_child(bootstrap: str, ranges, extra_conf: dict) -> dict:
     """Runs in a fresh spawned process: read every range as one task, keep nothing, report ru_maxrss (KiB)."""
     import pyarrow.compute as pc
 
-    from spark_samza_source.kafka.reader import read_ranges
-
+    from spark_samza_source.kafka.executor.reader import read_ranges
     base_kib = _proc_status_kib("VmRSS")
     started = time.monotonic()
     rows = nbytes = batches = 0

@@ -8,7 +8,7 @@ protocol as this source drives it, not AWS's figures.
 1. latency at a steady low rate: one record every ``--fanout-interval-ms`` (200) on one shard for
    ``--fanout-seconds`` (20); put time to the time the reader handed the row out, p50 / p99.
 2. throughput: a backlog of ``--fanout-records`` (2,000) records of 1 KB in each of 8 shards, drained by 2 "tasks"
-   (4 shards each, read concurrently, as ``kinesis/task.py`` does); records/s until every shard is caught up.
+   (4 shards each, read concurrently, as ``kinesis/executor/task.py`` does); records/s until every shard is caught up.
 3. live query: a fan-out Spark query (local[2], a 500 ms processing-time trigger, 2 shards) for
    ``--fanout-live-seconds`` (40) while a record is put every 100 ms: micro-batches, the shard reads that went on
    with a subscription parked by the previous read in the same Python worker (reads minus the subscriptions the
@@ -32,9 +32,8 @@ SHARD = "shardId-000000000000"
 
 
 def _reader(client, stream: str, shard: str, start, consumer_arn, **settings):
-    from spark_samza_source.kinesis.reader import ShardReadRequest, ShardReadSettings
-    from spark_samza_source.kinesis.shard_reads import stream_shard
-
+    from spark_samza_source.kinesis.executor.reader import ShardReadRequest, ShardReadSettings
+    from spark_samza_source.kinesis.executor.shard_reads import stream_shard
     request = ShardReadRequest(stream, shard, start, "Task-0", consumer_arn=consumer_arn)
     return stream_shard(client, request, ShardReadSettings(**settings))
 
@@ -96,8 +95,7 @@ def _throughput(client, stream: str, consumer_arn, shards: list[str]) -> tuple[i
 
 def _register(client, stream: str, name: str) -> str:
     from spark_samza_source.kinesis.calls import KinesisCalls
-    from spark_samza_source.kinesis.consumers import StreamConsumers
-
+    from spark_samza_source.kinesis.driver.consumers import StreamConsumers
     arn = client.describe_stream_summary(StreamName=stream)["StreamDescriptionSummary"]["StreamARN"]
     return StreamConsumers(KinesisCalls(client), stream, arn).ensure_active(name).arn
 

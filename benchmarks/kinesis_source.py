@@ -242,9 +242,8 @@ def resumed_read_profile(endpoint: str, stream: str, shard_id: str, per_batch: i
     """One read_shard as a task of the second batch makes it (from the first batch's recorded end), with its
     GetRecords calls and pacing sleeps counted, under cProfile: where a batch's read time goes."""
     from spark_samza_source.kinesis.client import AwsClientSettings, kinesis_client
+    from spark_samza_source.kinesis.executor.shard_reads import read_shard
     from spark_samza_source.kinesis.positions import ShardPosition
-    from spark_samza_source.kinesis.shard_reads import read_shard
-
     settings = AwsClientSettings(region="us-east-1", endpoint_url=endpoint, access_key_id="testing",
                                  secret_key="testing")
     client = kinesis_client(settings)
@@ -310,9 +309,8 @@ def _reader_worker(endpoint: str, stream: str, shard_ids, per_shard: int, per_ba
                    results) -> None:
     """Diagnostic: the product's read_shard in the same 2 processes, batch by batch as Spark's tasks call it."""
     from spark_samza_source.kinesis.client import AwsClientSettings, kinesis_client
+    from spark_samza_source.kinesis.executor.shard_reads import read_shard
     from spark_samza_source.kinesis.positions import ShardPosition
-    from spark_samza_source.kinesis.shard_reads import read_shard
-
     settings = AwsClientSettings(region="us-east-1", endpoint_url=endpoint, access_key_id="testing",
                                  secret_key="testing")
     client = kinesis_client(settings)
@@ -785,7 +783,7 @@ def lineage_generations(roots: int):
 def _ends_for(offset, drain) -> dict:
     """Ends an executor would record for every shard readable in ``offset``: SHARD_END where ``drain(sid)``,
     else a few records further (AFTER_SEQUENCE_NUMBER)."""
-    from spark_samza_source.kinesis.offset import READABLE
+    from spark_samza_source.kinesis.driver.offset import READABLE
     from spark_samza_source.kinesis.positions import ShardPosition
 
     out = {}
@@ -811,9 +809,8 @@ def _median_time(fn, repeat: int):
 
 def plan_shape(label: str, shards, repeat: int, profile: bool) -> None:
     """Time the pure planner on one lineage (see the module documentation)."""
-    from spark_samza_source.kinesis.offset import BLOCKED, DRAINED, READABLE, KinesisOffset
-    from spark_samza_source.kinesis.planner import initial_offset, plan_next, tasks_for_batch
-
+    from spark_samza_source.kinesis.driver.offset import BLOCKED, DRAINED, READABLE, KinesisOffset
+    from spark_samza_source.kinesis.driver.planner import initial_offset, plan_next, tasks_for_batch
     closed = sum(1 for s in shards if s.closed)
     say(f"  [{label}] {len(shards)} shards ({closed} closed, {len(shards) - closed} open), median of {repeat}")
 
@@ -897,8 +894,8 @@ def _coordinator_sequence(endpoint: str, stream: str, last_seq: dict[str, str], 
                           profile: bool) -> dict:
     """One query's driver calls, as Spark makes them, on a fresh KinesisCoordinator; executors' batch-end records
     are written directly (not timed).  ``profile``: print cProfile output of every call that took >= 100 ms."""
-    from spark_samza_source.kinesis.coordinator import KinesisCoordinator
-    from spark_samza_source.kinesis.offset import BLOCKED, READABLE, KinesisOffset
+    from spark_samza_source.kinesis.driver.coordinator import KinesisCoordinator
+    from spark_samza_source.kinesis.driver.offset import BLOCKED, READABLE, KinesisOffset
     from spark_samza_source.kinesis.options import KinesisSourceOptions
     from spark_samza_source.kinesis.positions import ShardPosition
 

@@ -38,7 +38,7 @@ TARGET = 1.3
 def _task_worker(endpoint: str, stream: str, store: str, shard_ids: list[str], batch: int, page: int,
                  serial: bool, barrier, results) -> None:
     """One task (one process): read_task over ``shard_ids`` for ``batch``; wall time from the barrier."""
-    from spark_samza_source.kinesis import task as kinesis_task
+    from spark_samza_source.kinesis.executor import task as kinesis_task
     from spark_samza_source.kinesis.input_partition import KinesisTaskPartition, ShardRead
     from spark_samza_source.kinesis.options import KinesisSourceOptions
     from spark_samza_source.kinesis.positions import ShardPosition

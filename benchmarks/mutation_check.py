@@ -59,7 +59,7 @@ def m(name, rule, path, old, new, tests):
 
 
 MUTANTS = [
-    # ---- barrier release (kafka/planner.py) ------------------------------------------------------------------
+    # ---- barrier release (kafka/driver/planner.py) ------------------------------------------------------------------
     m("release-ignores-feeder-targets", "barrier release: a barrier is released only when every feeder reached its "
       "target", KAFKA + "planner.py",
       "if start is not None and start < target:\n                return False",
@@ -86,7 +86,7 @@ MUTANTS = [
       "            if False\n", UNIT_CORE),
     m("old-partitions-not-held", "a new partition is held at the cut (old ones only by feeders)",
       KAFKA + "planner.py", "hold_at = start if partition >= before else None", "hold_at = None", UNIT_CORE),
-    # ---- settle cut (kafka/planner.py) ------------------------------------------------------------------------
+    # ---- settle cut (kafka/driver/planner.py) ------------------------------------------------------------------------
     m("settle-time-ignored", "a growth is cut expansion.settleTime after it is seen", KAFKA + "planner.py",
       "prev_counts, inputs.job_model, rules.expansion_algorithm, lowest.get, inputs.now_ms + rules.settle_ms",
       "prev_counts, inputs.job_model, rules.expansion_algorithm, lowest.get, inputs.now_ms", UNIT_CORE),
@@ -96,7 +96,7 @@ MUTANTS = [
       "        if ssp in inputs.watermarks and ssp not in starts.missing:\n"
       "            return inputs.watermarks[ssp].high",
       "        if False:\n            return inputs.watermarks[ssp].high", UNIT_CORE),
-    # ---- data-loss detection (kafka/planner.py) ----------------------------------------------------------------
+    # ---- data-loss detection (kafka/driver/planner.py) ---------------------------------------------------------------
     m("no-loss-below-log-start", "a start below the log start is data loss", KAFKA + "planner.py",
       "if marks.low <= position <= marks.high:", "if position <= marks.high:", UNIT_CORE),
     m("no-loss-offsets-backwards", "offsets gone backwards (topic re-created) are data loss", KAFKA + "planner.py",
@@ -104,7 +104,7 @@ MUTANTS = [
     m("loss-never-fails", "failOnDataLoss=true stops the query", KAFKA + "planner.py",
       "    if fail_on_data_loss:\n        raise DataLossError(f\"{described}.",
       "    if False:\n        raise DataLossError(f\"{described}.", UNIT_CORE),
-    # ---- compacted topics (kafka/reader.py; no Spark: read_ranges over the dev broker's compaction) -------------
+    # ---- compacted topics (kafka/executor/reader.py; no Spark: read_ranges over the dev broker's compaction) ---------
     # A range ending in a gap is finished by either of two paths (a record at or past its end, or the consumer's
     # position reaching it); each alone keeps the rule, so the mutant breaks both.
     m("reader-waits-for-last-offset", "a range ending inside a compaction gap finishes without the stall timeout",
@@ -114,7 +114,7 @@ MUTANTS = [
       KAFKA + "reader.py",
       "        if low > p.next:\n            self._data_loss(p, p.next, min(low, first, p.rng.end)",
       "        if first > p.next:\n            self._data_loss(p, p.next, min(first, p.rng.end)", READER_COMPACTED),
-    # ---- startpoints (kafka/planner.py, core/startpoint_manager.py) --------------------------------------------
+    # ---- startpoints (kafka/driver/planner.py, core/startpoint_manager.py) -------------------------------------------
     m("startpoint-applied-twice", "a startpoint is applied once", KAFKA + "planner.py",
       "if sp is not None and sp.creation_timestamp > inputs.previous.applied.get(key, -1):",
       "if sp is not None:", UNIT_CORE),
@@ -125,7 +125,7 @@ MUTANTS = [
       CORE + "startpoint_manager.py",
       "        return self._store.delete_if_equal(NAMESPACE, key, raw)\n\n    def purge_expired",
       "        self._store.delete(NAMESPACE, key)\n        return True\n\n    def purge_expired", UNIT_CORE),
-    # ---- Kinesis lineage (kinesis/planner.py, kinesis/mapper.py) -----------------------------------------------
+    # ---- Kinesis lineage (kinesis/driver/planner.py, kinesis/driver/mapper.py) ---------------------------------------
     m("kinesis-children-before-parents", "a child is readable only when every parent is drained",
       KIN + "planner.py", "ready = all(p == sid or p not in starts or starts[p].is_shard_end for p in",
       "ready = all(True or p == sid or p not in starts or starts[p].is_shard_end for p in", UNIT_KIN),
@@ -151,7 +151,7 @@ MUTANTS = [
     m("kinesis-startpoint-applied-twice", "a Kinesis startpoint is applied once", KIN + "planner.py",
       "        if sp.creation_timestamp <= previous.applied.get(key, -1):\n            continue",
       "        if False:\n            continue", UNIT_KIN),
-    # ---- batch-end recording (kinesis/microbatch_ends.py) -----------------------------------------------------------
+    # ---- batch-end recording (kinesis/executor/microbatch_ends.py) ---------------------------------------------------
     m("retry-ignores-recorded-end", "a retried attempt reads exactly to the recorded end", KIN + "batch_ends.py",
       "reading = stream_shard(client, replace(request, recorded_end=recorded), read)",
       "reading = stream_shard(client, replace(request, recorded_end=None), read)",

@@ -285,8 +285,7 @@ def offset_log(checkpoint: str) -> dict[int, Any]:
     import json
     from pathlib import Path
 
-    from spark_samza_source.kinesis.offset import KinesisOffset
-
+    from spark_samza_source.kinesis.driver.offset import KinesisOffset
     folder = Path(checkpoint) / "offsets"
     ids = sorted(int(f.name) for f in folder.iterdir() if f.name.isdigit())
     return {i: KinesisOffset.from_json(json.loads((folder / str(i)).read_text().strip().splitlines()[-1]))

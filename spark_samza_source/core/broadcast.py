@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 
-from ..spec.common import BROADCAST_OPTION
+from ..options.common import BROADCAST
 from .errors import ConfigError
 from .jobmodel import JobModel
 from .model import SystemStream, SystemStreamPartition
@@ -38,7 +38,7 @@ def parse_broadcast_inputs(value: str | None) -> list[SystemStreamPartition]:
     if value is None:
         return []
     if not isinstance(value, str):
-        raise ConfigError(f"option {BROADCAST_OPTION} must be a string, got {type(value).__name__}; {_EXPECTED}")
+        raise ConfigError(f"option {BROADCAST.name} must be a string, got {type(value).__name__}; {_EXPECTED}")
     if not value.strip():
         return []
     out: set[SystemStreamPartition] = set()
@@ -46,7 +46,7 @@ def parse_broadcast_inputs(value: str | None) -> list[SystemStreamPartition]:
         match = _FRAGMENT.match(fragment)
         if not match:
             raise ConfigError(
-                f"option {BROADCAST_OPTION}: bad entry {fragment.strip()!r} in {value!r:.300}: "
+                f"option {BROADCAST.name}: bad entry {fragment.strip()!r} in {value!r:.300}: "
                 + _why_bad(fragment)
                 + _EXPECTED
             )
@@ -57,12 +57,12 @@ def parse_broadcast_inputs(value: str | None) -> list[SystemStreamPartition]:
             low, high = int(match.group("low")), int(match.group("high"))
             if low > high:
                 raise ConfigError(
-                    f"option {BROADCAST_OPTION}: reversed range in {fragment.strip()!r}: {low} > {high}; "
+                    f"option {BROADCAST.name}: reversed range in {fragment.strip()!r}: {low} > {high}; "
                     f"write [{high}-{low}]. {_EXPECTED}"
                 )
         if len(out) + (high - low + 1) > MAX_BROADCAST_SSPS:
             raise ConfigError(
-                f"option {BROADCAST_OPTION}: {fragment.strip()!r} names too many partitions (more than "
+                f"option {BROADCAST.name}: {fragment.strip()!r} names too many partitions (more than "
                 f"{MAX_BROADCAST_SSPS} broadcast SSPs in all); {_EXPECTED}"
             )
         out.update(SystemStreamPartition(system, stream, p) for p in range(low, high + 1))

@@ -21,8 +21,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..spec.namespaces import CHECKPOINTS
-from .errors import FormatVersionError, MetadataStoreError, SamzaSourceError
+from ..options.namespaces import CHECKPOINTS
+from .errors import CheckpointFormatError, FormatVersionError, MetadataStoreError, SamzaSourceError
 from .json_text import loads
 from .model import SystemStreamPartition, TaskName
 from .startpoint import JAVA_LONG_MAX, current_time_ms, truncate_json
@@ -30,17 +30,13 @@ from .startpoint import JAVA_LONG_MAX, current_time_ms, truncate_json
 if TYPE_CHECKING:
     from ..metadata.base import MetadataStore
 
-__all__ = ["CHECKPOINT_FORMAT_VERSION", "NAMESPACE", "Checkpoint", "CheckpointFormatError", "CheckpointMirror"]
+__all__ = ["CHECKPOINT_FORMAT_VERSION", "NAMESPACE", "Checkpoint", "CheckpointMirror"]
 
 CHECKPOINT_FORMAT_VERSION = 1
 #: The metadata-store namespace of the checkpoint mirror.
 NAMESPACE = CHECKPOINTS
 
 _MAX_DEPTH = 32
-
-
-class CheckpointFormatError(SamzaSourceError, ValueError):
-    """A checkpoint, or its JSON, is not valid."""
 
 
 def _check_json_value(value: Any, where: str, depth: int = 0) -> None:

@@ -17,7 +17,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..spec.common import COPARTITION_OPTION, JOB_NAME_OPTION
+from ..options.common import COPARTITION, JOB_NAME
 from .errors import ConfigError, CoPartitionError, PartitionExpansionError
 from .expansion import (
     checked_partition_before_expansion,
@@ -40,7 +40,7 @@ class JoinedStream:
     def __post_init__(self) -> None:
         if self.role not in ROLES:
             raise ConfigError(
-                f"option {COPARTITION_OPTION}: unknown role {self.role!r} for {self.stream}; expected one of "
+                f"option {COPARTITION.name}: unknown role {self.role!r} for {self.stream}; expected one of "
                 f"{', '.join(ROLES)}"
             )
 
@@ -100,7 +100,7 @@ def check_partition_counts(
                 f"{group}: {', '.join(str(m.stream) for m in missing)} "
                 f"{'is' if len(missing) == 1 else 'are'} not among the job's inputs, so its partition count is "
                 f"unknown (inputs: {', '.join(str(s) for s in sorted(current_counts)) or 'none'}). Fix option "
-                f"{COPARTITION_OPTION} or subscribe to the stream."
+                f"{COPARTITION.name} or subscribe to the stream."
             )
         initial = {
             m.stream: (initial_counts or {}).get(m.stream, current_counts[m.stream]) for m in group.members
@@ -112,15 +112,15 @@ def check_partition_counts(
                     f"{group}: joined streams must have the same partition count, but "
                     f"{_describe(group, current_counts)}. A key would land in different tasks on each side "
                     "and the join would miss matches. Fix: repartition (or re-create) the streams to one "
-                    f"count, or remove the group from option {COPARTITION_OPTION}."
+                    f"count, or remove the group from option {COPARTITION.name}."
                 )
             continue
         if len(set(initial.values())) > 1:
             raise CoPartitionError(
                 f"{group}: joined streams must have had the same partition count when the job was first "
                 f"planned, but {_describe(group, current_counts, initial)}. Their keys map to different tasks "
-                f"and the join would miss matches. Fix: start a new {JOB_NAME_OPTION} once all streams have the same "
-                f"count, or remove the group from option {COPARTITION_OPTION}."
+                f"and the join would miss matches. Fix: start a new {JOB_NAME.name} once all streams have the same "
+                f"count, or remove the group from option {COPARTITION.name}."
             )
         for member in group.members:
             stream = member.stream
@@ -178,7 +178,7 @@ def check_task_affinity(
                         f"{group}: matching partitions are not in a common task ({first_of_bucket[bucket]}; "
                         f"{where}), so the join cannot see both sides of a key. Fix: use a grouper that puts "
                         "partition N of every stream in one task (GroupByPartitionFixedTasks, the default, or "
-                        f"GroupByPartition), or remove the group from option {COPARTITION_OPTION}."
+                        f"GroupByPartition), or remove the group from option {COPARTITION.name}."
                     )
 
 
@@ -234,14 +234,14 @@ def parse_copartition(
     if value is None:
         return []
     if not isinstance(value, str):
-        raise ConfigError(f"option {COPARTITION_OPTION} must be a string, got {type(value).__name__}; {_EXPECTED}")
+        raise ConfigError(f"option {COPARTITION.name} must be a string, got {type(value).__name__}; {_EXPECTED}")
     if not value.strip():
         return []
     systems = set(known_systems) if known_systems is not None else {default_system}
     groups: list[CoPartitionGroup] = []
     for group_text in value.split(";"):
         if not group_text.strip():
-            raise ConfigError(f"option {COPARTITION_OPTION}: empty group (stray ';') in {value!r:.300}; {_EXPECTED}")
+            raise ConfigError(f"option {COPARTITION.name}: empty group (stray ';') in {value!r:.300}; {_EXPECTED}")
         members: list[JoinedStream] = []
         for item in group_text.split(","):
             members.append(_parse_member(item, group_text, default_system, systems))
@@ -249,12 +249,12 @@ def parse_copartition(
         duplicates = sorted({str(s) for s in streams if streams.count(s) > 1})
         if duplicates:
             raise ConfigError(
-                f"option {COPARTITION_OPTION}: group {group_text.strip()!r} names {', '.join(duplicates)} twice; "
+                f"option {COPARTITION.name}: group {group_text.strip()!r} names {', '.join(duplicates)} twice; "
                 f"{_EXPECTED}"
             )
         if len(members) < 2:
             raise ConfigError(
-                f"option {COPARTITION_OPTION}: group {group_text.strip()!r} has a single stream; a join needs at "
+                f"option {COPARTITION.name}: group {group_text.strip()!r} has a single stream; a join needs at "
                 f"least two. {_EXPECTED}"
             )
         groups.append(CoPartitionGroup(tuple(members)))
@@ -270,7 +270,7 @@ def _parse_member(item: str, group_text: str, default_system: str, systems: set[
             f"unknown role {role!r}" if _NAME.match(name) else f"bad stream name {name!r}"
         )
         raise ConfigError(
-            f"option {COPARTITION_OPTION}: {why} in group {group_text.strip()!r}; {_EXPECTED}"
+            f"option {COPARTITION.name}: {why} in group {group_text.strip()!r}; {_EXPECTED}"
         )
     system, dot, stream = name.partition(".")
     if dot and system in systems and stream:

@@ -1,13 +1,15 @@
 """Errors raised by spark-samza-source.
 
-Every error a user can meet derives from :class:`SamzaSourceError`, so callers (and the fuzz tests) can tell
-our own clear errors apart from bugs. Messages name the option, stream or key at fault, what was expected and
-how to fix it. They never contain secrets.
-"""
+Every error a user can meet derives from :class:`SamzaSourceError`, so callers (and the fuzz tests) can tell our own
+clear errors apart from bugs; a broken invariant of our own raises an :class:`InternalError`, outside that
+hierarchy. This module holds the errors both systems and the shared layers raise; each system's own are in its
+``errors.py`` (``kafka/errors.py``, ``kinesis/errors.py``), the command line's in ``ops/cli/errors.py``
+(``tests/unit/test_error_classes.py`` holds that). Messages name the option, stream or key at fault, what was
+expected and how to fix it. They never contain secrets. """
 
 # defined in the option spec's leaf (it raises ConfigError and may import nothing above it); re-exported here
-from ..spec.errors import ConfigError as ConfigError
-from ..spec.errors import SamzaSourceError as SamzaSourceError
+from ..options.errors import ConfigError as ConfigError
+from ..options.errors import SamzaSourceError as SamzaSourceError
 
 
 class PartitionExpansionError(SamzaSourceError):
@@ -18,7 +20,7 @@ class CoPartitionError(SamzaSourceError):
     """Streams declared as joined (co-partitioned) disagree in partition count."""
 
 
-class UnsupportedStartpoint(SamzaSourceError):
+class UnsupportedStartpointError(SamzaSourceError):
     """A system's startpoint visitor does not support this startpoint type."""
 
 
@@ -43,3 +45,26 @@ class DataLossError(SamzaSourceError):
 
     Raised as is by the planners on the driver; the readers on the executors raise their system's subclass
     (``KafkaDataLossError``, ``KinesisDataLossError``), so one ``except DataLossError`` catches every loss."""
+
+
+class JobLeaseError(SamzaSourceError):
+    """Another query owns this job.name in this metadata store (or took it over from this query)."""
+
+
+class UnsupportedSparkError(SamzaSourceError):
+    """The running PySpark is outside the range this package is tested with."""
+
+
+class CheckpointFormatError(SamzaSourceError, ValueError):
+    """A checkpoint, or its JSON, is not valid."""
+
+
+class CheckpointDirError(SamzaSourceError):
+    """The checkpoint location cannot be read or holds no offset this tool understands."""
+
+
+class InternalError(Exception):
+    """A broken invariant inside this package: a bug to report, never the user's input or environment.
+
+    Deliberately not a :class:`SamzaSourceError`, which marks the errors a user can meet and fix (the fuzz tests
+    accept those and nothing else), so ``except SamzaSourceError`` never swallows a bug."""

@@ -16,7 +16,7 @@ import math
 from abc import ABC, abstractmethod
 from typing import Any
 
-from ..spec.common import EXPANSION_ALGORITHM_OPTION, JOB_NAME_OPTION
+from ..options.common import EXPANSION_ALGORITHM, JOB_NAME
 from .errors import ConfigError, PartitionExpansionError
 from .model import SystemStream
 
@@ -98,16 +98,16 @@ class DefaultPartitionExpansionAlgorithm(PartitionExpansionAlgorithm):
                 f"{current_count}: partitions were removed or the topic was deleted and re-created with fewer "
                 "partitions. Fixed tasks cannot keep key affinity across a contraction. Fix: re-create the "
                 f"topic with {initial_count} partitions or a multiple of it "
-                f"({_multiples(initial_count)}), or start a new {JOB_NAME_OPTION} (fresh state), or plug in your own "
-                f"{EXPANSION_ALGORITHM_OPTION}."
+                f"({_multiples(initial_count)}), or start a new {JOB_NAME.name} (fresh state), or plug in your own "
+                f"{EXPANSION_ALGORITHM.name}."
             )
         if current_count % initial_count != 0:
             raise PartitionExpansionError(
                 f"stream {stream} grew from {initial_count} partitions (when the job was first planned) to "
                 f"{current_count}, which is not a multiple of {initial_count}: keys of one old partition would "
                 "spread over several tasks, breaking per-key state. Fix: grow the topic to a multiple of "
-                f"{initial_count} ({_multiples(initial_count)}), or start a new {JOB_NAME_OPTION} (fresh state), or "
-                f"plug in your own {EXPANSION_ALGORITHM_OPTION}."
+                f"{initial_count} ({_multiples(initial_count)}), or start a new {JOB_NAME.name} (fresh state), or "
+                f"plug in your own {EXPANSION_ALGORITHM.name}."
             )
 
 
@@ -123,13 +123,13 @@ def checked_partition_before_expansion(
     result = algorithm.partition_before_expansion(partition, current_count, initial_count)
     if not isinstance(result, int) or isinstance(result, bool) or not 0 <= result < initial_count:
         raise PartitionExpansionError(
-            f"{EXPANSION_ALGORITHM_OPTION} {algorithm!r} mapped partition {partition} of stream {stream} "
+            f"{EXPANSION_ALGORITHM.name} {algorithm!r} mapped partition {partition} of stream {stream} "
             f"(current count {current_count}, initial count {initial_count}) to {result!r}; it must return an "
             f"int in [0, {initial_count}). Fix the algorithm."
         )
     if partition < initial_count and result != partition:
         raise PartitionExpansionError(
-            f"{EXPANSION_ALGORITHM_OPTION} {algorithm!r} mapped partition {partition} of stream {stream} "
+            f"{EXPANSION_ALGORITHM.name} {algorithm!r} mapped partition {partition} of stream {stream} "
             f"(current count {current_count}, initial count {initial_count}) to {result}; SEP-5 requires "
             f"partitions below the initial count ({initial_count}) to map to themselves. Fix the algorithm."
         )
@@ -150,7 +150,7 @@ def checked_feeders(
         isinstance(p, int) and not isinstance(p, bool) and 0 <= p < previous_count for p in found
     ):
         raise PartitionExpansionError(
-            f"{EXPANSION_ALGORITHM_OPTION} {algorithm!r}: feeders of partition {partition} of stream {stream} "
+            f"{EXPANSION_ALGORITHM.name} {algorithm!r}: feeders of partition {partition} of stream {stream} "
             f"(grown from {previous_count} to {current_count} partitions) returned {result!r:.200}; it must return "
             f"a set of ints in [0, {previous_count}). Fix the algorithm."
         )
@@ -178,7 +178,7 @@ def resolve_expansion_algorithm(spec: Any = None) -> PartitionExpansionAlgorithm
             spec = spec()
         except Exception as err:  # a constructor needing arguments, or failing: a configuration problem
             raise ConfigError(
-                f"option {EXPANSION_ALGORITHM_OPTION}: cannot instantiate {spec.__module__}.{spec.__qualname__} "
+                f"option {EXPANSION_ALGORITHM.name}: cannot instantiate {spec.__module__}.{spec.__qualname__} "
                 f"with no arguments: {err}"
             ) from None
     if isinstance(spec, PartitionExpansionAlgorithm):
@@ -186,7 +186,7 @@ def resolve_expansion_algorithm(spec: Any = None) -> PartitionExpansionAlgorithm
     if callable(getattr(spec, "partition_before_expansion", None)):
         return _DuckTypedAlgorithm(spec)
     raise ConfigError(
-        f"option {EXPANSION_ALGORITHM_OPTION}: {spec!r:.200} is not a partition expansion algorithm; expected a "
+        f"option {EXPANSION_ALGORITHM.name}: {spec!r:.200} is not a partition expansion algorithm; expected a "
         "subclass of spark_samza_source.core.expansion.PartitionExpansionAlgorithm (or an object with "
         "partition_before_expansion(partition, current_count, initial_count))"
     )
@@ -196,21 +196,21 @@ def _import_dotted(path: str) -> Any:
     module_name, _, attr = path.rpartition(".")
     if not module_name or not attr:
         raise ConfigError(
-            f"option {EXPANSION_ALGORITHM_OPTION}: {path!r} is neither 'default' nor a dotted path; expected "
+            f"option {EXPANSION_ALGORITHM.name}: {path!r} is neither 'default' nor a dotted path; expected "
             "'package.module.ClassName'"
         )
     try:
         module = importlib.import_module(module_name)
     except Exception as err:  # ImportError, or an error raised while importing the user's module
         raise ConfigError(
-            f"option {EXPANSION_ALGORITHM_OPTION}: cannot import module {module_name!r} for {path!r}: {err}. "
+            f"option {EXPANSION_ALGORITHM.name}: cannot import module {module_name!r} for {path!r}: {err}. "
             "Expected 'package.module.ClassName' importable on the driver"
         ) from None
     try:
         return getattr(module, attr)
     except AttributeError:
         raise ConfigError(
-            f"option {EXPANSION_ALGORITHM_OPTION}: module {module_name!r} has no attribute {attr!r} "
+            f"option {EXPANSION_ALGORITHM.name}: module {module_name!r} has no attribute {attr!r} "
             f"(from {path!r}); expected 'package.module.ClassName'"
         ) from None
 

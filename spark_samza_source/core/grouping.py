@@ -22,10 +22,10 @@ from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any, ClassVar
 
-from ..spec.common import GROUPER_OPTION, JOB_NAME_OPTION
+from ..options.common import GROUPER, JOB_NAME
 from .errors import ConfigError, PartitionExpansionError
 from .expansion import (
-    EXPANSION_ALGORITHM_OPTION,
+    EXPANSION_ALGORITHM,
     PartitionExpansionAlgorithm,
     checked_partition_before_expansion,
     resolve_expansion_algorithm,
@@ -205,7 +205,7 @@ class FixedTasksGrouper(SspGrouper):
                             f"{before} (current count {current}, initial count {initial_count}), which had no "
                             f"task in the previous job model (it had {previous_count} partitions: "
                             f"{_ranges(sorted(previous_tasks))}). Fix: make sure every partition below the "
-                            f"initial count is an input of the job (not broadcast), or start a new {JOB_NAME_OPTION}."
+                            f"initial count is an input of the job (not broadcast), or start a new {JOB_NAME.name}."
                         )
                 tasks.setdefault(task, []).append(ssp)
             if kept != previous_count:
@@ -215,7 +215,7 @@ class FixedTasksGrouper(SspGrouper):
                     f"stream {stream} lost partitions {_ranges(missing)}: it had {previous_count} partitions in "
                     f"the previous job model and has {current} now, without them (topic re-created?). Fixed "
                     "tasks would lose those partitions' state. Fix: restore the partitions, or start a new "
-                    f"{JOB_NAME_OPTION}."
+                    f"{JOB_NAME.name}."
                 )
         tasks = {task: ssps for task, ssps in tasks.items() if ssps}
         # Streams new to the job: the base grouper's choice (may add tasks, as in Samza).
@@ -312,7 +312,7 @@ def resolve_grouper(name_or_path: Any, expansion_algorithm: Any = None, **kwargs
         if cls is None:
             if "." not in text or text.lower().startswith("org.apache.samza."):
                 raise ConfigError(
-                    f"option {GROUPER_OPTION}: unknown grouper {name_or_path!r}; expected one of "
+                    f"option {GROUPER.name}: unknown grouper {name_or_path!r}; expected one of "
                     f"{', '.join(c.name for c in GROUPERS.values())} (case-insensitive), a Samza factory "
                     f"({', '.join(SAMZA_GROUPER_FACTORIES)}) or a dotted path 'package.module.ClassName'"
                 )
@@ -322,10 +322,10 @@ def resolve_grouper(name_or_path: Any, expansion_algorithm: Any = None, **kwargs
     if not isinstance(cls, type):
         if callable(getattr(cls, "group", None)):
             return cls
-        raise ConfigError(f"option {GROUPER_OPTION}: {name_or_path!r:.200} is not a grouper class or instance")
+        raise ConfigError(f"option {GROUPER.name}: {name_or_path!r:.200} is not a grouper class or instance")
     if not callable(getattr(cls, "group", None)):
         raise ConfigError(
-            f"option {GROUPER_OPTION}: {cls.__module__}.{cls.__qualname__} is not a grouper; expected a subclass "
+            f"option {GROUPER.name}: {cls.__module__}.{cls.__qualname__} is not a grouper; expected a subclass "
             "of spark_samza_source.core.grouping.SspGrouper (or a class with group(previous, ssps, broadcast))"
         )
     if expansion_algorithm is not None and _accepts(cls, "expansion_algorithm"):
@@ -334,7 +334,7 @@ def resolve_grouper(name_or_path: Any, expansion_algorithm: Any = None, **kwargs
         return cls(**kwargs)
     except TypeError as err:
         raise ConfigError(
-            f"option {GROUPER_OPTION}: cannot build {cls.__qualname__} with {sorted(kwargs)}: {err}"
+            f"option {GROUPER.name}: cannot build {cls.__qualname__} with {sorted(kwargs)}: {err}"
         ) from None
 
 
@@ -352,14 +352,14 @@ def _import_grouper(path: str) -> Any:
         module = importlib.import_module(module_name)
     except Exception as err:
         raise ConfigError(
-            f"option {GROUPER_OPTION}: cannot import module {module_name!r} for {path!r}: {err}; expected one "
+            f"option {GROUPER.name}: cannot import module {module_name!r} for {path!r}: {err}; expected one "
             f"of {', '.join(c.name for c in GROUPERS.values())} or 'package.module.ClassName'"
         ) from None
     try:
         return getattr(module, attr)
     except AttributeError:
         raise ConfigError(
-            f"option {GROUPER_OPTION}: module {module_name!r} has no attribute {attr!r} (from {path!r})"
+            f"option {GROUPER.name}: module {module_name!r} has no attribute {attr!r} (from {path!r})"
         ) from None
 
 
@@ -434,7 +434,7 @@ def _check_no_stream_vanished(
                 f"stream {stream} had {len(previous_tasks)} partitions in the previous job model and has "
                 "disappeared (0 now): the topic/stream was deleted (perhaps being re-created) or is no longer "
                 "subscribed. Fixed tasks would lose the state of its tasks. Fix: restore the stream with "
-                f"{len(previous_tasks)} partitions (or a multiple), or start a new {JOB_NAME_OPTION}."
+                f"{len(previous_tasks)} partitions (or a multiple), or start a new {JOB_NAME.name}."
             )
 
 
@@ -444,8 +444,8 @@ def _check_growth(stream: SystemStream, previous_count: int, current: int, initi
             f"stream {stream} shrank from {previous_count} partitions (previous job model; {initial_count} when "
             f"the job was first planned) to {current}: partitions were removed, or the topic was deleted and "
             "re-created with fewer partitions. Fixed tasks cannot survive a contraction. Fix: re-create it with "
-            f"{previous_count} partitions or a multiple of {initial_count}, or start a new {JOB_NAME_OPTION} "
-            f"(fresh state), or plug in your own {EXPANSION_ALGORITHM_OPTION}."
+            f"{previous_count} partitions or a multiple of {initial_count}, or start a new {JOB_NAME.name} "
+            f"(fresh state), or plug in your own {EXPANSION_ALGORITHM.name}."
         )
 
 

@@ -2,8 +2,8 @@
 
 Offsets come back from Spark's checkpoint and job models and checkpoints from the metadata store, where anyone
 may have edited or damaged them; every decoder turns whatever went wrong into the error its callers handle
-(and the fuzz tests check), never a bare ``KeyError`` or ``JSONDecodeError``. Used by ``core/``, ``kafka/offset``
-and ``kinesis/offset``.
+(and the fuzz tests check), never a bare ``KeyError`` or ``JSONDecodeError``. Used by ``core/``, ``kafka/driver/offset``
+and ``kinesis/driver/offset``.
 """
 
 from __future__ import annotations

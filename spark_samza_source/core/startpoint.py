@@ -20,7 +20,7 @@ different startpoint.
 
 Resolution is a visitor (:class:`StartpointVisitor`) because each system supports a different subset: Kafka
 resolves all four built-in types, Kinesis maps them to shard iterator types; anything a system does not
-implement raises :class:`UnsupportedStartpoint` naming the type and the SSP, as Samza's default methods do.
+implement raises :class:`UnsupportedStartpointError` naming the type and the SSP, as Samza's default methods do.
 """
 
 from __future__ import annotations
@@ -36,8 +36,8 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Generic, TypeVar
 
 # Samza's StartpointManager default TTL (12 h) and the poll interval: the option spec's defaults
-from ..spec.common import DEFAULT_STARTPOINT_POLL_INTERVAL_MS, DEFAULT_STARTPOINT_TTL_MS
-from .errors import StartpointFormatError, UnsupportedStartpoint
+from ..options.common import DEFAULT_STARTPOINT_POLL_INTERVAL_MS, DEFAULT_STARTPOINT_TTL_MS
+from .errors import StartpointFormatError, UnsupportedStartpointError
 from .model import SystemStreamPartition
 
 __all__ = [
@@ -398,11 +398,11 @@ class StartpointVisitor(Generic[R]):
     """Resolves startpoints to a system's position; override the types your system supports.
 
     Each method receives the SSP and the startpoint and returns the resolved position (for Kafka the next
-    offset to read). The defaults raise :class:`UnsupportedStartpoint` naming the type, the visitor and the SSP.
+    offset to read). The defaults raise :class:`UnsupportedStartpointError` naming the type, the visitor and the SSP.
     """
 
     def _unsupported(self, ssp: SystemStreamPartition, startpoint: Startpoint) -> R:
-        raise UnsupportedStartpoint(
+        raise UnsupportedStartpointError(
             f"{startpoint.type_name} is not supported by {type(self).__name__} (for {ssp}); "
             f"delete or replace the startpoint: {truncate_json(startpoint.to_json())}"
         )

@@ -20,7 +20,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..spec.namespaces import STARTPOINTS
+from ..options.namespaces import STARTPOINTS
 from .errors import ConfigError, MetadataStoreError, SamzaSourceError, StartpointFormatError
 from .jobmodel import JobModel
 from .model import SystemStreamPartition, TaskName

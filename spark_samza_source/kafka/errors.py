@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from ..core.errors import DataLossError, SamzaSourceError
 
-__all__ = ["KafkaSourceError", "KafkaDataLossError"]
+__all__ = ["JaasError", "KafkaDataLossError", "KafkaSourceError"]
 
 
 class KafkaSourceError(SamzaSourceError):
@@ -21,3 +21,7 @@ class KafkaDataLossError(KafkaSourceError, DataLossError):
     """Records the query should have read are gone (deleted, aged out, topic re-created) and
     ``failOnDataLoss`` is true. A :class:`DataLossError` like the planner's, so ``except DataLossError`` catches
     a loss whether the driver or an executor found it."""
+
+
+class JaasError(KafkaSourceError, ValueError):
+    """A ``sasl.jaas.config`` line that does not parse; the message never holds the line (it has a password)."""

@@ -20,6 +20,8 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from .errors import JaasError
+
 __all__ = ["JAVA_ONLY", "JavaTranslation", "RENAMED", "parse_jaas_config", "translate_java_settings"]
 
 # Java consumer names librdkafka spells differently, same meaning.
@@ -66,10 +68,6 @@ class JavaTranslation:
     derived_from: dict[str, str] = field(default_factory=dict)
     #: Java key -> why it cannot be used and what to write instead (never its value)
     rejected: dict[str, str] = field(default_factory=dict)
-
-
-class JaasError(ValueError):
-    """A ``sasl.jaas.config`` line that does not parse; the message never holds the line (it has a password)."""
 
 
 def parse_jaas_config(value: str) -> tuple[str, dict[str, str]]:

@@ -1,4 +1,4 @@
-"""Options of the ``samza-kafka`` source, parsed: every entry is declared in ``spec/kafka.py`` (name, kind,
+"""Options of the ``samza-kafka`` source, parsed: every entry is declared in ``options/kafka.py`` (name, kind,
 default, description); this turns the values into the source's types and checks what involves several options.
 
 Parsed once on the driver when the query starts (``DataSource.streamReader``), so every bad value fails the
@@ -19,22 +19,22 @@ from ..core.copartition import CoPartitionGroup, parse_copartition
 from ..core.errors import ConfigError
 from ..core.model import SystemStreamPartition
 from ..metadata import redact_uri
-from ..source.job_options import JobOptions
-from ..spec import common
-from ..spec import kafka as spec
-from ..spec.kafka import (
-    BATCH_ONLY_OPTIONS,
+from ..options import common
+from ..options import kafka as spec
+from ..options.kafka import (
+    BOUNDED_ONLY_OPTIONS,
     EARLIEST,
     KAFKA_CLIENT_OPTIONS_PREFIX,
-    KAFKA_GROUP_ID_OPTION,
+    KAFKA_GROUP_ID,
     LATEST,
-    OAUTHBEARER_TOKEN_PROVIDER_OPTION,
-    POLL_TIMEOUT_OPTION,
-    STARTING_OFFSETS_OPTION,
-    STARTING_TIMESTAMP_OPTION,
+    OAUTHBEARER_TOKEN_PROVIDER,
+    POLL_TIMEOUT,
+    STARTING_OFFSETS,
+    STARTING_TIMESTAMP,
 )
-from ..spec.option import OptionNames
-from ..spec.values import Options, is_secret_option, json_object, shown
+from ..options.option import OptionNames
+from ..options.values import Options, is_secret_option, json_object, shown
+from ..source.job_options import JobOptions
 from .client_conf import (
     PYTHON_CALLBACK_SETTINGS,
     TOKEN_PROVIDER_KEY,
@@ -54,7 +54,7 @@ DEFAULT_MAX_ROWS_PER_BATCH: int = spec.MAX_ROWS_PER_ARROW_BATCH.default
 #: the names samza-kafka refuses, with the reason and what to do instead
 REFUSED_OPTIONS = spec.REFUSED
 #: options under ``kafka.`` that are the source's own, not librdkafka's (librdkafka is not asked about them)
-_OWN_CLIENT_OPTIONS = (KAFKA_GROUP_ID_OPTION, OAUTHBEARER_TOKEN_PROVIDER_OPTION)
+_OWN_CLIENT_OPTIONS = (KAFKA_GROUP_ID.name, OAUTHBEARER_TOKEN_PROVIDER.name)
 
 
 def option_names() -> OptionNames:
@@ -112,8 +112,8 @@ class KafkaSourceOptions(JobOptions):
     commit_offsets_to_kafka: bool
     max_rows_per_arrow_batch: int
     poll_timeout_ms: int
-    read_path: str  # readPath: auto | native | python (the executor reader; see kafka/native_reader.py)
-    read_path: str  # readPath: auto | native | python (the executor reader; see kafka/native_reader.py)
+    read_path: str  # readPath: auto | native | python (the executor reader; see kafka/executor/native_reader.py)
+    read_path: str  # readPath: auto | native | python (the executor reader; see kafka/executor/native_reader.py)
     drop_topics: tuple[str, ...]  # dropTopics: topics that may leave the job (deleted or no longer subscribed)
     group_id: str  # the consumer group committed positions are mirrored to (kafka.group.id / groupIdPrefix)
 
@@ -123,13 +123,13 @@ class KafkaSourceOptions(JobOptions):
     def describe(self) -> str:
         """For logs: what is read, never the client config (it may hold credentials)."""
         what = (
-            f"{spec.SUBSCRIBE_OPTION}={','.join(self.topics)}" if self.topics else
-            f"{spec.SUBSCRIBE_PATTERN_OPTION}={self.pattern}" if self.pattern else
-            f"{spec.ASSIGN_OPTION}={json.dumps(self.assign)}"
+            f"{spec.SUBSCRIBE.name}={','.join(self.topics)}" if self.topics else
+            f"{spec.SUBSCRIBE_PATTERN.name}={self.pattern}" if self.pattern else
+            f"{spec.ASSIGN.name}={json.dumps(self.assign)}"
         )
         store = redact_uri(self.metadata_store)
-        return (f"{spec.SOURCE} {common.JOB_NAME_OPTION}={self.job_name} {what} "
-                f"{common.GROUPER_OPTION}={self.grouper} store={store}")
+        return (f"{spec.SOURCE} {common.JOB_NAME.name}={self.job_name} {what} "
+                f"{common.GROUPER.name}={self.grouper} store={store}")
 
     @classmethod
     def parse(cls, raw: Any) -> KafkaSourceOptions:
@@ -170,7 +170,7 @@ def _job_model_fields(opts: Options) -> dict[str, Any]:
     for ssp in broadcast:
         if ssp.system != SYSTEM:
             raise ConfigError(
-                f"option '{common.BROADCAST_OPTION}': {ssp.system}.{ssp.stream}#{ssp.partition} names system "
+                f"option '{common.BROADCAST.name}': {ssp.system}.{ssp.stream}#{ssp.partition} names system "
                 f"'{ssp.system}'; this source reads system '{SYSTEM}' (write e.g. kafka.{ssp.stream}#0)"
             )
     copartition_raw = common.COPARTITION.read(opts)
@@ -187,8 +187,8 @@ def _trigger_fields(opts: Options) -> dict[str, Any]:
     max_delay = spec.MAX_TRIGGER_DELAY.read(opts)
     if max_offsets is not None and min_offsets is not None and min_offsets > max_offsets:
         raise ConfigError(
-            f"option '{spec.MIN_OFFSETS_PER_TRIGGER_OPTION}' ({min_offsets}) must not exceed "
-            f"'{spec.MAX_OFFSETS_PER_TRIGGER_OPTION}' ({max_offsets})"
+            f"option '{spec.MIN_OFFSETS_PER_TRIGGER.name}' ({min_offsets}) must not exceed "
+            f"'{spec.MAX_OFFSETS_PER_TRIGGER.name}' ({max_offsets})"
         )
     return {"max_offsets_per_trigger": max_offsets, "min_offsets_per_trigger": min_offsets,
             "max_trigger_delay_ms": max_delay}
@@ -219,7 +219,7 @@ def _translated_client_conf(opts: Options) -> dict[str, str]:
     """The ``kafka.*`` options as librdkafka configuration: Java client names translated (java_client.py), the
     token provider checked to be importable here on the driver, so a typo fails the start, not an executor."""
     translated = translate_java_settings(opts.prefixed(KAFKA_CLIENT_OPTIONS_PREFIX),
-                                         token_provider_option=OAUTHBEARER_TOKEN_PROVIDER_OPTION)
+                                         token_provider_option=OAUTHBEARER_TOKEN_PROVIDER.name)
     if translated.rejected:
         raise ConfigError("; ".join(f"option 'kafka.{key}' is not supported: {why}"
                                     for key, why in sorted(translated.rejected.items())))
@@ -235,14 +235,14 @@ def _parse_group_id(opts: Options, client_conf: dict[str, str], job_name: str) -
     """``kafka.group.id`` as given (removed from the client config: readers never join or commit), else
     ``<groupIdPrefix>-<job.name>``. Spark's rule: both together is an error."""
     explicit = client_conf.pop("group.id", None)
-    prefix_option = spec.GROUP_ID_PREFIX_OPTION
+    prefix_option = spec.GROUP_ID_PREFIX.name
     prefix = opts.string(prefix_option)
     if explicit is not None and prefix is not None:
-        raise ConfigError(f"set either option '{KAFKA_GROUP_ID_OPTION}' (the whole group id) or "
-                          f"'{prefix_option}' (the prefix of '<prefix>-<{common.JOB_NAME_OPTION}>'), not both")
+        raise ConfigError(f"set either option '{KAFKA_GROUP_ID.name}' (the whole group id) or "
+                          f"'{prefix_option}' (the prefix of '<prefix>-<{common.JOB_NAME.name}>'), not both")
     if explicit is not None:
         if not explicit.strip():
-            raise ConfigError(f"option '{KAFKA_GROUP_ID_OPTION}' is empty; give the consumer group that "
+            raise ConfigError(f"option '{KAFKA_GROUP_ID.name}' is empty; give the consumer group that "
                               "committed positions are mirrored to, or remove it")
         return explicit.strip()
     default = spec.GROUP_ID_PREFIX.default
@@ -257,7 +257,7 @@ def _parse_drop_topics(value: str | None) -> tuple[str, ...]:
         return ()
     topics = tuple(t.strip() for t in value.split(","))
     if any(not t for t in topics):
-        raise ConfigError(f"option '{spec.DROP_TOPICS_OPTION}' has an empty topic name in {value!r}; use e.g. "
+        raise ConfigError(f"option '{spec.DROP_TOPICS.name}' has an empty topic name in {value!r}; use e.g. "
                           "'orders-2023,clicks-old'")
     return tuple(sorted(set(topics)))
 
@@ -298,14 +298,14 @@ def _parse_assign(value: str) -> dict[str, tuple[int, ...]]:
             assign[str(topic)] = tuple(sorted(set(parts)))
     except (ValueError, RecursionError):  # RecursionError: JSON nested deeper than Python's recursion limit
         raise ConfigError(
-            f"option '{spec.ASSIGN_OPTION}' must be a JSON object of topic -> non-empty list of partitions, e.g. "
+            f"option '{spec.ASSIGN.name}' must be a JSON object of topic -> non-empty list of partitions, e.g. "
             f"{{\"orders\":[0,1]}}; got {value!r}"
         ) from None
     return assign
 
 
 def _parse_starting(opts: Options) -> StartingOffsets:
-    names = (STARTING_OFFSETS_OPTION, STARTING_TIMESTAMP_OPTION, spec.STARTING_OFFSETS_BY_TIMESTAMP_OPTION)
+    names = (STARTING_OFFSETS.name, STARTING_TIMESTAMP.name, spec.STARTING_OFFSETS_BY_TIMESTAMP.name)
     given = [n for n in names if opts.has(n)]
     strategy = spec.STARTING_OFFSETS_BY_TIMESTAMP_STRATEGY.read(opts)
     if len(given) > 1:
@@ -314,24 +314,24 @@ def _parse_starting(opts: Options) -> StartingOffsets:
         return DEFAULT_STARTING_OFFSETS
     name = given[0]
     value = opts.string(name) or ""
-    if name == STARTING_TIMESTAMP_OPTION:
+    if name == STARTING_TIMESTAMP.name:
         return ByTimestamp(timestamp_ms=epoch_ms(name, value), strategy=strategy)
-    if name == STARTING_OFFSETS_OPTION and value.lower() in (EARLIEST, LATEST):
+    if name == STARTING_OFFSETS.name and value.lower() in (EARLIEST, LATEST):
         return Earliest() if value.lower() == EARLIEST else Latest()
-    example = '{"orders":{"0":23,"1":-2}}' if name == STARTING_OFFSETS_OPTION else '{"orders":{"0":1700000000000}}'
+    example = '{"orders":{"0":23,"1":-2}}' if name == STARTING_OFFSETS.name else '{"orders":{"0":1700000000000}}'
     try:
-        per = per_partition_numbers(value, negatives=(-2, -1) if name == STARTING_OFFSETS_OPTION else ())
+        per = per_partition_numbers(value, negatives=(-2, -1) if name == STARTING_OFFSETS.name else ())
     except (ValueError, RecursionError):
-        allowed = "'earliest', 'latest' or JSON" if name == STARTING_OFFSETS_OPTION else "JSON"
-        meaning = " (-2 = earliest, -1 = latest)" if name == STARTING_OFFSETS_OPTION else " (epoch ms)"
+        allowed = "'earliest', 'latest' or JSON" if name == STARTING_OFFSETS.name else "JSON"
+        meaning = " (-2 = earliest, -1 = latest)" if name == STARTING_OFFSETS.name else " (epoch ms)"
         raise ConfigError(f"option '{name}' must be {allowed} like {example}{meaning}; got {value!r}") from None
-    if name == STARTING_OFFSETS_OPTION:
+    if name == STARTING_OFFSETS.name:
         return SpecificOffsets(per)
     return ByTimestamp(per_partition=per, strategy=strategy)
 
 
-# POLL_TIMEOUT_OPTION and the DEFAULT_* values: for the executors' reader, which names and defaults them
-__all__ = ["BATCH_ONLY_OPTIONS", "DEFAULT_MAX_ROWS_PER_BATCH", "DEFAULT_POLL_TIMEOUT_MS", "POLL_TIMEOUT_OPTION",
+# POLL_TIMEOUT.name and the DEFAULT_* values: for the executors' reader, which names and defaults them
+__all__ = ["BOUNDED_ONLY_OPTIONS", "DEFAULT_MAX_ROWS_PER_BATCH", "DEFAULT_POLL_TIMEOUT_MS", "POLL_TIMEOUT",
            "KafkaSourceOptions", "epoch_ms", "option_names", "per_partition_numbers"]
 
 

@@ -1,7 +1,7 @@
 """The ``samza-kafka`` DataSource and its stream reader: thin glue between Spark and the coordinator.
 
 The driver calls (``initialOffset`` / ``latestOffset`` / ``partitions`` / ``commit``) are the shared skeleton's
-(``source/stream_reader.py``) over :class:`~spark_samza_source.kafka.coordinator.KafkaCoordinator`; this module
+(``source/stream_reader.py``) over :class:`~spark_samza_source.kafka.driver.coordinator.KafkaCoordinator`; this module
 names the offset and partition classes and runs ``read`` on executors, in a pickled reader holding only the
 parsed options: each task reads its offset ranges with ``reader.read_ranges``.
 """
@@ -11,14 +11,14 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterator
 
-from ..source.bounded_reader import PushdownBatchReader, SamzaBatchReader
+from ..options.kafka import BOUNDED_ONLY_OPTIONS
+from ..source.bounded_reader import PushdownBoundedReader, SamzaBoundedReader
 from ..source.data_source import SamzaDataSource
 from ..source.fault_hooks import reporting_batches
 from ..source.limits import default_read_limit
 from ..source.stream_reader import SamzaStreamReader
-from ..spec.kafka import BATCH_ONLY_OPTIONS
+from .driver.offset import KafkaOffset
 from .input_partition import KafkaTaskPartition
-from .offset import KafkaOffset
 from .options import KafkaSourceOptions
 from .schema import TASK_COLUMN, kafka_schema
 
@@ -37,7 +37,7 @@ class SamzaKafkaStreamReader(SamzaStreamReader):
         log.info("created reader: %s", options.describe())
 
     def _make_coordinator(self):
-        from .coordinator import KafkaCoordinator
+        from .driver.coordinator import KafkaCoordinator
 
         return KafkaCoordinator(self.options)
 
@@ -51,7 +51,7 @@ class SamzaKafkaStreamReader(SamzaStreamReader):
 
 def read_task_ranges(options: KafkaSourceOptions, partition: KafkaTaskPartition) -> Iterator:
     """Executors: one task's offset ranges, as Arrow batches (a streaming batch and a batch read alike)."""
-    from .reader import KafkaReadSettings, read_ranges
+    from .executor.reader import KafkaReadSettings, read_ranges
 
     settings = KafkaReadSettings(include_headers=options.include_headers,
                                  fail_on_data_loss=options.fail_on_data_loss,
@@ -62,7 +62,7 @@ def read_task_ranges(options: KafkaSourceOptions, partition: KafkaTaskPartition)
                              planned_rows=sum(r.size for r in partition.reads))
 
 
-class SamzaKafkaBatchReader(SamzaBatchReader):
+class SamzaKafkaBoundedReader(SamzaBoundedReader):
     """``spark.read.format("samza-kafka")``: every task's ranges between the starting and ending options."""
 
     partition_class = KafkaTaskPartition
@@ -71,20 +71,20 @@ class SamzaKafkaBatchReader(SamzaBatchReader):
 
     @staticmethod
     def parse_options(raw, use_stored_job_model: bool):
-        from .bounded_options import KafkaBatchOptions
+        from .bounded_options import KafkaBoundedOptions
 
-        return KafkaBatchOptions.parse(raw, use_stored_job_model)
+        return KafkaBoundedOptions.parse(raw, use_stored_job_model)
 
     def plan(self):
-        from .bounded_read import plan_batch_read
+        from .driver.bounded_read import plan_bounded_read
 
-        return plan_batch_read(self.options, self.pushed)
+        return plan_bounded_read(self.options, self.pushed)
 
     def read(self, partition: KafkaTaskPartition) -> Iterator:
         return read_task_ranges(self.options.source, partition)
 
 
-class SamzaKafkaPushdownBatchReader(PushdownBatchReader, SamzaKafkaBatchReader):
+class SamzaKafkaPushdownBoundedReader(PushdownBoundedReader, SamzaKafkaBoundedReader):
     """The batch reader with ``pushFilters`` (``spark.sql.python.filterPushdown.enabled`` on)."""
 
 
@@ -94,9 +94,9 @@ class SamzaKafkaDataSource(SamzaDataSource):
     FORMAT = FORMAT
     options_class = KafkaSourceOptions
     stream_reader_class = SamzaKafkaStreamReader
-    batch_only_options = BATCH_ONLY_OPTIONS
-    batch_reader_class = SamzaKafkaBatchReader
-    pushdown_batch_reader_class = SamzaKafkaPushdownBatchReader
+    batch_only_options = BOUNDED_ONLY_OPTIONS
+    bounded_reader_class = SamzaKafkaBoundedReader
+    pushdown_bounded_reader_class = SamzaKafkaPushdownBoundedReader
 
     def schema(self):
         return kafka_schema(self.schema_options().include_headers)

@@ -22,14 +22,12 @@ from dataclasses import dataclass, field
 from ..core.errors import ConfigError, DataLossError
 from ..core.jobmodel import JobModel
 from ..core.model import SystemStreamPartition
-from ..spec.common import FAIL_ON_DATA_LOSS_OPTION
-from ..spec.kafka import (
+from ..options.common import FAIL_ON_DATA_LOSS
+from ..options.kafka import (
     EARLIEST,
     STARTING_OFFSETS,
-    STARTING_OFFSETS_BY_TIMESTAMP_OPTION,
+    STARTING_OFFSETS_BY_TIMESTAMP,
     STARTING_OFFSETS_BY_TIMESTAMP_STRATEGY,
-    STARTING_OFFSETS_BY_TIMESTAMP_STRATEGY_OPTION,
-    STARTING_OFFSETS_OPTION,
     TIMESTAMP_STRATEGIES,
     TIMESTAMP_STRATEGY_ERROR,
     TIMESTAMP_STRATEGY_LATEST,
@@ -108,7 +106,7 @@ class SpecificOffsets(StartingOffsets):
 
     per_partition: Mapping[str, Mapping[int, int]] = field(default_factory=dict)
     #: the option named in messages (a batch read's endingOffsets uses this class too)
-    option: str = field(default=STARTING_OFFSETS_OPTION, compare=False)
+    option: str = field(default=STARTING_OFFSETS.name, compare=False)
 
     def starts(self, model, marks, offsets_for_times, *, fail_on_data_loss, assigned=None) -> Starts:
         _check_named_partitions(self.option, self.per_partition, model, assigned)
@@ -148,7 +146,7 @@ class ByTimestamp(StartingOffsets):
     per_partition: Mapping[str, Mapping[int, int]] = field(default_factory=dict)
     strategy: str = DEFAULT_TIMESTAMP_STRATEGY
     #: the option named in messages (a batch read's endingOffsetsByTimestamp uses this class too)
-    option: str = field(default=STARTING_OFFSETS_BY_TIMESTAMP_OPTION, compare=False)
+    option: str = field(default=STARTING_OFFSETS_BY_TIMESTAMP.name, compare=False)
 
     def __post_init__(self) -> None:
         if self.timestamp_ms is not None and self.per_partition:
@@ -178,7 +176,7 @@ class ByTimestamp(StartingOffsets):
                         raise ConfigError(
                             f"no record at or after timestamp {ts} in {ssp}; the starting timestamp option cannot "
                             f"be honoured. Use an earlier timestamp, or set "
-                            f"{STARTING_OFFSETS_BY_TIMESTAMP_STRATEGY_OPTION}={TIMESTAMP_STRATEGY_LATEST} to start "
+                            f"{STARTING_OFFSETS_BY_TIMESTAMP_STRATEGY.name}={TIMESTAMP_STRATEGY_LATEST} to start "
                             "such partitions at the end"
                         )
                     offset = marks[ssp].high
@@ -188,7 +186,7 @@ class ByTimestamp(StartingOffsets):
 
 def _below_log_start(
     model: JobModel, ssp: SystemStreamPartition, wanted: int, m: Watermarks, fail_on_data_loss: bool,
-    option: str = STARTING_OFFSETS_OPTION,
+    option: str = STARTING_OFFSETS.name,
 ) -> DataLoss:
     """A ``startingOffsets`` entry below the log start: the query stops naming the lost range, or (with
     ``failOnDataLoss=false``) starts at the log start with the loss logged and returned to be counted."""
@@ -198,7 +196,7 @@ def _below_log_start(
         raise DataLossError(
             f"option '{option}' asks to start {ssp} at offset {wanted}, below its log start "
             f"{m.low}: {loss.describe()}. The query stops so nothing is skipped silently. To start at the earliest "
-            f"available offset, give -2 (earliest) for this partition; or set {FAIL_ON_DATA_LOSS_OPTION}=false to "
+            f"available offset, give -2 (earliest) for this partition; or set {FAIL_ON_DATA_LOSS.name}=false to "
             f"go on from offset {m.low} with the loss logged and counted in the progress (latestOffset[\"dataLoss\"])"
         )
     log.warning("data loss: %s asks for offset %d of %s: %s; starting at offset %d",

@@ -14,12 +14,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..core.errors import ConfigError
-from ..spec.kinesis import AT_TIMESTAMP, ENDING_POSITION_OPTION, LATEST, STARTING_POSITION_OPTION
-from ..spec.values import Options, json_object
+from ..options.kinesis import AT_TIMESTAMP, ENDING_POSITION, LATEST, STARTING_POSITION
+from ..options.values import Options, json_object
 from .options import KinesisSourceOptions, at_timestamp_ms
 from .starting import TrimHorizon
 
-__all__ = ["KinesisBatchOptions", "KinesisEnding"]
+__all__ = ["KinesisBoundedOptions", "KinesisEnding"]
 
 
 @dataclass(frozen=True)
@@ -33,22 +33,22 @@ class KinesisEnding:
 
 
 @dataclass(frozen=True, repr=False)
-class KinesisBatchOptions:
+class KinesisBoundedOptions:
     source: KinesisSourceOptions
     ending: KinesisEnding
     #: ``job.name`` was given: take the tasks of the job's streaming query from its metadata store
     use_stored_job_model: bool = False
 
     def __repr__(self) -> str:  # never the credentials
-        return f"KinesisBatchOptions({self.source.describe()}, ending={self.ending!r})"
+        return f"KinesisBoundedOptions({self.source.describe()}, ending={self.ending!r})"
 
     @classmethod
-    def parse(cls, raw: Any, use_stored_job_model: bool = False) -> KinesisBatchOptions:
+    def parse(cls, raw: Any, use_stored_job_model: bool = False) -> KinesisBoundedOptions:
         source = KinesisSourceOptions.parse(raw)
         opts = Options(raw)
-        if not opts.has(STARTING_POSITION_OPTION):
+        if not opts.has(STARTING_POSITION.name):
             source = dataclasses.replace(source, starting=TrimHorizon())
-        return cls(source, _parse_ending(opts.string(ENDING_POSITION_OPTION)), use_stored_job_model)
+        return cls(source, _parse_ending(opts.string(ENDING_POSITION.name)), use_stored_job_model)
 
 
 def _parse_ending(value: str | None) -> KinesisEnding:
@@ -56,7 +56,7 @@ def _parse_ending(value: str | None) -> KinesisEnding:
         return KinesisEnding()
     text = value.strip()
     if text.upper().startswith(AT_TIMESTAMP):
-        return KinesisEnding(until_ms=at_timestamp_ms(ENDING_POSITION_OPTION, value))
+        return KinesisEnding(until_ms=at_timestamp_ms(ENDING_POSITION.name, value))
     if text.startswith("{"):
         try:
             per: dict[str, str] = {}
@@ -67,9 +67,9 @@ def _parse_ending(value: str | None) -> KinesisEnding:
                     per[str(shard)] = end
         except (ValueError, RecursionError):
             raise ConfigError(
-                f"option '{ENDING_POSITION_OPTION}' per-shard JSON must map shard ids to a sequence number (the "
+                f"option '{ENDING_POSITION.name}' per-shard JSON must map shard ids to a sequence number (the "
                 f"last record read) or \"LATEST\", e.g. {{\"shardId-000000000000\": \"4960...\"}}; got {value!r}"
             ) from None
         return KinesisEnding(per_shard=per)
-    raise ConfigError(f"option '{ENDING_POSITION_OPTION}' must be LATEST, AT_TIMESTAMP:<ISO-8601> or per-shard JSON; "
+    raise ConfigError(f"option '{ENDING_POSITION.name}' must be LATEST, AT_TIMESTAMP:<ISO-8601> or per-shard JSON; "
                       f"got {value!r}")

@@ -1,6 +1,6 @@
 """Bounded Kinesis calls: the retrying call helper and the error rules both the driver and the executors use.
 
-The driver's :class:`~spark_samza_source.kinesis.admin.KinesisAdmin` (shard discovery, probes) and the executors'
+The driver's :class:`~spark_samza_source.kinesis.driver.admin.KinesisAdmin` (shard discovery, probes) and the executors'
 shard reader (``GetShardIterator`` / ``GetRecords``) make their calls through :class:`KinesisCalls`. It lives
 apart from the admin so that executor code never imports a driver module (docs/architecture.md §2). Rules:
 
@@ -9,7 +9,7 @@ apart from the admin so that executor code never imports a driver module (docs/a
 * **Bounded.** Throttling (``LimitExceededException``, ``ProvisionedThroughputExceededException``) is retried here
   with exponential backoff for at most ``max_retries`` attempts, then a :class:`KinesisThrottledError` names the
   operation and stream. A call given a ``deadline`` (the shard reader's ``maxFetchTimePerShard``) never sleeps
-  past it: still throttled there, it raises :class:`ThrottledAtDeadline` (a ``KinesisThrottledError``) and the
+  past it: still throttled there, it raises :class:`ThrottledAtDeadlineError` (a ``KinesisThrottledError``) and the
   reader ends its batch where it stands. An endpoint that does not answer
   (connection refused, reset or timed out; HTTP 5xx) is retried with backoff for up to ``retry_timeout_s`` (option
   ``endpoint.retryTimeout``, :class:`RetryClock`), then a :class:`KinesisSourceError` names the endpoint, how
@@ -29,12 +29,12 @@ from typing import Any, TypeVar
 from botocore.exceptions import ClientError, HTTPClientError
 from botocore.exceptions import ConnectionError as BotoConnectionError
 
-from ..spec.common import RETRY_TIMEOUT_OPTION
+from ..options.common import RETRY_TIMEOUT
 from .client import AwsClientSettings, client_where
-from .errors import KinesisSourceError, KinesisThrottledError
+from .errors import KinesisSourceError, KinesisThrottledError, ThrottledAtDeadlineError
 from .positions import AFTER_SEQUENCE_NUMBER, AT_SEQUENCE_NUMBER, AT_TIMESTAMP, SHARD_END, TRIM_HORIZON, ShardPosition
 
-__all__ = ["KinesisCalls", "RetryClock", "ThrottledAtDeadline", "THROTTLING_CODES", "UNREACHABLE", "error_code",
+__all__ = ["KinesisCalls", "RetryClock", "THROTTLING_CODES", "UNREACHABLE", "error_code",
            "is_outage", "iterator_request", "unreachable"]
 
 log = logging.getLogger(__name__)
@@ -51,21 +51,17 @@ THROTTLING_CODES = frozenset({
 })
 
 
-class ThrottledAtDeadline(KinesisThrottledError):
-    """Still throttled when the caller's deadline came (the shard reader: ``maxFetchTimePerShard``)."""
-
-
 def unreachable(what: str, where: str, err: BaseException, scrub: Callable[[object], str],
                 clock: RetryClock | None = None) -> KinesisSourceError:
     """The error for an AWS endpoint that did not answer: what was asked, of which endpoint, for how long, and
     botocore's words (scrubbed of credentials)."""
     tried = ""
     if clock is not None:
-        tried = (f" for {clock.elapsed_s():.1f} s ({clock.attempts} attempts; option '{RETRY_TIMEOUT_OPTION}' is "
+        tried = (f" for {clock.elapsed_s():.1f} s ({clock.attempts} attempts; option '{RETRY_TIMEOUT.name}' is "
                  f"{clock.timeout_s:g} s)")
     return KinesisSourceError(f"{what}: no answer from the Kinesis endpoint ({where}){tried}: {scrub(err)}. "
                               f"Check that the endpoint is reachable from this machine, or raise the option "
-                              f"'{RETRY_TIMEOUT_OPTION}' to ride out longer outages")
+                              f"'{RETRY_TIMEOUT.name}' to ride out longer outages")
 
 
 def error_code(err: BaseException) -> str:
@@ -176,7 +172,7 @@ class KinesisCalls:
         """``fn(**kwargs)`` with bounded retries on throttling and on an endpoint that does not answer.
 
         ``deadline`` (``time.monotonic()`` value): no backoff after a throttled attempt sleeps past it; still
-        throttled there, :class:`ThrottledAtDeadline` is raised."""
+        throttled there, :class:`ThrottledAtDeadlineError` is raised."""
         outage = self.retry_clock()
         attempt = 0
         while True:
@@ -196,7 +192,7 @@ class KinesisCalls:
                     raise
                 delay = self.backoff_s(attempt)
                 if deadline is not None and time.monotonic() + delay >= deadline:
-                    raise ThrottledAtDeadline(f"{what}: still throttled at the end of the time given to it "
+                    raise ThrottledAtDeadlineError(f"{what}: still throttled at the end of the time given to it "
                                               f"({attempt + 1} attempts, {self.where()}): {self._scrub(err)}") from None
                 self.sleep(delay)
                 attempt += 1

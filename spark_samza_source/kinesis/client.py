@@ -37,7 +37,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ..core.errors import ConfigError
-from ..spec.common import DEFAULT_RETRY_TIMEOUT_MS
+from ..options.common import DEFAULT_RETRY_TIMEOUT_MS
 
 __all__ = [
     "AwsClientSettings",

@@ -9,7 +9,12 @@ back from botocore (see :func:`spark_samza_source.kinesis.client.AwsClientSettin
 
 from __future__ import annotations
 
-from ..core.errors import DataLossError, SamzaSourceError
+from typing import TYPE_CHECKING
+
+from ..core.errors import DataLossError, InternalError, SamzaSourceError
+
+if TYPE_CHECKING:
+    from .positions import ShardPosition
 
 __all__ = [
     "KinesisSourceError",
@@ -18,6 +23,11 @@ __all__ = [
     "KinesisThrottledError",
     "KclLeaseConflictError",
     "KinesisPlanError",
+    "MapperError",
+    "AttemptPassedRecordedEndError",
+    "UnreachableStoreError",
+    "ThrottledAtDeadlineError",
+    "PositionFormatError",
 ]
 
 
@@ -46,6 +56,33 @@ class KclLeaseConflictError(KinesisSourceError):
     and take-over is disabled): some other worker is using the lease table, so we did not overwrite it."""
 
 
-class KinesisPlanError(SamzaSourceError):
+class KinesisPlanError(InternalError):
     """The recorded ends of a batch do not fit the offset that planned it (a shard missing or unexpected), or the
     planner was handed something that is not a listing, a position or a startpoint; a bug, never the user's."""
+
+
+class MapperError(SamzaSourceError, ValueError):
+    """The mapper was asked something inconsistent (bad counts, a slot out of range, unknown assignment)."""
+
+
+class AttemptPassedRecordedEndError(KinesisSourceError):
+    """Another attempt of the batch recorded an end before this one, which had already handed out rows past it.
+
+    Raised to fail the attempt: Spark discards its rows and the retry reads exactly to ``winner``.
+    """
+
+    def __init__(self, message: str, winner: ShardPosition) -> None:
+        super().__init__(message)
+        self.winner = winner
+
+
+class UnreachableStoreError(KinesisSourceError):
+    """The executor's view of a local ``file:`` metadata store is not the driver's."""
+
+
+class ThrottledAtDeadlineError(KinesisThrottledError):
+    """Still throttled when the caller's deadline came (the shard reader: ``maxFetchTimePerShard``)."""
+
+
+class PositionFormatError(SamzaSourceError, ValueError):
+    """A stored or supplied Kinesis shard position is malformed."""

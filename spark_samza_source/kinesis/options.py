@@ -1,4 +1,4 @@
-"""Options of the ``samza-kinesis`` source, parsed: every entry is declared in ``spec/kinesis.py`` (name, the AWS
+"""Options of the ``samza-kinesis`` source, parsed: every entry is declared in ``options/kinesis.py`` (name, the AWS
 connector's aliases, kind, default, description); this resolves the aliases, turns the values into the source's
 types and checks what involves several options. Parsed once on the driver when the query starts.
 
@@ -15,29 +15,30 @@ from typing import Any
 
 from ..core.errors import ConfigError
 from ..metadata import redact_uri
-from ..source.job_options import JobOptions
-from ..spec import kinesis as spec
-from ..spec.common import JOB_NAME_OPTION
-from ..spec.kinesis import (
-    ACCESS_KEY_ID_OPTION,
+from ..options import kinesis as spec
+from ..options.common import JOB_NAME
+from ..options.kinesis import (
+    ACCESS_KEY_ID,
     AT_TIMESTAMP,
     AWS_MAX_FETCH_TIME_PER_SHARD_SEC_OPTION,
     AWS_STREAM_NAME_OPTION,
-    BATCH_ONLY_OPTIONS,
-    CONSUMER_NAME_OPTION,
-    CONSUMER_TYPE_OPTION,
-    ENDPOINT_URL_OPTION,
+    BOUNDED_ONLY_OPTIONS,
+    CONSUMER_NAME,
+    CONSUMER_TYPE,
+    ENDPOINT_URL,
     KCL,
     LATEST,
-    MAX_FETCH_TIME_PER_SHARD_OPTION,
-    SECRET_KEY_OPTION,
-    STARTING_POSITION_OPTION,
-    STREAM_NAME_OPTION,
+    MAX_FETCH_TIME_PER_SHARD,
+    SECRET_KEY,
+    STARTING_POSITION,
+    STREAM_NAME,
     TRIM_HORIZON,
 )
-from ..spec.option import OptionNames
-from ..spec.values import Options, json_object
-from .positions import PositionFormatError, ShardPosition
+from ..options.option import OptionNames
+from ..options.values import Options, json_object
+from ..source.job_options import JobOptions
+from .errors import PositionFormatError
+from .positions import ShardPosition
 from .starting import DEFAULT_STARTING_POSITION, AtTimestamp, KclCheckpoints, PerShard, StartingPosition, TrimHorizon
 from .starting import Latest as LatestPosition
 
@@ -52,7 +53,7 @@ REFUSED_OPTIONS = spec.REFUSED
 #: the AWS connector's name -> ours; giving both (or two names of one option) is an error
 AWS_CONNECTOR_ALIASES = spec.AWS_CONNECTOR_ALIASES
 
-__all__ = ["BATCH_ONLY_OPTIONS", "KinesisSourceOptions", "at_timestamp_ms", "option_names", "resolve_aliases"]
+__all__ = ["BOUNDED_ONLY_OPTIONS", "KinesisSourceOptions", "at_timestamp_ms", "option_names", "resolve_aliases"]
 
 
 def option_names() -> OptionNames:
@@ -82,7 +83,7 @@ def resolve_aliases(raw: Any) -> dict[str, str]:
         if alias == AWS_MAX_FETCH_TIME_PER_SHARD_SEC_OPTION:
             if not value.strip().isdigit() or int(value) < 1:
                 raise ConfigError(f"option '{alias}' must be a whole number of seconds (>= 1), got {value!r}; or "
-                                  f"use '{MAX_FETCH_TIME_PER_SHARD_OPTION}' with a duration such as '10s'")
+                                  f"use '{MAX_FETCH_TIME_PER_SHARD.name}' with a duration such as '10s'")
             value = f"{int(value)}s"
         out[target] = value
         spelled[target] = alias
@@ -122,7 +123,7 @@ class KinesisSourceOptions(JobOptions):
 
     def describe(self) -> str:
         where = self.endpoint_url or self.region or "default region"
-        return (f"samza-kinesis {JOB_NAME_OPTION}={self.job_name} stream={self.stream} ({where}) "
+        return (f"samza-kinesis {JOB_NAME.name}={self.job_name} stream={self.stream} ({where}) "
                 f"tasks={self.tasks or 'auto'} assignment={self.assignment} store={redact_uri(self.metadata_store)}")
 
     def client_settings(self) -> dict[str, Any]:
@@ -144,19 +145,19 @@ class KinesisSourceOptions(JobOptions):
     def parse(cls, raw: Any) -> KinesisSourceOptions:
         spec.KINESIS.check_names(dict(raw))
         opts = Options(resolve_aliases(raw))
-        stream = opts.string(STREAM_NAME_OPTION, required=True, hint="the Kinesis data stream to read, e.g. "
-                             f".option('{STREAM_NAME_OPTION}', 'clicks') (or the AWS connector's "
+        stream = opts.string(STREAM_NAME.name, required=True, hint="the Kinesis data stream to read, e.g. "
+                             f".option('{STREAM_NAME.name}', 'clicks') (or the AWS connector's "
                              f"'{AWS_STREAM_NAME_OPTION}')")
         if not _STREAM_RE.match(stream):
-            raise ConfigError(f"option '{STREAM_NAME_OPTION}' {stream!r} is not a valid Kinesis stream name "
+            raise ConfigError(f"option '{STREAM_NAME.name}' {stream!r} is not a valid Kinesis stream name "
                               "(1-128 characters from letters, digits, '_', '.', '-')")
         endpoint = spec.ENDPOINT_URL.read(opts)
         if endpoint is not None and not re.match(r"^https?://", endpoint):
-            raise ConfigError(f"option '{ENDPOINT_URL_OPTION}' must start with http:// or https://, got {endpoint!r}")
+            raise ConfigError(f"option '{ENDPOINT_URL.name}' must start with http:// or https://, got {endpoint!r}")
         access_key = spec.ACCESS_KEY_ID.read(opts)
         secret = spec.SECRET_KEY.read(opts)
         if (access_key is None) != (secret is None):
-            raise ConfigError(f"options '{ACCESS_KEY_ID_OPTION}' and '{SECRET_KEY_OPTION}' go together: set both "
+            raise ConfigError(f"options '{ACCESS_KEY_ID.name}' and '{SECRET_KEY.name}' go together: set both "
                               "or neither (neither uses boto3's default credential chain)")
         common = JobOptions.parse_common(opts, job_name_example="clicks-etl",
                                          store_holds="startpoints, batch ends and checkpoint mirror")
@@ -165,12 +166,12 @@ class KinesisSourceOptions(JobOptions):
             stream=stream,
             region=spec.REGION.read(opts),
             endpoint_url=endpoint,
-            dynamodb_endpoint_url=opts.string(spec.DYNAMODB_ENDPOINT_URL_OPTION, endpoint),
+            dynamodb_endpoint_url=opts.string(spec.DYNAMODB_ENDPOINT_URL.name, endpoint),
             access_key_id=access_key,
             secret_key=secret,
             session_token=spec.SESSION_TOKEN.read(opts),
             role_arn=spec.ROLE_ARN.read(opts),
-            role_session_name=opts.string(spec.ROLE_SESSION_NAME_OPTION, f"samza-{common['job_name']}")[:64],
+            role_session_name=opts.string(spec.ROLE_SESSION_NAME.name, f"samza-{common['job_name']}")[:64],
             sts_endpoint_url=spec.STS_ENDPOINT_URL.read(opts),
             tasks=spec.TASKS.read(opts),
             assignment=spec.ASSIGNMENT.read(opts),
@@ -191,17 +192,17 @@ def _parse_consumer(opts: Options) -> str | None:
     name = spec.CONSUMER_NAME.read(opts)
     if spec.CONSUMER_TYPE.read(opts) != spec.SUBSCRIBE_TO_SHARD_CONSUMER:
         if name is not None:
-            raise ConfigError(f"option '{CONSUMER_NAME_OPTION}' is set but '{CONSUMER_TYPE_OPTION}' is "
+            raise ConfigError(f"option '{CONSUMER_NAME.name}' is set but '{CONSUMER_TYPE.name}' is "
                               f"{spec.GET_RECORDS_CONSUMER!r} (polling, which uses no consumer): set "
-                              f"'{CONSUMER_TYPE_OPTION}' to '{spec.SUBSCRIBE_TO_SHARD_CONSUMER}' or remove it")
+                              f"'{CONSUMER_TYPE.name}' to '{spec.SUBSCRIBE_TO_SHARD_CONSUMER}' or remove it")
         return None
     if name is None:
-        raise ConfigError(f"option '{CONSUMER_NAME_OPTION}' is required with {CONSUMER_TYPE_OPTION}="
+        raise ConfigError(f"option '{CONSUMER_NAME.name}' is required with {CONSUMER_TYPE.name}="
                           f"{spec.SUBSCRIBE_TO_SHARD_CONSUMER}: the name of the stream consumer enhanced fan-out "
-                          f"reads through (registered if absent), e.g. .option('{CONSUMER_NAME_OPTION}', "
+                          f"reads through (registered if absent), e.g. .option('{CONSUMER_NAME.name}', "
                           "'clicks-etl') (or the AWS connector's 'kinesis.consumerName')")
     if not _CONSUMER_RE.match(name):
-        raise ConfigError(f"option '{CONSUMER_NAME_OPTION}' {name!r} is not a valid stream consumer name (1-128 "
+        raise ConfigError(f"option '{CONSUMER_NAME.name}' {name!r} is not a valid stream consumer name (1-128 "
                           "characters from letters, digits, '_', '.', '-')")
     return name
 
@@ -218,7 +219,7 @@ def _parse_starting(value: str | None) -> StartingPosition:
     if upper == KCL:
         return KclCheckpoints()
     if upper.startswith(AT_TIMESTAMP):
-        return AtTimestamp(at_timestamp_ms(STARTING_POSITION_OPTION, value))
+        return AtTimestamp(at_timestamp_ms(STARTING_POSITION.name, value))
     if text.startswith("{"):
         try:
             parsed = json_object(text)
@@ -229,13 +230,13 @@ def _parse_starting(value: str | None) -> StartingPosition:
                 per_shard[str(shard)] = ShardPosition.from_json(pos)
         except (ValueError, PositionFormatError, RecursionError) as err:
             raise ConfigError(
-                f"option '{STARTING_POSITION_OPTION}' per-shard JSON is invalid ({err}); expected e.g. "
+                f"option '{STARTING_POSITION.name}' per-shard JSON is invalid ({err}); expected e.g. "
                 '{"shardId-000000000000": "TRIM_HORIZON", "shardId-000000000001": '
                 '{"type": "AFTER_SEQUENCE_NUMBER", "sequence": "4960...", "sub": -1}}'
             ) from None
         return PerShard(per_shard)
     raise ConfigError(
-        f"option '{STARTING_POSITION_OPTION}' must be LATEST, TRIM_HORIZON, AT_TIMESTAMP:<ISO-8601>, kcl, or per-shard "
+        f"option '{STARTING_POSITION.name}' must be LATEST, TRIM_HORIZON, AT_TIMESTAMP:<ISO-8601>, kcl, or per-shard "
         f"JSON; got {value!r}"
     )
 

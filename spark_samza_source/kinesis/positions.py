@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..core.errors import SamzaSourceError
+from .errors import PositionFormatError
 
 TRIM_HORIZON = "TRIM_HORIZON"
 AT_TIMESTAMP = "AT_TIMESTAMP"
@@ -26,10 +26,6 @@ AFTER_SEQUENCE_NUMBER = "AFTER_SEQUENCE_NUMBER"
 SHARD_END = "SHARD_END"
 POSITION_TYPES = (TRIM_HORIZON, AT_TIMESTAMP, AT_SEQUENCE_NUMBER, AFTER_SEQUENCE_NUMBER, SHARD_END)
 EVERY_SUB = 1 << 62  # "after every sub-record" when ordering sub-sequence numbers
-
-
-class PositionFormatError(SamzaSourceError, ValueError):
-    """A stored or supplied Kinesis shard position is malformed."""
 
 
 @dataclass(frozen=True, order=True)

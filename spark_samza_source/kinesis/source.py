@@ -12,12 +12,12 @@ from collections.abc import Iterator
 from typing import Any
 
 from ..core.errors import OffsetFormatError
-from ..source.bounded_reader import PushdownBatchReader, SamzaBatchReader
+from ..options.kinesis import BOUNDED_ONLY_OPTIONS
+from ..source.bounded_reader import PushdownBoundedReader, SamzaBoundedReader
 from ..source.data_source import SamzaDataSource
 from ..source.stream_reader import SamzaStreamReader
-from ..spec.kinesis import BATCH_ONLY_OPTIONS
+from .driver.offset import KinesisOffset
 from .input_partition import KinesisTaskPartition
-from .offset import KinesisOffset
 from .options import KinesisSourceOptions
 from .schema import TASK_COLUMN, kinesis_schema
 
@@ -30,7 +30,7 @@ class SamzaKinesisStreamReader(SamzaStreamReader):
     partition_class = KinesisTaskPartition
 
     def _make_coordinator(self):
-        from .coordinator import KinesisCoordinator
+        from .driver.coordinator import KinesisCoordinator
 
         return KinesisCoordinator(self.options)
 
@@ -53,14 +53,14 @@ class SamzaKinesisStreamReader(SamzaStreamReader):
         if not partition.reads:
             return iter(())
         from ..metadata import open_store
-        from .store_reach import check_store_shared_with_driver
-        from .task import read_task
+        from .executor.store_reach import check_store_shared_with_driver
+        from .executor.task import read_task
 
         check_store_shared_with_driver(open_store(self.options.metadata_store, self.options.job_name))
         return read_task(self.options, partition)
 
 
-class SamzaKinesisBatchReader(SamzaBatchReader):
+class SamzaKinesisBoundedReader(SamzaBoundedReader):
     """``spark.read.format("samza-kinesis")``: every shard of the lineage between the starting and ending
     positions, in its task."""
 
@@ -70,22 +70,22 @@ class SamzaKinesisBatchReader(SamzaBatchReader):
 
     @staticmethod
     def parse_options(raw, use_stored_job_model: bool):
-        from .bounded_options import KinesisBatchOptions
+        from .bounded_options import KinesisBoundedOptions
 
-        return KinesisBatchOptions.parse(raw, use_stored_job_model)
+        return KinesisBoundedOptions.parse(raw, use_stored_job_model)
 
     def plan(self):
-        from .bounded_read import plan_batch_read
+        from .driver.bounded_read import plan_bounded_read
 
-        return plan_batch_read(self.options, self.pushed)
+        return plan_bounded_read(self.options, self.pushed)
 
     def read(self, partition: KinesisTaskPartition) -> Iterator:
-        from .bounded_task import read_batch_task
+        from .executor.bounded_task import read_bounded_task
 
-        return read_batch_task(self.options.source, partition)
+        return read_bounded_task(self.options.source, partition)
 
 
-class SamzaKinesisPushdownBatchReader(PushdownBatchReader, SamzaKinesisBatchReader):
+class SamzaKinesisPushdownBoundedReader(PushdownBoundedReader, SamzaKinesisBoundedReader):
     """The batch reader with ``pushFilters`` (``spark.sql.python.filterPushdown.enabled`` on)."""
 
 
@@ -95,9 +95,9 @@ class SamzaKinesisDataSource(SamzaDataSource):
     FORMAT = FORMAT
     options_class = KinesisSourceOptions
     stream_reader_class = SamzaKinesisStreamReader
-    batch_only_options = BATCH_ONLY_OPTIONS
-    batch_reader_class = SamzaKinesisBatchReader
-    pushdown_batch_reader_class = SamzaKinesisPushdownBatchReader
+    batch_only_options = BOUNDED_ONLY_OPTIONS
+    bounded_reader_class = SamzaKinesisBoundedReader
+    pushdown_bounded_reader_class = SamzaKinesisPushdownBoundedReader
 
     def schema(self):
         self.schema_options()  # fail at analysis time on bad options

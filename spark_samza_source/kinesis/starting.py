@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from ..core.errors import ConfigError
-from ..spec.kinesis import LATEST, STARTING_POSITION, STARTING_POSITION_OPTION
+from ..options.kinesis import LATEST, STARTING_POSITION
 from .errors import KinesisPlanError
 from .positions import ShardPosition
 from .shards import ShardInfo, index_shards, lineage_order
@@ -87,7 +87,7 @@ class AtTimestamp(StartingPosition):
     timestamp_ms: int
 
     def starts(self, shards, *, stream, now_ms, check_sequences, kcl_checkpoints) -> Starts:
-        check_not_future(self.timestamp_ms, now_ms(), f"option '{STARTING_POSITION_OPTION}'")
+        check_not_future(self.timestamp_ms, now_ms(), f"option '{STARTING_POSITION.name}'")
         return Starts({s.shard_id: ShardPosition.at_timestamp(self.timestamp_ms) for s in shards})
 
 
@@ -116,7 +116,7 @@ class KclCheckpoints(StartingPosition):
 
 def per_shard_starts(
     named: Mapping[str, ShardPosition], shards: Sequence[ShardInfo], *, latest_timestamp_ms: int, stream: str,
-    option: str = STARTING_POSITION_OPTION,
+    option: str = STARTING_POSITION.name,
 ) -> dict[str, ShardPosition]:
     """Start positions of a new query from a per-shard ``startingPosition`` (pure: ``shards`` is ``ListShards``).
 

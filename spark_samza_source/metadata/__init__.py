@@ -28,7 +28,7 @@ import urllib.parse
 from typing import TYPE_CHECKING, Any
 
 from ..core.errors import ConfigError
-from ..spec.common import JOB_NAME_OPTION
+from ..options.common import JOB_NAME
 from .base import JsonValue, MetadataStore, validate_job_name, validate_namespace
 from .uri import (
     _SCHEME_RE,
@@ -114,7 +114,7 @@ def _check_bucket(uri: str, scheme: str) -> None:
     authority = re.split(r"[/?#]", uri[authority_start:], maxsplit=1)[0]
     if not authority.strip():
         raise _config_error(uri, f"the {what} is missing; write {scheme}://{what.upper()}/PREFIX (the data goes "
-                            f"under PREFIX/<{JOB_NAME_OPTION}> in that {what})")
+                            f"under PREFIX/<{JOB_NAME.name}> in that {what})")
 
 
 def check_store_uri(uri: str) -> None:

@@ -15,7 +15,7 @@ from abc import ABC, abstractmethod
 from typing import Any
 
 from ..core.errors import ConfigError
-from ..spec.common import JOB_NAME_OPTION
+from ..options.common import JOB_NAME
 
 JsonValue = Any  # a value json.dumps accepts: dict, list, str, int, float, bool, None
 
@@ -27,7 +27,7 @@ def validate_job_name(job_name: Any) -> str:
     """Refuse job names that could escape the store's namespace ('..', '/', control characters ...)."""
     if not isinstance(job_name, str) or not _JOB_NAME_RE.match(job_name) or ".." in job_name:
         raise ConfigError(
-            f"{JOB_NAME_OPTION} {job_name!r:.80} is not allowed: use 1-200 characters from letters, digits and "
+            f"{JOB_NAME.name} {job_name!r:.80} is not allowed: use 1-200 characters from letters, digits and "
             "'._@:+=-', starting with a letter or digit, without '..' (it names the job's namespace in the "
             "metadata store, so '/', '..' and control characters are refused)"
         )

@@ -1,12 +1,12 @@
-"""Job ownership: at most one running query per ``job.name`` and metadata store.
+"""The job lease: at most one running query per ``job.name`` and metadata store.
 
-Called by both coordinators on the driver: a :class:`DriverLease` is acquired with ``put_if_absent`` (namespace
+Called by both coordinators on the driver: a :class:`JobLease` is acquired with ``put_if_absent`` (namespace
 ``owner``, key ``driver``) at the driver's first call, before the query writes anything else; renewed (one
 ``replace_if_equal`` of the record this driver wrote, so the key is never absent in between) by a daemon thread
 every ``ttl / 3`` and by the driver calls; taken over (the same compare-and-set) only when expired, when the
 newcomer is the same query restarted from its checkpoint (the lease records the query's identity as its offsets
 show it), or when the owner ran on this machine and its process is gone. Anyone else fails fast with
-:class:`JobOwnershipError` naming the job, the (redacted) store, the owner's host and pid and when its lease
+:class:`JobLeaseError` naming the job, the (redacted) store, the owner's host and pid and when its lease
 expires. A driver whose lease was taken over fails at its next call.
 
 Pure logic over the ``MetadataStore`` interface plus the local process facts it records; clocks are injectable.
@@ -26,25 +26,23 @@ from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from typing import Any
 
-from ..core.errors import SamzaSourceError
-from ..spec.common import (
-    DEFAULT_OWNERSHIP_TTL_MS,
-    JOB_NAME_OPTION,
-    JOB_OWNERSHIP_TTL_OPTION,
-    METADATA_STORE_OPTION,
-    MIN_OWNERSHIP_TTL_MS,
+from ..core.errors import JobLeaseError
+from ..options.common import (
+    DEFAULT_JOB_LEASE_TTL_MS,
+    JOB_LEASE_TTL,
+    JOB_NAME,
+    METADATA_STORE,
+    MIN_JOB_LEASE_TTL_MS,
 )
-from ..spec.namespaces import LEASE, LEASE_KEY
+from ..options.namespaces import LEASE, LEASE_KEY
 from .base import MetadataStore
 
 __all__ = [
-    "DriverLease",
-    "JobOwnershipError",
+    "JobLease",
     "NAMESPACE",
     "KEY",
-    "DEFAULT_OWNERSHIP_TTL_MS",
+    "DEFAULT_JOB_LEASE_TTL_MS",
     "MIN_TTL_MS",
-    "TTL_OPTION",
     "offset_identity",
     "query_identity",
 ]
@@ -54,8 +52,7 @@ log = logging.getLogger(__name__)
 NAMESPACE = LEASE
 KEY = LEASE_KEY
 LEASE_FORMAT_VERSION = 1
-TTL_OPTION = JOB_OWNERSHIP_TTL_OPTION
-MIN_TTL_MS = MIN_OWNERSHIP_TTL_MS
+MIN_TTL_MS = MIN_JOB_LEASE_TTL_MS
 #: identities kept in the lease: enough for every offset a restart may resume from (see ``offset_identity``)
 MAX_IDENTITIES = 4
 _ACQUIRE_ATTEMPTS = 10
@@ -63,10 +60,6 @@ _ACQUIRE_ATTEMPTS = 10
 #: owner may be releasing it, or (a driver of an earlier release, which renewed by delete_if_equal then
 #: put_if_absent) between the two halves of a renewal; renewals and takeovers here are one compare-and-set
 _GAP_WAIT_S = 0.2
-
-
-class JobOwnershipError(SamzaSourceError):
-    """Another query owns this job.name in this metadata store (or took it over from this query)."""
 
 
 def offset_identity(offset_json: str) -> str:
@@ -132,11 +125,11 @@ def _valid_record(value: Any) -> bool:
             and all(isinstance(q, str) for q in query))
 
 
-class DriverLease:
+class JobLease:
     """The lease of one coordinator (one query's driver) on its job. Thread-safe.
 
     ``hold(*identities)`` is called at the start of every driver entry point, before anything else touches the
-    store: the first call acquires (or fails with :class:`JobOwnershipError`), later calls renew when needed and
+    store: the first call acquires (or fails with :class:`JobLeaseError`), later calls renew when needed and
     raise if the lease was lost. ``identities`` are the query's identities visible in that call
     (:func:`offset_identity`, :func:`query_identity`).
     """
@@ -145,7 +138,7 @@ class DriverLease:
         self,
         store: MetadataStore,
         *,
-        ttl_ms: int = DEFAULT_OWNERSHIP_TTL_MS,
+        ttl_ms: int = DEFAULT_JOB_LEASE_TTL_MS,
         wall_ms: Callable[[], int] | None = None,
         heartbeat: bool = True,
         sleep: Callable[[float], None] = time.sleep,
@@ -154,7 +147,8 @@ class DriverLease:
         machine: str | None = None,
     ) -> None:
         if not isinstance(ttl_ms, int) or ttl_ms < MIN_TTL_MS:
-            raise JobOwnershipError(f"option '{TTL_OPTION}' must be at least {MIN_TTL_MS} ms, got {ttl_ms!r}")
+            raise JobLeaseError(
+                f"option '{JOB_LEASE_TTL.name}' must be at least {MIN_TTL_MS} ms, got {ttl_ms!r}")
         self.store = store
         self.ttl_ms = ttl_ms
         self.owner_id = uuid.uuid4().hex
@@ -180,10 +174,10 @@ class DriverLease:
             return None if self._held is None else dict(self._held)
 
     def hold(self, *identities: str) -> None:
-        """Acquire the job (first call) or keep it; raise :class:`JobOwnershipError` if another query has it."""
+        """Acquire the job (first call) or keep it; raise :class:`JobLeaseError` if another query has it."""
         with self._lock:
             if self._lost is not None:
-                raise JobOwnershipError(self._lost)
+                raise JobLeaseError(self._lost)
             now = self._wall_ms()
             if self._held is None:
                 self._acquire(identities, now)
@@ -194,10 +188,10 @@ class DriverLease:
                 self._renew_or_give_up(identities, now)
 
     def renew(self) -> None:
-        """Renew now (what the heartbeat does); raises :class:`JobOwnershipError` if the lease was lost."""
+        """Renew now (what the heartbeat does); raises :class:`JobLeaseError` if the lease was lost."""
         with self._lock:
             if self._lost is not None:
-                raise JobOwnershipError(self._lost)
+                raise JobLeaseError(self._lost)
             if self._held is not None:
                 self._renew_or_give_up((), self._wall_ms())
 
@@ -241,16 +235,16 @@ class DriverLease:
                 continue
             reason = self._takeover_reason(current, identities, now)
             if reason is None:
-                raise JobOwnershipError(self._conflict_message(current, now))
+                raise JobLeaseError(self._conflict_message(current, now))
             if self.store.replace_if_equal(NAMESPACE, KEY, current, record):
                 log.warning("job %s: took the job over from %s: %s", self.store.job_name,
                             self._describe_owner(current), reason)
                 self._own(record)
                 return
-        raise JobOwnershipError(
-            f"{JOB_NAME_OPTION} '{self.store.job_name}' in metadata store '{self.store.uri}': could not acquire the "
+        raise JobLeaseError(
+            f"{JOB_NAME.name} '{self.store.job_name}' in metadata store '{self.store.uri}': could not acquire the "
             f"job's lease after {_ACQUIRE_ATTEMPTS} attempts, other drivers keep changing it. Is another query with "
-            f"the same {JOB_NAME_OPTION} starting and stopping in a loop? Give each query its own {JOB_NAME_OPTION}."
+            f"the same {JOB_NAME.name} starting and stopping in a loop? Give each query its own {JOB_NAME.name}."
         )
 
     def _own(self, record: dict[str, Any]) -> None:
@@ -283,7 +277,7 @@ class DriverLease:
         store answers again later. A failure within the TTL propagates as it is (the heartbeat retries)."""
         try:
             self._renew(identities, now)
-        except JobOwnershipError:
+        except JobLeaseError:
             raise
         except Exception as err:
             assert self._held is not None
@@ -292,7 +286,7 @@ class DriverLease:
                 raise
             self._lost = self._unrenewable_message(now, err)
             self._stop.set()
-            raise JobOwnershipError(self._lost) from err
+            raise JobLeaseError(self._lost) from err
 
     def _renew(self, identities: Iterable[str], now: int) -> None:
         identities = tuple(identities)
@@ -318,7 +312,7 @@ class DriverLease:
             self._held = current  # our own write (e.g. a renewal whose reply was lost): adopt it, try again
         self._lost = self._lost_message(current)
         self._stop.set()
-        raise JobOwnershipError(self._lost)
+        raise JobLeaseError(self._lost)
 
     def _start_heartbeat(self) -> None:
         if not self._heartbeat_enabled or self._thread is not None:
@@ -335,7 +329,7 @@ class DriverLease:
                 return
             try:
                 self.renew()
-            except JobOwnershipError as err:  # taken over, or the store unreachable for longer than the TTL
+            except JobLeaseError as err:  # taken over, or the store unreachable for longer than the TTL
                 log.error("%s", err)
                 return
             except Exception as err:  # noqa: BLE001 - a store hiccup: the next beat (or driver call) retries
@@ -354,36 +348,37 @@ class DriverLease:
         expires = current["renewedMs"] + current["ttlMs"]
         ago = max(0, now - current["renewedMs"]) / 1000
         return (
-            f"{JOB_NAME_OPTION} '{self.store.job_name}' is already in use in metadata store '{self.store.uri}': "
+            f"{JOB_NAME.name} '{self.store.job_name}' is already in use in metadata store '{self.store.uri}': "
             f"another query owns it, {self._describe_owner(current)}, since {_iso(current['acquiredMs'])}. Its "
             f"lease was renewed {ago:.1f} s ago and expires at {_iso(expires)} unless renewed again "
-            f"(TTL {current['ttlMs'] / 1000:g} s). Two queries with the same {JOB_NAME_OPTION} and "
-            f"{METADATA_STORE_OPTION} would share startpoints, the job model and the checkpoint mirrors, so this query "
-            f"does not start. To fix: give this query its own {JOB_NAME_OPTION}; or stop the other query (a stopped "
-            f"or crashed driver's lease expires {TTL_OPTION} after its last renewal, and a restart of the same query "
-            "from its checkpoint is let in at once); or, if the other query is already gone, wait until the lease "
-            "expires."
+            f"(TTL {current['ttlMs'] / 1000:g} s). Two queries with the same {JOB_NAME.name} and "
+            f"{METADATA_STORE.name} would share startpoints, the job model and the checkpoint mirrors, so this query "
+            f"does not start. To fix: give this query its own {JOB_NAME.name}; or stop the other query (a stopped "
+            f"or crashed driver's lease expires {JOB_LEASE_TTL.name} after its last renewal, and a restart of "
+            "the same query from its checkpoint is let in at once); or, if the other query is already gone, wait "
+            "until the lease expires."
         )
 
     def _unrenewable_message(self, now: int, err: BaseException) -> str:
         assert self._held is not None
         silent_s = max(0, now - self._held["renewedMs"]) / 1000
         return (
-            f"{JOB_NAME_OPTION} '{self.store.job_name}' in metadata store '{self.store.uri}': this query's driver "
+            f"{JOB_NAME.name} '{self.store.job_name}' in metadata store '{self.store.uri}': this query's driver "
             f"(host {self.host}, pid {self.pid}) could not renew its lease on the job for {silent_s:.1f} s, longer "
-            f"than {TTL_OPTION} = {self.ttl_ms / 1000:g} s: the store did not answer ({str(err)[:500]}). Another "
-            "query may have taken the job over since, so this query stops rather than run on without its lease. "
+            f"than {JOB_LEASE_TTL.name} = {self.ttl_ms / 1000:g} s: the store did not answer "
+            f"({str(err)[:500]}). Another query may have taken the job over since, so this query stops rather "
+            "than run on without its lease. "
             "Check that the metadata store is reachable, then restart the query from its checkpoint (the same "
-            f"query takes its lease back at once); raise {TTL_OPTION} to ride out longer store outages."
+            f"query takes its lease back at once); raise {JOB_LEASE_TTL.name} to ride out longer store outages."
         )
 
     def _lost_message(self, current: Any) -> str:
         since = _iso(current.get("acquiredMs")) if isinstance(current, dict) else "an unknown time"
         return (
-            f"{JOB_NAME_OPTION} '{self.store.job_name}' in metadata store '{self.store.uri}': this query's driver "
+            f"{JOB_NAME.name} '{self.store.job_name}' in metadata store '{self.store.uri}': this query's driver "
             f"(host {self.host}, pid {self.pid}) lost the job to another query, {self._describe_owner(current)}, which "
-            f"took it over at {since} (this driver had not renewed its lease within {TTL_OPTION} = "
+            f"took it over at {since} (this driver had not renewed its lease within {JOB_LEASE_TTL.name} = "
             f"{self.ttl_ms / 1000:g} s, or the same query was started a second time). This query stops so that two "
             "queries never share the job's startpoints and job model. Stop one of them; if you need both, give "
-            f"each its own {JOB_NAME_OPTION}."
+            f"each its own {JOB_NAME.name}."
         )

@@ -10,12 +10,12 @@ from __future__ import annotations
 import re
 import urllib.parse
 
-from ..spec.common import METADATA_STORE_OPTION
+from ..options.common import METADATA_STORE
 
 __all__ = ["OPTION", "PYARROW_SCHEMES", "REDACTED", "SUPPORTED_FORMS", "redact_uri", "scrub_secrets"]
 
 #: the option users set; named in every configuration error
-OPTION = METADATA_STORE_OPTION
+OPTION = METADATA_STORE.name
 
 SUPPORTED_FORMS = (
     "memory:[NAME], file:///ABSOLUTE/PATH or a plain directory path, "

@@ -185,7 +185,7 @@ def source_lag(source: Any, *, query_id: str | None = None, query_name: str | No
     None when the source is neither a samza-kafka nor a samza-kinesis source (its end offset is not one of
     theirs) or reported no lag in ``latestOffset`` (e.g. a samza-kinesis batch planned before any was read).
     """
-    from ..kinesis.progress import MILLIS_BEHIND_LATEST
+    from ..kinesis.driver.progress import MILLIS_BEHIND_LATEST
 
     latest = _as_json(_get(source, "latestOffset"))
     end = _as_json(_get(source, "endOffset"))
@@ -199,7 +199,7 @@ def source_lag(source: Any, *, query_id: str | None = None, query_name: str | No
 
 def _kafka_lag(latest: dict, end: dict, where: dict) -> SourceLag | None:
     from ..core.errors import OffsetFormatError, SamzaSourceError
-    from ..kafka.offset import KafkaOffset
+    from ..kafka.driver.offset import KafkaOffset
 
     try:
         offset = KafkaOffset.from_json(end)
@@ -224,8 +224,8 @@ def _kafka_lag(latest: dict, end: dict, where: dict) -> SourceLag | None:
 
 def _kinesis_lag(latest: dict, end: dict, where: dict) -> SourceLag | None:
     from ..core.errors import OffsetFormatError, SamzaSourceError
-    from ..kinesis.offset import KinesisOffset
-    from ..kinesis.progress import MEASURED_IN_BATCH, MILLIS_BEHIND_LATEST
+    from ..kinesis.driver.offset import KinesisOffset
+    from ..kinesis.driver.progress import MEASURED_IN_BATCH, MILLIS_BEHIND_LATEST
 
     try:
         offset = KinesisOffset.from_json(end)

@@ -18,8 +18,8 @@ import json
 import os
 import re
 
-from ..core.errors import ConfigError
-from .offset_log import CheckpointDirError, OffsetLog
+from ..core.errors import CheckpointDirError, ConfigError
+from .offset_log import OffsetLog
 
 __all__ = ["starting_offsets_from_samza_checkpoint", "starting_offsets_from_spark_checkpoint"]
 

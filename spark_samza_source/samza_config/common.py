@@ -9,7 +9,7 @@ sources' own options written into the file, and everything left over (Samza runt
 
 Callers: ``importer.py`` creates one per ``import_mapping`` call; ``kafka.py`` and ``kinesis.py`` record
 through its bookkeeping methods (``get``, ``ignore``, ``reject``, ``fail``, ``set_option``) and read
-``stream_ids``. Every option name is a constant of the option spec (``spec/``).
+``stream_ids``. Every option name is a constant of the option spec (``options/``).
 """
 
 from __future__ import annotations
@@ -22,9 +22,9 @@ from ..core.broadcast import parse_broadcast_inputs
 from ..core.errors import ConfigError
 from ..core.model import SystemStreamPartition
 from ..metadata.base import validate_job_name
-from ..spec.common import BROADCAST_OPTION, JOB_NAME_OPTION, METADATA_STORE_OPTION
-from ..spec.kafka import ASSIGN_OPTION, SUBSCRIBE_PATTERN_OPTION
-from ..spec.values import is_secret_option, shown
+from ..options.common import BROADCAST, JOB_NAME, METADATA_STORE
+from ..options.kafka import ASSIGN, SUBSCRIBE_PATTERN
+from ..options.values import is_secret_option, shown
 from .report import PropertiesImport
 
 __all__ = ["KAFKA_FORMAT", "KINESIS_FORMAT", "SystemTranslation", "Translation"]
@@ -39,8 +39,8 @@ GROUPER_KEY = "job.systemstreampartition.grouper.factory"
 EXPANSION_KEY = "job.systemstreampartition.input.expansion.enabled"
 MAPPER_KEY = "job.system.stream.partition.mapper.factory"
 # Samza properties whose names the sources' options carry over unchanged (so they are the same constants)
-SAMZA_JOB_NAME_KEY = JOB_NAME_OPTION
-SAMZA_BROADCAST_KEY = BROADCAST_OPTION
+SAMZA_JOB_NAME_KEY = JOB_NAME.name
+SAMZA_BROADCAST_KEY = BROADCAST.name
 
 #: system -> input streams (file order); system -> [(regex, rewriter key)] from RegExTopicGenerator
 Inputs = dict[str, list[str]]
@@ -76,7 +76,7 @@ _IGNORED_EXACT = {
     "job.coordinator.system": "Samza's coordinator stream: the job model is kept in the metadata store",
     "job.changelog.system": "Samza's store changelogs: Spark state is checkpointed by Spark",
     "job.coordinator.monitor-partition-change.frequency.ms": "partition expansion is detected at every trigger",
-    "job.coordinator.monitor-input-regex.frequency.ms": f"{SUBSCRIBE_PATTERN_OPTION} is re-evaluated at every trigger",
+    "job.coordinator.monitor-input-regex.frequency.ms": f"{SUBSCRIBE_PATTERN.name} is re-evaluated at every trigger",
     "job.jmx.enabled": "Samza JMX: Spark has its own metrics",
     "job.logged.store.base.dir": "Samza local stores: use Spark state",
     "job.non-logged.store.base.dir": "Samza local stores: use Spark state",
@@ -168,7 +168,7 @@ class Translation:
         broadcast = self.broadcast()
         system = self.choose_system(inputs, patterns, broadcast)
         kind = self.system_type(system)
-        self.set_option(JOB_NAME_OPTION, job_name, SAMZA_JOB_NAME_KEY)
+        self.set_option(JOB_NAME.name, job_name, SAMZA_JOB_NAME_KEY)
         systems[kind].translate(self, system, inputs, patterns, broadcast)
         self.common_keys()
         self.native_options(systems[kind], [s for k, s in systems.items() if k != kind])
@@ -193,7 +193,7 @@ class Translation:
         except ConfigError as err:
             raise ConfigError(f"{self.name(name_key)}/{self.name(id_key)}: {err}") from None
         if job_id != "1":
-            self.notes.append(f"{id_key}={job_id} is folded into {JOB_NAME_OPTION} '{folded}' (Samza identifies a "
+            self.notes.append(f"{id_key}={job_id} is folded into {JOB_NAME.name} '{folded}' (Samza identifies a "
                               f"job by {name_key} and {id_key}; id 1, the default, is left out)")
         return folded
 
@@ -342,7 +342,7 @@ class Translation:
         if matcher:
             raise self.fail("job.systemstreampartition.matcher.class",
                             "Samza then reads only the matching partitions; this importer does not translate "
-                            f"matchers. Use the option '{ASSIGN_OPTION}' (JSON topic -> partitions) instead")
+                            f"matchers. Use the option '{ASSIGN.name}' (JSON topic -> partitions) instead")
         for key in self.keys_with("job.systemstreampartition.matcher."):
             if key not in self.used:
                 self.ignore(key, "matcher configuration without job.systemstreampartition.matcher.class")
@@ -356,7 +356,7 @@ class Translation:
         for key in ("startpoint.metadata.store.factory", "metadata.store.factory"):
             if key in self.props:
                 self.reject(key, "Samza's metadata store (coordinator stream) is not read: set the option "
-                                 f"{METADATA_STORE_OPTION}; Startpoints, the job model and the checkpoint mirror live "
+                                 f"{METADATA_STORE.name}; Startpoints, the job model and the checkpoint mirror live "
                                  "there")
 
     def native_options(self, translation: SystemTranslation, others: Iterable[SystemTranslation]) -> None:

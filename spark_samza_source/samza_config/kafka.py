@@ -10,7 +10,7 @@ that would change what is read (``samza.reset.offset``, ``samza.bootstrap``, ``s
 
 Callers: ``importer.py`` registers :data:`KAFKA` and ``common.Translation.run`` calls :func:`translate` when
 the chosen system is a Kafka system. Option names are the constants of ``kafka/options.py`` and
-``spec/``.
+``options/``.
 """
 
 from __future__ import annotations
@@ -23,42 +23,42 @@ from ..core.errors import ConfigError
 from ..core.grouping import SAMZA_GROUPER_FACTORIES, FixedTasksGrouper
 from ..core.model import SystemStreamPartition
 from ..kafka.java_client import translate_java_settings
-from ..spec.common import (
-    BROADCAST_OPTION,
-    COPARTITION_OPTION,
-    EXPANSION_ALGORITHM_OPTION,
-    FAIL_ON_DATA_LOSS_OPTION,
-    GROUPER_OPTION,
-    JOB_OWNERSHIP_TTL_OPTION,
-    METADATA_STORE_OPTION,
-    RETRY_TIMEOUT_OPTION,
-    STARTPOINT_POLL_INTERVAL_OPTION,
-    STARTPOINT_TTL_OPTION,
+from ..options.common import (
+    BROADCAST,
+    COPARTITION,
+    EXPANSION_ALGORITHM,
+    FAIL_ON_DATA_LOSS,
+    GROUPER,
+    JOB_LEASE_TTL,
+    METADATA_STORE,
+    RETRY_TIMEOUT,
+    STARTPOINT_POLL_INTERVAL,
+    STARTPOINT_TTL,
 )
-from ..spec.kafka import (
-    ASSIGN_OPTION,
-    BOOTSTRAP_SERVERS_OPTION,
-    COMMIT_OFFSETS_TO_KAFKA_OPTION,
-    DROP_TOPICS_OPTION,
-    EXPANSION_ORDERING_OPTION,
-    EXPANSION_SETTLE_OPTION,
-    GROUP_ID_PREFIX_OPTION,
-    INCLUDE_HEADERS_OPTION,
-    JOB_MODEL_RESET_OPTION,
-    KAFKA_GROUP_ID_OPTION,
-    MAX_OFFSETS_PER_TRIGGER_OPTION,
-    MAX_ROWS_PER_ARROW_BATCH_OPTION,
-    MAX_TRIGGER_DELAY_OPTION,
-    MIN_OFFSETS_PER_TRIGGER_OPTION,
-    OAUTHBEARER_TOKEN_PROVIDER_OPTION,
-    POLL_TIMEOUT_OPTION,
-    READ_PATH_OPTION,
-    STARTING_OFFSETS_BY_TIMESTAMP_OPTION,
-    STARTING_OFFSETS_BY_TIMESTAMP_STRATEGY_OPTION,
-    STARTING_OFFSETS_OPTION,
-    STARTING_TIMESTAMP_OPTION,
-    SUBSCRIBE_OPTION,
-    SUBSCRIBE_PATTERN_OPTION,
+from ..options.kafka import (
+    ASSIGN,
+    BOOTSTRAP_SERVERS,
+    COMMIT_OFFSETS_TO_KAFKA,
+    DROP_TOPICS,
+    EXPANSION_ORDERING,
+    EXPANSION_SETTLE,
+    GROUP_ID_PREFIX,
+    INCLUDE_HEADERS,
+    JOB_MODEL_RESET,
+    KAFKA_GROUP_ID,
+    MAX_OFFSETS_PER_TRIGGER,
+    MAX_ROWS_PER_ARROW_BATCH,
+    MAX_TRIGGER_DELAY,
+    MIN_OFFSETS_PER_TRIGGER,
+    OAUTHBEARER_TOKEN_PROVIDER,
+    POLL_TIMEOUT,
+    READ_PATH,
+    STARTING_OFFSETS,
+    STARTING_OFFSETS_BY_TIMESTAMP,
+    STARTING_OFFSETS_BY_TIMESTAMP_STRATEGY,
+    STARTING_TIMESTAMP,
+    SUBSCRIBE,
+    SUBSCRIBE_PATTERN,
 )
 from .common import (
     EXPANSION_KEY,
@@ -82,25 +82,25 @@ _ALGORITHM_KEY = "job.systemstreampartition.expansion.algorithm"  # SEP-5's name
 
 # Options of the source itself, passed through verbatim when a file carries them.
 NATIVE_OPTIONS = frozenset({
-    SUBSCRIBE_OPTION, SUBSCRIBE_PATTERN_OPTION, ASSIGN_OPTION, METADATA_STORE_OPTION, GROUPER_OPTION,
-    EXPANSION_ALGORITHM_OPTION, EXPANSION_ORDERING_OPTION, EXPANSION_SETTLE_OPTION, JOB_MODEL_RESET_OPTION,
-    COPARTITION_OPTION, STARTING_OFFSETS_OPTION, STARTING_TIMESTAMP_OPTION, STARTING_OFFSETS_BY_TIMESTAMP_OPTION,
-    STARTING_OFFSETS_BY_TIMESTAMP_STRATEGY_OPTION, MAX_OFFSETS_PER_TRIGGER_OPTION, MIN_OFFSETS_PER_TRIGGER_OPTION,
-    MAX_TRIGGER_DELAY_OPTION, FAIL_ON_DATA_LOSS_OPTION, INCLUDE_HEADERS_OPTION, STARTPOINT_TTL_OPTION,
-    STARTPOINT_POLL_INTERVAL_OPTION, COMMIT_OFFSETS_TO_KAFKA_OPTION, MAX_ROWS_PER_ARROW_BATCH_OPTION,
-    POLL_TIMEOUT_OPTION, JOB_OWNERSHIP_TTL_OPTION, RETRY_TIMEOUT_OPTION, DROP_TOPICS_OPTION,
-    GROUP_ID_PREFIX_OPTION, READ_PATH_OPTION,
+    SUBSCRIBE.name, SUBSCRIBE_PATTERN.name, ASSIGN.name, METADATA_STORE.name, GROUPER.name,
+    EXPANSION_ALGORITHM.name, EXPANSION_ORDERING.name, EXPANSION_SETTLE.name, JOB_MODEL_RESET.name,
+    COPARTITION.name, STARTING_OFFSETS.name, STARTING_TIMESTAMP.name, STARTING_OFFSETS_BY_TIMESTAMP.name,
+    STARTING_OFFSETS_BY_TIMESTAMP_STRATEGY.name, MAX_OFFSETS_PER_TRIGGER.name, MIN_OFFSETS_PER_TRIGGER.name,
+    MAX_TRIGGER_DELAY.name, FAIL_ON_DATA_LOSS.name, INCLUDE_HEADERS.name, STARTPOINT_TTL.name,
+    STARTPOINT_POLL_INTERVAL.name, COMMIT_OFFSETS_TO_KAFKA.name, MAX_ROWS_PER_ARROW_BATCH.name,
+    POLL_TIMEOUT.name, JOB_LEASE_TTL.name, RETRY_TIMEOUT.name, DROP_TOPICS.name,
+    GROUP_ID_PREFIX.name, READ_PATH.name,
 })
-_EXCLUSIVE = ((SUBSCRIBE_OPTION, SUBSCRIBE_PATTERN_OPTION, ASSIGN_OPTION),
-              (STARTING_OFFSETS_OPTION, STARTING_TIMESTAMP_OPTION, STARTING_OFFSETS_BY_TIMESTAMP_OPTION))
+_EXCLUSIVE = ((SUBSCRIBE.name, SUBSCRIBE_PATTERN.name, ASSIGN.name),
+              (STARTING_OFFSETS.name, STARTING_TIMESTAMP.name, STARTING_OFFSETS_BY_TIMESTAMP.name))
 
 # systems.<s>.consumer.<key>: Java consumer keys that mean something else here. Security settings, Java-only
 # settings and renamed ones are translated by kafka/java_client.py, as for a query's kafka.* options.
 _CONSUMER_REJECTED = {
     "auto.offset.reset": "in Samza it silently resets a position that fell out of range; here "
-                         f"{FAIL_ON_DATA_LOSS_OPTION} (default true) fails the query naming the lost range, false "
+                         f"{FAIL_ON_DATA_LOSS.name} (default true) fails the query naming the lost range, false "
                          "continues from the earliest available offset. Where a new query starts is "
-                         f"{STARTING_OFFSETS_OPTION} (from samza.offset.default)",
+                         f"{STARTING_OFFSETS.name} (from samza.offset.default)",
     "enable.auto.commit": "offsets are tracked in Spark's checkpoint; Kafka auto-commit is refused by the source",
     "auto.commit.enable": "offsets are tracked in Spark's checkpoint; Kafka auto-commit is refused by the source",
     "key.deserializer": "keys are always returned as binary; decode them in Spark",
@@ -117,14 +117,14 @@ def translate(tr: Translation, system: str, inputs: Inputs, patterns: Patterns,
     if regexes:
         alternatives = [re.escape(t) for t in topics] + [regex for regex, _ in regexes]
         pattern = alternatives[0] if len(alternatives) == 1 else "|".join(f"(?:{a})" for a in alternatives)
-        tr.set_option(SUBSCRIBE_PATTERN_OPTION, pattern, ", ".join(["task.inputs"] * bool(topics)
+        tr.set_option(SUBSCRIBE_PATTERN.name, pattern, ", ".join(["task.inputs"] * bool(topics)
                                                              + [k for _, k in regexes]))
-        tr.notes.append(f"RegExTopicGenerator input(s) become {SUBSCRIBE_PATTERN_OPTION} (matched against whole topic "
+        tr.notes.append(f"RegExTopicGenerator input(s) become {SUBSCRIBE_PATTERN.name} (matched against whole topic "
                         "names, as Samza does); it is re-evaluated at every trigger and topics that start "
                         "matching later are read from earliest (Samza needs a restart and uses "
                         "samza.offset.default). Python's regex syntax must accept the pattern")
     else:
-        tr.set_option(SUBSCRIBE_OPTION, ",".join(topics), "task.inputs")
+        tr.set_option(SUBSCRIBE.name, ",".join(topics), "task.inputs")
     _consumer(tr, system)
     _system_keys(tr, system)
     broadcast_topics = [t for t in dict.fromkeys(b.stream for b in broadcast) if t not in topics]
@@ -135,17 +135,17 @@ def translate(tr: Translation, system: str, inputs: Inputs, patterns: Patterns,
     _grouper(tr)
     if broadcast:
         renamed = [SystemStreamPartition("kafka", b.stream, b.partition) for b in broadcast]
-        tr.set_option(BROADCAST_OPTION, format_broadcast_inputs(renamed), SAMZA_BROADCAST_KEY)
+        tr.set_option(BROADCAST.name, format_broadcast_inputs(renamed), SAMZA_BROADCAST_KEY)
         if system != "kafka":
             tr.notes.append(f"{SAMZA_BROADCAST_KEY}: system '{system}' is written as 'kafka', the system "
                             "name of every SSP of the samza-kafka source")
     if system != "kafka":
         tr.notes.append(f"the Samza system '{system}' is called 'kafka' here: SSPs, task names of "
                         "GroupBySystemStreamPartition and Startpoint keys say 'kafka'")
-    if BOOTSTRAP_SERVERS_OPTION not in tr.options and BOOTSTRAP_SERVERS_OPTION not in {
+    if BOOTSTRAP_SERVERS.name not in tr.options and BOOTSTRAP_SERVERS.name not in {
             k.lower() for k in tr.props}:
         tr.notes.append(f"systems.{system}.consumer.bootstrap.servers is not set: add the option "
-                        f"{BOOTSTRAP_SERVERS_OPTION}")
+                        f"{BOOTSTRAP_SERVERS.name}")
 
 
 def _consumer(tr: Translation, system: str) -> None:
@@ -162,15 +162,15 @@ def _consumer(tr: Translation, system: str) -> None:
         elif prop in _CONSUMER_REJECTED:
             tr.reject(key, _CONSUMER_REJECTED[prop])
         elif prop == "group.id" and value:
-            tr.set_option(KAFKA_GROUP_ID_OPTION, value, tr.name(key))
-            tr.notes.append(f"{tr.name(key)} -> {KAFKA_GROUP_ID_OPTION}: the source assigns partitions itself; "
-                            f"the group only receives the committed positions ({COMMIT_OFFSETS_TO_KAFKA_OPTION}) "
+            tr.set_option(KAFKA_GROUP_ID.name, value, tr.name(key))
+            tr.notes.append(f"{tr.name(key)} -> {KAFKA_GROUP_ID.name}: the source assigns partitions itself; "
+                            f"the group only receives the committed positions ({COMMIT_OFFSETS_TO_KAFKA.name}) "
                             "and must not be used by running consumers")
         elif not value and prop != "ssl.endpoint.identification.algorithm":
             tr.ignore(key, "empty value")
         else:
             passed[prop], keys[prop] = value, key
-    translated = translate_java_settings(passed, token_provider_option=OAUTHBEARER_TOKEN_PROVIDER_OPTION)
+    translated = translate_java_settings(passed, token_provider_option=OAUTHBEARER_TOKEN_PROVIDER.name)
     for prop, why in translated.rejected.items():
         tr.reject(keys[prop], why)
     for prop, value in translated.conf.items():
@@ -178,12 +178,12 @@ def _consumer(tr: Translation, system: str) -> None:
         tr.set_option(f"kafka.{prop}", value, tr.name(keys[origin]))
         if origin != prop:
             tr.notes.append(f"{tr.name(keys[origin])} -> kafka.{prop} (librdkafka's name)")
-    if BOOTSTRAP_SERVERS_OPTION not in tr.options:
+    if BOOTSTRAP_SERVERS.name not in tr.options:
         producer = f"systems.{system}.producer.bootstrap.servers"
         if tr.props.get(producer, "").strip():
-            tr.set_option(BOOTSTRAP_SERVERS_OPTION, tr.props[producer].strip(), producer)
+            tr.set_option(BOOTSTRAP_SERVERS.name, tr.props[producer].strip(), producer)
             tr.used.add(producer)
-            tr.notes.append(f"{BOOTSTRAP_SERVERS_OPTION} is taken from {producer} (no consumer setting)")
+            tr.notes.append(f"{BOOTSTRAP_SERVERS.name} is taken from {producer} (no consumer setting)")
 
 
 def _system_keys(tr: Translation, system: str) -> None:
@@ -197,7 +197,7 @@ def _system_keys(tr: Translation, system: str) -> None:
         elif prop in ("samza.key.serde", "samza.msg.serde"):
             tr.ignore(key, "Samza serde: the source returns raw bytes; decode with Spark functions")
         elif prop.startswith("samza.fetch.threshold"):
-            tr.ignore(key, f"Samza's consumer buffer: bound batches with {MAX_OFFSETS_PER_TRIGGER_OPTION}")
+            tr.ignore(key, f"Samza's consumer buffer: bound batches with {MAX_OFFSETS_PER_TRIGGER.name}")
         elif prop == "samza.offset.default" or prop == "default.stream.samza.offset.default":
             pass  # read in _offsets
         elif prop.startswith("default.stream."):
@@ -246,34 +246,34 @@ def _offsets(tr: Translation, system, topics, stream_props, regexes) -> None:
     configured = [k for _, k in per_topic.values() if k is not None]
     if not configured:
         tr.notes.append("no samza.offset.default: Samza's default 'upcoming' is this source's default "
-                        f"{STARTING_OFFSETS_OPTION}=latest (for a query without a checkpoint)")
+                        f"{STARTING_OFFSETS.name}=latest (for a query without a checkpoint)")
         return
     values = {v for v, _ in per_topic.values()}
     sources = ", ".join(dict.fromkeys(tr.name(k) for k in configured))
     if len(values) == 1:
         value = values.pop()
-        tr.set_option(STARTING_OFFSETS_OPTION, "earliest" if value == "oldest" else "latest", sources)
-        tr.notes.append(f"samza.offset.default={value} -> {STARTING_OFFSETS_OPTION}="
-                        f"{tr.options[STARTING_OFFSETS_OPTION]}: it applies to a query without a Spark "
+        tr.set_option(STARTING_OFFSETS.name, "earliest" if value == "oldest" else "latest", sources)
+        tr.notes.append(f"samza.offset.default={value} -> {STARTING_OFFSETS.name}="
+                        f"{tr.options[STARTING_OFFSETS.name]}: it applies to a query without a Spark "
                         "checkpoint; Startpoints override it, partitions added later start at earliest")
         return
     listing = "; ".join(f"{t}: {v} ({tr.name(k) if k else 'Samza default'})" for t, (v, k) in per_topic.items())
     if regexes:
         raise ConfigError(f"samza.offset.default differs between inputs ({listing}) and some inputs come from a "
-                          f"regex: {STARTING_OFFSETS_OPTION} cannot express that. Make the values agree or read the "
+                          f"regex: {STARTING_OFFSETS.name} cannot express that. Make the values agree or read the "
                           "streams in separate queries")
     oldest = [t for t, (v, _) in per_topic.items() if v == "oldest"]
     missing = [t for t in oldest if not isinstance(tr.partition_counts.get(t), int)
                or tr.partition_counts[t] < 1]
     if missing:
         raise ConfigError(
-            f"samza.offset.default differs between inputs ({listing}). {STARTING_OFFSETS_OPTION} can express that only "
+            f"samza.offset.default differs between inputs ({listing}). {STARTING_OFFSETS.name} can express that only "
             f"per partition: pass partition_counts={{topic: current partition count}} for "
             f"{', '.join(missing)}, make the values agree, or read the topics in separate queries")
     per_partition = {t: {str(p): -2 for p in range(tr.partition_counts[t])} for t in oldest}
-    tr.set_option(STARTING_OFFSETS_OPTION, json.dumps(per_partition, sort_keys=True, separators=(",", ":")),
+    tr.set_option(STARTING_OFFSETS.name, json.dumps(per_partition, sort_keys=True, separators=(",", ":")),
                   sources)
-    tr.notes.append(f"per-topic samza.offset.default ({listing}) -> per-partition {STARTING_OFFSETS_OPTION} (-2 = "
+    tr.notes.append(f"per-topic samza.offset.default ({listing}) -> per-partition {STARTING_OFFSETS.name} (-2 = "
                     "earliest; topics not listed start at latest) from the partition counts given")
 
 
@@ -298,25 +298,25 @@ def _grouper(tr: Translation) -> None:
                                        f"{', '.join(SAMZA_GROUPER_FACTORIES)}). A custom Java grouper "
                                        "cannot run here: write it in Python as a subclass of "
                                        "spark_samza_source.core.grouping.SspGrouper and set the option "
-                                       f"'{GROUPER_OPTION}' to its dotted path")
+                                       f"'{GROUPER.name}' to its dotted path")
     else:
         grouper_cls = SAMZA_GROUPER_FACTORIES["GroupByPartitionFactory"]
     fixed = issubclass(grouper_cls, FixedTasksGrouper)
     if factory or not expansion:
         chosen = grouper_cls.base.name if fixed and not expansion else grouper_cls.name
         source = ", ".join(tr.name(k) for k in (GROUPER_KEY, EXPANSION_KEY) if k in tr.props)
-        tr.set_option(GROUPER_OPTION, chosen, source)
+        tr.set_option(GROUPER.name, chosen, source)
         if fixed and not expansion:
             tr.notes.append(f"{tr.name(EXPANSION_KEY)}=false: Samza does not keep tasks fixed when a "
-                            f"stream grows, so {GROUPER_OPTION}={chosen}: new partitions get tasks of their own "
+                            f"stream grows, so {GROUPER.name}={chosen}: new partitions get tasks of their own "
                             "(the task set changes)")
         elif not fixed:
-            tr.notes.append(f"{factory} -> {GROUPER_OPTION}={chosen}: one task 'Task-0' holds every partition "
+            tr.notes.append(f"{factory} -> {GROUPER.name}={chosen}: one task 'Task-0' holds every partition "
                             "(Samza names it Task-<processorId>)")
     if fixed and expansion and not any(k.startswith("stores.") for k in tr.props):
         tr.notes.append("Samza keeps tasks fixed across partition expansion only for jobs with persistent "
                         "stores; this source always does (identical until a stream grows). Set "
-                        f"{GROUPER_OPTION}={grouper_cls.base.name} for Samza's stateless behaviour")
+                        f"{GROUPER.name}={grouper_cls.base.name} for Samza's stateless behaviour")
     for key in (MAPPER_KEY, _ALGORITHM_KEY):
         mapper = tr.get(key)
         if not mapper:
@@ -324,14 +324,14 @@ def _grouper(tr: Translation) -> None:
         simple = mapper.rsplit(".", 1)[-1].lower()
         if simple in _HASH_MAPPER_FACTORIES:
             if fixed and expansion:
-                tr.set_option(EXPANSION_ALGORITHM_OPTION, "default", tr.name(key))
+                tr.set_option(EXPANSION_ALGORITHM.name, "default", tr.name(key))
             else:
                 tr.ignore(key, "the expansion algorithm only applies to fixed-task groupers")
         elif fixed and expansion:
             raise tr.fail(key, f"{mapper!r} is a custom expansion algorithm; a Java class cannot run "
                                "here: write it in Python as a subclass of spark_samza_source.core."
                                "expansion.PartitionExpansionAlgorithm and set the option "
-                               f"'{EXPANSION_ALGORITHM_OPTION}' to its dotted path")
+                               f"'{EXPANSION_ALGORITHM.name}' to its dotted path")
         else:
             tr.ignore(key, "the expansion algorithm only applies to fixed-task groupers")
 

@@ -9,7 +9,7 @@ Kafka-only keys (groupers other than AllSspToSingleTask, expansion, mappers) are
 
 Callers: ``importer.py`` registers :data:`KINESIS` and ``common.Translation.run`` calls :func:`translate` when
 the chosen system is a Kinesis system. Option names are the constants of ``kinesis/options.py`` and
-``spec/``.
+``options/``.
 """
 
 from __future__ import annotations
@@ -19,34 +19,34 @@ from dataclasses import dataclass
 
 from ..core.errors import ConfigError
 from ..core.model import SystemStreamPartition
-from ..spec.common import (
-    FAIL_ON_DATA_LOSS_OPTION,
-    JOB_OWNERSHIP_TTL_OPTION,
-    METADATA_STORE_OPTION,
-    RETRY_TIMEOUT_OPTION,
-    STARTPOINT_POLL_INTERVAL_OPTION,
-    STARTPOINT_TTL_OPTION,
+from ..options.common import (
+    FAIL_ON_DATA_LOSS,
+    JOB_LEASE_TTL,
+    METADATA_STORE,
+    RETRY_TIMEOUT,
+    STARTPOINT_POLL_INTERVAL,
+    STARTPOINT_TTL,
 )
-from ..spec.kinesis import (
-    ACCESS_KEY_ID_OPTION,
-    ASSIGNMENT_OPTION,
-    CONSUMER_NAME_OPTION,
-    CONSUMER_TYPE_OPTION,
-    DESCRIBE_SHARD_INTERVAL_OPTION,
-    DYNAMODB_ENDPOINT_URL_OPTION,
-    ENDPOINT_URL_OPTION,
-    KCL_LEASE_TABLE_OPTION,
-    MAX_FETCH_TIME_PER_SHARD_OPTION,
-    MAX_RECORDS_PER_SHARD_OPTION,
-    REGION_OPTION,
-    ROLE_ARN_OPTION,
-    ROLE_SESSION_NAME_OPTION,
-    SECRET_KEY_OPTION,
-    SESSION_TOKEN_OPTION,
-    STARTING_POSITION_OPTION,
-    STREAM_NAME_OPTION,
-    STS_ENDPOINT_URL_OPTION,
-    TASKS_OPTION,
+from ..options.kinesis import (
+    ACCESS_KEY_ID,
+    ASSIGNMENT,
+    CONSUMER_NAME,
+    CONSUMER_TYPE,
+    DESCRIBE_SHARD_INTERVAL,
+    DYNAMODB_ENDPOINT_URL,
+    ENDPOINT_URL,
+    KCL_LEASE_TABLE,
+    MAX_FETCH_TIME_PER_SHARD,
+    MAX_RECORDS_PER_SHARD,
+    REGION,
+    ROLE_ARN,
+    ROLE_SESSION_NAME,
+    SECRET_KEY,
+    SESSION_TOKEN,
+    STARTING_POSITION,
+    STREAM_NAME,
+    STS_ENDPOINT_URL,
+    TASKS,
 )
 from .common import (
     EXPANSION_KEY,
@@ -65,12 +65,12 @@ __all__ = ["KINESIS", "NATIVE_OPTIONS", "translate"]
 
 # Options of the source itself, passed through verbatim when a file carries them.
 NATIVE_OPTIONS = frozenset({
-    STREAM_NAME_OPTION, REGION_OPTION, ENDPOINT_URL_OPTION, DYNAMODB_ENDPOINT_URL_OPTION, ACCESS_KEY_ID_OPTION,
-    SECRET_KEY_OPTION, SESSION_TOKEN_OPTION, ROLE_ARN_OPTION, ROLE_SESSION_NAME_OPTION, METADATA_STORE_OPTION,
-    TASKS_OPTION, ASSIGNMENT_OPTION, STARTING_POSITION_OPTION, MAX_RECORDS_PER_SHARD_OPTION,
-    MAX_FETCH_TIME_PER_SHARD_OPTION, KCL_LEASE_TABLE_OPTION, FAIL_ON_DATA_LOSS_OPTION, STARTPOINT_TTL_OPTION,
-    STARTPOINT_POLL_INTERVAL_OPTION, JOB_OWNERSHIP_TTL_OPTION, RETRY_TIMEOUT_OPTION, STS_ENDPOINT_URL_OPTION,
-    DESCRIBE_SHARD_INTERVAL_OPTION, CONSUMER_TYPE_OPTION, CONSUMER_NAME_OPTION,
+    STREAM_NAME.name, REGION.name, ENDPOINT_URL.name, DYNAMODB_ENDPOINT_URL.name, ACCESS_KEY_ID.name,
+    SECRET_KEY.name, SESSION_TOKEN.name, ROLE_ARN.name, ROLE_SESSION_NAME.name, METADATA_STORE.name,
+    TASKS.name, ASSIGNMENT.name, STARTING_POSITION.name, MAX_RECORDS_PER_SHARD.name,
+    MAX_FETCH_TIME_PER_SHARD.name, KCL_LEASE_TABLE.name, FAIL_ON_DATA_LOSS.name, STARTPOINT_TTL.name,
+    STARTPOINT_POLL_INTERVAL.name, JOB_LEASE_TTL.name, RETRY_TIMEOUT.name, STS_ENDPOINT_URL.name,
+    DESCRIBE_SHARD_INTERVAL.name, CONSUMER_TYPE.name, CONSUMER_NAME.name,
 })
 
 
@@ -95,7 +95,7 @@ def translate(tr: Translation, system: str, inputs: Inputs, patterns: Patterns,
     """The Kinesis system's keys -> ``samza-kinesis`` options (see the module documentation)."""
     refuse_kafka_only_inputs(tr, system, patterns, broadcast)
     scope = _Scope(system, chosen_stream(tr, system, inputs[system]))
-    tr.set_option(STREAM_NAME_OPTION, scope.stream, "task.inputs")
+    tr.set_option(STREAM_NAME.name, scope.stream, "task.inputs")
     kcl = kcl_settings(tr, scope)
     translate_region(tr, scope, kcl)
     translate_credentials(tr, scope)
@@ -158,7 +158,7 @@ def translate_region(tr: Translation, scope: _Scope, kcl: dict[str, tuple[str, s
         region_key = kcl.pop("RegionName")[1]
     if region_key:
         tr.used.add(region_key)
-        tr.set_option(REGION_OPTION, tr.props[region_key].strip(), tr.name(region_key))
+        tr.set_option(REGION.name, tr.props[region_key].strip(), tr.name(region_key))
     for key in candidates:
         if key in tr.props and key != region_key:
             tr.ignore(key, f"overridden by {tr.name(region_key)}" if region_key else "empty value")
@@ -169,8 +169,8 @@ def translate_credentials(tr: Translation, scope: _Scope) -> None:
     access_key, secret_key = scope.stream_prefix + "aws.accessKey", scope.stream_prefix + "aws.secretKey"
     access, secret = tr.get(access_key), tr.get(secret_key)
     if access and secret:
-        tr.set_option(ACCESS_KEY_ID_OPTION, access, tr.name(access_key))
-        tr.set_option(SECRET_KEY_OPTION, secret, tr.name(secret_key))
+        tr.set_option(ACCESS_KEY_ID.name, access, tr.name(access_key))
+        tr.set_option(SECRET_KEY.name, secret, tr.name(secret_key))
         return
     for key in (access_key, secret_key):
         if key in tr.props:
@@ -180,7 +180,7 @@ def translate_credentials(tr: Translation, scope: _Scope) -> None:
 
 def translate_endpoints(tr: Translation, kcl: dict[str, tuple[str, str]]) -> None:
     """KCL's Kinesis and DynamoDB endpoints -> URLs (KCL takes bare host names: https is assumed)."""
-    endpoints = {"KinesisEndpoint": ENDPOINT_URL_OPTION, "DynamoDBEndpoint": DYNAMODB_ENDPOINT_URL_OPTION}
+    endpoints = {"KinesisEndpoint": ENDPOINT_URL.name, "DynamoDBEndpoint": DYNAMODB_ENDPOINT_URL.name}
     for setting, option in endpoints.items():
         if setting in kcl:
             value, key = kcl.pop(setting)
@@ -204,11 +204,11 @@ def translate_lease_table(tr: Translation, scope: _Scope, kcl: dict[str, tuple[s
         table_source = f"{SAMZA_JOB_NAME_KEY}, job.id (Samza's default table)"
         tr.notes.append(f"no aws.kcl.TableName: Samza's KCL worker used its default lease table "
                         f"'{table}' (<{SAMZA_JOB_NAME_KEY}>-<job.id>-<stream>)")
-    tr.set_option(KCL_LEASE_TABLE_OPTION, table, table_source)
-    tr.set_option(STARTING_POSITION_OPTION, "kcl", table_source)
-    tr.soft.add(STARTING_POSITION_OPTION)
+    tr.set_option(KCL_LEASE_TABLE.name, table, table_source)
+    tr.set_option(STARTING_POSITION.name, "kcl", table_source)
+    tr.soft.add(STARTING_POSITION.name)
     if not named:
-        tr.soft.add(KCL_LEASE_TABLE_OPTION)
+        tr.soft.add(KCL_LEASE_TABLE.name)
     return table
 
 
@@ -220,13 +220,13 @@ def note_kcl_start(tr: Translation, table: str, kcl: dict[str, tuple[str, str]])
         tr.ignore(initial[1], "used by KCL only for shards without a lease; see the notes")
     tr.notes.append(
         f"Samza's Kinesis consumer keeps its progress only in the KCL lease table '{table}': "
-        f"{STARTING_POSITION_OPTION}=kcl resumes right after its checkpoints (the table must exist; for a job that "
-        f"never ran use TRIM_HORIZON or LATEST instead), and {KCL_LEASE_TABLE_OPTION} keeps mirroring committed "
+        f"{STARTING_POSITION.name}=kcl resumes right after its checkpoints (the table must exist; for a job that "
+        f"never ran use TRIM_HORIZON or LATEST instead), and {KCL_LEASE_TABLE.name} keeps mirroring committed "
         "positions into it. Shards without a lease start at TRIM_HORIZON here (KCL: "
         f"InitialPositionInStream={initial_text}). Stop the Samza job before starting the query")
     for _setting, (_, key) in sorted(kcl.items()):
-        tr.ignore(key, f"KCL worker tuning: samza-kinesis reads shards itself (see {MAX_RECORDS_PER_SHARD_OPTION}, "
-                       f"{MAX_FETCH_TIME_PER_SHARD_OPTION})")
+        tr.ignore(key, f"KCL worker tuning: samza-kinesis reads shards itself (see {MAX_RECORDS_PER_SHARD.name}, "
+                       f"{MAX_FETCH_TIME_PER_SHARD.name})")
 
 
 def ignore_system_keys(tr: Translation, scope: _Scope) -> None:
@@ -242,7 +242,7 @@ def _why_system_key_ignored(prop: str, stream: str) -> str:
     if (prop.startswith(f"streams.{stream}.") and prop.endswith(".samza.offset.default")) or (
             prop in ("samza.offset.default", "default.stream.samza.offset.default")):
         return ("Samza's Kinesis consumer ignores Samza checkpoints and offset defaults: the KCL lease table (and "
-                f"InitialPositionInStream) decide, as {STARTING_POSITION_OPTION}=kcl here")
+                f"InitialPositionInStream) decide, as {STARTING_POSITION.name}=kcl here")
     if prop.startswith(f"streams.{stream}."):
         return "Samza stream setting with no bearing on what is read"
     if prop.startswith("streams."):
@@ -258,16 +258,16 @@ def translate_grouping(tr: Translation) -> None:
                                                       "AllSspToSingleTaskGrouper"):
         raise tr.fail(GROUPER_KEY, f"{grouper!r}: Samza's Kinesis consumer works only with "
                                    "AllSspToSingleTaskGrouperFactory; samza-kinesis maps shards onto tasks "
-                                   f"itself (options {TASKS_OPTION}, {ASSIGNMENT_OPTION})")
+                                   f"itself (options {TASKS.name}, {ASSIGNMENT.name})")
     if grouper:
         tr.ignore(GROUPER_KEY, "required by Samza's Kinesis consumer; samza-kinesis maps shards onto task "
-                               f"slots itself (options {TASKS_OPTION}, {ASSIGNMENT_OPTION})")
+                               f"slots itself (options {TASKS.name}, {ASSIGNMENT.name})")
     for key in (EXPANSION_KEY, MAPPER_KEY):
         if key in tr.props:
             tr.ignore(key, "Kafka partition expansion setting: Kinesis resharding follows shard lineage")
     if "job.container.count" in tr.props:
         tr.ignore("job.container.count", "Samza containers (KCL workers): samza-kinesis runs one task per "
-                                         f"open shard by default; set the option {TASKS_OPTION} to bound it")
+                                         f"open shard by default; set the option {TASKS.name} to bound it")
 
 
 KINESIS = SystemTranslation(KINESIS_FORMAT, NATIVE_OPTIONS, translate)

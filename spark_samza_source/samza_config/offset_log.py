@@ -20,15 +20,11 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from ..core.errors import SamzaSourceError
+from ..core.errors import CheckpointDirError, SamzaSourceError
 
-__all__ = ["CheckpointDirError", "OffsetLog", "SourceOffset"]
+__all__ = ["OffsetLog", "SourceOffset"]
 
 T = TypeVar("T")
-
-
-class CheckpointDirError(SamzaSourceError):
-    """The checkpoint location cannot be read or holds no offset this tool understands."""
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 
-from ..spec.values import is_secret_option
+from ..options.values import is_secret_option
 
 __all__ = ["PropertiesImport", "log_report"]
 

@@ -1,6 +1,6 @@
 """The Samza-job skeleton both sources share (docs/architecture.md §2).
 
-The common options parsed once (:mod:`.job_options`; every option itself is declared in ``spec/``), the
+The common options parsed once (:mod:`.job_options`; every option itself is declared in ``options/``), the
 ``DataSource`` (:mod:`.data_source`), the stream reader (:mod:`.stream_reader`), the job coordinator
 (:mod:`.job_coordinator`), the input partition (:mod:`.partition`), read limits (:mod:`.limits`), errors for
 offset files (:mod:`.offset_json`) and the test-only fault-hook seam (:mod:`.fault_hooks`). A system package

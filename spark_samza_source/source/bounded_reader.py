@@ -1,9 +1,10 @@
 """The bounded-read skeleton both sources share (``spark.read``): one Spark partition per Samza task, as streaming.
 
-A bounded read is a single plan: the system's planner (``kafka/bounded_read.py``, ``kinesis/bounded_read.py``) finds
-what each task reads between the starting and the ending options, narrowed by the pushed filters, and the executors
-run the same read paths as a micro-batch (``kafka/reader.py``, ``kinesis/reader.py``). A bounded read never writes to
-the metadata store and needs no ``job.name`` unless it should use the job's stored job model (Kafka).
+A bounded read is a single plan: the system's planner (``kafka/driver/bounded_read.py``,
+``kinesis/driver/bounded_read.py``) finds what each task reads between the starting and the ending options, narrowed
+by the pushed filters, and the executors run the same read paths as a micro-batch (``kafka/executor/reader.py``,
+``kinesis/executor/reader.py``). A bounded read never writes to the metadata store and needs no ``job.name`` unless
+it should use the job's stored job model (Kafka).
 
 Filter pushdown: Spark refuses (``DATA_SOURCE_PUSHDOWN_DISABLED``) a reader that implements ``pushFilters`` when
 ``spark.sql.python.filterPushdown.enabled`` is off, and that conf is not visible to the Python worker that calls
@@ -25,11 +26,11 @@ from pyspark.sql.datasource import DataSourceReader
 
 from ..core.batch_filters import PushedFilters, push_filters
 from ..core.errors import ConfigError
-from ..spec.common import JOB_NAME_OPTION, METADATA_STORE_OPTION
+from ..options.common import JOB_NAME, METADATA_STORE
 from .partition import TaskInputPartition
 
 __all__ = [
-    "BATCH_JOB_NAME", "PushdownBatchReader", "SamzaBatchReader", "batch_raw_options", "called_for_filter_pushdown",
+    "BATCH_JOB_NAME", "PushdownBoundedReader", "SamzaBoundedReader", "batch_raw_options", "called_for_filter_pushdown",
     "refuse_batch_only_options",
 ]
 
@@ -80,20 +81,20 @@ def batch_raw_options(raw: Mapping[str, str], *, strict: bool = True) -> tuple[d
     """
     out = {str(k): v for k, v in raw.items()}
     keys = {k.lower() for k in out}
-    if JOB_NAME_OPTION.lower() in keys and str(out[_key(out, JOB_NAME_OPTION)]).strip():
+    if JOB_NAME.name.lower() in keys and str(out[_key(out, JOB_NAME.name)]).strip():
         return out, True
-    if METADATA_STORE_OPTION.lower() in keys:
+    if METADATA_STORE.name.lower() in keys:
         if not strict:
-            out[JOB_NAME_OPTION] = BATCH_JOB_NAME
+            out[JOB_NAME.name] = BATCH_JOB_NAME
             return out, False
         raise ConfigError(
-            f"option '{METADATA_STORE_OPTION}' is set without '{JOB_NAME_OPTION}': a batch read uses the store only "
-            f"to take the tasks of the job's stored job model, which it finds by {JOB_NAME_OPTION}. Set "
-            f"{JOB_NAME_OPTION} to the streaming query's, or remove {METADATA_STORE_OPTION} to group the partitions "
+            f"option '{METADATA_STORE.name}' is set without '{JOB_NAME.name}': a batch read uses the store only "
+            f"to take the tasks of the job's stored job model, which it finds by {JOB_NAME.name}. Set "
+            f"{JOB_NAME.name} to the streaming query's, or remove {METADATA_STORE.name} to group the partitions "
             "with the configured grouper"
         )
-    out[JOB_NAME_OPTION] = BATCH_JOB_NAME
-    out[METADATA_STORE_OPTION] = "memory:" + BATCH_JOB_NAME
+    out[JOB_NAME.name] = BATCH_JOB_NAME
+    out[METADATA_STORE.name] = "memory:" + BATCH_JOB_NAME
     return out, False
 
 
@@ -101,7 +102,7 @@ def _key(raw: Mapping[str, str], name: str) -> str:
     return next(k for k in raw if k.lower() == name.lower())
 
 
-class SamzaBatchReader(DataSourceReader):
+class SamzaBoundedReader(DataSourceReader):
     """``spark.read``: the plan of every task's reads on the driver, the system's read path on executors.
 
     Subclasses set ``partition_class`` and ``filter_columns`` (keyword arguments of
@@ -135,7 +136,7 @@ class SamzaBatchReader(DataSourceReader):
         return parts
 
 
-class PushdownBatchReader(SamzaBatchReader):
+class PushdownBoundedReader(SamzaBoundedReader):
     """A batch reader that takes Spark's filters (``spark.sql.python.filterPushdown.enabled`` on)."""
 
     def pushFilters(self, filters):

@@ -23,8 +23,8 @@ class SamzaDataSource(DataSource):
     options_class: Any  # has ``parse(raw options) -> options``
     stream_reader_class: Any  # ``(options, schema) -> SamzaStreamReader``
     batch_only_options: tuple[str, ...] = ()  # where a batch read stops: refused by streaming reads
-    batch_reader_class: Any  # ``(batch options, schema) -> SamzaBatchReader``; ``spark.read``
-    pushdown_batch_reader_class: Any  # the same with ``pushFilters`` (spark.sql.python.filterPushdown.enabled)
+    bounded_reader_class: Any  # ``(batch options, schema) -> SamzaBoundedReader``; ``spark.read``
+    pushdown_bounded_reader_class: Any  # the same with ``pushFilters`` (spark.sql.python.filterPushdown.enabled)
 
     @classmethod
     def name(cls) -> str:
@@ -49,10 +49,10 @@ class SamzaDataSource(DataSource):
     def batch_options(self) -> Any:
         """The options of a batch read: the system's ``parse_batch(raw options, uses_job_store)``."""
         raw, uses_store = batch_raw_options(self.options)
-        return self.batch_reader_class.parse_options(raw, uses_store)
+        return self.bounded_reader_class.parse_options(raw, uses_store)
 
     def reader(self, schema):
         """``spark.read``: the pushdown reader only when Spark calls from its filter-pushdown worker (see
         ``source/bounded_reader.py``: a reader with ``pushFilters`` fails while pushdown is off)."""
-        cls = self.pushdown_batch_reader_class if called_for_filter_pushdown() else self.batch_reader_class
+        cls = self.pushdown_bounded_reader_class if called_for_filter_pushdown() else self.bounded_reader_class
         return cls(self.batch_options(), schema)

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..core.errors import ConfigError
-from ..spec.common import FAULT_HOOKS_OPTION, TESTING_OPTIONS_PREFIX
+from ..options.common import FAULT_HOOKS, TESTING_OPTIONS_PREFIX
 
 __all__ = [
     "NO_FAULT_HOOKS", "SHARD_END_RECORDED", "TASK_HANDED_BATCH", "TASK_READ_DONE", "FaultHookOptions", "report",
@@ -68,7 +68,7 @@ class FaultHookOptions(Mapping[str, str]):
     @property
     def module(self) -> str | None:
         """The hook module's dotted path (option ``testing.faultHooks``); None when no ``testing.*`` is set."""
-        return self.get(FAULT_HOOKS_OPTION)
+        return self.get(FAULT_HOOKS.name)
 
     @classmethod
     def parse(cls, opts: Any) -> FaultHookOptions:
@@ -80,14 +80,14 @@ class FaultHookOptions(Mapping[str, str]):
         hooks = cls(tuple(sorted(given.items())))
         module = (hooks.module or "").strip()
         if not module:
-            others = ", ".join(f"'{name}'" for name in sorted(given) if name != FAULT_HOOKS_OPTION.lower())
+            others = ", ".join(f"'{name}'" for name in sorted(given) if name != FAULT_HOOKS.name.lower())
             raise ConfigError(
-                f"option {others or repr(FAULT_HOOKS_OPTION)} is a test-only fault-injection option and needs option "
-                f"'{FAULT_HOOKS_OPTION}': the dotted path of the module that implements the hooks (the development "
-                f"kit's fault_hooks module). Set '{FAULT_HOOKS_OPTION}' or remove every 'testing.*' option"
+                f"option {others or repr(FAULT_HOOKS.name)} is a test-only fault-injection option and needs option "
+                f"'{FAULT_HOOKS.name}': the dotted path of the module that implements the hooks (the development "
+                f"kit's fault_hooks module). Set '{FAULT_HOOKS.name}' or remove every 'testing.*' option"
             )
         if not _MODULE_PATH.match(module) or _find_spec(module) is None:
-            raise ConfigError(f"option '{FAULT_HOOKS_OPTION}' names {module!r}, which is not an importable module "
+            raise ConfigError(f"option '{FAULT_HOOKS.name}' names {module!r}, which is not an importable module "
                               "(a dotted module path with an on_event(event, options, **details) function)")
         return hooks
 
@@ -110,7 +110,7 @@ def report(hooks: FaultHookOptions, event: str, **details: Any) -> None:
     module = importlib.import_module(hooks.module)
     on_event = getattr(module, "on_event", None)
     if on_event is None:
-        raise ConfigError(f"option '{FAULT_HOOKS_OPTION}' names module {hooks.module!r}, which has no "
+        raise ConfigError(f"option '{FAULT_HOOKS.name}' names module {hooks.module!r}, which has no "
                           "on_event(event, options, **details) function")
     on_event(event, hooks, **details)
 

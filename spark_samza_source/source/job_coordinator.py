@@ -1,7 +1,7 @@
 """The Samza JobCoordinator both sources share: what every job does on the driver, whichever system it reads.
 
 ``KafkaCoordinator`` and ``KinesisCoordinator`` derive from :class:`JobCoordinator`. It owns the job's metadata
-store and this driver's ownership lease (held by every Spark call), the startpoints' life cycle (poll at the
+store and this driver's job lease (held by every Spark call), the startpoints' life cycle (poll at the
 configured interval -> resolve with the system's visitor -> the planner applies them -> delete once the batch that
 applied them is committed) and the checkpoint mirror. A system class adds discovery, planning and reading: the
 abstract methods below. The stream reader skeleton (``source/stream_reader.py``) calls the four Spark entry points.
@@ -59,11 +59,11 @@ class JobCoordinator(ABC, Generic[Offset]):
 
     @property
     def lease(self):
-        """This driver's ownership of the job (one query per job.name and store): held by every Spark call."""
+        """This driver's job lease (one query per job.name and store): held by every Spark call."""
         if self._lease is None:
-            from ..metadata.lease import DriverLease
+            from ..metadata.lease import JobLease
 
-            self._lease = DriverLease(self.store, ttl_ms=self.options.ownership_ttl_ms)
+            self._lease = JobLease(self.store, ttl_ms=self.options.job_lease_ttl_ms)
         return self._lease
 
     @property

@@ -12,7 +12,7 @@ from __future__ import annotations
 import sys
 
 from ..core.errors import OffsetFormatError
-from ..spec.common import JOB_NAME_OPTION
+from ..options.common import JOB_NAME
 
 #: (which offset, in which file of <checkpoint>/offsets/)
 OffsetRole = tuple[str, str]
@@ -46,7 +46,7 @@ def offset_problem(source: str, role: OffsetRole, problem: str, file: str | None
         "on the line after Spark's metadata line. Spark does not tell the source the checkpoint location or the "
         "batch number, so check that file: restore it from a backup, or remove that batch's files from "
         "<checkpoint>/offsets/ and <checkpoint>/commits/ so the batch is planned again; or start a new checkpoint "
-        f"location (the job model and startpoints are kept in the metadata store for the same {JOB_NAME_OPTION})"
+        f"location (the job model and startpoints are kept in the metadata store for the same {JOB_NAME.name})"
     )
 
 

@@ -10,16 +10,12 @@ from __future__ import annotations
 
 import re
 
-from ..core.errors import SamzaSourceError
+from ..core.errors import UnsupportedSparkError
 
-__all__ = ["SUPPORTED_PYSPARK", "UnsupportedSparkError", "check_spark_version"]
+__all__ = ["SUPPORTED_PYSPARK", "check_spark_version"]
 
 #: [lowest, first unsupported) (major, minor) of PySpark; the ``spark`` extra in pyproject.toml says the same
 SUPPORTED_PYSPARK = ((4, 2), (4, 4))
-
-
-class UnsupportedSparkError(SamzaSourceError):
-    """The running PySpark is outside the range this package is tested with."""
 
 
 def supported_range() -> str:

@@ -2,6 +2,9 @@
 
 A Spark task carries everything it needs in its input partition; the code it runs must not reach the driver's
 coordinators, admins, planners or startpoint handling, or executors would pull in (and could call) driver logic.
+The roles come from the layout, not from a list kept by hand: each system's ``driver/`` holds what runs only on
+the driver, ``executor/`` what Spark's tasks run, and the package root what both import (plus the DataSource glue,
+``source.py``, which imports its driver modules lazily). Executor and shared modules must reach no driver module.
 The test reads the source of each executor module with ``ast`` and follows every import inside
 ``spark_samza_source`` transitively, module-level and lazy (inside a function) alike, plus the module-level
 imports of the packages Python runs on the way; it fails naming the import chain that reaches a driver module.
@@ -25,20 +28,8 @@ import spark_samza_source
 PACKAGE = spark_samza_source.__name__
 ROOT = Path(spark_samza_source.__file__).resolve().parent
 
-EXECUTOR = [
-    "kafka.reader", "kafka.consumer_cache", "kafka.input_partition", "kinesis.input_partition",
-    "kafka.native_reader", "kafka.reader_rules", "kafka.read_settings",
-    "kinesis.task", "kinesis.reader", "kinesis.fanout", "kinesis.microbatch_ends", "kinesis.kpl",
-    "kinesis.bounded_task", "kinesis.store_reach", "kafka.read_control", "kinesis.shard_reads",
-    "source.fault_hooks",
-]
-DRIVER = [
-    "kafka.coordinator", "kafka.admin", "kafka.startpoints",
-    "kinesis.coordinator", "kinesis.admin", "kinesis.planner", "kinesis.mapper", "kinesis.lease_table",
-    "kinesis.startpoints", "kinesis.consumers",
-    "kafka.planner", "core.startpoint_manager", "source.job_coordinator",
-]
 SYSTEMS = ["kafka", "kinesis"]
+GLUE = "source"  # each system's DataSource glue: Spark loads it on both sides, it imports driver modules lazily
 
 
 def _path(module: str) -> Path | None:
@@ -122,39 +113,76 @@ def modules_of(package: str) -> list[str]:
     return names
 
 
+def _short(module: str) -> str:
+    return module.removeprefix(f"{PACKAGE}.")
+
+
+def role_modules(system: str, role: str) -> list[str]:
+    """The modules in ``<system>/<role>/`` (``driver`` or ``executor``), below the package name."""
+    return [f"{system}.{role}.{path.stem}" for path in sorted((ROOT / system / role).glob("*.py"))
+            if path.stem != "__init__"]
+
+
+def shared_modules(system: str) -> list[str]:
+    """The modules at a system package's root, which both sides import (the DataSource glue aside)."""
+    return [f"{system}.{path.stem}" for path in sorted((ROOT / system).glob("*.py"))
+            if path.stem not in {"__init__", GLUE}]
+
+
+# The roles come from the layout: a module's folder says where it runs. Outside the systems, the shared skeleton
+# has a driver side and one executor hook.
+DRIVER = [m for system in SYSTEMS for m in role_modules(system, "driver")] + [
+    "core.startpoint_manager", "source.job_coordinator"]
+EXECUTOR = [m for system in SYSTEMS for m in role_modules(system, "executor")] + ["source.fault_hooks"]
+SHARED = [m for system in SYSTEMS for m in shared_modules(system)]
+
+
 def in_package(package: str) -> Callable[[str], bool]:
     prefix = f"{PACKAGE}.{package}"
     return lambda module: module == prefix or module.startswith(prefix + ".")
 
 
 def test_the_module_lists_name_existing_modules():
-    # Guards the test below against passing vacuously after a rename.
+    # Guards the tests below against passing vacuously after a rename or a move.
     missing = [name for name in EXECUTOR + DRIVER if _path(f"{PACKAGE}.{name}") is None]
     assert missing == []
+    for system in SYSTEMS:
+        assert {f"{system}.driver.coordinator", f"{system}.driver.planner"} <= set(DRIVER)
+        assert f"{system}.executor.reader" in EXECUTOR
+        assert {f"{system}.options", f"{system}.input_partition"} <= set(SHARED)
+
+
+@pytest.mark.parametrize("system", SYSTEMS)
+def test_every_module_of_a_system_says_its_role_by_its_folder(system):
+    # driver/, executor/, or the package root (shared by both, and the glue); no other folder hides a role
+    folders = {path.parent.relative_to(ROOT / system).as_posix() for path in (ROOT / system).rglob("*.py")}
+    assert folders == {".", "driver", "executor"}
 
 
 def test_the_walk_follows_relative_and_lazy_imports():
-    assert f"{PACKAGE}.kinesis.coordinator" in _imports(f"{PACKAGE}.kinesis.source", lazy=True)
-    assert f"{PACKAGE}.kinesis.kpl" in _imports(f"{PACKAGE}.kinesis.reader", lazy=False)
-    assert driver_chain(f"{PACKAGE}.kinesis.source") == [f"{PACKAGE}.kinesis.source", f"{PACKAGE}.kinesis.coordinator"]
+    coordinator = f"{PACKAGE}.kinesis.driver.coordinator"
+    assert coordinator in _imports(f"{PACKAGE}.kinesis.source", lazy=True)
+    assert f"{PACKAGE}.kinesis.kpl" in _imports(f"{PACKAGE}.kinesis.executor.reader", lazy=False)
+    chain = driver_chain(f"{PACKAGE}.kinesis.source")  # the glue imports driver modules (lazily): the walk sees it
+    assert chain is not None and chain[0] == f"{PACKAGE}.kinesis.source" and len(chain) == 2
     # the starting strategies, which the option parsers import lazily, are walked too (they travel in the options)
     for system in SYSTEMS:
-        chain = import_chain(f"{PACKAGE}.{system}.reader", f"{PACKAGE}.{system}.starting".__eq__)
+        chain = import_chain(f"{PACKAGE}.{system}.executor.reader", f"{PACKAGE}.{system}.starting".__eq__)
         assert chain is not None and chain[-2:] == [f"{PACKAGE}.{system}.options", f"{PACKAGE}.{system}.starting"]
 
 
-@pytest.mark.parametrize("module", EXECUTOR)
-def test_an_executor_module_reaches_no_driver_module(module):
+@pytest.mark.parametrize("module", EXECUTOR + SHARED)
+def test_an_executor_or_shared_module_reaches_no_driver_module(module):
     chain = driver_chain(f"{PACKAGE}.{module}")
-    assert chain is None, "executor module imports a driver module: " + " -> ".join(chain)
+    assert chain is None, "executor or shared module imports a driver module: " + " -> ".join(chain)
 
 
 def test_the_system_walk_sees_every_module_and_a_crossing():
     # Guards the test below against passing vacuously: it walks real modules, and it would see a crossing.
-    assert f"{PACKAGE}.kafka.planner" in modules_of("kafka")
-    assert f"{PACKAGE}.kinesis.startpoints" in modules_of("kinesis")
+    assert f"{PACKAGE}.kafka.driver.planner" in modules_of("kafka")
+    assert f"{PACKAGE}.kinesis.driver.startpoints" in modules_of("kinesis")
     assert len(modules_of("core")) >= 10
-    assert import_chain(f"{PACKAGE}.kafka.coordinator", in_package("core")) is not None
+    assert import_chain(f"{PACKAGE}.kafka.driver.coordinator", in_package("core")) is not None
 
 
 @pytest.mark.parametrize(("package", "other"), [

@@ -18,9 +18,9 @@ import textwrap
 import pytest
 
 from spark_samza_source.core.errors import ConfigError
+from spark_samza_source.kafka.executor.reader import read_ranges
 from spark_samza_source.kafka.input_partition import KafkaRange, KafkaTaskPartition
 from spark_samza_source.kafka.options import KafkaSourceOptions
-from spark_samza_source.kafka.reader import read_ranges
 from spark_samza_source.kafka.source import SamzaKafkaStreamReader
 from spark_samza_source.kinesis.options import KinesisSourceOptions
 from spark_samza_source.kinesis.positions import ShardPosition

@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from spark_samza_source.core.checkpoint import Checkpoint, CheckpointMirror
-from spark_samza_source.core.errors import SamzaSourceError
+from spark_samza_source.core.errors import JobLeaseError, SamzaSourceError
 from spark_samza_source.core.jobmodel import JobModel
 from spark_samza_source.core.model import SystemStream, SystemStreamPartition, TaskName, parse_ssp_key
 from spark_samza_source.core.startpoint import (
@@ -30,14 +30,14 @@ from spark_samza_source.core.startpoint import (
     StartpointUpcoming,
 )
 from spark_samza_source.core.startpoint_manager import StartpointManager
-from spark_samza_source.kafka.offset import KafkaOffset, Rebase
+from spark_samza_source.kafka.driver.offset import KafkaOffset, Rebase
 from spark_samza_source.kafka.options import KafkaSourceOptions
-from spark_samza_source.kinesis.mapper import ShardPartitionMapper
-from spark_samza_source.kinesis.offset import DRAINED, READABLE, AppliedStartpoint, KinesisOffset, ShardState
+from spark_samza_source.kinesis.driver.mapper import ShardPartitionMapper
+from spark_samza_source.kinesis.driver.offset import DRAINED, READABLE, AppliedStartpoint, KinesisOffset, ShardState
 from spark_samza_source.kinesis.options import KinesisSourceOptions
 from spark_samza_source.kinesis.positions import ShardPosition
 from spark_samza_source.metadata import open_store
-from spark_samza_source.metadata.lease import KEY, NAMESPACE, DriverLease, JobOwnershipError
+from spark_samza_source.metadata.lease import KEY, NAMESPACE, JobLease
 from spark_samza_source.samza_config import import_mapping, parse_properties, starting_offsets_from_samza_checkpoint
 
 FUZZ = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -528,10 +528,10 @@ def test_a_damaged_lease_record_gives_the_job_or_our_error(value):
         store.put(NAMESPACE, KEY, value)
     except (ValueError, TypeError):
         assume(False)
-    lease = DriverLease(store, heartbeat=False, wall_ms=lambda: 10**12, sleep=lambda s: None, machine="")
+    lease = JobLease(store, heartbeat=False, wall_ms=lambda: 10**12, sleep=lambda s: None, machine="")
     try:
         lease.hold("query:y")
-    except JobOwnershipError as err:
+    except JobLeaseError as err:
         tally(False)
         assert "already in use" in str(err) or "could not acquire" in str(err)
         return

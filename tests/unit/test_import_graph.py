@@ -1,6 +1,6 @@
 """The product's modules import in one direction, and in no circle (docs/architecture.md §2).
 
-Layers, lowest first: ``spec/`` (the option spec and store namespaces: a leaf), ``core/``, ``metadata/``,
+Layers, lowest first: ``options/`` (the option spec and store namespaces: a leaf), ``core/``, ``metadata/``,
 ``source/``, the systems (``kafka/``, ``kinesis/``), then the glue and tools (each system's ``source.py``, the
 package's ``__init__``, ``samza_config/``, ``ops/``). A module may import its own layer or a lower one, never a
 higher one, and a system never another system.
@@ -21,7 +21,7 @@ import spark_samza_source
 PACKAGE = spark_samza_source.__name__
 ROOT = Path(spark_samza_source.__file__).resolve().parent
 
-LAYERS = {"spec": 0, "_version": 0, "core": 1, "metadata": 2, "source": 3, "kafka": 4, "kinesis": 4,
+LAYERS = {"options": 0, "_version": 0, "core": 1, "metadata": 2, "source": 3, "kafka": 4, "kinesis": 4,
           "samza_config": 5, "ops": 5}
 GLUE = 5
 SYSTEMS = ("kafka", "kinesis")
@@ -143,8 +143,8 @@ def test_the_graph_holds_module_level_and_function_level_imports():
     # Guards the tests below against passing on an empty or partial graph.
     edges = graph()
     assert f"{PACKAGE}.kafka.starting" in edges[f"{PACKAGE}.kafka.options"]
-    assert f"{PACKAGE}.spec.kafka" in edges[f"{PACKAGE}.kafka.starting"]
-    assert f"{PACKAGE}.kafka.coordinator" in edges[f"{PACKAGE}.kafka.source"]  # inside a function
+    assert f"{PACKAGE}.options.kafka" in edges[f"{PACKAGE}.kafka.starting"]
+    assert f"{PACKAGE}.kafka.driver.coordinator" in edges[f"{PACKAGE}.kafka.source"]  # inside a function
     assert f"{PACKAGE}.metadata.dynamodb" in edges[f"{PACKAGE}.metadata"]  # loaded when its URI is opened
     assert f"{PACKAGE}.metadata.base" not in edges[f"{PACKAGE}.core.checkpoint"]  # TYPE_CHECKING only
     planted = ast.parse("def f():\n    from .options import X\n")
@@ -171,6 +171,6 @@ def test_no_module_imports_a_higher_layer_or_another_system():
 
 def test_the_option_spec_is_a_leaf():
     edges = graph()
-    spec = [m for m in edges if m.startswith(f"{PACKAGE}.spec")]
+    spec = [m for m in edges if m.startswith(f"{PACKAGE}.options")]
     assert len(spec) >= 7
-    assert {t for m in spec for t in edges[m] if not t.startswith(f"{PACKAGE}.spec")} == set()
+    assert {t for m in spec for t in edges[m] if not t.startswith(f"{PACKAGE}.options")} == set()

@@ -1,4 +1,4 @@
-"""Option validation of both sources (spec/option.py): a misspelt, refused or unknown option fails option
+"""Option validation of both sources (options/option.py): a misspelt, refused or unknown option fails option
 parsing with an error naming it and the fix, never a silent run with defaults the user did not choose."""
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ from spark_samza_source.kafka.options import KafkaSourceOptions
 from spark_samza_source.kinesis import options as kinesis_options
 from spark_samza_source.kinesis.options import KinesisSourceOptions
 from spark_samza_source.kinesis.starting import AtTimestamp, TrimHorizon
-from spark_samza_source.spec import kafka as kafka_spec
-from spark_samza_source.spec import kinesis as kinesis_spec
-from spark_samza_source.spec.option import Namespace, Option, OptionNames, Text, check_option_names
+from spark_samza_source.options import kafka as kafka_spec
+from spark_samza_source.options import kinesis as kinesis_spec
+from spark_samza_source.options.option import Namespace, Option, OptionNames, Text, check_option_names
 
 KAFKA = {"kafka.bootstrap.servers": "localhost:9092", "subscribe": "orders", "job.name": "j",
          "metadata.store": "memory://validation"}
@@ -175,9 +175,9 @@ def test_every_known_name_passes_the_name_check():
 
 def test_batch_only_names_are_known_options_not_unknown_ones():
     # refusing them on a stream is the batch reader's business; here they are known names
-    for name in kafka_options.BATCH_ONLY_OPTIONS:
+    for name in kafka_options.BOUNDED_ONLY_OPTIONS:
         check_option_names([name.lower()], kafka_options.option_names())
-    for name in kinesis_options.BATCH_ONLY_OPTIONS:
+    for name in kinesis_options.BOUNDED_ONLY_OPTIONS:
         check_option_names([name.lower()], kinesis_options.option_names())
 
 

@@ -3,7 +3,7 @@ entry's name), never by a name typed again (docs/architecture.md §2).
 
 The spec declares each name once and refuses a name declared twice; but a module could still call
 ``opts.string("maxOffsetsPerTrigger")`` and read it with a default of its own, and a rename of the entry would leave
-that read silently empty. The test parses every product module outside ``spec/`` and fails on a call of one of the
+that read silently empty. The test parses every product module outside ``options/`` and fails on a call of one of the
 option readers (``Options.string`` ... ``Options.choice``, ``raw``, ``has``) whose name argument is a string literal.
 """
 
@@ -36,7 +36,7 @@ def test_a_literal_read_is_found():
 
 def test_no_product_module_reads_an_option_by_a_literal_name():
     found = [f"{path.relative_to(ROOT)}:{line}: {name!r}"
-             for path in sorted(ROOT.rglob("*.py")) if path.relative_to(ROOT).parts[0] != "spec"
+             for path in sorted(ROOT.rglob("*.py")) if path.relative_to(ROOT).parts[0] != "options"
              for line, name in literal_reads(ast.parse(path.read_text(encoding="utf-8"), str(path)))]
-    assert found == [], "options read by a literal name (read the spec entry, e.g. spec.MAX_OFFSETS_PER_TRIGGER" \
-        ".read(opts), or pass its *_OPTION name):\n" + "\n".join(found)
+    assert found == [], "options read by a literal name (read the spec entry, e.g. MAX_OFFSETS_PER_TRIGGER" \
+        ".read(opts), or pass its entry's .name):\n" + "\n".join(found)

@@ -31,7 +31,8 @@ from collections.abc import Sequence
 
 from ...core.errors import SamzaSourceError
 from ...metadata import scrub_secrets
-from .parser import UsageError, build_parser, json_errors, json_requested, validate
+from .errors import UsageError
+from .parser import build_parser, json_errors, json_requested, validate
 
 __all__ = ["main"]
 
@@ -92,7 +93,8 @@ def _main(argv: list[str]) -> int:
                       getattr(args, "kafka_properties", None) or [])
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="samza-source: %(levelname)s: %(message)s")
 
-    from .commands import CommandError, run
+    from .commands import run
+    from .errors import CommandError
 
     try:
         validate(args)

@@ -24,8 +24,8 @@ from ...core.startpoint import (
 )
 from ...core.startpoint_manager import StartpointManager, parse_startpoint_key, startpoint_key
 from ...metadata import open_store, redact_uri
-from ...spec.common import STARTPOINT_POLL_INTERVAL_OPTION
-from ...spec.namespaces import (
+from ...options.common import STARTPOINT_POLL_INTERVAL
+from ...options.namespaces import (
     CHECKPOINTS,
     JOB_MODEL,
     JOB_MODEL_CURRENT,
@@ -33,19 +33,15 @@ from ...spec.namespaces import (
     STARTPOINTS,
     STREAM_CONSUMERS,
 )
-from .parser import UsageError
+from .errors import CommandError, UsageError
 from .render import cell, iso_ms, render_table
 
-__all__ = ["CommandError", "Outcome", "run"]
+__all__ = ["Outcome", "run"]
 
 KAFKA = "kafka"
 KINESIS = "kinesis"
 #: how many offset files ``jobmodel show --checkpoint`` walks back to find the previous job model
 _JOB_MODEL_HISTORY = 1000
-
-
-class CommandError(SamzaSourceError):
-    """The command could not do its job (exit status 1)."""
 
 
 @dataclass
@@ -113,8 +109,8 @@ def _current_job_model(store) -> JobModel | None:
 
 def _parse_any_offset(line: str):
     """A samza-kafka ``KafkaOffset`` or a samza-kinesis ``KinesisOffset`` from one offset-log line."""
-    from ...kafka.offset import KafkaOffset
-    from ...kinesis.offset import KinesisOffset
+    from ...kafka.driver.offset import KafkaOffset
+    from ...kinesis.driver.offset import KinesisOffset
 
     try:
         return KafkaOffset.from_json_str(line)
@@ -123,7 +119,7 @@ def _parse_any_offset(line: str):
 
 
 def _kinesis_offsets(location: str, stream: str):
-    from ...kinesis.offset import KinesisOffset
+    from ...kinesis.driver.offset import KinesisOffset
     from ...samza_config.offset_log import OffsetLog
 
     return OffsetLog(location), KinesisOffset.from_json_str, (lambda o: o.stream == stream)
@@ -215,7 +211,7 @@ def _scan_startpoints(store) -> tuple[list[dict[str, Any]], list[dict[str, Any]]
 def _system_problem(ssp, startpoint: Startpoint) -> str | None:
     """Why ``startpoint`` can never apply to ``ssp``'s system (e.g. a negative Kafka offset), or None."""
     if ssp.system == KAFKA:
-        from ...kafka.startpoints import kafka_startpoint_problem
+        from ...kafka.driver.startpoints import kafka_startpoint_problem
 
         return kafka_startpoint_problem(startpoint)
     return None
@@ -281,7 +277,7 @@ def _startpoint_set_every(args: argparse.Namespace) -> Outcome:
                       for key, sel in zip(keys, selected, strict=True))
     text = (f"stored startpoint {describe_startpoint(startpoint)} for {what} ({len(keys)}), {_where(args)}:\n"
             f"{lines}\n"
-            f"  a running query applies them at the next micro-batch planned after {STARTPOINT_POLL_INTERVAL_OPTION} "
+            f"  a running query applies them at the next micro-batch planned after {STARTPOINT_POLL_INTERVAL.name} "
             "(a stopped one when it restarts); each is deleted once that batch commits")
     return Outcome(data, text)
 
@@ -319,7 +315,7 @@ def startpoint_set(args: argparse.Namespace) -> Outcome:
             "startpoint": startpoint.to_json()}
     text = (f"stored startpoint {describe_startpoint(startpoint)} for {_describe_selected(sel)}\n"
             f"  key {key!r}, {_where(args)}\n"
-            f"  a running query applies it at the next micro-batch planned after {STARTPOINT_POLL_INTERVAL_OPTION} (a "
+            f"  a running query applies it at the next micro-batch planned after {STARTPOINT_POLL_INTERVAL.name} (a "
             "stopped one when it restarts); it is deleted once that batch commits")
     return Outcome(data, text, warnings=warnings)
 
@@ -397,7 +393,7 @@ def _diff_json(model: JobModel, previous: JobModel | None) -> dict[str, Any] | N
 
 def _job_model_from_checkpoint(args: argparse.Namespace):
     """(current model, previous model or None, source text, Kinesis offset or None) from the offset log."""
-    from ...kinesis.offset import KinesisOffset
+    from ...kinesis.driver.offset import KinesisOffset
     from ...samza_config.offset_log import OffsetLog
 
     log = OffsetLog(args.checkpoint)
@@ -488,7 +484,8 @@ def jobmodel_show(args: argparse.Namespace) -> Outcome:
 def _position_text(position: Any) -> str:
     """A mirrored position for people: Kafka offsets as is, Kinesis positions as ``after 4960...``."""
     if isinstance(position, dict):
-        from ...kinesis.positions import PositionFormatError, ShardPosition
+        from ...kinesis.errors import PositionFormatError
+        from ...kinesis.positions import ShardPosition
 
         try:
             if isinstance(position.get("type"), str):
@@ -550,7 +547,7 @@ def lag(args: argparse.Namespace) -> Outcome:
                            "batch yet (Spark commits a batch when it plans the next one)")
     warnings: list[str] = []
     if args.bootstrap is not None:
-        from ...kafka.admin import KafkaAdmin
+        from ...kafka.driver.admin import KafkaAdmin
 
         conf = {k: v for k, v in args.kafka_properties}
         conf["bootstrap.servers"] = args.bootstrap
@@ -574,8 +571,8 @@ def lag(args: argparse.Namespace) -> Outcome:
 
 
 def _kinesis_lag(args: argparse.Namespace, checkpoint, lagmod, warnings: list[str]):
-    from ...kinesis.admin import KinesisAdmin
     from ...kinesis.client import AwsClientSettings, kinesis_client
+    from ...kinesis.driver.admin import KinesisAdmin
 
     slot_shards = None
     if args.checkpoint:

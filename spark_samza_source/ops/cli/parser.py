@@ -16,11 +16,11 @@ from datetime import datetime
 from typing import NoReturn
 
 from ..._version import __version__
-from ...spec.common import JOB_NAME_OPTION, METADATA_STORE_OPTION
+from ...options.common import JOB_NAME, METADATA_STORE
+from .errors import UsageError
 
 __all__ = [
     "STORE_ENV",
-    "UsageError",
     "build_parser",
     "parse_timestamp",
     "validate",
@@ -36,10 +36,6 @@ _MAX_MS = 2**63 - 1
 
 #: set by ``main`` when ``--json`` is on the command line, so usage errors are also printed as JSON
 json_errors: contextvars.ContextVar[bool] = contextvars.ContextVar("samza_source_json_errors", default=False)
-
-
-class UsageError(Exception):
-    """A combination of arguments that argparse accepted but that makes no sense; exits 2 with usage."""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -150,9 +146,9 @@ def _common(sub: argparse.ArgumentParser) -> None:
     group = sub.add_argument_group("job")
     default_store = os.environ.get(STORE_ENV) or None
     group.add_argument("--store", metavar="URI", default=default_store, type=_non_empty("--store"),
-                       help=f"the job's {METADATA_STORE_OPTION} URI (default: ${STORE_ENV})")
+                       help=f"the job's {METADATA_STORE.name} URI (default: ${STORE_ENV})")
     group.add_argument("--job", metavar="NAME", required=True, type=_non_empty("--job"),
-                       help=f"the {JOB_NAME_OPTION} option")
+                       help=f"the {JOB_NAME.name} option")
     sub.add_argument("--json", action="store_true", default=argparse.SUPPRESS,
                      help="print machine-readable JSON instead of text")
 

@@ -19,11 +19,11 @@ from samza_devkit.checkpoint_log import committed_batches, offset_log
 from samza_devkit.fault_driver import slow_stage
 from samza_devkit.fault_harness import exactly_once, wait_for
 from samza_devkit.kafka_helpers import create_topic, produce, unique_topic
-from spark_samza_source.kinesis.admin import KinesisAdmin
 from spark_samza_source.kinesis.client import AwsClientSettings, kinesis_client
+from spark_samza_source.kinesis.driver.admin import KinesisAdmin
 from spark_samza_source.kinesis.errors import KinesisSourceError
+from spark_samza_source.kinesis.executor.shard_reads import read_shard
 from spark_samza_source.kinesis.positions import ShardPosition
-from spark_samza_source.kinesis.shard_reads import read_shard
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 

@@ -73,7 +73,7 @@ def test_an_outage_shorter_than_endpoint_retry_timeout_is_ridden_out(planned, ca
                 refused.set()
 
     handler = Seen()
-    logging.getLogger("spark_samza_source.kafka.admin").addHandler(handler)
+    logging.getLogger("spark_samza_source.kafka.driver.admin").addHandler(handler)
     try:
         planner = threading.Thread(target=plan, daemon=True)
         planner.start()
@@ -81,6 +81,6 @@ def test_an_outage_shorter_than_endpoint_retry_timeout_is_ridden_out(planned, ca
         broker.start()
         planner.join(120)
     finally:
-        logging.getLogger("spark_samza_source.kafka.admin").removeHandler(handler)
+        logging.getLogger("spark_samza_source.kafka.driver.admin").removeHandler(handler)
     assert "error" not in outcome, outcome.get("error")
     assert outcome["offset"] == end  # nothing new: the same offset, planned across the outage

@@ -23,8 +23,8 @@ from samza_devkit.kafka_helpers import create_topic, produce, unique_topic
 from spark_samza_source.core.errors import FormatVersionError, MetadataStoreError
 from spark_samza_source.core.model import SystemStreamPartition
 from spark_samza_source.core.startpoint import StartpointOldest
-from spark_samza_source.kafka.coordinator import KafkaCoordinator
-from spark_samza_source.kafka.offset import KafkaOffset
+from spark_samza_source.kafka.driver.coordinator import KafkaCoordinator
+from spark_samza_source.kafka.driver.offset import KafkaOffset
 from spark_samza_source.kafka.options import KafkaSourceOptions
 from spark_samza_source.metadata import open_store
 from spark_samza_source.metadata.filesystem import encode_key

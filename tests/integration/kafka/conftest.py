@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import pytest
 
-from spark_samza_source.kafka.consumer_cache import ConsumerCache
+from spark_samza_source.kafka.executor.consumer_cache import ConsumerCache
 
 
 @pytest.fixture(params=["python", "native"])
 def read_path(request) -> str:
-    """Both executor read paths (kafka/reader.py, kafka/native_reader.py): a reader test runs against each.
+    """Both executor read paths (kafka/executor/reader.py, kafka/executor/native_reader.py): a reader test runs against
+    each.
     ``native`` fails (never skips) where the extension is not built: ``make setup`` builds it."""
     return request.param
 

@@ -9,7 +9,7 @@ import pytest
 
 from samza_devkit.kafka_broker import KafkaDevBroker
 from samza_devkit.kafka_helpers import produce
-from spark_samza_source.kafka.admin import KafkaAdmin
+from spark_samza_source.kafka.driver.admin import KafkaAdmin
 from spark_samza_source.kafka.errors import KafkaSourceError
 
 SECRET = "s3cr3t-Pa55word"

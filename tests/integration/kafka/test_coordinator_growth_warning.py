@@ -12,10 +12,10 @@ from __future__ import annotations
 import logging
 
 from samza_devkit.kafka_helpers import add_partitions, create_topic, unique_topic
-from spark_samza_source.kafka.coordinator import KafkaCoordinator
+from spark_samza_source.kafka.driver.coordinator import KafkaCoordinator
 from spark_samza_source.kafka.options import KafkaSourceOptions
 
-LOGGER = "spark_samza_source.kafka.coordinator"
+LOGGER = "spark_samza_source.kafka.driver.coordinator"
 
 
 def test_a_growth_that_is_not_a_multiple_warns_and_is_recorded_in_the_progress(kafka_broker, tmp_path, caplog):

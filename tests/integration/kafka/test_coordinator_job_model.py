@@ -13,7 +13,7 @@ import pytest
 from samza_devkit.kafka_helpers import add_partitions, create_topic, produce, unique_topic
 from spark_samza_source.core.errors import PartitionExpansionError
 from spark_samza_source.core.model import SystemStreamPartition, TaskName
-from spark_samza_source.kafka.coordinator import KafkaCoordinator
+from spark_samza_source.kafka.driver.coordinator import KafkaCoordinator
 from spark_samza_source.kafka.options import KafkaSourceOptions
 
 P0, P1 = TaskName("Partition 0"), TaskName("Partition 1")
@@ -69,7 +69,7 @@ def test_a_new_checkpoint_starts_from_the_stored_job_model_and_handles_growth_as
     add_partitions(bootstrap, topic, 4)
 
     # Same job.name and store, a new checkpoint (initialOffset again): the stored model, not one task per partition.
-    with caplog.at_level(logging.INFO, logger="spark_samza_source.kafka.coordinator"):
+    with caplog.at_level(logging.INFO, logger="spark_samza_source.kafka.driver.coordinator"):
         second = coordinator(bootstrap, store, "restore", subscribe=topic)
         try:
             start = second.initial_offset()
@@ -85,7 +85,7 @@ def test_a_new_checkpoint_starts_from_the_stored_job_model_and_handles_growth_as
 
     # jobModel.reset=true regroups from the current partitions, and says so.
     caplog.clear()
-    with caplog.at_level(logging.INFO, logger="spark_samza_source.kafka.coordinator"):
+    with caplog.at_level(logging.INFO, logger="spark_samza_source.kafka.driver.coordinator"):
         third = coordinator(bootstrap, store, "restore", subscribe=topic, **{"jobModel.reset": "true"})
         try:
             fresh = third.initial_offset()

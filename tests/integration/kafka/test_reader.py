@@ -12,10 +12,10 @@ from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from samza_devkit.kafka_helpers import produce
-from spark_samza_source.kafka.consumer_cache import ConsumerCache
 from spark_samza_source.kafka.errors import KafkaDataLossError, KafkaSourceError
+from spark_samza_source.kafka.executor.consumer_cache import ConsumerCache
+from spark_samza_source.kafka.executor.reader import read_ranges
 from spark_samza_source.kafka.input_partition import KafkaRange
-from spark_samza_source.kafka.reader import read_ranges
 from spark_samza_source.kafka.schema import kafka_arrow_schema
 
 TASK = "Partition 7"
@@ -152,7 +152,7 @@ def test_data_loss_skipped_with_a_warning(path, kafka_broker, kafka_topic, caplo
     produce(bs, topic, [(None, b"v", None, p) for p in (0, 1) for _ in range(30)])
     delete_records_before(bs, topic, 1, 12)
     delete_records_before(bs, topic, 0, 25)
-    with caplog.at_level(logging.WARNING, logger="spark_samza_source.kafka.reader"):
+    with caplog.at_level(logging.WARNING, logger="spark_samza_source.kafka.executor.reader"):
         got = rows(read(path, bs, [KafkaRange(topic, 0, 0, 20), KafkaRange(topic, 1, 5, 30)], fail=False))
     # partition 0: the whole range [0, 20) is gone; partition 1 continues from the new log start 12.
     assert [(r["partition"], r["offset"]) for r in got] == [(1, o) for o in range(12, 30)]
@@ -199,7 +199,7 @@ def test_dead_broker_fails_the_read_clearly(path, kafka_broker_fresh, kafka_topi
     kafka_broker_fresh.stop()
     started = time.monotonic()
     with pytest.raises(KafkaSourceError) as info, caplog.at_level(logging.INFO,
-                                                                  logger="spark_samza_source.kafka.consumer_cache"):
+                                                                  logger="spark_samza_source.kafka.executor.consumer_cache"):
         read(path, bs, [KafkaRange(topic, 0, 0, 10)], poll_timeout_ms=2000)
     # bounded-ness is the behaviour (a dead broker fails the read after pollTimeoutMs, 2 s, instead of hanging);
     # 60 s is generous for a loaded machine
@@ -222,8 +222,7 @@ class CountingConsumer(Consumer):
 def counting_native_consumer(conf):
     """A real native consumer that counts the reader's pause_range(..., True) calls (a range finishing pauses
     inside C and is not counted)."""
-    from spark_samza_source.kafka.native_reader import native_consumer_class
-
+    from spark_samza_source.kafka.executor.native_reader import native_consumer_class
     class Counting(native_consumer_class()):
         def pause_range(self, i, pause):
             CountingConsumer.pauses += bool(pause)

@@ -13,8 +13,8 @@ import pytest
 from samza_devkit.compaction_helpers import GAPPED_SURVIVORS, compacted_partition
 from samza_devkit.kafka_helpers import delete_records_before
 from spark_samza_source.kafka.errors import KafkaDataLossError
+from spark_samza_source.kafka.executor.reader import read_ranges
 from spark_samza_source.kafka.input_partition import KafkaRange
-from spark_samza_source.kafka.reader import read_ranges
 
 SURVIVORS = GAPPED_SURVIVORS
 

@@ -18,10 +18,10 @@ import pyarrow as pa
 import pytest
 
 from samza_devkit.kafka_helpers import add_partitions, create_topic, delete_records_before, produce, unique_topic
-from spark_samza_source.kafka.consumer_cache import ConsumerCache
 from spark_samza_source.kafka.errors import KafkaSourceError
+from spark_samza_source.kafka.executor.consumer_cache import ConsumerCache
+from spark_samza_source.kafka.executor.reader import KafkaReadSettings, read_ranges
 from spark_samza_source.kafka.input_partition import KafkaRange
-from spark_samza_source.kafka.reader import KafkaReadSettings, read_ranges
 
 SEED = 2023
 SCENARIOS = 14
@@ -90,7 +90,7 @@ def _read(bootstrap: str, path: str, ranges, settings, cache, caplog) -> tuple[l
     caplog.clear()
     batches, error = [], None
     settings = KafkaReadSettings(**{**settings.__dict__, "read_path": path})
-    with caplog.at_level(logging.WARNING, logger="spark_samza_source.kafka.reader"):
+    with caplog.at_level(logging.WARNING, logger="spark_samza_source.kafka.executor.reader"):
         try:
             for batch in read_ranges({"bootstrap.servers": bootstrap}, "Partition 3", ranges, settings, cache=cache):
                 batches.append(batch)

@@ -11,16 +11,16 @@ import pytest
 
 from samza_devkit.kafka_helpers import produce
 from spark_samza_source.core.errors import ConfigError
-from spark_samza_source.kafka import native_reader
 from spark_samza_source.kafka.client_conf import TOKEN_PROVIDER_KEY
-from spark_samza_source.kafka.consumer_cache import ConsumerCache
 from spark_samza_source.kafka.errors import KafkaSourceError
+from spark_samza_source.kafka.executor import native_reader
+from spark_samza_source.kafka.executor.consumer_cache import ConsumerCache
+from spark_samza_source.kafka.executor.reader import KafkaReadSettings, read_ranges
 from spark_samza_source.kafka.input_partition import KafkaRange
 from spark_samza_source.kafka.options import KafkaSourceOptions
-from spark_samza_source.kafka.reader import KafkaReadSettings, read_ranges
 
-LOGGER = "spark_samza_source.kafka.native_reader"
-EXTENSION = "spark_samza_source.kafka._native_reader"
+LOGGER = "spark_samza_source.kafka.executor.native_reader"
+EXTENSION = "spark_samza_source.kafka.executor._native_reader"
 
 
 @pytest.fixture
@@ -34,7 +34,7 @@ def fresh_choice(monkeypatch):
 def without_extension(fresh_choice, monkeypatch):
     """The extension cannot be imported, as on a pure wheel or where it failed to compile."""
     monkeypatch.setitem(sys.modules, EXTENSION, None)  # `import` raises ImportError
-    monkeypatch.delattr("spark_samza_source.kafka._native_reader", raising=False)
+    monkeypatch.delattr("spark_samza_source.kafka.executor._native_reader", raising=False)
 
 
 def test_the_native_path_is_the_default_where_it_is_built(fresh_choice, caplog):

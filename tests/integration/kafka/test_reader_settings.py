@@ -8,9 +8,9 @@ import logging
 from confluent_kafka import Consumer
 
 from samza_devkit.kafka_helpers import produce
+from spark_samza_source.kafka.executor.native_reader import new_native_consumer
+from spark_samza_source.kafka.executor.reader import read_ranges
 from spark_samza_source.kafka.input_partition import KafkaRange
-from spark_samza_source.kafka.native_reader import new_native_consumer
-from spark_samza_source.kafka.reader import read_ranges
 
 
 def _read_with_recorded_conf(path: str, new_cache, bootstrap: str, topic: str, user: dict) -> tuple[int, list[dict]]:

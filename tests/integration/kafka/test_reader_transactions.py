@@ -13,8 +13,8 @@ import pyarrow as pa
 import pytest
 
 from samza_devkit.kafka_helpers import create_topic, produce_in_transaction, transactional_producer, unique_topic
+from spark_samza_source.kafka.executor.reader import read_ranges
 from spark_samza_source.kafka.input_partition import KafkaRange
-from spark_samza_source.kafka.reader import read_ranges
 
 COMMITTED = [0, 1, 2, 7, 8]
 ABORTED = [4, 5]

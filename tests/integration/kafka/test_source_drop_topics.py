@@ -11,7 +11,7 @@ from pyspark.sql.streaming.datasource import ReadAllAvailable
 
 from samza_devkit.kafka_helpers import create_topic, produce, unique_topic
 from spark_samza_source.core.errors import PartitionExpansionError
-from spark_samza_source.kafka.offset import KafkaOffset
+from spark_samza_source.kafka.driver.offset import KafkaOffset
 from spark_samza_source.kafka.options import KafkaSourceOptions
 from spark_samza_source.kafka.source import SamzaKafkaStreamReader
 

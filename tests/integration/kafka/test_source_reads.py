@@ -96,7 +96,7 @@ def test_available_now_reads_only_the_backlog_present_at_its_start(kq):
 
 def test_committed_positions_are_mirrored_to_the_store_and_the_consumer_group(kq):
     from spark_samza_source.core.checkpoint import CheckpointMirror
-    from spark_samza_source.kafka.admin import KafkaAdmin
+    from spark_samza_source.kafka.driver.admin import KafkaAdmin
     from spark_samza_source.metadata import open_store
 
     topic = create_topic(kq.bootstrap, unique_topic("mirror"), 2)

@@ -13,13 +13,13 @@ from botocore.exceptions import ClientError
 
 from samza_devkit import kinesis_helpers as kh
 from spark_samza_source.core.errors import ConfigError
-from spark_samza_source.kinesis import admin as admin_module
-from spark_samza_source.kinesis.admin import KinesisAdmin, iterator_request
 from spark_samza_source.kinesis.client import AwsClientSettings, clear_client_cache, dynamodb_client, kinesis_client
+from spark_samza_source.kinesis.driver import admin as admin_module
+from spark_samza_source.kinesis.driver.admin import KinesisAdmin, iterator_request
 from spark_samza_source.kinesis.errors import KinesisStreamNotFoundError, KinesisThrottledError
+from spark_samza_source.kinesis.executor.shard_reads import read_shard
 from spark_samza_source.kinesis.kpl import UserRecord
 from spark_samza_source.kinesis.positions import ShardPosition
-from spark_samza_source.kinesis.shard_reads import read_shard
 from spark_samza_source.kinesis.shards import ShardInfo
 
 MAX_HASH = 2**128 - 1

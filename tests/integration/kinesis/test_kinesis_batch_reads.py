@@ -198,7 +198,7 @@ def test_pushed_filters_read_fewer_records(ks):
     from pyspark.sql.datasource import EqualTo, GreaterThanOrEqual
 
     from spark_samza_source.kinesis.schema import kinesis_schema
-    from spark_samza_source.kinesis.source import SamzaKinesisPushdownBatchReader
+    from spark_samza_source.kinesis.source import SamzaKinesisPushdownBoundedReader
     from spark_samza_source.source.bounded_reader import batch_raw_options
 
     stream = ks.create_stream(2, "bcount")
@@ -212,7 +212,7 @@ def test_pushed_filters_read_fewer_records(ks):
     raw, _ = batch_raw_options(options)
 
     def read(*filters):
-        reader = SamzaKinesisPushdownBatchReader(SamzaKinesisPushdownBatchReader.parse_options(raw, False),
+        reader = SamzaKinesisPushdownBoundedReader(SamzaKinesisPushdownBoundedReader.parse_options(raw, False),
                                                  kinesis_schema())
         left = list(reader.pushFilters(list(filters)))
         rows = [row for part in reader.partitions() for b in reader.read(part) for row in b.to_pylist()]

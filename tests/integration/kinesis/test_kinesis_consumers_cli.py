@@ -12,11 +12,11 @@ import pytest
 from samza_devkit import kinesis_helpers as kh
 from spark_samza_source.kinesis.calls import KinesisCalls
 from spark_samza_source.kinesis.client import AwsClientSettings, kinesis_client
-from spark_samza_source.kinesis.consumers import StreamConsumers
+from spark_samza_source.kinesis.driver.consumers import StreamConsumers
 from spark_samza_source.kinesis.options import KinesisSourceOptions
 from spark_samza_source.metadata import open_store
 from spark_samza_source.ops import cli
-from spark_samza_source.spec.namespaces import STREAM_CONSUMERS
+from spark_samza_source.options.namespaces import STREAM_CONSUMERS
 
 
 @pytest.fixture

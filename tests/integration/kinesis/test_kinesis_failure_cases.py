@@ -110,7 +110,7 @@ def test_throttled_writes_at_commit_are_retried_and_no_checkpoint_is_lost(ks, aw
     retries (the one policy of DynamoDB calls) carry every write through; the checkpoint lands in both, exactly
     where the batches ended, and every record is read once."""
     from spark_samza_source.core.checkpoint import CheckpointMirror
-    from spark_samza_source.kinesis.lease_table import WHOLE_RECORD_SUB, KclLeaseTable
+    from spark_samza_source.kinesis.driver.lease_table import WHOLE_RECORD_SUB, KclLeaseTable
     from spark_samza_source.metadata import open_store
 
     stream = ks.create_stream(1, "commit-throttled")

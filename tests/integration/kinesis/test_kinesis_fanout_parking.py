@@ -1,4 +1,5 @@
-"""Parked fan-out subscriptions (``kinesis/parked_subscriptions.py``): the reads of a shard one process makes batch
+"""Parked fan-out subscriptions (``kinesis/executor/parked_subscriptions.py``): the reads of a shard one process makes
+batch
 after batch go on with one ``SubscribeToShard`` subscription instead of subscribing anew each time (which AWS, and
 the bridge, refuse for 5 seconds after the previous call). On kinesis-mock behind the devkit's bridge, read as a
 task reads a shard (``shard_reads.stream_shard``), without Spark; the bridge counts the subscriptions.
@@ -17,12 +18,12 @@ import pytest
 
 from samza_devkit import kinesis_helpers as kh
 from spark_samza_source.kinesis.calls import KinesisCalls
-from spark_samza_source.kinesis.consumers import StreamConsumers
-from spark_samza_source.kinesis.fanout import STOP_SUBSCRIPTION_IN_USE
-from spark_samza_source.kinesis.parked_subscriptions import PARKED
+from spark_samza_source.kinesis.driver.consumers import StreamConsumers
+from spark_samza_source.kinesis.executor.fanout import STOP_SUBSCRIPTION_IN_USE
+from spark_samza_source.kinesis.executor.parked_subscriptions import PARKED
+from spark_samza_source.kinesis.executor.reader import STOP_MAX_RECORDS, read_request
+from spark_samza_source.kinesis.executor.shard_reads import stream_shard
 from spark_samza_source.kinesis.positions import ShardPosition
-from spark_samza_source.kinesis.reader import STOP_MAX_RECORDS, shard_read
-from spark_samza_source.kinesis.shard_reads import stream_shard
 
 SHARD = "shardId-000000000000"
 _TAKEOVER_S = 1.0  # AWS (and the bridge by default): 5 s; shorter where a test must subscribe again
@@ -74,7 +75,7 @@ def read(kinesis, shard, start: ShardPosition, **options):
     """One read of the shard as a task makes it: (the reader, its result with the rows)."""
     stream, consumer = shard
     options.setdefault("max_fetch_time_ms", 8_000)
-    reader = stream_shard(kinesis, *shard_read(stream, SHARD, start, task="Task-0", consumer_arn=consumer,
+    reader = stream_shard(kinesis, *read_request(stream, SHARD, start, task="Task-0", consumer_arn=consumer,
                                                **options))
     return reader, reader.run()
 

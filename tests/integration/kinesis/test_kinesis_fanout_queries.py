@@ -215,8 +215,7 @@ def _check_lineage(rows, offsets: dict, caught_up_at: int) -> None:
     """Each shard in one task, children in their parent's, read after it drained; and the reshards of the first
     test happened as meant: the merge of 2 and 3 after both were read to their tip, the split of 5 while it still
     had records to read (when the planner first listed its children)."""
-    from spark_samza_source.kinesis.offset import BLOCKED, READABLE
-
+    from spark_samza_source.kinesis.driver.offset import BLOCKED, READABLE
     tasks: dict[str, set] = {}
     batches: dict[str, list[int]] = {}
     for batch, r in rows:
@@ -241,8 +240,7 @@ def _check_lineage(rows, offsets: dict, caught_up_at: int) -> None:
 
 def _planned_to_read(fo, shard: str) -> bool:
     """Whether the query's offset log has a batch that reads ``shard`` (its parents drained)."""
-    from spark_samza_source.kinesis.offset import READABLE
-
+    from spark_samza_source.kinesis.driver.offset import READABLE
     return any(shard in o.shards and o.shards[shard].status == READABLE
                for o in kh.offset_log(fo.checkpoint("main")).values())
 

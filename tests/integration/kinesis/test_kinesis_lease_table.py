@@ -6,11 +6,11 @@ import pytest
 
 from samza_devkit import kinesis_helpers as kh
 from samza_devkit.aws_fixtures import unique_aws_name
+from spark_samza_source.kinesis.driver.lease_table import WHOLE_RECORD_SUB, KclLeaseTable, from_kcl_checkpoint
 from spark_samza_source.kinesis.errors import KclLeaseConflictError, KinesisSourceError
+from spark_samza_source.kinesis.executor.shard_reads import read_shard
 from spark_samza_source.kinesis.kpl import UserRecord
-from spark_samza_source.kinesis.lease_table import WHOLE_RECORD_SUB, KclLeaseTable, from_kcl_checkpoint
 from spark_samza_source.kinesis.positions import ShardPosition
-from spark_samza_source.kinesis.shard_reads import read_shard
 
 SEQ = "49590338271490256608559692538361571095921575989136588898"
 OWNER = "samza-clicks-etl"

@@ -10,7 +10,7 @@ import uuid
 from spark_samza_source.core.model import SystemStreamPartition
 from spark_samza_source.core.startpoint import StartpointOldest
 from spark_samza_source.core.startpoint_manager import NAMESPACE, StartpointManager
-from spark_samza_source.kinesis.coordinator import KinesisCoordinator
+from spark_samza_source.kinesis.driver.coordinator import KinesisCoordinator
 from spark_samza_source.kinesis.options import KinesisSourceOptions
 from spark_samza_source.metadata import open_store
 

@@ -9,12 +9,12 @@ import time
 import pytest
 
 from samza_devkit import kinesis_helpers as kh
-from spark_samza_source.kinesis.admin import KinesisAdmin
 from spark_samza_source.kinesis.client import AwsClientSettings, kinesis_client
+from spark_samza_source.kinesis.driver.admin import KinesisAdmin
 from spark_samza_source.kinesis.errors import KinesisSourceError
+from spark_samza_source.kinesis.executor.shard_reads import read_shard
 from spark_samza_source.kinesis.options import KinesisSourceOptions
 from spark_samza_source.kinesis.positions import ShardPosition
-from spark_samza_source.kinesis.shard_reads import read_shard
 
 SECRET = "outage-secret-key-1234"
 RESETS = 5

@@ -17,25 +17,24 @@ from botocore.exceptions import ClientError
 
 from samza_devkit import kinesis_helpers as kh
 from spark_samza_source.core.errors import MetadataStoreError
-from spark_samza_source.kinesis.errors import KinesisDataLossError, KinesisThrottledError
-from spark_samza_source.kinesis.kpl import UserRecord
-from spark_samza_source.kinesis.microbatch_ends import (
-    AttemptPassedRecordedEnd,
+from spark_samza_source.kinesis.errors import AttemptPassedRecordedEndError, KinesisDataLossError, KinesisThrottledError
+from spark_samza_source.kinesis.executor.microbatch_ends import (
     BatchEnds,
     read_and_record,
     stream_and_record,
 )
-from spark_samza_source.kinesis.positions import ShardPosition
-from spark_samza_source.kinesis.reader import (
+from spark_samza_source.kinesis.executor.reader import (
     STOP_CAUGHT_UP,
     STOP_MAX_FETCH_TIME,
     STOP_MAX_RECORDS,
     STOP_RECORDED_END,
     STOP_SHARD_END,
-    shard_read,
+    read_request,
 )
+from spark_samza_source.kinesis.executor.shard_reads import read_shard
+from spark_samza_source.kinesis.kpl import UserRecord
+from spark_samza_source.kinesis.positions import ShardPosition
 from spark_samza_source.kinesis.schema import kinesis_arrow_schema
-from spark_samza_source.kinesis.shard_reads import read_shard
 from spark_samza_source.metadata import open_store
 
 SHARD0 = "shardId-000000000000"
@@ -497,24 +496,24 @@ def test_batch_ends_record_get_list_and_cleanup(ends):
 def test_a_retried_attempt_reads_exactly_what_the_first_one_recorded(kinesis, stream5000, ends):
     stream, _ = stream5000
     start = ShardPosition.trim_horizon()
-    first = read_and_record(ends, 3, kinesis, *shard_read(stream, SHARD0, start, task=TASK, max_records=700, **FAST))
+    first = read_and_record(ends, 3, kinesis, *read_request(stream, SHARD0, start, task=TASK, max_records=700, **FAST))
     assert ends.get(3, SHARD0) == first.end and first.records == 700
     kh.put_records(kinesis, stream, [b"late"] * 100)
-    retry = read_and_record(ends, 3, kinesis, *shard_read(stream, SHARD0, start, task=TASK, max_records=4000, **FAST))
+    retry = read_and_record(ends, 3, kinesis, *read_request(stream, SHARD0, start, task=TASK, max_records=4000, **FAST))
     assert retry.table().equals(first.table()) and retry.end == first.end
 
 
 def test_the_loser_of_a_race_re_reads_exactly_to_the_winners_end(kinesis, stream5000, ends):
     stream, _ = stream5000
     start = ShardPosition.trim_horizon()
-    winner = read_and_record(ends, 5, kinesis, *shard_read(stream, SHARD0, start, task=TASK, max_records=300, **FAST))
+    winner = read_and_record(ends, 5, kinesis, *read_request(stream, SHARD0, start, task=TASK, max_records=300, **FAST))
 
     class LateChecker(BatchEnds):  # looked before the winner recorded: sees no end, reads further, loses
         def get(self, batch, shard_id):
             return None
 
     loser = read_and_record(LateChecker(ends.store), 5, kinesis,
-                            *shard_read(stream, SHARD0, start, task=TASK, max_records=2000, **FAST))
+                            *read_request(stream, SHARD0, start, task=TASK, max_records=2000, **FAST))
     assert loser.end == winner.end and loser.stop == STOP_RECORDED_END
     assert loser.table().equals(winner.table())
 
@@ -528,7 +527,7 @@ def test_concurrent_attempts_agree(kinesis, stream5000, ends):
     def attempt(i: int, limit: int) -> None:
         barrier.wait()
         results[i] = read_and_record(ends, 9, kinesis,
-                                     *shard_read(stream, SHARD0, start, task=TASK, max_records=limit, **FAST))
+                                     *read_request(stream, SHARD0, start, task=TASK, max_records=limit, **FAST))
 
     threads = [threading.Thread(target=attempt, args=(i, lim)) for i, lim in enumerate((500, 1500, 2500))]
     for t in threads:
@@ -558,7 +557,7 @@ def test_streamed_rows_arrive_before_the_read_ends_and_equal_a_retry(kinesis, st
     stream, _ = stream5000
     start = ShardPosition.trim_horizon()
     reading = stream_and_record(ends, 4, kinesis,
-                                *shard_read(stream, SHARD0, start, task=TASK, max_records=3000,
+                                *read_request(stream, SHARD0, start, task=TASK, max_records=3000,
                                             records_per_call=500, **FAST))
     first = next(reading)
     assert first.num_rows == 500 and ends.get(4, SHARD0) is None  # handed out while the end is still undecided
@@ -566,8 +565,8 @@ def test_streamed_rows_arrive_before_the_read_ends_and_equal_a_retry(kinesis, st
     streamed = pa.concat_tables([pa.Table.from_batches([first], schema=kinesis_arrow_schema()), rest])
     assert streamed.num_rows == 3000 == result.records and ends.get(4, SHARD0) == result.end
     kh.put_records(kinesis, stream, [b"late"] * 10)
-    retried, again = _drain(stream_and_record(ends, 4, kinesis,
-                                              *shard_read(stream, SHARD0, start, task=TASK, max_records=9000, **FAST)))
+    again_read = read_request(stream, SHARD0, start, task=TASK, max_records=9000, **FAST)
+    retried, again = _drain(stream_and_record(ends, 4, kinesis, *again_read))
     assert retried.equals(streamed) and again.end == result.end and again.stop == STOP_RECORDED_END
 
 
@@ -582,9 +581,9 @@ def test_an_attempt_short_of_the_winners_end_reads_on_to_it(kinesis, stream5000,
     stream, _ = stream5000
     start = ShardPosition.trim_horizon()
     winner, won = _drain(stream_and_record(ends, 6, kinesis,
-                                           *shard_read(stream, SHARD0, start, task=TASK, max_records=2000, **FAST)))
+                                           *read_request(stream, SHARD0, start, task=TASK, max_records=2000, **FAST)))
     short, result = _drain(stream_and_record(_LateChecker(ends.store), 6, kinesis,
-                                             *shard_read(stream, SHARD0, start, task=TASK, max_records=700, **FAST)))
+                                             *read_request(stream, SHARD0, start, task=TASK, max_records=700, **FAST)))
     assert short.equals(winner) and result.end == won.end and result.records == 2000
 
 
@@ -592,13 +591,14 @@ def test_an_attempt_past_the_winners_end_fails_and_its_retry_is_exact(kinesis, s
     stream, _ = stream5000
     start = ShardPosition.trim_horizon()
     winner, won = _drain(stream_and_record(ends, 7, kinesis,
-                                           *shard_read(stream, SHARD0, start, task=TASK, max_records=300, **FAST)))
-    with pytest.raises(AttemptPassedRecordedEnd, match=r"batch 7 recorded the end .* for shard shardId-0+ ") as info:
+                                           *read_request(stream, SHARD0, start, task=TASK, max_records=300, **FAST)))
+    passed_end = r"batch 7 recorded the end .* for shard shardId-0+ "
+    with pytest.raises(AttemptPassedRecordedEndError, match=passed_end) as info:
         _drain(stream_and_record(_LateChecker(ends.store), 7, kinesis,
-                                 *shard_read(stream, SHARD0, start, task=TASK, max_records=2000, **FAST)))
+                                 *read_request(stream, SHARD0, start, task=TASK, max_records=2000, **FAST)))
     assert info.value.winner == won.end and "retry reads exactly" in str(info.value)
-    retried, again = _drain(stream_and_record(ends, 7, kinesis,
-                                              *shard_read(stream, SHARD0, start, task=TASK, max_records=2000, **FAST)))
+    again_read = read_request(stream, SHARD0, start, task=TASK, max_records=2000, **FAST)
+    retried, again = _drain(stream_and_record(ends, 7, kinesis, *again_read))
     assert retried.equals(winner) and again.end == won.end
 
 
@@ -614,9 +614,9 @@ def test_concurrent_streaming_attempts_yield_the_recorded_range_or_fail(kinesis,
         barrier.wait()
         try:
             outcomes[i] = _drain(stream_and_record(ends, 11, kinesis,
-                                                   *shard_read(stream, SHARD0, start, task=TASK, max_records=limit,
+                                                   *read_request(stream, SHARD0, start, task=TASK, max_records=limit,
                                                                records_per_call=250, **FAST)))[0]
-        except AttemptPassedRecordedEnd as passed:
+        except AttemptPassedRecordedEndError as passed:
             outcomes[i] = passed
 
     threads = [threading.Thread(target=attempt, args=(i, lim)) for i, lim in enumerate((500, 1500, 2500))]

@@ -145,8 +145,7 @@ def fired(ks, stream, state, acks):
 def same_batch_drain(offsets, parents, children):
     """Spark batches whose offset first lists ``children`` and also finds ``parents`` drained by the batch before
     (so no earlier offset had the children: they were placed after the parents' slots were released)."""
-    from spark_samza_source.kinesis.offset import DRAINED, READABLE
-
+    from spark_samza_source.kinesis.driver.offset import DRAINED, READABLE
     out = []
     for before, now in zip(offsets, offsets[1:], strict=False):
         if any(c in before.shards for c in children) or not all(c in now.shards for c in children):

@@ -14,11 +14,11 @@ import pytest
 from samza_devkit import kinesis_helpers as kh
 from spark_samza_source.core.errors import ConfigError
 from spark_samza_source.kinesis.client import kinesis_client
-from spark_samza_source.kinesis.coordinator import KinesisCoordinator
+from spark_samza_source.kinesis.driver.coordinator import KinesisCoordinator
+from spark_samza_source.kinesis.executor.reader import STOP_CAUGHT_UP
+from spark_samza_source.kinesis.executor.shard_reads import read_shard
 from spark_samza_source.kinesis.options import KinesisSourceOptions
 from spark_samza_source.kinesis.positions import AT_TIMESTAMP, SHARD_END, TRIM_HORIZON, ShardPosition
-from spark_samza_source.kinesis.reader import STOP_CAUGHT_UP
-from spark_samza_source.kinesis.shard_reads import read_shard
 
 pytestmark = [pytest.mark.both_emulators]
 

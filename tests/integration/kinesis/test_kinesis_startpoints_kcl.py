@@ -10,7 +10,7 @@ from spark_samza_source.core.startpoint import (
     StartpointTimestamp,
     StartpointUpcoming,
 )
-from spark_samza_source.kinesis.lease_table import KclLeaseTable
+from spark_samza_source.kinesis.driver.lease_table import KclLeaseTable
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 

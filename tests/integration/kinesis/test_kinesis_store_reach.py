@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import pytest
 
+from spark_samza_source.kinesis.errors import UnreachableStoreError
 from spark_samza_source.kinesis.input_partition import KinesisTaskPartition, ShardRead
 from spark_samza_source.kinesis.options import KinesisSourceOptions
 from spark_samza_source.kinesis.positions import ShardPosition
 from spark_samza_source.kinesis.source import SamzaKinesisStreamReader
-from spark_samza_source.kinesis.store_reach import UnreachableStoreError
 from spark_samza_source.metadata import open_store
-from spark_samza_source.metadata.lease import DriverLease
+from spark_samza_source.metadata.lease import JobLease
 
 OPTIONS = {"streamName": "clicks", "region": "us-east-1", "endpointUrl": "http://127.0.0.1:9",
            "awsAccessKeyId": "testing", "awsSecretKey": "testing", "job.name": "clicks-etl"}
@@ -33,7 +33,7 @@ def test_an_executor_that_does_not_see_the_drivers_local_store_fails_naming_the_
     driver_dir.mkdir()
     executor_dir.mkdir()
     monkeypatch.chdir(driver_dir)
-    lease = DriverLease(open_store(options.metadata_store, options.job_name), heartbeat=False)
+    lease = JobLease(open_store(options.metadata_store, options.job_name), heartbeat=False)
     lease.hold("query-1")
     try:
         reader = SamzaKinesisStreamReader(options, None)

@@ -16,16 +16,16 @@ import pytest
 from botocore.exceptions import ClientError
 
 from samza_devkit import kinesis_helpers as kh
-from spark_samza_source.kinesis.admin import KinesisAdmin
 from spark_samza_source.kinesis.client import AwsClientSettings, clear_client_cache, dynamodb_client, kinesis_client
+from spark_samza_source.kinesis.driver.admin import KinesisAdmin
 from spark_samza_source.kinesis.errors import KinesisThrottledError
-from spark_samza_source.kinesis.positions import ShardPosition
-from spark_samza_source.kinesis.reader import (
+from spark_samza_source.kinesis.executor.reader import (
     DEFAULT_MIN_CALL_INTERVAL_MS,
     STOP_CAUGHT_UP,
     STOP_MAX_FETCH_TIME,
 )
-from spark_samza_source.kinesis.shard_reads import read_shard
+from spark_samza_source.kinesis.executor.shard_reads import read_shard
+from spark_samza_source.kinesis.positions import ShardPosition
 
 SHARD0 = "shardId-000000000000"
 TASK = "Partition 0"

@@ -17,7 +17,7 @@ from pyspark.sql.streaming.listener import QueryProgressEvent, SourceProgress, S
 from samza_devkit.kafka_helpers import create_topic, produce, unique_topic
 from spark_samza_source.core.jobmodel import JobModel
 from spark_samza_source.core.model import SystemStreamPartition, TaskName
-from spark_samza_source.kafka.offset import KafkaOffset
+from spark_samza_source.kafka.driver.offset import KafkaOffset
 from spark_samza_source.ops.metrics import SamzaLagListener, lag_from_progress, source_lag
 
 

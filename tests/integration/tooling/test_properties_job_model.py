@@ -20,8 +20,8 @@ from samza_devkit.kafka_helpers import add_partitions, create_topic, produce, un
 from samza_devkit.query_harness import await_available_now
 from spark_samza_source.core.jobmodel import JobModel
 from spark_samza_source.metadata import open_store
+from spark_samza_source.options.namespaces import JOB_MODEL as JOB_MODEL_NAMESPACE
 from spark_samza_source.samza_config import import_properties, parse_properties, read_properties
-from spark_samza_source.spec.namespaces import JOB_MODEL as JOB_MODEL_NAMESPACE
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 

@@ -102,5 +102,5 @@ def test_the_wheel_is_a_platform_wheel_holding_the_native_kafka_reader(wheel):
     reader (setup.py) and is tagged for this platform; without them it would be a pure wheel (Python read path)."""
     with zipfile.ZipFile(wheel) as archive:
         names = archive.namelist()
-    assert [n for n in names if n.startswith("spark_samza_source/kafka/_native_reader.") and n.endswith(".so")]
+    assert [n for n in names if n.startswith("spark_samza_source/kafka/executor/_native_reader.") and n.endswith(".so")]
     assert "none-any" not in wheel.name

@@ -13,10 +13,14 @@ from spark_samza_source.core.checkpoint import (
     CHECKPOINT_FORMAT_VERSION,
     NAMESPACE,
     Checkpoint,
-    CheckpointFormatError,
     CheckpointMirror,
 )
-from spark_samza_source.core.errors import FormatVersionError, MetadataStoreError, SamzaSourceError
+from spark_samza_source.core.errors import (
+    CheckpointFormatError,
+    FormatVersionError,
+    MetadataStoreError,
+    SamzaSourceError,
+)
 from spark_samza_source.core.model import SystemStreamPartition, TaskName
 from spark_samza_source.core.startpoint import use_clock
 from spark_samza_source.metadata.memory import MemoryMetadataStore

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from spark_samza_source.core.errors import SamzaSourceError, StartpointFormatError, UnsupportedStartpoint
+from spark_samza_source.core.errors import SamzaSourceError, StartpointFormatError, UnsupportedStartpointError
 from spark_samza_source.core.model import SystemStreamPartition
 from spark_samza_source.core.startpoint import (
     JAVA_LONG_MAX,
@@ -352,7 +352,7 @@ class SpecificOnlyVisitor(StartpointVisitor[int]):
     ],
 )
 def test_unimplemented_visit_raises_unsupported_naming_type_visitor_and_ssp(startpoint):
-    with pytest.raises(UnsupportedStartpoint) as info:
+    with pytest.raises(UnsupportedStartpointError) as info:
         startpoint.apply(SSP, SpecificOnlyVisitor())
     message = str(info.value)
     assert type(startpoint).__name__ in message

@@ -3,7 +3,7 @@ and the settings the reader relies on, which the user cannot."""
 
 from __future__ import annotations
 
-from spark_samza_source.kafka.consumer_cache import READER_DEFAULTS, READER_FORCED, consumer_config
+from spark_samza_source.kafka.executor.consumer_cache import READER_DEFAULTS, READER_FORCED, consumer_config
 
 BOOT = {"bootstrap.servers": "b:9092"}
 

@@ -25,8 +25,8 @@ from hypothesis import strategies as st
 
 from spark_samza_source.core.grouping import GroupByPartitionFixedTasks
 from spark_samza_source.core.model import SystemStreamPartition
-from spark_samza_source.kafka.offset import KafkaOffset
-from spark_samza_source.kafka.planner import PlanRules, plan_next
+from spark_samza_source.kafka.driver.offset import KafkaOffset
+from spark_samza_source.kafka.driver.planner import PlanRules, plan_next
 from spark_samza_source.kafka.positions import Watermarks
 
 STREAM = "orders"

@@ -11,7 +11,7 @@ import pytest
 from spark_samza_source.core.errors import FormatVersionError, OffsetFormatError
 from spark_samza_source.core.jobmodel import JobModel
 from spark_samza_source.core.model import SystemStream, SystemStreamPartition, TaskName
-from spark_samza_source.kafka.offset import OFFSET_FORMAT_VERSION, Barrier, KafkaOffset, Rebase
+from spark_samza_source.kafka.driver.offset import OFFSET_FORMAT_VERSION, Barrier, KafkaOffset, Rebase
 from spark_samza_source.metadata.lease import offset_identity
 
 T0, T1 = TaskName("Partition 0"), TaskName("Partition 1")

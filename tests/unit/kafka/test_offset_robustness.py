@@ -9,8 +9,8 @@ import pytest
 from spark_samza_source.core.errors import DataLossError, OffsetFormatError
 from spark_samza_source.core.jobmodel import JobModel
 from spark_samza_source.core.model import SystemStream, SystemStreamPartition, TaskName
-from spark_samza_source.kafka.offset import REBASE_DATA_LOSS, KafkaOffset
-from spark_samza_source.kafka.planner import PlanRules, plan_next
+from spark_samza_source.kafka.driver.offset import REBASE_DATA_LOSS, KafkaOffset
+from spark_samza_source.kafka.driver.planner import PlanRules, plan_next
 from spark_samza_source.kafka.positions import Watermarks
 
 T0, T1 = TaskName("Partition 0"), TaskName("Partition 1")

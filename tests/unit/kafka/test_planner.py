@@ -7,8 +7,8 @@ from hypothesis import strategies as st
 from spark_samza_source.core.errors import DataLossError
 from spark_samza_source.core.jobmodel import JobModel
 from spark_samza_source.core.model import SystemStream, SystemStreamPartition, TaskName
-from spark_samza_source.kafka.offset import KafkaOffset
-from spark_samza_source.kafka.planner import PlanRules, ResolvedStartpoint, plan_next, split_read_limit
+from spark_samza_source.kafka.driver.offset import KafkaOffset
+from spark_samza_source.kafka.driver.planner import PlanRules, ResolvedStartpoint, plan_next, split_read_limit
 from spark_samza_source.kafka.positions import Watermarks
 
 T0, T1 = TaskName("Partition 0"), TaskName("Partition 1")

@@ -6,7 +6,7 @@ import pytest
 from spark_samza_source.core.errors import DataLossError
 from spark_samza_source.core.jobmodel import JobModel
 from spark_samza_source.core.model import SystemStream, SystemStreamPartition, TaskName
-from spark_samza_source.kafka.offset import (
+from spark_samza_source.kafka.driver.offset import (
     REBASE_DATA_LOSS,
     REBASE_NEW_PARTITION,
     REBASE_NEW_TASK,
@@ -14,7 +14,7 @@ from spark_samza_source.kafka.offset import (
     Barrier,
     KafkaOffset,
 )
-from spark_samza_source.kafka.planner import (
+from spark_samza_source.kafka.driver.planner import (
     NonMultipleGrowth,
     PlanInputs,
     PlanRules,

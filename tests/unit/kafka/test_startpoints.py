@@ -4,7 +4,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from spark_samza_source.core.errors import StartpointFormatError, UnsupportedStartpoint
+from spark_samza_source.core.errors import StartpointFormatError, UnsupportedStartpointError
 from spark_samza_source.core.model import SystemStreamPartition
 from spark_samza_source.core.startpoint import (
     StartpointCustom,
@@ -13,8 +13,8 @@ from spark_samza_source.core.startpoint import (
     StartpointTimestamp,
     StartpointUpcoming,
 )
+from spark_samza_source.kafka.driver.startpoints import KafkaStartpointResolver, kafka_startpoint_problem
 from spark_samza_source.kafka.positions import Watermarks
-from spark_samza_source.kafka.startpoints import KafkaStartpointResolver, kafka_startpoint_problem
 
 SSP = SystemStreamPartition("kafka", "orders", 1)
 MARKS = {SSP: Watermarks(5, 40)}
@@ -74,5 +74,5 @@ class StartpointKafkaResolverProbe(StartpointCustom):
 
 
 def test_a_custom_startpoint_is_unsupported_naming_the_resolver():
-    with pytest.raises(UnsupportedStartpoint, match="KafkaStartpointResolver"):
+    with pytest.raises(UnsupportedStartpointError, match="KafkaStartpointResolver"):
         StartpointKafkaResolverProbe("x", creation_timestamp=1).apply(SSP, resolver())

@@ -3,7 +3,7 @@ calls of the driver's plans; 0 (the default) lists at every plan."""
 
 from __future__ import annotations
 
-from spark_samza_source.kinesis.coordinator import KinesisCoordinator
+from spark_samza_source.kinesis.driver.coordinator import KinesisCoordinator
 from spark_samza_source.kinesis.options import KinesisSourceOptions
 from spark_samza_source.kinesis.shards import ShardInfo
 

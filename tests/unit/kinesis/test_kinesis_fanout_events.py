@@ -1,4 +1,5 @@
-"""The enhanced fan-out reader (``kinesis/fanout.py``) against the event streams AWS's API reference documents for
+"""The enhanced fan-out reader (``kinesis/executor/fanout.py``) against the event streams AWS's API reference documents
+for
 ``SubscribeToShard``, with no server: each subscription is the bytes AWS sends (an ``initial-response`` event, then
 ``SubscribeToShardEvent`` events or an exception), parsed by botocore's own event-stream parser exactly as
 ``boto3.client("kinesis").subscribe_to_shard`` does, and handed to the reader.
@@ -23,9 +24,8 @@ from botocore.parsers import EventStreamJSONParser
 from samza_devkit.aws_event_stream import event_message, exception_message
 from spark_samza_source.kinesis import kpl
 from spark_samza_source.kinesis.errors import KinesisDataLossError, KinesisSourceError
-from spark_samza_source.kinesis.fanout import STOP_SUBSCRIPTION_IN_USE
-from spark_samza_source.kinesis.positions import ShardPosition
-from spark_samza_source.kinesis.reader import (
+from spark_samza_source.kinesis.executor.fanout import STOP_SUBSCRIPTION_IN_USE
+from spark_samza_source.kinesis.executor.reader import (
     STOP_CAUGHT_UP,
     STOP_MAX_FETCH_TIME,
     STOP_MAX_RECORDS,
@@ -34,7 +34,8 @@ from spark_samza_source.kinesis.reader import (
     ShardReadRequest,
     ShardReadSettings,
 )
-from spark_samza_source.kinesis.shard_reads import stream_shard
+from spark_samza_source.kinesis.executor.shard_reads import stream_shard
+from spark_samza_source.kinesis.positions import ShardPosition
 
 CONSUMER = "arn:aws:kinesis:us-east-1:123456789012:stream/clicks/consumer/etl:1700000000"
 SHARD = "shardId-000000000000"

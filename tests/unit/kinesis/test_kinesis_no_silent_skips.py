@@ -7,8 +7,8 @@ import json
 import pytest
 
 from spark_samza_source.core.errors import ConfigError, OffsetFormatError
-from spark_samza_source.kinesis.offset import KinesisOffset, StreamIdentity
-from spark_samza_source.kinesis.planner import initial_offset, recreated_stream_offset
+from spark_samza_source.kinesis.driver.offset import KinesisOffset, StreamIdentity
+from spark_samza_source.kinesis.driver.planner import initial_offset, recreated_stream_offset
 from spark_samza_source.kinesis.positions import ShardPosition as P
 from spark_samza_source.kinesis.shards import ShardInfo
 from spark_samza_source.kinesis.source import SamzaKinesisStreamReader

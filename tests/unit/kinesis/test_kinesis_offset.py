@@ -8,8 +8,8 @@ from hypothesis import strategies as st
 
 from spark_samza_source.core.errors import FormatVersionError, OffsetFormatError, SamzaSourceError
 from spark_samza_source.core.model import SystemStreamPartition, TaskName
-from spark_samza_source.kinesis.mapper import ShardPartitionMapper
-from spark_samza_source.kinesis.offset import (
+from spark_samza_source.kinesis.driver.mapper import ShardPartitionMapper
+from spark_samza_source.kinesis.driver.offset import (
     BLOCKED,
     DRAINED,
     READABLE,

@@ -11,15 +11,15 @@ from hypothesis import strategies as st
 
 from spark_samza_source.core.errors import DataLossError
 from spark_samza_source.core.model import SystemStreamPartition, TaskName
-from spark_samza_source.kinesis.errors import KinesisPlanError
-from spark_samza_source.kinesis.mapper import BALANCED, LINEAGE
-from spark_samza_source.kinesis.offset import BLOCKED, DRAINED, READABLE, KinesisOffset
-from spark_samza_source.kinesis.planner import (
+from spark_samza_source.kinesis.driver.mapper import BALANCED, LINEAGE
+from spark_samza_source.kinesis.driver.offset import BLOCKED, DRAINED, READABLE, KinesisOffset
+from spark_samza_source.kinesis.driver.planner import (
     ShardStartpoint,
     initial_offset,
     plan_next,
     tasks_for_batch,
 )
+from spark_samza_source.kinesis.errors import KinesisPlanError
 from spark_samza_source.kinesis.positions import ShardPosition as P
 from spark_samza_source.kinesis.shards import ShardInfo
 
@@ -586,8 +586,8 @@ def test_planner_modules_are_pure():
     import subprocess
     import sys
 
-    modules = ["spark_samza_source.kinesis.mapper", "spark_samza_source.kinesis.offset",
-               "spark_samza_source.kinesis.planner"]
+    modules = ["spark_samza_source.kinesis.driver.mapper", "spark_samza_source.kinesis.driver.offset",
+               "spark_samza_source.kinesis.driver.planner"]
     probe = (
         "import importlib, json, sys\n"
         "for name in ['pyspark', 'pyarrow', 'confluent_kafka', 'boto3', 'botocore', 'kafka', 'moto']:\n"

@@ -6,10 +6,9 @@ import pytest
 
 from spark_samza_source.core.errors import DataLossError
 from spark_samza_source.core.model import SystemStreamPartition, TaskName
-from spark_samza_source.kinesis.errors import KinesisPlanError
-from spark_samza_source.kinesis.mapper import LINEAGE
-from spark_samza_source.kinesis.offset import BLOCKED, DRAINED, READABLE
-from spark_samza_source.kinesis.planner import (
+from spark_samza_source.kinesis.driver.mapper import LINEAGE
+from spark_samza_source.kinesis.driver.offset import BLOCKED, DRAINED, READABLE
+from spark_samza_source.kinesis.driver.planner import (
     PlanInputs,
     ShardStartpoint,
     ShardStarts,
@@ -22,6 +21,7 @@ from spark_samza_source.kinesis.planner import (
     released_shards,
     with_new_shards,
 )
+from spark_samza_source.kinesis.errors import KinesisPlanError
 from spark_samza_source.kinesis.positions import ShardPosition as P
 from spark_samza_source.kinesis.shards import ShardInfo, index_shards
 

@@ -4,7 +4,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from spark_samza_source.core.errors import UnsupportedStartpoint
+from spark_samza_source.core.errors import UnsupportedStartpointError
 from spark_samza_source.core.model import SystemStreamPartition
 from spark_samza_source.core.startpoint import (
     StartpointCustom,
@@ -13,8 +13,8 @@ from spark_samza_source.core.startpoint import (
     StartpointTimestamp,
     StartpointUpcoming,
 )
+from spark_samza_source.kinesis.driver.startpoints import KinesisStartpointResolver
 from spark_samza_source.kinesis.positions import ShardPosition
-from spark_samza_source.kinesis.startpoints import KinesisStartpointResolver
 
 SSP = SystemStreamPartition("kinesis", "clicks", 0)
 NOW = 1_800_000_000_000
@@ -40,5 +40,5 @@ class StartpointKinesisResolverProbe(StartpointCustom):
 
 
 def test_a_custom_startpoint_is_unsupported_naming_the_resolver():
-    with pytest.raises(UnsupportedStartpoint, match="KinesisStartpointResolver"):
+    with pytest.raises(UnsupportedStartpointError, match="KinesisStartpointResolver"):
         StartpointKinesisResolverProbe("x", creation_timestamp=1).apply(SSP, KinesisStartpointResolver(NOW))

@@ -8,13 +8,13 @@ from hypothesis import strategies as st
 
 from spark_samza_source.core.errors import SamzaSourceError
 from spark_samza_source.core.model import TaskName
-from spark_samza_source.kinesis.mapper import (
+from spark_samza_source.kinesis.driver.mapper import (
     BALANCED,
-    MapperError,
     ShardPartitionMapper,
     task_index,
     task_name,
 )
+from spark_samza_source.kinesis.errors import MapperError
 from spark_samza_source.kinesis.shards import ShardInfo, lineage_order
 
 H = 2**128

@@ -1,10 +1,11 @@
-"""The registry of parked fan-out subscriptions (``kinesis/parked_subscriptions.py``) on its own: taking removes,
+"""The registry of parked fan-out subscriptions (``kinesis/executor/parked_subscriptions.py``) on its own: taking
+removes,
 expiry and the size cap close what they drop, on the registry's own clock. Reads through real subscriptions:
 tests/integration/kinesis/test_kinesis_fanout_parking.py."""
 
 from __future__ import annotations
 
-from spark_samza_source.kinesis.parked_subscriptions import ParkedSubscription, ParkedSubscriptions
+from spark_samza_source.kinesis.executor.parked_subscriptions import ParkedSubscription, ParkedSubscriptions
 from spark_samza_source.kinesis.positions import ShardPosition
 
 

@@ -1,10 +1,10 @@
-"""The values a shard read is built from: ShardReadSettings (one per task) checks its limits, and shard_read
+"""The values a shard read is built from: ShardReadSettings (one per task) checks its limits, and read_request
 splits keyword options between the request and the settings, refusing unknown ones by name."""
 
 import pytest
 
+from spark_samza_source.kinesis.executor.reader import ShardReadRequest, ShardReadSettings, read_request
 from spark_samza_source.kinesis.positions import ShardPosition
-from spark_samza_source.kinesis.reader import ShardReadRequest, ShardReadSettings, shard_read
 
 START = ShardPosition.trim_horizon()
 
@@ -25,7 +25,7 @@ def test_settings_are_frozen_and_equal_by_value():
 
 def test_shard_read_splits_keywords_between_request_and_settings():
     end = ShardPosition.after_sequence("7")
-    request, settings = shard_read("clicks", "shardId-1", START, task="Task-0", recorded_end=end, max_records=3,
+    request, settings = read_request("clicks", "shardId-1", START, task="Task-0", recorded_end=end, max_records=3,
                                    fail_on_data_loss=False, until_arrival_ms=9)
     assert request == ShardReadRequest("clicks", "shardId-1", START, "Task-0", recorded_end=end, until_arrival_ms=9)
     assert (settings.max_records, settings.fail_on_data_loss) == (3, False)
@@ -34,4 +34,4 @@ def test_shard_read_splits_keywords_between_request_and_settings():
 
 def test_shard_read_names_an_unknown_option():
     with pytest.raises(TypeError, match="unknown shard read option\\(s\\): max_record, stream_name"):
-        shard_read("clicks", "shardId-1", START, task="Task-0", max_record=3, stream_name="x")
+        read_request("clicks", "shardId-1", START, task="Task-0", max_record=3, stream_name="x")

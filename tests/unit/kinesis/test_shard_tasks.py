@@ -1,5 +1,6 @@
-"""The shard -> task record a streaming samza-kinesis query stores for its batch reads (``kinesis/shard_tasks.py``)
-and how a batch read resolves tasks from it (``kinesis/bounded_read.py``). Pure: a memory store, no servers."""
+"""The shard -> task record a streaming samza-kinesis query stores for its batch reads
+(``kinesis/driver/shard_tasks.py``)
+and how a batch read resolves tasks from it (``kinesis/driver/bounded_read.py``). Pure: a memory store, no servers."""
 
 from __future__ import annotations
 
@@ -9,10 +10,10 @@ import pytest
 
 from spark_samza_source.core.errors import FormatVersionError
 from spark_samza_source.core.model import TaskName
-from spark_samza_source.kinesis.bounded_read import _stored_tasks_first
-from spark_samza_source.kinesis.offset import StreamIdentity
-from spark_samza_source.kinesis.planner import initial_offset
-from spark_samza_source.kinesis.shard_tasks import NAMESPACE, ShardTasks, ShardTasksMirror
+from spark_samza_source.kinesis.driver.bounded_read import _stored_tasks_first
+from spark_samza_source.kinesis.driver.offset import StreamIdentity
+from spark_samza_source.kinesis.driver.planner import initial_offset
+from spark_samza_source.kinesis.driver.shard_tasks import NAMESPACE, ShardTasks, ShardTasksMirror
 from spark_samza_source.kinesis.shards import ShardInfo
 from spark_samza_source.metadata import open_store
 

@@ -11,18 +11,18 @@ import uuid
 
 import pytest
 
+from spark_samza_source.core.errors import JobLeaseError
 from spark_samza_source.kafka.options import KafkaSourceOptions
 from spark_samza_source.kinesis.options import KinesisSourceOptions
 from spark_samza_source.metadata import open_store
 from spark_samza_source.metadata.lease import (
-    DEFAULT_OWNERSHIP_TTL_MS as DEFAULT_TTL_MS,
+    DEFAULT_JOB_LEASE_TTL_MS as DEFAULT_TTL_MS,
 )
 from spark_samza_source.metadata.lease import (
     KEY,
     MAX_IDENTITIES,
     NAMESPACE,
-    DriverLease,
-    JobOwnershipError,
+    JobLease,
     offset_identity,
     query_identity,
 )
@@ -44,8 +44,8 @@ def store_uri(request, tmp_path) -> str:
 
 
 def lease(uri: str, clock: Clock, *, host: str = "host-a", pid: int = 1111, machine: str = "machine-a",
-          ttl_ms: int = TTL, job: str = "orders-enricher") -> DriverLease:
-    return DriverLease(open_store(uri, job), ttl_ms=ttl_ms, wall_ms=clock, heartbeat=False, host=host, pid=pid,
+          ttl_ms: int = TTL, job: str = "orders-enricher") -> JobLease:
+    return JobLease(open_store(uri, job), ttl_ms=ttl_ms, wall_ms=clock, heartbeat=False, host=host, pid=pid,
                        machine=machine)
 
 
@@ -71,7 +71,7 @@ def test_a_second_query_fails_fast_naming_job_store_owner_expiry_and_fixes(store
     lease(store_uri, clock).hold(query_identity("q1"))
     clock.now += 2_500
     second = lease(store_uri, clock, host="host-b", pid=2222, machine="machine-b")
-    with pytest.raises(JobOwnershipError) as info:
+    with pytest.raises(JobLeaseError) as info:
         second.hold(query_identity("q2"))
     message = str(info.value)
     assert "job.name 'orders-enricher' is already in use" in message
@@ -89,18 +89,18 @@ def test_an_expired_lease_is_taken_over_and_the_old_driver_fails_at_its_next_cal
     first = lease(store_uri, clock)
     first.hold(query_identity("q1"))
     clock.now += TTL - 1
-    with pytest.raises(JobOwnershipError):
+    with pytest.raises(JobLeaseError):
         lease(store_uri, clock, host="host-b", pid=2222, machine="m-b").hold(query_identity("q2"))
     clock.now += 1  # exactly renewedMs + ttlMs: expired
     second = lease(store_uri, clock, host="host-b", pid=2222, machine="m-b")
     second.hold(query_identity("q2"))
     assert stored(store_uri)["owner"] == second.owner_id
-    with pytest.raises(JobOwnershipError) as info:
+    with pytest.raises(JobLeaseError) as info:
         first.hold(query_identity("q1"))
     message = str(info.value)
     assert "lost the job to another query" in message and "host host-b, pid 2222" in message
     assert "give each its own job.name" in message
-    with pytest.raises(JobOwnershipError, match="lost the job"):  # and stays lost
+    with pytest.raises(JobLeaseError, match="lost the job"):  # and stays lost
         first.renew()
     assert stored(store_uri)["owner"] == second.owner_id
 
@@ -115,10 +115,10 @@ def test_the_same_query_restarted_elsewhere_takes_over_at_once(store_uri):
     assert stored(store_uri)["owner"] == restarted.owner_id
     first.hold(offset_identity('{"a":2}'))  # nothing new to record and renewed recently: no store access
     clock.now += TTL // 3  # its next renewal (the heartbeat's, or a driver call's) finds the lease gone
-    with pytest.raises(JobOwnershipError, match="lost the job"):
+    with pytest.raises(JobLeaseError, match="lost the job"):
         first.hold(offset_identity('{"a":2}'))
     other = lease(store_uri, clock, host="host-c", pid=3333, machine="m-c")
-    with pytest.raises(JobOwnershipError, match="already in use"):
+    with pytest.raises(JobLeaseError, match="already in use"):
         other.hold(offset_identity('{"a":3}'))  # a different query: its offsets were never this job's
 
 
@@ -147,7 +147,7 @@ def test_renewing_keeps_the_lease_alive_beyond_the_ttl(store_uri):
     for _ in range(10):
         clock.now += TTL // 2
         first.renew()
-    with pytest.raises(JobOwnershipError, match="already in use"):
+    with pytest.raises(JobLeaseError, match="already in use"):
         lease(store_uri, clock, host="host-b", machine="m-b").hold()
 
 
@@ -164,9 +164,9 @@ def test_a_driver_on_this_machine_whose_process_is_gone_is_replaced_at_once(stor
 def test_a_live_driver_on_this_machine_or_an_unknown_machine_is_not_replaced(store_uri):
     clock = Clock()
     lease(store_uri, clock, host="same", pid=os.getppid(), machine="this-machine").hold()  # alive
-    with pytest.raises(JobOwnershipError, match="already in use"):
+    with pytest.raises(JobLeaseError, match="already in use"):
         lease(store_uri, clock, host="same", pid=os.getpid(), machine="this-machine").hold()
-    with pytest.raises(JobOwnershipError, match="already in use"):  # machine unknown: only the TTL counts
+    with pytest.raises(JobLeaseError, match="already in use"):  # machine unknown: only the TTL counts
         lease(store_uri, clock, host="same", pid=os.getpid(), machine="").hold()
 
 
@@ -226,7 +226,7 @@ def test_a_contender_taking_over_just_before_a_renewal_makes_the_renewer_fail(st
 
     store.replace_if_equal = racing_replace
     clock.now += TTL  # expired: the contender may take it over
-    with pytest.raises(JobOwnershipError, match="lost the job"):
+    with pytest.raises(JobLeaseError, match="lost the job"):
         first.renew()
     assert stored(store_uri)["owner"] == contender.owner_id
 
@@ -243,7 +243,7 @@ def test_jobs_are_independent_and_release_gives_the_job_up(store_uri):
 
 def test_heartbeat_renews_in_the_background_and_stops_on_release(tmp_path):
     uri = f"file://{tmp_path}/md"
-    beating = DriverLease(open_store(uri, "hb"), ttl_ms=1_000)
+    beating = JobLease(open_store(uri, "hb"), ttl_ms=1_000)
     beating.hold()
     first = stored(uri, "hb")["renewedMs"]
 
@@ -264,19 +264,19 @@ def test_heartbeat_renews_in_the_background_and_stops_on_release(tmp_path):
 
 def test_heartbeat_notices_a_take_over_and_the_next_call_fails(tmp_path):
     uri = f"file://{tmp_path}/md"
-    beating = DriverLease(open_store(uri, "hb2"), ttl_ms=1_000)
+    beating = JobLease(open_store(uri, "hb2"), ttl_ms=1_000)
     beating.hold(query_identity("q"))
     # the same query started a second time elsewhere takes over at once
-    DriverLease(open_store(uri, "hb2"), ttl_ms=1_000, heartbeat=False, host="elsewhere").hold(query_identity("q"))
+    JobLease(open_store(uri, "hb2"), ttl_ms=1_000, heartbeat=False, host="elsewhere").hold(query_identity("q"))
     beating._thread.join(10)
     assert not beating._thread.is_alive()
-    with pytest.raises(JobOwnershipError, match="lost the job to another query, the driver on host elsewhere"):
+    with pytest.raises(JobLeaseError, match="lost the job to another query, the driver on host elsewhere"):
         beating.hold(query_identity("q"))
 
 
 def test_ttl_below_one_second_is_refused():
-    with pytest.raises(JobOwnershipError, match="at least 1000 ms"):
-        DriverLease(open_store("memory:x", "j"), ttl_ms=999)
+    with pytest.raises(JobLeaseError, match="at least 1000 ms"):
+        JobLease(open_store("memory:x", "j"), ttl_ms=999)
 
 
 def test_lease_holds_no_secret_and_is_json():
@@ -293,9 +293,9 @@ KINESIS = {"streamName": "clicks", "job.name": "clicks-etl", "region": "eu-west-
 
 @pytest.mark.parametrize("parse, base", [(KafkaSourceOptions.parse, KAFKA), (KinesisSourceOptions.parse, KINESIS)])
 def test_ownership_ttl_option(parse, base):
-    assert parse(base).ownership_ttl_ms == DEFAULT_TTL_MS == 60_000
-    assert parse({**base, "job.ownership.ttl": "5m"}).ownership_ttl_ms == 300_000
-    assert parse({**base, "JOB.OWNERSHIP.TTL": "2s"}).ownership_ttl_ms == 2_000
+    assert parse(base).job_lease_ttl_ms == DEFAULT_TTL_MS == 60_000
+    assert parse({**base, "job.ownership.ttl": "5m"}).job_lease_ttl_ms == 300_000
+    assert parse({**base, "JOB.OWNERSHIP.TTL": "2s"}).job_lease_ttl_ms == 2_000
     with pytest.raises(Exception, match="'job.ownership.ttl' must be at least 1000 ms"):
         parse({**base, "job.ownership.ttl": "500ms"})
     with pytest.raises(Exception, match="'job.ownership.ttl' must be a duration"):
@@ -316,7 +316,7 @@ def test_a_newcomer_does_not_move_in_while_an_earlier_release_renews_in_two_step
         waits.append(seconds)
         assert owner.store.put_if_absent(NAMESPACE, KEY, renewed)
 
-    newcomer = DriverLease(store, ttl_ms=TTL, wall_ms=clock, heartbeat=False, host="host-b", pid=2, machine="m-b",
+    newcomer = JobLease(store, ttl_ms=TTL, wall_ms=clock, heartbeat=False, host="host-b", pid=2, machine="m-b",
                            sleep=owner_finishes_renewal)
     create = store.put_if_absent
 
@@ -327,7 +327,7 @@ def test_a_newcomer_does_not_move_in_while_an_earlier_release_renews_in_two_step
         return created
 
     store.put_if_absent = put_if_absent
-    with pytest.raises(JobOwnershipError, match="already in use"):
+    with pytest.raises(JobLeaseError, match="already in use"):
         newcomer.hold()
     assert waits == [0.2] and stored(store_uri) == renewed
 
@@ -367,9 +367,9 @@ class FlakyStore:
         return call
 
 
-def flaky_lease(clock: Clock) -> tuple[DriverLease, FlakyStore]:
+def flaky_lease(clock: Clock) -> tuple[JobLease, FlakyStore]:
     store = FlakyStore(open_store(f"memory:lease-{uuid.uuid4().hex}", "orders-enricher"))
-    return DriverLease(store, ttl_ms=TTL, wall_ms=clock, heartbeat=False, host="host-a", pid=1111,
+    return JobLease(store, ttl_ms=TTL, wall_ms=clock, heartbeat=False, host="host-a", pid=1111,
                        machine="machine-a"), store
 
 
@@ -381,7 +381,7 @@ def test_a_store_unreachable_within_the_ttl_fails_the_call_but_not_the_lease():
     clock.now += TTL // 2
     with pytest.raises(Exception, match="no answer from the store") as caught:
         driver.hold(query_identity("q"))
-    assert not isinstance(caught.value, JobOwnershipError)
+    assert not isinstance(caught.value, JobLeaseError)
     store.down = False
     clock.now += TTL // 4  # still within the TTL of the last renewal
     driver.hold(query_identity("q"))
@@ -400,8 +400,8 @@ def test_a_store_unreachable_for_longer_than_the_ttl_stops_the_driver_for_good(r
     expected = (r"could not renew its lease on the job for 10\.0 s, longer than job\.ownership\.ttl = 10 s: the "
                 r"store did not answer \(.*no answer from the store.*\)\. .*stops rather than run on without its "
                 r"lease.*restart the query from its checkpoint")
-    with pytest.raises(JobOwnershipError, match=expected):
+    with pytest.raises(JobLeaseError, match=expected):
         driver.renew() if renewer == "heartbeat" else driver.hold(query_identity("q"))
     store.down = False
-    with pytest.raises(JobOwnershipError, match=expected):
+    with pytest.raises(JobLeaseError, match=expected):
         driver.hold(query_identity("q"))

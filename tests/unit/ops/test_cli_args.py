@@ -15,9 +15,9 @@ from spark_samza_source.core.jobmodel import JobModel
 from spark_samza_source.core.model import SystemStream, SystemStreamPartition, TaskName
 from spark_samza_source.core.startpoint import StartpointOldest, StartpointSpecific, StartpointUpcoming
 from spark_samza_source.core.startpoint_manager import StartpointManager
-from spark_samza_source.kafka.offset import KafkaOffset
-from spark_samza_source.kinesis.mapper import ShardPartitionMapper
-from spark_samza_source.kinesis.offset import DRAINED, READABLE, KinesisOffset, ShardState
+from spark_samza_source.kafka.driver.offset import KafkaOffset
+from spark_samza_source.kinesis.driver.mapper import ShardPartitionMapper
+from spark_samza_source.kinesis.driver.offset import DRAINED, READABLE, KinesisOffset, ShardState
 from spark_samza_source.kinesis.positions import ShardPosition
 from spark_samza_source.metadata import open_store
 from spark_samza_source.ops import cli

@@ -14,10 +14,10 @@ import pytest
 
 from spark_samza_source.core.jobmodel import JobModel
 from spark_samza_source.core.model import SystemStreamPartition, TaskName
-from spark_samza_source.kafka.offset import KafkaOffset
-from spark_samza_source.kinesis.planner import initial_offset, plan_next
+from spark_samza_source.kafka.driver.offset import KafkaOffset
+from spark_samza_source.kinesis.driver.planner import initial_offset, plan_next
+from spark_samza_source.kinesis.driver.progress import millis_behind_report
 from spark_samza_source.kinesis.positions import ShardPosition
-from spark_samza_source.kinesis.progress import millis_behind_report
 from spark_samza_source.kinesis.shards import ShardInfo
 from spark_samza_source.ops.metrics import SamzaLagListener, lag_from_progress, source_lag
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 import spark_samza_source
-from spark_samza_source.core.errors import ConfigError
+from spark_samza_source.core.errors import CheckpointDirError, ConfigError
 from spark_samza_source.kafka.options import KafkaSourceOptions
 from spark_samza_source.kafka.starting import SpecificOffsets
 from spark_samza_source.samza_config import (
@@ -17,7 +17,7 @@ from spark_samza_source.samza_config import (
     starting_offsets_from_samza_checkpoint,
     starting_offsets_from_spark_checkpoint,
 )
-from spark_samza_source.samza_config.offset_log import CheckpointDirError, OffsetLog
+from spark_samza_source.samza_config.offset_log import OffsetLog
 
 ROOT = Path(spark_samza_source.__file__).resolve().parent
 READER = "samza_config/offset_log.py"

@@ -706,8 +706,7 @@ def test_every_option_a_source_reads_passes_through_from_a_file(monkeypatch, par
     """A new option of a source must be added to the importer's list, or a file carrying it reports it unknown."""
     import importlib
 
-    from spark_samza_source.spec.values import Options
-
+    from spark_samza_source.options.values import Options
     translation = importlib.import_module(f"spark_samza_source.samza_config.{module}")
     read: set[str] = set()
     original = Options.raw

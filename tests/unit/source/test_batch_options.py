@@ -6,11 +6,11 @@ from __future__ import annotations
 import pytest
 
 from spark_samza_source.core.errors import ConfigError
-from spark_samza_source.kafka.bounded_options import KafkaBatchOptions
-from spark_samza_source.kafka.options import BATCH_ONLY_OPTIONS as KAFKA_BATCH_ONLY
+from spark_samza_source.kafka.bounded_options import KafkaBoundedOptions
+from spark_samza_source.kafka.options import BOUNDED_ONLY_OPTIONS as KAFKA_BOUNDED_ONLY
 from spark_samza_source.kafka.starting import ByTimestamp, Earliest, Latest, SpecificOffsets
-from spark_samza_source.kinesis.bounded_options import KinesisBatchOptions, KinesisEnding
-from spark_samza_source.kinesis.options import BATCH_ONLY_OPTIONS as KINESIS_BATCH_ONLY
+from spark_samza_source.kinesis.bounded_options import KinesisBoundedOptions, KinesisEnding
+from spark_samza_source.kinesis.options import BOUNDED_ONLY_OPTIONS as KINESIS_BOUNDED_ONLY
 from spark_samza_source.kinesis.starting import AtTimestamp, TrimHorizon
 from spark_samza_source.source.bounded_reader import BATCH_JOB_NAME, batch_raw_options, refuse_batch_only_options
 
@@ -18,14 +18,14 @@ KAFKA = {"kafka.bootstrap.servers": "127.0.0.1:9092", "subscribe": "orders"}
 KINESIS = {"streamName": "clicks", "region": "us-east-1"}
 
 
-def kafka(**extra) -> KafkaBatchOptions:
+def kafka(**extra) -> KafkaBoundedOptions:
     raw, uses_store = batch_raw_options({**KAFKA, **extra})
-    return KafkaBatchOptions.parse({k.lower(): v for k, v in raw.items()}, uses_store)
+    return KafkaBoundedOptions.parse({k.lower(): v for k, v in raw.items()}, uses_store)
 
 
-def kinesis(**extra) -> KinesisBatchOptions:
+def kinesis(**extra) -> KinesisBoundedOptions:
     raw, uses_store = batch_raw_options({**KINESIS, **extra})
-    return KinesisBatchOptions.parse({k.lower(): v for k, v in raw.items()}, uses_store)
+    return KinesisBoundedOptions.parse({k.lower(): v for k, v in raw.items()}, uses_store)
 
 
 def test_kafka_defaults_earliest_to_latest_without_a_job():
@@ -87,7 +87,7 @@ def test_kinesis_bad_ending_position(value):
         kinesis(endingPosition=value)
 
 
-@pytest.mark.parametrize("names,fmt", [(KAFKA_BATCH_ONLY, "samza-kafka"), (KINESIS_BATCH_ONLY, "samza-kinesis")])
+@pytest.mark.parametrize("names,fmt", [(KAFKA_BOUNDED_ONLY, "samza-kafka"), (KINESIS_BOUNDED_ONLY, "samza-kinesis")])
 def test_streaming_refuses_batch_only_options(names, fmt):
     for name in names:
         with pytest.raises(ConfigError, match=f"option '{name}' is not valid in streaming queries"):

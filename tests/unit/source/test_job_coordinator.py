@@ -90,7 +90,7 @@ class Clock:
 
 def make(poll_ms: int = 10_000):
     options = JobOptions(job_name="toy", metadata_store=f"memory:{uuid.uuid4().hex}", fail_on_data_loss=True,
-                         startpoint_ttl_ms=3_600_000, startpoint_poll_ms=poll_ms, ownership_ttl_ms=60_000,
+                         startpoint_ttl_ms=3_600_000, startpoint_poll_ms=poll_ms, job_lease_ttl_ms=60_000,
                          retry_timeout_ms=60_000)
     clock = Clock()
     return ToyCoordinator(options, clock), clock

@@ -8,7 +8,8 @@ from pathlib import Path
 import pyspark
 import pytest
 
-from spark_samza_source.source.spark_version import UnsupportedSparkError, check_spark_version
+from spark_samza_source.core.errors import UnsupportedSparkError
+from spark_samza_source.source.spark_version import check_spark_version
 
 
 @pytest.mark.parametrize("version", ["4.2.0", "4.2.1", "4.3.0", "4.3.1.dev0"])

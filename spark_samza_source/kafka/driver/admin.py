@@ -1,0 +1,453 @@
+"""Driver-side Kafka metadata: partition counts, watermarks, offsets for timestamps, consumer-group mirror.
+
+Everything goes through confluent-kafka (librdkafka).  Three rules shape this module:
+
+* **Bulk, not per partition.** Spark calls ``latestOffset`` at every trigger; with 1,000 partitions a
+  per-partition ``get_watermark_offsets`` loop costs seconds.  ``AdminClient.list_offsets`` takes every
+  partition in one request per leader, so ``watermarks`` issues the *earliest* and *latest* lookups together and
+  waits for both.
+* **Bounded.** Every call has a deadline (``api_timeout_ms``, default 30 s; librdkafka's own retries happen
+  inside it), and a timeout or failure becomes a :class:`KafkaSourceError` naming the operation, the topics and
+  the bootstrap servers -- never another configuration value (SASL passwords live in the client config).
+* **Same isolation level as the executors.** The "latest" offset is the high watermark under
+  ``read_uncommitted`` (Spark's default, and ours) but the last stable offset under ``read_committed``; the
+  readers stop at the offsets planned here, so both sides must use the same ``isolation.level``.
+
+Clients are created lazily: building a ``KafkaAdmin`` does no I/O, so it is cheap in ``__init__`` of a reader.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, TypeVar
+
+from confluent_kafka import (
+    ConsumerGroupTopicPartitions,
+    IsolationLevel,
+    KafkaError,
+    KafkaException,
+    TopicCollection,
+    TopicPartition,
+)
+from confluent_kafka.admin import AdminClient, OffsetSpec
+
+from ...options.kafka import (
+    ASSIGN,
+    GROUP_ID_PREFIX,
+    KAFKA_GROUP_ID,
+    OAUTHBEARER_TOKEN_PROVIDER,
+    SUBSCRIBE,
+)
+from ..client_conf import isolation_level_of, with_callbacks
+from ..errors import KafkaSourceError
+
+__all__ = ["KafkaAdmin", "DEFAULT_API_TIMEOUT_MS", "isolation_level_of"]
+
+log = logging.getLogger(__name__)
+
+DEFAULT_API_TIMEOUT_MS = 30_000
+_RETRY_BACKOFF_S = 0.2
+_MIN_ATTEMPT_S = 10.0  # each attempt of a retried call gets max(this, timeout / 6), at most what is left
+# Errors meaning "this topic or partition does not exist (any more)".
+_MISSING = {KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_PARTITION, KafkaError._UNKNOWN_TOPIC}
+# Broker errors Kafka's clients retry (its RetriableException kinds) that confluent-kafka does not flag as retriable
+# when it hands them back per partition or per topic: after CreatePartitions, Kafka answers ListOffsets for a new
+# partition with NOT_LEADER_OR_FOLLOWER until the broker has applied its leadership; a leader election answers
+# LEADER_NOT_AVAILABLE or a stale leader epoch.
+_RETRIABLE = {
+    KafkaError._TIMED_OUT, KafkaError._TRANSPORT, KafkaError.LEADER_NOT_AVAILABLE,
+    KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.REPLICA_NOT_AVAILABLE, KafkaError.UNKNOWN_LEADER_EPOCH,
+    KafkaError.FENCED_LEADER_EPOCH, KafkaError.OFFSET_NOT_AVAILABLE, KafkaError.REQUEST_TIMED_OUT,
+    KafkaError.NETWORK_EXCEPTION, KafkaError.NOT_COORDINATOR, KafkaError.COORDINATOR_NOT_AVAILABLE,
+    KafkaError.COORDINATOR_LOAD_IN_PROGRESS, KafkaError.KAFKA_STORAGE_ERROR,
+}
+_OFFSET_INVALID = -1001
+_ZERO_TOPIC_ID = "AAAAAAAAAAAAAAAAAAAAAA"  # Kafka's Uuid.ZERO_UUID in base64: "no topic ID"
+
+TP = tuple[str, int]
+T = TypeVar("T")
+
+
+class KafkaAdmin:
+    """Metadata and offset operations against one Kafka cluster (lazy clients, bounded calls).
+
+    ``client_conf`` is librdkafka configuration without the ``kafka.`` prefix (``bootstrap.servers``, SASL, SSL
+    ...).  It is never logged nor put into error messages, except ``bootstrap.servers``.
+    """
+
+    def __init__(self, client_conf: Mapping[str, str], *, api_timeout_ms: int = DEFAULT_API_TIMEOUT_MS,
+                 timeout_option: str | None = None) -> None:
+        self._conf = {str(k): str(v) for k, v in client_conf.items()}
+        self._timeout_option = timeout_option  # the option that set api_timeout_ms, named in timeout errors
+        self._timeout_s = max(0.001, api_timeout_ms / 1000.0)
+        self._isolation = isolation_level_of(self._conf)
+        self._admin: AdminClient | None = None
+        self._auth_error: KafkaError | None = None  # the last SASL/SSL authentication failure librdkafka reported
+        self._lock = threading.Lock()
+
+    # ---- plumbing -----------------------------------------------------------------------------------------
+    @property
+    def bootstrap_servers(self) -> str:
+        return self._conf.get("bootstrap.servers", "?")
+
+    def _where(self) -> str:
+        return f"(bootstrap servers {self.bootstrap_servers})"
+
+    def _client_conf(self) -> dict[str, Any]:
+        conf: dict[str, Any] = with_callbacks(self._conf)  # the OAUTHBEARER token provider as oauth_cb
+        conf["logger"] = log  # librdkafka logs go to Python logging, not stderr
+        return conf
+
+    @property
+    def admin(self) -> AdminClient:
+        with self._lock:
+            if self._admin is None:
+                conf = self._client_conf()
+                # Consumer-only properties would only produce librdkafka warnings on an admin (producer) handle.
+                for key in ("isolation.level", "group.id", "auto.offset.reset", "enable.auto.commit"):
+                    conf.pop(key, None)
+                conf["error_cb"] = self._on_client_error
+                try:
+                    self._admin = AdminClient(conf)
+                except KafkaException as err:
+                    raise KafkaSourceError(f"cannot create a Kafka admin client {self._where()}: {_msg(err)}") from None
+            return self._admin
+
+    def _on_client_error(self, err: KafkaError) -> None:
+        if err.code() in (KafkaError._AUTHENTICATION, KafkaError.SASL_AUTHENTICATION_FAILED):
+            self._auth_error = err
+
+    def _authentication_failure(self) -> KafkaSourceError | None:
+        """A clear error when the broker refused our credentials: retrying cannot help, so it ends the call."""
+        admin = self._admin
+        if admin is not None:
+            admin.poll(0)  # serves error_cb
+        err = self._auth_error
+        if err is None:
+            return None
+        return KafkaSourceError(
+            f"Kafka authentication failed {self._where()}: {err.str()}. Check the options kafka.security.protocol, "
+            f"kafka.sasl.mechanism and the credentials (kafka.sasl.username / kafka.sasl.password, or the "
+            f"token of '{OAUTHBEARER_TOKEN_PROVIDER.name}')"
+        )
+
+    def _deadline(self) -> float:
+        return time.monotonic() + self._timeout_s
+
+    def _retrying(self, what: str, fn: Callable[[float], T]) -> T:
+        """Run ``fn(seconds)``, retrying retriable Kafka errors until the API timeout; raise a clear error.
+
+        Each attempt gets at most max(10 s, timeout / 6): a broker that is down makes librdkafka wait out the
+        whole timeout it is given, and the first failure is logged (once per call) while retries go on."""
+        deadline = self._deadline()
+        last: BaseException | None = None
+        warned = False  # one line per call that has to retry: operators see an outage while it is ridden out
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                break
+            try:
+                # Attempts in slices, so an outage is seen (and logged) while it is ridden out, not only at the end.
+                return fn(min(left, max(_MIN_ATTEMPT_S, self._timeout_s / 6)))
+            except KafkaSourceError:
+                raise
+            except KafkaException as err:
+                last = err
+                kerr = err.args[0] if err.args and isinstance(err.args[0], KafkaError) else None
+                if kerr is not None and not (kerr.retriable() or kerr.code() in _RETRIABLE):
+                    raise KafkaSourceError(f"Kafka operation '{what}' failed {self._where()}: {_msg(err)}") from None
+            except TimeoutError as err:  # concurrent.futures.TimeoutError is TimeoutError on 3.11
+                last = err
+            refused = self._authentication_failure()
+            if refused is not None:
+                raise refused
+            left = deadline - time.monotonic()
+            if not warned and left > 0:
+                warned = True
+                log.warning("Kafka operation '%s' failed %s: %s; retrying for up to %.0f s more%s", what,
+                            self._where(), _msg(last) or type(last).__name__, left,
+                            f" ({self._timeout_option})" if self._timeout_option else "")
+            time.sleep(min(_RETRY_BACKOFF_S, max(0.0, left)))
+        option = (f" (option '{self._timeout_option}'; raise it to ride out longer outages)"
+                  if self._timeout_option else "")
+        raise KafkaSourceError(
+            f"Kafka operation '{what}' did not complete within {self._timeout_s:g} s{option} {self._where()}"
+            + (f": {_msg(last)}" if last is not None and str(last) else "")
+            + ". Is the cluster reachable from the driver?"
+        )
+
+    # ---- topics -------------------------------------------------------------------------------------------
+    def _topic_partitions(self, left: float) -> dict[str, int | KafkaError]:
+        """Existing topics -> partition count, or the topic's metadata error when it is temporarily incomplete."""
+        md = self.admin.list_topics(timeout=left)
+        out: dict[str, int | KafkaError] = {}
+        for name, tm in md.topics.items():
+            if tm.error is None:
+                out[name] = len(tm.partitions)
+            elif tm.error.code() not in _MISSING:
+                out[name] = tm.error
+        return out
+
+    def list_partition_counts(
+        self, topics: Iterable[str] | None = None, pattern: str | re.Pattern[str] | None = None
+    ) -> dict[str, int]:
+        """Partition count per topic, sorted by topic name.
+
+        ``topics``: exactly these topics; a missing one raises :class:`KafkaSourceError` naming it.
+        ``pattern``: every non-internal topic (not starting with ``__``) whose whole name matches the regex.
+        One Metadata request for the whole cluster (asking for named topics could auto-create them on brokers
+        with ``auto.create.topics.enable``).  Topics whose metadata is temporarily incomplete (no leader yet,
+        just created) are retried until the API timeout.
+        """
+        if (topics is None) == (pattern is None):
+            raise ValueError("give exactly one of topics or pattern")
+        wanted = sorted(set(topics)) if topics is not None else None
+        regex = re.compile(pattern) if isinstance(pattern, str) else pattern
+        if wanted is not None:
+            what = f"list partitions of {', '.join(wanted)}"
+        else:
+            what = f"list topics matching {regex.pattern!r}"
+
+        def attempt(left: float) -> dict[str, int]:
+            found = self._topic_partitions(left)
+            if wanted is not None:
+                missing = [t for t in wanted if t not in found]
+                if missing:
+                    raise KafkaSourceError(
+                        f"Kafka topic(s) {', '.join(repr(t) for t in missing)} not found {self._where()}; "
+                        f"check the topic names in '{SUBSCRIBE.name}' / '{ASSIGN.name}' and that the topics exist"
+                    )
+                names = wanted
+            else:
+                names = sorted(t for t in found if not t.startswith("__") and regex.fullmatch(t))
+            for t in names:  # incomplete metadata (e.g. just created): retried until the API timeout
+                count = found[t]
+                if isinstance(count, KafkaError):
+                    raise KafkaException(count)
+                if count == 0:
+                    raise KafkaException(KafkaError(KafkaError.LEADER_NOT_AVAILABLE, f"topic {t!r} has no partitions"))
+            return {t: int(found[t]) for t in names}  # type: ignore[arg-type]
+
+        return self._retrying(what, attempt)
+
+    def topic_ids(self, topics: Iterable[str]) -> dict[str, str]:
+        """Kafka's topic ID (base64, as Kafka's tools show it) per existing topic; missing topics are left out.
+
+        A topic deleted and re-created under the same name gets a new ID. One DescribeTopics call for all.
+        Brokers too old to have topic IDs (before Kafka 2.8) answer the all-zero ID: left out too.
+        """
+        wanted = sorted(set(topics))
+        if not wanted:
+            return {}
+
+        def attempt(left: float) -> dict[str, str]:
+            return self._collect_topic_ids(self._describe(wanted, left), time.monotonic() + left)
+
+        return self._retrying(f"topic IDs of {_describe_topics(wanted)}", attempt)
+
+    def _describe(self, wanted: list[str], left: float) -> dict[str, Any]:
+        return self.admin.describe_topics(TopicCollection(wanted), request_timeout=left)
+
+    @staticmethod
+    def _collect_topic_ids(futures: Mapping[str, Any], deadline: float) -> dict[str, str]:
+        out: dict[str, str] = {}
+        for name, fut in futures.items():
+            try:
+                desc = fut.result(timeout=max(0.001, deadline - time.monotonic()))
+            except KafkaException as err:
+                if err.args and isinstance(err.args[0], KafkaError) and err.args[0].code() in _MISSING:
+                    continue
+                raise
+            topic_id = str(desc.topic_id) if desc.topic_id is not None else ""
+            if topic_id and topic_id != _ZERO_TOPIC_ID:
+                out[name] = topic_id
+        return dict(sorted(out.items()))
+
+    # ---- offsets ------------------------------------------------------------------------------------------
+    def _list_offsets(self, specs: dict[str, Callable[[TP], OffsetSpec]], tps: list[TP], left: float,
+                      ) -> dict[str, dict[TP, Any]]:
+        """One ``list_offsets`` call per spec kind, all issued before waiting. Missing partitions are omitted."""
+        return self._collect_offsets(self._issue_offsets(specs, tps, left), time.monotonic() + left)
+
+    def _issue_offsets(self, specs: dict[str, Callable[[TP], OffsetSpec]], tps: list[TP], left: float,
+                       ) -> dict[str, dict[TopicPartition, Any]]:
+        committed = self._isolation == "read_committed"
+        level = IsolationLevel.READ_COMMITTED if committed else IsolationLevel.READ_UNCOMMITTED
+        return {
+            kind: self.admin.list_offsets(
+                {TopicPartition(tp[0], tp[1]): spec(tp) for tp in tps},
+                isolation_level=level,
+                request_timeout=left,
+            )
+            for kind, spec in specs.items()
+        }
+
+    @staticmethod
+    def _collect_offsets(futures: dict[str, dict[TopicPartition, Any]], deadline: float) -> dict[str, dict[TP, Any]]:
+        out: dict[str, dict[TP, Any]] = {}
+        for kind, fs in futures.items():
+            res: dict[TP, Any] = {}
+            for tp, fut in fs.items():
+                try:
+                    res[(tp.topic, tp.partition)] = fut.result(timeout=max(0.001, deadline - time.monotonic()))
+                except KafkaException as err:
+                    if err.args and isinstance(err.args[0], KafkaError) and err.args[0].code() in _MISSING:
+                        continue
+                    raise
+            out[kind] = res
+        return out
+
+    def watermarks(self, tps: Iterable[TP]) -> dict[TP, tuple[int, int]]:
+        """``(low, high)`` per existing partition: log start offset and high watermark (LSO if read_committed).
+
+        Partitions that do not exist are left out (the planner reports them as lost).  Two bulk requests.
+        """
+        tps = sorted(set(tps))
+        if not tps:
+            return {}
+
+        def attempt(left: float) -> dict[TP, tuple[int, int]]:
+            return _low_high(self._list_offsets(_WATERMARK_SPECS, tps, left), tps)
+
+        return self._retrying(f"watermarks of {_describe_tps(tps)}", attempt)
+
+    def watermarks_and_topic_ids(self, tps: Iterable[TP], topics: Iterable[str],
+                                 ) -> tuple[dict[TP, tuple[int, int]], dict[str, str]]:
+        """``watermarks(tps)`` and ``topic_ids(topics)`` in one round trip: the DescribeTopics and both
+        ListOffsets requests are issued before any answer is awaited (every trigger needs both)."""
+        tps, wanted = sorted(set(tps)), sorted(set(topics))
+
+        def attempt(left: float) -> tuple[dict[TP, tuple[int, int]], dict[str, str]]:
+            deadline = time.monotonic() + left
+            described = self._describe(wanted, left) if wanted else {}
+            offsets = self._issue_offsets(_WATERMARK_SPECS, tps, left) if tps else {}
+            marks = _low_high(self._collect_offsets(offsets, deadline), tps) if tps else {}
+            return marks, self._collect_topic_ids(described, deadline)
+
+        what = f"watermarks of {_describe_tps(tps)} and topic IDs of {_describe_topics(wanted)}"
+        return self._retrying(what, attempt)
+
+    def offsets_for_times(self, requests: Mapping[TP, int]) -> dict[TP, int | None]:
+        """Earliest offset whose timestamp is >= the given epoch-ms timestamp, per partition.
+
+        ``None`` when the partition has no record at or after that time (Kafka answers offset -1).  Missing
+        partitions are left out.
+        """
+        tps = sorted(requests)
+        if not tps:
+            return {}
+
+        def attempt(left: float) -> dict[TP, int | None]:
+            res = self._list_offsets({"ts": lambda tp: OffsetSpec.for_timestamp(int(requests[tp]))}, tps, left)["ts"]
+            return {tp: (info.offset if info.offset >= 0 else None) for tp, info in res.items()}
+
+        return self._retrying(f"offsets for timestamps of {_describe_tps(tps)}", attempt)
+
+    # ---- consumer group mirror ----------------------------------------------------------------------------
+    def commit_group_offsets(self, group_id: str, offsets: Mapping[TP, int]) -> None:
+        """Commit ``offsets`` (next offset to read, Kafka convention) to consumer group ``group_id``.
+
+        A mirror for standard lag tools (``kafka-consumer-groups``, Burrow, ...), written the way Kafka's own
+        ``kafka-consumer-groups --reset-offsets`` does: ``AdminClient.alter_consumer_group_offsets`` (an
+        OffsetCommit from outside the group, to its coordinator), so no consumer and no poll loop is needed.
+        Kafka accepts it only while the group has no active members; a group some other consumer is running in
+        answers UNKNOWN_MEMBER_ID, reported here as such (why Spark warns against sharing a group id).
+        """
+        if not offsets:
+            return
+        tps = sorted(offsets)
+        what = f"commit offsets of group '{group_id}' for {_describe_tps(tps)}"
+        request = ConsumerGroupTopicPartitions(group_id, [TopicPartition(t, p, int(offsets[(t, p)])) for t, p in tps])
+
+        def attempt(left: float) -> None:
+            futures = self.admin.alter_consumer_group_offsets([request], request_timeout=left)
+            try:
+                result = futures[group_id].result(timeout=left + 1)
+            except KafkaException as err:
+                kerr = err.args[0] if err.args and isinstance(err.args[0], KafkaError) else None
+                if kerr is not None and kerr.code() == KafkaError.UNKNOWN_MEMBER_ID:
+                    raise KafkaSourceError(_active_group(group_id, self._where())) from None
+                raise
+            bad = [tp for tp in result.topic_partitions or [] if tp.error is not None]
+            if bad:
+                if bad[0].error.code() == KafkaError.UNKNOWN_MEMBER_ID:
+                    raise KafkaSourceError(_active_group(group_id, self._where()))
+                raise KafkaException(bad[0].error)
+
+        self._retrying(what, attempt)
+
+    def group_offsets(self, group_id: str, tps: Iterable[TP]) -> dict[TP, int | None]:
+        """Offsets committed by consumer group ``group_id`` (``None`` where the group has none)."""
+        tps = sorted(set(tps))
+        if not tps:
+            return {}
+        request = ConsumerGroupTopicPartitions(group_id, [TopicPartition(t, p) for t, p in tps])
+
+        def attempt(left: float) -> dict[TP, int | None]:
+            futures = self.admin.list_consumer_group_offsets([request], request_timeout=left)
+            result = futures[group_id].result(timeout=left + 1)
+            out: dict[TP, int | None] = {}
+            for tp in result.topic_partitions or []:
+                if tp.error is not None and tp.error.code() not in _MISSING:
+                    raise KafkaException(tp.error)
+                out[(tp.topic, tp.partition)] = tp.offset if tp.offset >= 0 else None
+            return out
+
+        return self._retrying(f"committed offsets of group '{group_id}' for {_describe_tps(tps)}", attempt)
+
+    # ---- lifecycle ----------------------------------------------------------------------------------------
+    def close(self) -> None:
+        """Drop the admin client (AdminClient has no close)."""
+        with self._lock:
+            self._admin = None
+
+    def __enter__(self) -> KafkaAdmin:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _active_group(group_id: str, where: str) -> str:
+    return (f"consumer group '{group_id}' has active members {where}: Kafka takes offsets from outside a group "
+            "only while it is empty. Another consumer uses this group id; give this query a group of its own "
+            f"(option '{KAFKA_GROUP_ID.name}' or '{GROUP_ID_PREFIX.name}')")
+
+
+def _msg(err: BaseException | None) -> str:
+    if err is None:
+        return ""
+    if isinstance(err, KafkaException) and err.args and isinstance(err.args[0], KafkaError):
+        return err.args[0].str()
+    return str(err)
+
+
+_WATERMARK_SPECS: dict[str, Callable[[TP], OffsetSpec]] = {
+    "low": lambda _: OffsetSpec.earliest(), "high": lambda _: OffsetSpec.latest()}
+
+
+def _low_high(res: dict[str, dict[TP, Any]], tps: list[TP]) -> dict[TP, tuple[int, int]]:
+    """(log start, high watermark) of every partition both lookups answered (missing partitions are left out)."""
+    return {tp: (res["low"][tp].offset, res["high"][tp].offset) for tp in tps if tp in res["low"] and tp in res["high"]}
+
+
+def _describe_topics(topics: list[str], limit: int = 6) -> str:
+    return f"{', '.join(topics[:limit])}{' ...' if len(topics) > limit else ''}"
+
+
+def _describe_tps(tps: list[TP], limit: int = 6) -> str:
+    """``orders[0,1,2], clicks[3]``, shortened for thousands of partitions."""
+    by_topic: dict[str, list[int]] = {}
+    for t, p in tps:
+        by_topic.setdefault(t, []).append(p)
+    parts = []
+    for t, ps in sorted(by_topic.items()):
+        shown = ",".join(str(p) for p in sorted(ps)[:limit])
+        if len(ps) > limit:
+            shown += f",... ({len(ps)} partitions)"
+        parts.append(f"{t}[{shown}]")
+    return ", ".join(parts)

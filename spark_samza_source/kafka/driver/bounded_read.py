@@ -1,0 +1,93 @@
+"""The driver side of a samza-kafka batch read: every task's offset ranges between the starting and ending options.
+
+It reuses the streaming query's pieces: the coordinator's partition discovery and admin calls, the configured
+grouper, the job model stored for ``job.name`` (read, never written: a backfill gets the streaming query's fixed
+tasks, partitions added since grouped as the streaming query groups them), and the ``starting.py`` strategies for
+both ends. Pushed filters (``core/batch_filters.py``) then narrow it: whole topic partitions and tasks are pruned,
+offset comparisons cut the ranges, and ``timestamp >=`` starts each partition at ``offsetsForTimes`` (only records
+that cannot match are skipped; Spark still applies the filter).
+"""
+
+from __future__ import annotations
+
+import logging
+
+from ...core.batch_filters import PushedFilters
+from ...core.errors import ConfigError
+from ...core.jobmodel import JobModel
+from ...core.model import SystemStreamPartition, TaskName
+from ..bounded_options import KafkaBoundedOptions
+from ..input_partition import KafkaRange
+from ..schema import TASK_COLUMN
+from .coordinator import KafkaCoordinator
+
+log = logging.getLogger(__name__)
+
+__all__ = ["plan_bounded_read"]
+
+
+def plan_bounded_read(options: KafkaBoundedOptions, pushed: PushedFilters) -> list[tuple[TaskName, list[KafkaRange]]]:
+    """(task, ranges) for every task of the job model, in task order; ranges in SSP order."""
+    coordinator = KafkaCoordinator(options.source)
+    try:
+        return _plan(coordinator, options, pushed)
+    finally:
+        if coordinator._admin is not None:
+            coordinator._admin.close()
+
+
+def _plan(coordinator: KafkaCoordinator, options: KafkaBoundedOptions, pushed: PushedFilters):
+    source = options.source
+    stored = coordinator._stored_job_model(quiet=True) if options.use_stored_job_model else None
+    ssps, broadcast = coordinator.discover(stored)
+    discovered = list(ssps)
+    if stored is not None:
+        gone = sorted({s.stream for s in stored.ssps()} - {s.stream for s in ssps})
+        # the stored model's streams keep their tasks; partitions added since are grouped as the streaming
+        # query's next plan groups them (an expansion)
+        stored = stored.without_streams(gone) if gone else stored
+    model: JobModel = coordinator._grouper.group(stored, ssps, broadcast)
+    if stored is not None:
+        log.info("batch read: tasks of the job model stored for %s (%d tasks)", source.job_name, len(model.tasks))
+    marks = coordinator.watermarks(model.ssps())
+    missing = sorted(set(model.ssps()) - set(marks))
+    if missing:
+        raise ConfigError(f"the broker reports no offsets for {', '.join(map(str, missing[:5]))}")
+    lookup = coordinator.admin.offsets_for_times
+    starts = source.starting.starts(model, marks, lookup, fail_on_data_loss=source.fail_on_data_loss,
+                                    assigned=discovered).positions
+    ends = options.ending.starts(model, marks, lookup, fail_on_data_loss=source.fail_on_data_loss,
+                                 assigned=discovered).positions
+    backwards = [f"{s}: starts at {starts[s]}, ends at {ends[s]}" for s in sorted(starts) if ends[s] < starts[s]]
+    if backwards:
+        raise ConfigError(
+            "the batch read's starting options begin after its ending options in "
+            f"{'; '.join(backwards[:5])}. Give a start at or before the end for each partition"
+        )
+    wanted = [s for s in sorted(model.ssps()) if _ssp_allowed(pushed, s)]
+    if pushed.min_timestamp_ms is not None and wanted:
+        found = lookup({(s.stream, s.partition): pushed.min_timestamp_ms for s in wanted})
+        for s in wanted:
+            first = found.get((s.stream, s.partition))
+            starts[s] = max(starts[s], marks[s].high if first is None or first < 0 else first)
+    out: list[tuple[TaskName, list[KafkaRange]]] = []
+    for task, group in model.tasks.items():
+        if not pushed.allows(TASK_COLUMN, task.name):
+            continue
+        ranges = []
+        for s in sorted(group):
+            if not _ssp_allowed(pushed, s):
+                continue
+            begin, end = starts[s], ends[s]
+            if pushed.offset_from is not None:
+                begin = max(begin, pushed.offset_from)
+            if pushed.offset_until is not None:
+                end = min(end, pushed.offset_until)
+            if end > begin:
+                ranges.append(KafkaRange(s.stream, s.partition, begin, end))
+        out.append((task, ranges))
+    return out
+
+
+def _ssp_allowed(pushed: PushedFilters, ssp: SystemStreamPartition) -> bool:
+    return pushed.allows("topic", ssp.stream) and pushed.allows("partition", ssp.partition)

@@ -1,0 +1,486 @@
+"""The driver side of the samza-kafka source: Samza's JobCoordinator, run inside Spark's source runner.
+
+Each trigger it discovers partitions (so expansion is seen at every trigger), recomputes the job model with the
+configured grouper, picks up Startpoints (at query start, then after each poll interval), resolves them with
+the Kafka visitor, and hands everything to the pure planner. ``commit`` deletes the startpoints a committed
+batch applied (only if unchanged since) and mirrors committed positions to the metadata store and,
+optionally, to the consumer group ``samza-<job.name>``.
+
+Spark calls ``commit`` one batch late and never for the last batch of a run, so the startpoints recorded as
+applied in the offset a run *starts from* are deleted on the first trigger too (the restart path); the offset
+also carries every applied startpoint's creation timestamp, so none can be applied twice.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+from collections.abc import Mapping
+
+from ...core.broadcast import effective_broadcast
+from ...core.checkpoint import Checkpoint
+from ...core.copartition import check_copartitioning
+from ...core.errors import ConfigError, PartitionExpansionError, SamzaSourceError
+from ...core.expansion import resolve_expansion_algorithm
+from ...core.grouping import resolve_grouper
+from ...core.jobmodel import JobModel
+from ...core.model import SystemStream, SystemStreamPartition, TaskName, TaskSsp
+from ...metadata.lease import offset_identity
+from ...options.common import BROADCAST, FAIL_ON_DATA_LOSS, JOB_NAME, RETRY_TIMEOUT
+from ...options.kafka import (
+    ASSIGN,
+    DRAIN_FIRST,
+    DROP_TOPICS,
+    EXPANSION_SETTLE,
+    JOB_MODEL_RESET,
+    SUBSCRIBE,
+    SUBSCRIBE_PATTERN,
+)
+from ...options.namespaces import JOB_MODEL, JOB_MODEL_CURRENT, JOB_MODEL_PREVIOUS
+from ...source.job_coordinator import JobCoordinator
+from ...source.limits import MinRowsGate
+from ..input_partition import KafkaRange
+from ..options import SYSTEM, KafkaSourceOptions
+from ..positions import Watermarks
+from .admin import KafkaAdmin
+from .offset import REBASE_NEW_PARTITION, REBASE_STARTPOINT, KafkaOffset, Rebase
+from .planner import (
+    NonMultipleGrowth,
+    PlanResult,
+    PlanRules,
+    ResolvedStartpoint,
+    plan_next,
+    recreated_topic_error,
+    recreated_topics,
+)
+from .startpoints import KafkaStartpointResolver, kafka_startpoint_problem
+
+log = logging.getLogger(__name__)
+
+
+class KafkaCoordinator(JobCoordinator[KafkaOffset]):
+    """Plans batches for one query. Lives in Spark's long-lived driver-side Python runner."""
+
+    def __init__(self, options: KafkaSourceOptions, *, clock=time.monotonic, wall_ms=None) -> None:
+        super().__init__(options, clock=clock)
+        self._wall_ms = wall_ms or (lambda: int(time.time() * 1000))  # epoch ms, as on the Kinesis side
+        self._admin: KafkaAdmin | None = None
+        self._algorithm = resolve_expansion_algorithm(options.expansion_algorithm)
+        self._grouper = resolve_grouper(options.grouper, expansion_algorithm=self._algorithm)
+        self.latest_watermarks: dict[SystemStreamPartition, Watermarks] = {}
+        self._last_model: JobModel | None = None
+        self._initial: KafkaOffset | None = None  # what initial_offset returned, until the first plan
+        self._until: dict[SystemStreamPartition, int] | None = None  # Trigger.AvailableNow's end offsets
+        self._gate: MinRowsGate | None = None  # minOffsetsPerTrigger / maxTriggerDelay
+        # failOnDataLoss=false, since this run began: (SSP key, first lost offset) -> end of the lost range
+        # (exclusive), and topics found deleted and re-created (read again from their start) -> new topic ID
+        self._data_loss: dict[tuple[str, int], int] = {}
+        self._recreated: dict[str, str] = {}
+        #: topic -> the last growth by other than a multiple seen in this run (``nonMultipleGrowth`` in the progress)
+        self._non_multiple: dict[str, dict[str, int]] = {}
+
+    # ---- lazily opened clients -------------------------------------------------------------------------
+    @property
+    def admin(self) -> KafkaAdmin:
+        if self._admin is None:
+            self._admin = KafkaAdmin(self.options.client_conf, api_timeout_ms=self.options.retry_timeout_ms,
+                                     timeout_option=RETRY_TIMEOUT.name)
+        return self._admin
+
+    # ---- discovery ---------------------------------------------------------------------------------------
+    def discover(self, previous: JobModel | None) -> tuple[list[SystemStreamPartition], frozenset]:
+        """Every SSP the query reads now (broadcast ones included), and which of them are broadcast.
+
+        A stream read only as broadcast input in ``previous`` keeps every partition it gains broadcast.
+        """
+        opts = self.options
+        if opts.assign is not None:
+            counts = self.admin.list_partition_counts(topics=list(opts.assign))
+            ssps = []
+            for topic, parts in opts.assign.items():
+                for p in parts:
+                    if p >= counts[topic]:
+                        raise ConfigError(
+                            f"option '{ASSIGN.name}' names partition {p} of topic '{topic}', which has only "
+                            f"{counts[topic]} partitions (0..{counts[topic] - 1})"
+                        )
+                    ssps.append(SystemStreamPartition(SYSTEM, topic, p))
+        else:
+            if opts.topics is not None:
+                counts = self.admin.list_partition_counts(topics=list(opts.topics))
+            else:
+                counts = self.admin.list_partition_counts(pattern=re.compile(opts.pattern))
+            ssps = [SystemStreamPartition(SYSTEM, t, p) for t, n in counts.items() for p in range(n)]
+        broadcast_streams = {b.stream for b in opts.broadcast}
+        if previous is not None:
+            broadcast_streams |= {b.stream for b in previous.broadcast}
+        if broadcast_streams - set(counts):
+            counts.update(self.admin.list_partition_counts(topics=sorted(broadcast_streams - set(counts))))
+        for b in opts.broadcast:
+            if b.partition >= counts.get(b.stream, 0):
+                raise ConfigError(
+                    f"option '{BROADCAST.name}' names {b.system}.{b.stream}#{b.partition}, but topic "
+                    f"'{b.stream}' has {counts.get(b.stream, 0)} partitions"
+                )
+        stream_counts = {SystemStream(SYSTEM, t): n for t, n in counts.items()}
+        broadcast = effective_broadcast(opts.broadcast, previous, stream_counts)
+        return sorted(set(ssps) | broadcast), broadcast
+
+    def job_model(self, previous: JobModel | None, ssps: list[SystemStreamPartition], broadcast) -> JobModel:
+        model = self._grouper.group(previous, ssps, broadcast)
+        self._last_model = model
+        if self.options.copartition:
+            check_copartitioning(self.options.copartition, model, self._algorithm)
+        if previous is None or model != previous:
+            diff = model.diff(previous)
+            if previous is not None:
+                log.info("job model changed for %s: %s", self.options.job_name, "; ".join(diff.describe()))
+            self._persist_job_model(model, previous)
+        return model
+
+    def _stored_job_model(self, quiet: bool = False) -> JobModel | None:
+        """The job model an earlier query of this job.name stored, unless jobModel.reset says to start afresh."""
+        value = self.store.get(JOB_MODEL, JOB_MODEL_CURRENT)
+        job = self.options.job_name
+        if value is None:
+            if not quiet:
+                log.info("job model: none stored for %s=%s; grouping the current partitions", JOB_NAME.name, job)
+            return None
+        if self.options.job_model_reset:
+            if not quiet:
+                log.warning("job model: the one stored for %s=%s is replaced (%s=true): tasks are regrouped "
+                            "from the current partitions", JOB_NAME.name, job, JOB_MODEL_RESET.name)
+            return None
+        try:
+            model = JobModel.from_json(value)
+        except SamzaSourceError as err:
+            raise SamzaSourceError(
+                f"the job model stored for {JOB_NAME.name}={job} cannot be read ({err}); set "
+                f"{JOB_MODEL_RESET.name}=true to replace it with a new one"
+            ) from None
+        if not quiet:
+            log.info("job model: restored the one stored for %s=%s (%d tasks); set %s=true to regroup",
+                     JOB_NAME.name, job, len(model.tasks), JOB_MODEL_RESET.name)
+        return model
+
+    def _without_dropped_topics(self, previous: JobModel | None, ssps, *, stored_model: bool = False,
+                                ) -> JobModel | None:
+        """``previous`` without the topics that left the job: gone from the cluster or from the subscription.
+
+        Only topics named in ``dropTopics`` may leave (their tasks and positions are forgotten, every other
+        topic keeps its tasks and positions); any other topic that left fails here, naming the option, before
+        the grouper would report it as a stream that disappeared.
+        """
+        if previous is None:
+            return None
+        present = {s.stream for s in ssps}
+        gone = sorted({s.stream for s in previous.ssps()} - present)
+        if not gone:
+            return previous
+        allowed = set(self.options.drop_topics)
+        refused = [t for t in gone if t not in allowed]
+        if refused:
+            counts = {t: len([s for s in previous.ssps() if s.stream == t]) for t in refused}
+            raise PartitionExpansionError(
+                f"topic(s) {', '.join(f'{t!r} ({counts[t]} partitions)' for t in refused)} are in the job model of "
+                f"{JOB_NAME.name}={self.options.job_name} but no longer read: deleted, or no longer matched by "
+                f"'{SUBSCRIBE.name}' / '{SUBSCRIBE_PATTERN.name}' / '{ASSIGN.name}'. Fixed tasks keep every "
+                "topic's tasks, so a topic leaves only when you say so: to drop it (its positions and the tasks "
+                "holding only it are forgotten; every other topic keeps its tasks and positions, the checkpoint is "
+                "kept) add it to "
+                f"the option '{DROP_TOPICS.name}', e.g. .option('{DROP_TOPICS.name}', '{','.join(refused)}'). "
+                "If it was deleted by mistake, re-create it with the same partition count (a re-created topic is "
+                f"data loss: see {FAIL_ON_DATA_LOSS.name})."
+                + (f" This query starts from the job model stored for {JOB_NAME.name}={self.options.job_name}; to "
+                   f"regroup from the current partitions instead (new tasks, state per task lost), set "
+                   f"{JOB_MODEL_RESET.name}=true." if stored_model else "")
+            )
+        for topic in gone:
+            log.warning("topic '%s' leaves job %s (%s): its partitions are removed from the job model and their "
+                        "positions forgotten; the other topics keep their tasks and positions", topic,
+                        self.options.job_name, DROP_TOPICS.name)
+        return previous.without_streams(gone)
+
+    def _check_restorable(self, stored: JobModel, ssps: list[SystemStreamPartition], broadcast) -> None:
+        """Fail at query start, naming the reset option, when the stored model cannot carry on (a topic shrank,
+        vanished or is no longer subscribed)."""
+        try:
+            self._grouper.group(stored, ssps, broadcast)
+        except PartitionExpansionError as err:
+            raise PartitionExpansionError(
+                f"{err} This query starts from the job model stored for {JOB_NAME.name}={self.options.job_name}; to "
+                f"regroup from the current partitions instead (new tasks, state per task lost), set "
+                f"{JOB_MODEL_RESET.name}=true."
+            ) from None
+
+    def _persist_job_model(self, model: JobModel, previous: JobModel | None) -> None:
+        current = self.store.get(JOB_MODEL, JOB_MODEL_CURRENT)
+        if current == model.to_json():
+            return
+        if current is not None:
+            self.store.put(JOB_MODEL, JOB_MODEL_PREVIOUS, current)
+        self.store.put(JOB_MODEL, JOB_MODEL_CURRENT, model.to_json())
+
+    def topic_ids(self, model: JobModel, more=()) -> dict[str, str]:
+        """The Kafka topic ID of every topic ``model`` (and the SSPs ``more``) reads."""
+        topics = {s.stream for s in model.ssps()} | {s.stream for s in more}
+        return self.admin.topic_ids(topics)
+
+    def watermarks(self, ssps) -> dict[SystemStreamPartition, Watermarks]:
+        return self._keep_watermarks(ssps, {}, frozenset())
+
+    def _keep_watermarks(self, ssps, fetched: Mapping[tuple[str, int], tuple[int, int]], asked: frozenset,
+                         ) -> dict[SystemStreamPartition, Watermarks]:
+        """The watermarks of ``ssps``: from ``fetched`` (answers to the partitions ``asked``), the rest looked up
+        now. A partition asked for and not answered does not exist (the planner reports it)."""
+        raw = dict(fetched)
+        more = [(s.stream, s.partition) for s in ssps if (s.stream, s.partition) not in asked]
+        if more:
+            raw.update(self.admin.watermarks(more))
+        marks = {s: Watermarks(*raw[(s.stream, s.partition)]) for s in ssps if (s.stream, s.partition) in raw}
+        self.latest_watermarks = marks
+        return marks
+
+    # ---- Spark entry points ----------------------------------------------------------------------------
+    def initial_offset(self) -> KafkaOffset:
+        """Where a query with no checkpoint starts: startingOffsets, overridden by any Startpoint.
+
+        The job model is the one stored for ``job.name`` when there is one (SEP-5: the previous model is the
+        input of every grouper, so a new checkpoint keeps the same tasks); partitions added since are left to
+        the first plan, which handles them as an expansion.
+        """
+        self.lease.hold()
+        stored = self._stored_job_model()
+        ssps, broadcast = self.discover(stored)
+        discovered = list(ssps)
+        stored = self._without_dropped_topics(stored, ssps, stored_model=True)
+        if stored is not None:
+            self._check_restorable(stored, ssps, broadcast)
+            streams = {s.system_stream for s in stored.ssp_to_task()}
+            stored_ssps = stored.ssps()
+            ssps = [s for s in ssps if s in broadcast or s.system_stream not in streams or s in stored_ssps]
+        model = self.job_model(stored, ssps, broadcast)
+        marks = self.watermarks(model.ssps())
+        starts = self._starting_positions(model, marks, discovered)
+        positions = {(t, s): starts[s] for t, group in model.tasks.items() for s in group}
+        self._initial = KafkaOffset(model, positions, topic_ids=self.topic_ids(model)).remember()
+        return self._initial
+
+    def plan_batch(self, start: KafkaOffset, *, max_rows: int | None) -> KafkaOffset:
+        initial, self._initial = self._initial, None
+        planned = self._plan(start, max_rows)
+        if planned is start:
+            return start
+        if initial is not None and start.to_json_str() == initial.to_json_str():
+            planned = _record_first_batch_starts(start, planned)
+        if self._until is None and self.options.min_offsets_per_trigger is not None:
+            if self._gate is None:
+                self._gate = MinRowsGate(self.options.min_offsets_per_trigger, self.options.max_trigger_delay_ms,
+                                         self._clock)
+            rows = sum(planned.positions.values()) - sum(
+                start.positions.get(k, planned.positions[k]) for k in planned.positions
+            )
+            if not planned.rebases and not self._gate.allows(rows):
+                return start
+            self._gate.batch_planned()
+        return planned.remember()  # Spark hands it back three times (partitions, commit, the next latestOffset)
+
+    def _plan(self, start: KafkaOffset, max_rows: int | None) -> KafkaOffset:
+        ssps, broadcast = self.discover(start.job_model)
+        previous = self._without_dropped_topics(start.job_model, ssps)
+        # the watermarks of the partitions just discovered and the topic IDs, in one round trip: the job model
+        # is grouped from these very partitions, so it rarely needs any other
+        asked = frozenset((s.stream, s.partition) for s in ssps)
+        topics = {s.stream for s in previous.ssps()} | {s.stream for s in ssps}
+        fetched, topic_ids = self.admin.watermarks_and_topic_ids(asked, topics)
+        recreated = recreated_topics(start, topic_ids)
+        if recreated and self.options.fail_on_data_loss:  # before grouping: a re-created topic may have fewer
+            topic = min(recreated)                          # partitions, which the grouper would misreport
+            raise recreated_topic_error(topic, recreated[topic])
+        model = self.job_model(previous, ssps, broadcast)
+        marks = self._keep_watermarks(model.ssps(), fetched, asked)
+        startpoints = self._due_startpoints(model, start, marks)
+        now_ms = self._wall_ms()
+        result = plan_next(
+            start,
+            model,
+            marks,
+            startpoints=startpoints,
+            max_rows=max_rows,
+            now_ms=now_ms,
+            topic_ids=topic_ids,
+            rules=PlanRules(
+                ordering=self.options.ordering,
+                fail_on_data_loss=self.options.fail_on_data_loss,
+                expansion_algorithm=self._algorithm,
+                settle_ms=self.options.expansion_settle_ms,
+                until=self._until,
+            ),
+        )
+        self._count_data_loss(result.data_loss)
+        for topic, (_old, new) in result.recreated.items():
+            self._recreated[topic] = new
+        for (task, ssp), sp in result.applied.items():
+            log.info("startpoint applied: %s in %s starts at offset %d (created %d)",
+                     ssp, task, result.offset.rebases[(task, ssp)].position, sp.creation_timestamp)
+        _log_barriers(start, result, now_ms)
+        for growth in result.non_multiple_growths:
+            self._warn_non_multiple_growth(growth)
+        return result.offset
+
+    def _warn_non_multiple_growth(self, growth: NonMultipleGrowth) -> None:
+        """Say loudly that per-key order is not kept for a while, and keep it in the progress."""
+        topic = growth.stream.stream
+        self._non_multiple[topic] = {"from": growth.before, "to": growth.after, "seenAtMs": growth.seen_at_ms,
+                                     "cutAtMs": growth.cut_at_ms}
+        if self.options.ordering != DRAIN_FIRST:
+            window = "every record of a moved key can be read out of order (expansion.ordering=none)"
+        else:
+            window = (f"records of a moving key produced until the growth is cut, {EXPANSION_SETTLE.name} "
+                      f"({(growth.cut_at_ms - growth.seen_at_ms) / 1000:.0f} s) after it was seen, may be read "
+                      "out of order")
+        log.warning(
+            "topic '%s' grew from %d to %d partitions, which is not a multiple of %d: keys move between partitions "
+            "that existed before, so %s. To keep per-key order, grow a topic by a multiple of its current "
+            "partition count (%d -> %d); or set %s to at least how long your producers take to refresh their "
+            "metadata. Recorded in the progress: latestOffset[\"nonMultipleGrowth\"].",
+            topic, growth.before, growth.after, growth.before, window, growth.before, 2 * growth.before,
+            EXPANSION_SETTLE.name)
+
+    def commit_batch(self, end: KafkaOffset) -> None:
+        """Hand the mirrors of ``end`` to the write-behind thread: nothing here needs them before the next plan."""
+        checkpoint = Checkpoint.from_pairs(end.positions)
+        group: dict[tuple[str, int], int] | None = None
+        if self.options.commit_offsets_to_kafka:
+            group = {}
+            for (_task, ssp), pos in end.positions.items():
+                tp = (ssp.stream, ssp.partition)
+                group[tp] = min(pos, group.get(tp, pos))
+        self.write_behind.submit(lambda: self._write_mirrors(checkpoint, group))
+
+    def _write_mirrors(self, checkpoint: Checkpoint, group: dict[tuple[str, int], int] | None) -> None:
+        self.mirror_checkpoint(checkpoint)
+        if group:
+            try:
+                self.admin.commit_group_offsets(self.options.group_id, group)
+            except Exception as err:  # a mirror for tools: never fail the query for it
+                log.warning("could not mirror offsets to consumer group %s: %s", self.options.group_id, err)
+
+    def batch_reads(self, start: KafkaOffset, end: KafkaOffset) -> list[tuple[TaskName, list[KafkaRange]]]:
+        out = []
+        for task, ssps in end.job_model.tasks.items():
+            ranges = []
+            for ssp in sorted(ssps):
+                until = end.positions[(task, ssp)]
+                begin = end.start_of(task, ssp, start)
+                if begin is None:
+                    begin = until
+                if until > begin:
+                    ranges.append(KafkaRange(ssp.stream, ssp.partition, begin, until))
+            out.append((task, ranges))
+        return out
+
+    def lease_identity(self, offset: KafkaOffset) -> str:
+        return offset_identity(offset.canonical_text())
+
+    def applied_startpoints(self, offset: KafkaOffset):
+        for (task, ssp), rebase in offset.rebases.items():
+            if rebase.reason == REBASE_STARTPOINT and rebase.creation_timestamp is not None:
+                yield task, ssp, rebase.creation_timestamp
+
+    def prepare_available_now(self) -> None:
+        marks = self.watermarks(self.discover(self._last_model or self._stored_job_model(quiet=True))[0])
+        self._until = {s: m.high for s, m in marks.items()}
+        log.info("Trigger.AvailableNow: reading up to the end offsets seen now (%d partitions)", len(self._until))
+
+    def system_progress(self) -> dict:
+        """The high watermarks by SSP key, plus ``"dataLoss": {SSP key: records skipped since this run started}``
+        and ``"recreatedTopics": {topic: new topic ID}`` once ``failOnDataLoss=false`` skipped anything, and
+        ``"nonMultipleGrowth": {topic: {"from", "to", "seenAtMs", "cutAtMs"}}`` once a topic grew by other than a
+        multiple of its partition count in this run. No SSP
+        key lacks a '.', so these entries cannot collide with one."""
+        out: dict = {s.key: m.high for s, m in sorted(self.latest_watermarks.items())}
+        if self._data_loss:
+            lost: dict[str, int] = {}
+            for (ssp_key, lost_from), lost_until in self._data_loss.items():
+                lost[ssp_key] = lost.get(ssp_key, 0) + lost_until - lost_from
+            out["dataLoss"] = dict(sorted(lost.items()))
+        if self._recreated:
+            out["recreatedTopics"] = dict(sorted(self._recreated.items()))
+        if self._non_multiple:
+            out["nonMultipleGrowth"] = dict(sorted(self._non_multiple.items()))
+        return out
+
+    def _count_data_loss(self, losses) -> None:
+        for loss in losses:
+            key = (loss.ssp.key, loss.lost_from)
+            # re-planned from the same start (a held-back batch): the same loss again, perhaps grown
+            self._data_loss[key] = max(self._data_loss.get(key, loss.lost_until), loss.lost_until)
+
+    # ---- helpers -------------------------------------------------------------------------------------
+    def _due_startpoints(
+        self, model: JobModel, start: KafkaOffset, marks: Mapping[SystemStreamPartition, Watermarks]
+    ) -> dict[TaskSsp, ResolvedStartpoint]:
+        resolver = KafkaStartpointResolver(marks, self.admin.offsets_for_times)
+
+        def resolve(task, ssp, startpoint):
+            if ssp not in marks:
+                return {}
+            return {(task, ssp): ResolvedStartpoint(startpoint.apply(ssp, resolver), startpoint.creation_timestamp)}
+
+        return self.due_startpoints(model, start.applied, resolve, problem=kafka_startpoint_problem)
+
+    def _starting_positions(
+        self,
+        model: JobModel,
+        marks: Mapping[SystemStreamPartition, Watermarks],
+        discovered: list[SystemStreamPartition] | None = None,
+    ) -> dict[SystemStreamPartition, int]:
+        """Where each SSP of a new checkpoint starts: the ``startingOffsets`` / ``startingTimestamp`` /
+        ``startingOffsetsByTimestamp`` strategy (``starting.py``) decides, given the watermarks and the broker's
+        offsets-for-times lookup. Starts below the log start skipped with ``failOnDataLoss=false`` are counted in
+        the progress like the planner's losses."""
+        starts = self.options.starting.starts(model, marks, self.admin.offsets_for_times,
+                                              fail_on_data_loss=self.options.fail_on_data_loss, assigned=discovered)
+        self._count_data_loss(starts.data_loss)
+        return starts.positions
+
+
+def _log_barriers(start: KafkaOffset, result: PlanResult, now_ms: int) -> None:
+    """One line per barrier that appeared, was cut or was released in this plan (operators follow growth here)."""
+    before = start.barriers
+    after = result.offset.barriers
+    for ssp in result.new_barriers:
+        for b in after.get(ssp, ()):
+            if b.settling:
+                log.info("partition expansion to %d: %s waits for %s; cut in %.1f s (%s)",
+                         b.grown_to, ssp, ", ".join(map(str, b.feeders)),
+                         max(0, b.settle_until - now_ms) / 1000, EXPANSION_SETTLE.name)
+    for ssp, chain in after.items():
+        for b in chain:
+            if not b.settling and b not in before.get(ssp, ()):
+                targets = ", ".join(f"{f} to offset {t}" for f, t in b.feeders.items())
+                log.info("partition expansion to %d: %s is read past offset %s once %s are read", b.grown_to, ssp,
+                         b.hold_at, targets)
+    for ssp in result.released_barriers:
+        log.info("partition expansion: %s released (every partition feeding it was drained)", ssp)
+
+
+def _record_first_batch_starts(initial: KafkaOffset, planned: KafkaOffset) -> KafkaOffset:
+    """Batch 0 of a new checkpoint: record where every (task, SSP) starts as a rebase in its end offset.
+
+    Spark's offset log holds end offsets only. When it replays an uncommitted batch 0 (the driver died during
+    it) it asks ``initialOffset()`` again for the start, and that is computed afresh: ``latest`` has moved on,
+    ``earliest`` has moved up if records were deleted meanwhile. Without the starts recorded here the replay
+    would silently skip records (even with failOnDataLoss=true). Every SSP is new to the query in its first
+    batch, hence the reason ``new-partition``; rebases the planner made (startpoints, ...) are kept.
+    """
+    rebases = dict(planned.rebases)
+    for key in planned.positions:
+        if key not in rebases and key in initial.positions:
+            rebases[key] = Rebase(initial.positions[key], REBASE_NEW_PARTITION)
+    if len(rebases) == len(planned.rebases):
+        return planned
+    return KafkaOffset(planned.job_model, planned.positions, rebases, planned.barriers, planned.applied,
+                     planned.topic_ids)

@@ -1,0 +1,36 @@
+"""What an executor needs to know to read a task's ranges, besides the client configuration: one frozen value
+built from the parsed options on the driver side (``source.read_task_ranges``) and carried to both read paths."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ...core.errors import ConfigError
+from ...options.kafka import READ_PATH, READ_PATHS
+from ..options import DEFAULT_MAX_ROWS_PER_BATCH, DEFAULT_POLL_TIMEOUT_MS
+
+__all__ = ["KafkaReadSettings", "DEFAULT_MAX_BYTES_PER_BATCH"]
+
+DEFAULT_MAX_BYTES_PER_BATCH = 32 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class KafkaReadSettings:
+    """``include_headers`` adds the headers column; ``fail_on_data_loss`` raises on lost records instead of
+    skipping them; a batch holds at most ``max_rows_per_batch`` rows and is cut where key+value bytes reach
+    ``max_bytes_per_batch``; ``poll_timeout_ms`` without a record fails the read; ``read_path`` chooses the
+    native or the Python reader (``auto``: native where available)."""
+
+    include_headers: bool
+    fail_on_data_loss: bool
+    max_rows_per_batch: int = DEFAULT_MAX_ROWS_PER_BATCH
+    max_bytes_per_batch: int = DEFAULT_MAX_BYTES_PER_BATCH
+    poll_timeout_ms: int = DEFAULT_POLL_TIMEOUT_MS
+    read_path: str = "auto"
+
+    def __post_init__(self) -> None:
+        if self.max_rows_per_batch < 1 or self.max_bytes_per_batch < 1 or self.poll_timeout_ms < 1:
+            raise ValueError("max_rows_per_batch, max_bytes_per_batch and poll_timeout_ms must be >= 1")
+        if self.read_path not in READ_PATHS:
+            raise ConfigError(f"option '{READ_PATH.name}' must be one of {', '.join(READ_PATHS)}, "
+                              f"got {self.read_path!r}")

@@ -1,0 +1,2 @@
+"""The samza-kinesis modules that run only on Spark's driver. Executor code never imports them (the import walk in
+tests/unit/test_executor_imports.py holds that)."""

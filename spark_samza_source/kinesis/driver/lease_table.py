@@ -1,0 +1,367 @@
+"""A KCL-compatible DynamoDB lease table: mirror our committed positions into it, and seed a query from it.
+
+Schema, as the KCL writes it (``DynamoDBLeaseSerializer`` / ``DynamoDBMultiStreamLeaseSerializer`` in
+awslabs/amazon-kinesis-client, KCL 1.x to 3.x): table key ``leaseKey`` (S, HASH), PAY_PER_REQUEST; one item per
+shard::
+
+    leaseKey                      S   shard id (multi-stream tables: "account:stream:creationEpoch:shardId")
+    checkpoint                    S   sequence number, or a sentinel: TRIM_HORIZON, LATEST, AT_TIMESTAMP, SHARD_END
+    checkpointSubSequenceNumber   N   user record within a KPL aggregate
+    leaseCounter                  N   bumped by every write of the lease; workers detect lost leases by it
+    leaseOwner                    S   worker id
+    ownerSwitchesSinceCheckpoint  N
+    parentShardId                 SS  parent shard ids (two after a merge); absent when none
+    childShardIds                 SS  (KCL >= 2.3, read only)       startingHashKey / endingHashKey  S  (KCL >= 2.3)
+    pendingCheckpoint(+SubSequenceNumber, +State)   two-phase checkpoints (removed by our writes, as KCL's own)
+    streamName / shardId          S   multi-stream tables only
+
+**What a checkpoint means.** The KCL checkpoint ``(S, n)`` says: user records up to and including sub-record n of
+Kinesis record S are processed.  A KCL worker resumes with an ``AT_SEQUENCE_NUMBER`` iterator on S and drops every
+user record whose (sequence, sub) is <= (S, n) (``ProcessTask.filterAndGetMaxExtendedSequenceNumber``); a record
+that is not aggregated has sub 0.  Mapping to and from :class:`ShardPosition` (exact both ways):
+
+    ShardPosition                 checkpoint     checkpointSubSequenceNumber
+    AFTER_SEQUENCE_NUMBER(S, n)   S              n                 (n >= 0: inside an aggregate)
+    AFTER_SEQUENCE_NUMBER(S, -1)  S              2^63-1            ("every sub-record of S": KCL skips all of S)
+    AT_SEQUENCE_NUMBER(S)         S              -1                (KCL keeps (S, 0) > (S, -1): S is read)
+    TRIM_HORIZON / SHARD_END      sentinel       0
+    AT_TIMESTAMP(t)               AT_TIMESTAMP   0   + our own attribute samzaAtTimestampMs = t (KCL ignores it)
+
+Reading a KCL-written table: ``(S, n)`` with n >= 0 -> ``AFTER_SEQUENCE_NUMBER(S, n)`` (for a record that is not
+aggregated, skipping sub-record 0 skips the record: resuming *right after* KCL's checkpoint); a missing sub ->
+``AFTER_SEQUENCE_NUMBER(S, -1)``; ``LATEST`` -> ``latest`` (default AT_TIMESTAMP(now), the replayable form);
+``AT_TIMESTAMP`` without our attribute -> the ``at_timestamp_ms`` argument, else an error naming the shard.
+
+**Write policy (never clobber a live worker).** ``write_checkpoints`` reads the table once (consistent scan), then
+writes each changed lease with a conditional write on the ``leaseCounter`` it saw (``attribute_not_exists`` for
+a new lease), bumping the counter, setting ``leaseOwner`` to ours and ``ownerSwitchesSinceCheckpoint`` to 0, and
+removing any pending checkpoint.  A lease is *not* written, and reported in a :class:`KclLeaseConflictError`
+raised after all other leases were written, when
+
+* its counter moved since this process last wrote it (some other worker wrote it in between; the memory of our
+  own writes is kept per process and table, so a new ``KclLeaseTable`` per commit is fine), or
+* the conditional write fails (it moved between our read and our write), or
+* another owner holds it and ``take_over=False``.
+
+With ``take_over=True`` (default) a lease held by another owner that this process has not written before is taken
+over (logged): the usual migration, a stopped KCL application's table, and the first commit after a restart.
+Stop the KCL application first: a live KCL worker renews its leases every few seconds, which this policy detects
+at our next write.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+from ...options.kinesis import KCL_LEASE_TABLE
+from ..calls import error_code
+from ..client import AwsClientSettings
+from ..errors import KclLeaseConflictError, KinesisSourceError
+from ..positions import (
+    AFTER_SEQUENCE_NUMBER,
+    AT_SEQUENCE_NUMBER,
+    AT_TIMESTAMP,
+    SHARD_END,
+    TRIM_HORIZON,
+    ShardPosition,
+)
+
+__all__ = ["KclLeaseTable", "LATEST_SENTINEL", "WHOLE_RECORD_SUB", "to_kcl_checkpoint", "from_kcl_checkpoint"]
+
+log = logging.getLogger(__name__)
+
+LATEST_SENTINEL = "LATEST"
+_SENTINELS = (TRIM_HORIZON, LATEST_SENTINEL, AT_TIMESTAMP, SHARD_END)
+WHOLE_RECORD_SUB = 2**63 - 1  # checkpointSubSequenceNumber meaning "every sub-record of the record"
+TIMESTAMP_ATTR = "samzaAtTimestampMs"
+_KEY = "leaseKey"
+_WRITTEN: dict[tuple[str | None, str | None, str], dict[str, int]] = {}
+_WRITTEN_LOCK = threading.Lock()
+
+
+def to_kcl_checkpoint(position: ShardPosition) -> tuple[str, int]:
+    """(checkpoint, checkpointSubSequenceNumber) for ``position`` (see the module table)."""
+    if position.type == AFTER_SEQUENCE_NUMBER:
+        return position.sequence, WHOLE_RECORD_SUB if position.sub < 0 else position.sub
+    if position.type == AT_SEQUENCE_NUMBER:
+        return position.sequence, -1
+    return position.type, 0  # TRIM_HORIZON, AT_TIMESTAMP, SHARD_END
+
+
+def from_kcl_checkpoint(checkpoint: str, sub: int | None, *, timestamp_ms: int | None = None,
+                        latest: ShardPosition | None = None, shard_id: str = "?") -> ShardPosition:
+    """The position right after a KCL checkpoint (see the module table)."""
+    if checkpoint == SHARD_END:
+        return ShardPosition.shard_end()
+    if checkpoint == TRIM_HORIZON:
+        return ShardPosition.trim_horizon()
+    if checkpoint == LATEST_SENTINEL:
+        return latest if latest is not None else ShardPosition.at_timestamp(int(time.time() * 1000))
+    if checkpoint == AT_TIMESTAMP:
+        if timestamp_ms is None:
+            raise KinesisSourceError(
+                f"the KCL lease of shard {shard_id} is checkpointed at AT_TIMESTAMP, but the lease table does not "
+                "say which timestamp (the KCL keeps it in its configuration): pass the application's "
+                "initial-position timestamp (at_timestamp_ms)")
+        return ShardPosition.at_timestamp(timestamp_ms)
+    if not (checkpoint.isascii() and checkpoint.isdigit()):
+        raise KinesisSourceError(f"the KCL lease of shard {shard_id} has checkpoint {checkpoint!r:.80}, which is "
+                                 f"neither a sequence number nor one of {_SENTINELS}")
+    if sub is None or sub >= WHOLE_RECORD_SUB:
+        return ShardPosition.after_sequence(checkpoint, -1)
+    if sub < 0:
+        return ShardPosition.at_sequence(checkpoint)
+    return ShardPosition.after_sequence(checkpoint, sub)
+
+
+def _n(item: Mapping[str, Any], name: str) -> int | None:
+    value = item.get(name)
+    return int(value["N"]) if value and "N" in value else None
+
+
+def _s(item: Mapping[str, Any], name: str) -> str | None:
+    value = item.get(name)
+    return value["S"] if value and "S" in value else None
+
+
+@dataclass(frozen=True)
+class _LeaseWrite:
+    """One lease as :meth:`KclLeaseTable.write_checkpoints` writes it: the KCL checkpoint of ``position``, the
+    owner, the lineage and hash range KCL keeps beside it, and the ``leaseCounter`` the write sets."""
+
+    shard_id: str
+    counter: int
+    checkpoint: str
+    sub: int
+    position: ShardPosition
+    owner: str
+    parents: tuple[str, ...]
+    hash_range: tuple[int, int] | None
+
+
+class KclLeaseTable:
+    """One KCL lease table (``table_name`` = the KCL application name) through a boto3 DynamoDB client."""
+
+    def __init__(self, dynamodb_client: Any, table_name: str, *, settings: AwsClientSettings | None = None,
+                 take_over: bool = True) -> None:
+        self.client = dynamodb_client
+        self.table = table_name
+        self.take_over = take_over
+        self._scrub = settings.scrub if settings is not None else (lambda t: str(t)[:1000])
+        meta = getattr(dynamodb_client, "meta", None)
+        where = (getattr(meta, "endpoint_url", None), getattr(meta, "region_name", None), table_name)
+        with _WRITTEN_LOCK:  # lease key -> leaseCounter this process last wrote (shared by instances)
+            self._written: dict[str, int] = _WRITTEN.setdefault(where, {})
+
+    def _where(self) -> str:
+        meta = getattr(self.client, "meta", None)
+        return (f"table {self.table!r}, region {getattr(meta, 'region_name', '?')}, "
+                f"endpoint {getattr(meta, 'endpoint_url', '?')}")
+
+    def _fail(self, what: str, err: BaseException) -> KinesisSourceError:
+        return KinesisSourceError(f"KCL lease table: {what} failed ({self._where()}): {self._scrub(err)}")
+
+    # ---- table ----------------------------------------------------------------------------------------------
+    def ensure_table(self, *, timeout_s: float = 120.0) -> None:
+        """Create the table as the KCL does (``leaseKey`` S HASH, PAY_PER_REQUEST) unless it exists; wait ACTIVE.
+
+        An existing table with another key schema is refused (it is not a KCL lease table).
+        """
+        try:
+            desc = self.client.describe_table(TableName=self.table)["Table"]
+        except ClientError as err:
+            if error_code(err) != "ResourceNotFoundException":
+                raise self._fail("DescribeTable", err) from None
+            log.warning("creating a DynamoDB KCL lease table (key leaseKey, PAY_PER_REQUEST), as it does not exist: "
+                        "%s; the query mirrors its committed positions there (option kcl.leaseTable)", self._where())
+            try:
+                self.client.create_table(
+                    TableName=self.table,
+                    KeySchema=[{"AttributeName": _KEY, "KeyType": "HASH"}],
+                    AttributeDefinitions=[{"AttributeName": _KEY, "AttributeType": "S"}],
+                    BillingMode="PAY_PER_REQUEST",
+                )
+            except ClientError as err2:
+                if error_code(err2) != "ResourceInUseException":  # created concurrently: fine
+                    raise self._fail("CreateTable", err2) from None
+            desc = self._wait_active(timeout_s)
+        keys = [(k["AttributeName"], k["KeyType"]) for k in desc.get("KeySchema", [])]
+        if keys != [(_KEY, "HASH")]:
+            raise KinesisSourceError(f"KCL lease table: {self._where()} has key schema {keys}, not the KCL's "
+                                     f"[('{_KEY}', 'HASH')]: it is not a KCL lease table")
+        if desc.get("TableStatus") != "ACTIVE":
+            self._wait_active(timeout_s)
+
+    def _wait_active(self, timeout_s: float) -> dict[str, Any]:
+        deadline = time.monotonic() + timeout_s
+        while True:
+            desc = self.client.describe_table(TableName=self.table)["Table"]
+            if desc.get("TableStatus") == "ACTIVE":
+                return desc
+            if time.monotonic() > deadline:
+                raise KinesisSourceError(f"KCL lease table: {self._where()} is still {desc.get('TableStatus')} "
+                                         f"after {timeout_s:.0f} s")
+            time.sleep(0.5)
+
+    def _scan(self) -> list[dict[str, Any]]:
+        items: list[dict[str, Any]] = []
+        request: dict[str, Any] = {"TableName": self.table, "ConsistentRead": True}
+        while True:
+            try:
+                page = self.client.scan(**request)
+            except ClientError as err:
+                raise self._fail("Scan", err) from None
+            items.extend(page.get("Items", []))
+            if "LastEvaluatedKey" not in page:
+                return items
+            request["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+
+    # ---- read -----------------------------------------------------------------------------------------------
+    def read_items(self) -> dict[str, dict[str, Any]]:
+        """Raw lease items by ``leaseKey``."""
+        return {item[_KEY]["S"]: item for item in self._scan() if _KEY in item}
+
+    def read_checkpoints(self, *, stream: str | None = None, at_timestamp_ms: int | None = None,
+                         latest: ShardPosition | None = None) -> dict[str, ShardPosition]:
+        """{shard id: the position right after its KCL checkpoint}, for a table a KCL worker (or we) wrote.
+
+        Multi-stream tables (items with ``streamName``/``shardId``) need ``stream`` to pick one stream.  See the
+        module documentation for sentinels (``latest``, ``at_timestamp_ms``).
+        """
+        out: dict[str, ShardPosition] = {}
+        streams_seen: set[str] = set()
+        for key, item in sorted(self.read_items().items()):
+            shard_id = key
+            stream_id = _s(item, "streamName")
+            if stream_id is not None and _s(item, "shardId") is not None:  # multi-stream lease
+                name = stream_id.split(":")[1] if stream_id.count(":") >= 2 else stream_id
+                streams_seen.add(name)
+                if stream is not None and name != stream:
+                    continue
+                shard_id = _s(item, "shardId")
+            checkpoint = _s(item, "checkpoint")
+            if checkpoint is None:
+                log.warning("KCL lease %s in %s has no checkpoint; ignored", key, self._where())
+                continue
+            out[shard_id] = from_kcl_checkpoint(
+                checkpoint, _n(item, "checkpointSubSequenceNumber"), shard_id=shard_id, latest=latest,
+                timestamp_ms=_n(item, TIMESTAMP_ATTR) if _n(item, TIMESTAMP_ATTR) is not None else at_timestamp_ms)
+        if stream is None and len(streams_seen) > 1:
+            raise KinesisSourceError(f"KCL lease table {self._where()} holds leases of several streams "
+                                     f"({sorted(streams_seen)}): say which stream to read")
+        return dict(sorted(out.items()))
+
+    # ---- write ----------------------------------------------------------------------------------------------
+    def write_checkpoints(self, checkpoints: Mapping[str, tuple[ShardPosition, Iterable[str]]], owner: str, *,
+                          hash_ranges: Mapping[str, tuple[int, int]] | None = None) -> int:
+        """Mirror ``{shard id: (position, parent shard ids)}`` into the table as ``owner``; returns leases written.
+
+        Unchanged leases (same checkpoint and owner, counter as we left it) are not written again.  Conflicts (see
+        the module documentation) raise :class:`KclLeaseConflictError` after every other lease was written.
+        """
+        if not checkpoints:
+            return 0
+        current = self.read_items()
+        conflicts: list[str] = []
+        written = 0
+        for shard_id, (position, parents) in sorted(checkpoints.items()):
+            item = current.get(shard_id)
+            checkpoint, sub = to_kcl_checkpoint(position)
+            parent_ids = sorted(set(parents))
+            seen_counter = _n(item, "leaseCounter") if item else None
+            seen_owner = _s(item, "leaseOwner") if item else None
+            mine = self._written.get(shard_id)
+            if item is not None:
+                if mine is not None and seen_counter != mine:
+                    conflicts.append(f"{shard_id} (leaseCounter moved from {mine} to {seen_counter}, owner "
+                                     f"{seen_owner!r})")
+                    continue
+                if seen_owner not in (None, owner) and not self.take_over:
+                    conflicts.append(f"{shard_id} (held by {seen_owner!r})")
+                    continue
+                if (mine is not None and seen_owner == owner and _s(item, "checkpoint") == checkpoint
+                        and _n(item, "checkpointSubSequenceNumber") == sub
+                        and _n(item, TIMESTAMP_ATTR) == position.timestamp_ms):
+                    continue  # nothing changed since our last write
+                if seen_owner not in (None, owner):
+                    log.warning("taking over the KCL lease of shard %s in %s from %r (counter %s)", shard_id,
+                                self._where(), seen_owner, seen_counter)
+            new_counter = (seen_counter or 0) + 1
+            lease = _LeaseWrite(shard_id, new_counter, checkpoint, sub, position, owner, tuple(parent_ids),
+                                (hash_ranges or {}).get(shard_id))
+            if self._write(lease, item is not None, seen_counter):
+                self._written[shard_id] = new_counter
+                written += 1
+            else:
+                conflicts.append(f"{shard_id} (changed by someone else while we wrote it)")
+        if conflicts:
+            raise KclLeaseConflictError(
+                f"KCL lease table {self._where()}: did not overwrite {len(conflicts)} lease(s) another worker is "
+                f"using: {', '.join(conflicts)}. Stop any KCL application that uses this table (or point "
+                f"'{KCL_LEASE_TABLE.name}' at another one); the other leases were written.")
+        return written
+
+    def _write(self, lease: _LeaseWrite, exists: bool, seen_counter: int | None) -> bool:
+        """Write ``lease`` on condition that nobody changed it since it was read (its counter is still
+        ``seen_counter``; or it still has none, or does not exist yet); False when someone else did."""
+        shard_id, checkpoint, sub, position = lease.shard_id, lease.checkpoint, lease.sub, lease.position
+        owner, parents, hash_range, new_counter = lease.owner, list(lease.parents), lease.hash_range, lease.counter
+        values: dict[str, Any] = {
+            ":cp": {"S": checkpoint}, ":sub": {"N": str(sub)}, ":c": {"N": str(new_counter)},
+            ":o": {"S": owner}, ":zero": {"N": "0"},
+        }
+        sets = ["checkpoint = :cp", "checkpointSubSequenceNumber = :sub", "leaseCounter = :c", "leaseOwner = :o",
+                "ownerSwitchesSinceCheckpoint = :zero"]
+        removes = ["pendingCheckpoint", "pendingCheckpointSubSequenceNumber", "pendingCheckpointState"]
+        if parents:
+            sets.append("parentShardId = :p")
+            values[":p"] = {"SS": parents}
+        if hash_range is not None:
+            sets += ["startingHashKey = :hs", "endingHashKey = :he"]
+            values[":hs"], values[":he"] = {"S": str(hash_range[0])}, {"S": str(hash_range[1])}
+        if position.type == AT_TIMESTAMP:
+            sets.append(f"{TIMESTAMP_ATTR} = :ts")
+            values[":ts"] = {"N": str(position.timestamp_ms)}
+        else:
+            removes.append(TIMESTAMP_ATTR)
+        request: dict[str, Any] = {
+            "TableName": self.table,
+            "Key": {_KEY: {"S": shard_id}},
+            "UpdateExpression": f"SET {', '.join(sets)} REMOVE {', '.join(removes)}",
+            "ExpressionAttributeValues": values,
+        }
+        if exists and seen_counter is not None:
+            request["ConditionExpression"] = "leaseCounter = :seen"
+            values[":seen"] = {"N": str(seen_counter)}
+        elif exists:
+            request["ConditionExpression"] = "attribute_exists(leaseKey) AND attribute_not_exists(leaseCounter)"
+        else:
+            request["ConditionExpression"] = "attribute_not_exists(leaseKey)"
+        try:
+            self.client.update_item(**request)
+            return True
+        except ClientError as err:
+            if error_code(err) == "ConditionalCheckFailedException":
+                return self._is_our_write(lease)
+            raise self._fail(f"UpdateItem of the lease of shard {shard_id}", err) from None
+
+    def _is_our_write(self, lease: _LeaseWrite) -> bool:
+        """After a failed condition: does the lease hold exactly this write already? botocore retries a write
+        whose answer was lost (a timeout, an HTTP 5xx after DynamoDB applied it); the retry then fails its own
+        condition. Taking that for a conflict would drop the checkpoint from the mirror for good (the counter
+        would look moved by someone else at every later commit)."""
+        try:
+            item = self.client.get_item(TableName=self.table, Key={_KEY: {"S": lease.shard_id}},
+                                        ConsistentRead=True).get("Item")
+        except ClientError as err:
+            raise self._fail(f"GetItem of the lease of shard {lease.shard_id}", err) from None
+        return (item is not None and _n(item, "leaseCounter") == lease.counter
+                and _s(item, "leaseOwner") == lease.owner and _s(item, "checkpoint") == lease.checkpoint
+                and _n(item, "checkpointSubSequenceNumber") == lease.sub)

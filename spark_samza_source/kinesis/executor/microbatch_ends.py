@@ -1,0 +1,229 @@
+"""Per-batch, per-shard end positions in the metadata store: how a Kinesis batch gets a deterministic end.
+
+Called by the executors' ``read()`` (:func:`stream_and_record`, :func:`read_and_record`) and by the driver's
+``latestOffset`` (:meth:`BatchEnds.ends_for` turns batch N's recorded ends into batch N+1's starts). The first
+task attempt that reads a shard records the end it reached with ``put_if_absent``; every other attempt of that
+batch (retry, speculative copy, replay) reads exactly to the recorded end; an attempt that already yielded rows
+past it raises :class:`AttemptPassedRecordedEndError` (Spark discards a failed attempt's rows).
+
+Store layout (namespace ``kinesis-batch-ends``): key ``"<batch, 20 digits>/<shard id>"`` (or
+``"<batch>/<stream scope>/<shard id>"``), value ``{"end": <ShardPosition JSON>, "task": ..., "recordedAtMs": ...,
+"millisBehindLatest": ...}``; ``millisBehindLatest`` is Kinesis' answer to the read's last ``GetRecords`` (0 at
+``SHARD_END``, absent when the read made no call), which the driver reports as the query's lag.
+Why, and what it needs from the store (atomic put-if-absent): docs/architecture.md §8.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
+from typing import Any
+
+import pyarrow as pa
+
+from ...core.errors import MetadataStoreError
+from ...metadata.base import MetadataStore
+from ...options.namespaces import BATCH_ENDS
+from ..errors import AttemptPassedRecordedEndError, PositionFormatError
+from ..positions import AFTER_SEQUENCE_NUMBER, ShardPosition
+from .reader import ShardReadRequest, ShardReadResult, ShardReadSettings
+from .shard_reads import stream_shard
+
+__all__ = ["BatchEnds", "NAMESPACE", "RecordedEnd", "batch_ends_for",
+           "read_and_record", "stream_and_record"]
+
+log = logging.getLogger(__name__)
+
+NAMESPACE = BATCH_ENDS
+_BATCH_DIGITS = 20
+_WARNED: set[str] = set()  # store URIs already warned about (BatchEnds is built once per shard read)
+
+
+@dataclass(frozen=True)
+class RecordedEnd:
+    """What the first attempt recorded for one shard of one batch: where it ended and how far behind the tip of the
+    shard Kinesis said it was there (``MillisBehindLatest``; None when unknown)."""
+
+    end: ShardPosition
+    millis_behind_latest: int | None = None
+
+
+class BatchEnds:
+    """Recorded batch ends of one job (and optionally one stream) in a :class:`MetadataStore`."""
+
+    def __init__(self, store: MetadataStore, *, stream: str | None = None, namespace: str = NAMESPACE) -> None:
+        self.store = store
+        self.stream = stream
+        self.namespace = namespace
+        if not store.atomic_conditionals and store.uri not in _WARNED:
+            _WARNED.add(store.uri)
+            log.warning("metadata store %s has no atomic conditional writes: two attempts of a Kinesis batch that "
+                        "run at the same time (speculative execution) could record different ends; use a file:, "
+                        "dynamodb:// or s3:// (on a store with conditional writes, such as AWS S3) store", store.uri)
+
+    # ---- keys -----------------------------------------------------------------------------------------------
+    def _prefix(self, batch: int) -> str:
+        if not isinstance(batch, int) or isinstance(batch, bool) or batch < 0:
+            raise ValueError(f"batch must be an int >= 0, got {batch!r}")
+        return f"{batch:0{_BATCH_DIGITS}d}/" + (f"{self.stream}/" if self.stream else "")
+
+    def key(self, batch: int, shard_id: str) -> str:
+        return self._prefix(batch) + shard_id
+
+    def _decode(self, key: str, value: Any) -> ShardPosition:
+        try:
+            return ShardPosition.from_json(value["end"])
+        except (TypeError, KeyError, PositionFormatError) as err:
+            raise MetadataStoreError(f"metadata store {self.store.uri}: the batch end under "
+                                     f"{self.namespace}/{key} is not valid ({err}): {value!r:.200}") from None
+
+    # ---- operations -----------------------------------------------------------------------------------------
+    def record(self, batch: int, shard_id: str, end: ShardPosition, *, task: str | None = None,
+               millis_behind_latest: int | None = None) -> ShardPosition:
+        """Record ``end`` for (batch, shard) unless an end is recorded already; return the end that holds.
+
+        If another attempt recorded first, its end is returned: the caller must then read exactly to it.
+        ``millis_behind_latest`` (Kinesis' ``MillisBehindLatest`` where the read ended) is kept beside the end;
+        the first attempt's figure holds, like its end.
+        """
+        key = self.key(batch, shard_id)
+        value = {"end": end.to_json(), "recordedAtMs": int(time.time() * 1000), "task": task}
+        if millis_behind_latest is not None:
+            value["millisBehindLatest"] = int(millis_behind_latest)
+        if self.store.put_if_absent(self.namespace, key, value):
+            return end
+        existing = self.store.get(self.namespace, key)
+        if existing is None:
+            raise MetadataStoreError(f"metadata store {self.store.uri}: the end of batch {batch} for shard {shard_id} "
+                                     "was recorded by another attempt and then removed (cleanup of a batch that is "
+                                     "still running?)")
+        winner = self._decode(key, existing)
+        if winner != end:
+            log.info("batch %d shard %s: another attempt recorded end %s first (this one reached %s)",
+                     batch, shard_id, winner, end)
+        return winner
+
+    def get(self, batch: int, shard_id: str) -> ShardPosition | None:
+        key = self.key(batch, shard_id)
+        value = self.store.get(self.namespace, key)
+        return None if value is None else self._decode(key, value)
+
+    def ends_for(self, batch: int) -> dict[str, ShardPosition]:
+        """Every shard end recorded for ``batch``: {shard id: end}."""
+        return {shard: rec.end for shard, rec in self.recorded_for(batch).items()}
+
+    def recorded_for(self, batch: int) -> dict[str, RecordedEnd]:
+        """Every shard end recorded for ``batch`` with its ``MillisBehindLatest``: {shard id: RecordedEnd}."""
+        prefix = self._prefix(batch)
+        out = {}
+        for key, value in self.store.list(self.namespace).items():
+            if key.startswith(prefix):
+                rest = key[len(prefix):]
+                if "/" not in rest:  # another stream's key when this one has no stream
+                    out[rest] = RecordedEnd(self._decode(key, value), _millis(value))
+        return dict(sorted(out.items()))
+
+    def cleanup_before(self, batch: int) -> int:
+        """Delete the ends recorded for batches < ``batch`` (committed ones); returns how many were deleted."""
+        limit = self._prefix(batch)[:_BATCH_DIGITS]
+        own = f"{self.stream}/" if self.stream else None
+        deleted = 0
+        for key in self.store.list(self.namespace):
+            head, _, rest = key.partition("/")
+            if len(head) != _BATCH_DIGITS or head >= limit:
+                continue
+            if own is not None:
+                if not rest.startswith(own) or "/" in rest[len(own):]:  # another stream, or a nested scope
+                    continue
+            elif "/" in rest:
+                continue
+            self.store.delete(self.namespace, key)
+            deleted += 1
+        return deleted
+
+
+def _millis(value: Any) -> int | None:
+    """The recorded ``millisBehindLatest`` (absent in ends recorded before it was kept, or by a read without calls)."""
+    millis = value.get("millisBehindLatest") if isinstance(value, dict) else None
+    if isinstance(millis, bool) or not isinstance(millis, int) or millis < 0:
+        return None
+    return millis
+
+
+def batch_ends_for(store: MetadataStore, stream: str, query_id: str | None) -> BatchEnds:
+    """Where executors record batch ends for one query, and where the driver reads them: keyed by stream and the
+    query id the batch's offset carries (so two runs never read each other's ends)."""
+    return BatchEnds(store, stream=f"{stream}/{query_id}" if query_id else stream)
+
+
+def _after(later: ShardPosition, earlier: ShardPosition) -> bool:
+    """Whether reading on from the end ``earlier`` can reach the end ``later`` (both ends a read reached)."""
+    if earlier.type != AFTER_SEQUENCE_NUMBER:
+        return False  # SHARD_END: nothing follows; the start itself: no row was read
+    if later.is_shard_end:
+        return True
+    if later.type != AFTER_SEQUENCE_NUMBER:
+        return False
+    return later.sequence_order() > earlier.sequence_order()
+
+
+def stream_and_record(ends: BatchEnds, batch: int, client: Any, request: ShardReadRequest,
+                      read: ShardReadSettings) -> Iterator[pa.RecordBatch]:
+    """Yield one shard's rows for one batch as they are read, so that every attempt that succeeds yields the same.
+
+    A generator (see the module doc for the protocol); its return value is the :class:`ShardReadResult` of the
+    whole read (``end`` the recorded end, ``records`` the rows yielded; ``batches`` empty). ``request`` says
+    which shard from where (its ``recorded_end`` is set here from the store); ``read`` the task's read settings.
+    Raises :class:`AttemptPassedRecordedEndError` when a concurrent attempt recorded an end before this one and this
+    one had already yielded rows beyond it.
+    """
+    task, stream, shard_id, start = request.task, request.stream, request.shard_id, request.start
+    recorded = ends.get(batch, shard_id)
+    reading = stream_shard(client, replace(request, recorded_end=recorded), read)
+    yield from reading
+    result = reading.result
+    if recorded is not None:
+        return result
+    winner = ends.record(batch, shard_id, result.end, task=task, millis_behind_latest=_behind_at_end(result))
+    if winner == result.end:
+        return result
+    if result.records and not _after(winner, result.end):
+        raise AttemptPassedRecordedEndError(
+            f"task {task!r}: another attempt of batch {batch} recorded the end {winner} for shard {shard_id} of "
+            f"stream {stream!r} first, and this attempt had already read on to {result.end}; it fails so that "
+            "Spark discards its rows, and the retry reads exactly to the recorded end (this happens only when "
+            "two attempts of one batch run at once, e.g. with speculative execution)", winner)
+    resume = result.end if result.records else start
+    rest = stream_shard(client, replace(request, start=resume, recorded_end=winner), read)
+    yield from rest
+    rest.result.start = start
+    rest.result.records += result.records
+    return rest.result
+
+
+def _behind_at_end(result: ShardReadResult) -> int | None:
+    """How far behind the shard's tip the read ended: Kinesis' answer to its last GetRecords; 0 for a drained
+    shard (nothing will follow, whatever a closed shard's last answer said)."""
+    if result.end.is_shard_end:
+        return 0
+    return result.millis_behind_latest
+
+
+def read_and_record(ends: BatchEnds, batch: int, client: Any, request: ShardReadRequest,
+                    read: ShardReadSettings) -> ShardReadResult:
+    """:func:`stream_and_record` for a caller that holds every row until the end is recorded: returns the result
+    with its ``batches``, and when another attempt recorded an earlier end first, re-reads exactly to it (no row
+    had been handed out, so no failure is needed)."""
+    batches: list[pa.RecordBatch] = []
+    reading = stream_and_record(ends, batch, client, request, read)
+    try:
+        while True:
+            batches.append(next(reading))
+    except StopIteration as done:
+        result = done.value
+    except AttemptPassedRecordedEndError as passed:
+        return stream_shard(client, replace(request, recorded_end=passed.winner), read).run()
+    result.batches = batches
+    return result
