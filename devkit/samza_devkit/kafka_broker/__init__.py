@@ -132,7 +132,7 @@ Differences from Apache Kafka (found running the same tests on Apache Kafka 4.2,
 - New partitions: Kafka answers ListOffsets for a partition CreatePartitions has just added with
   NOT_LEADER_OR_FOLLOWER for a moment (until the broker has applied its leadership from the metadata log); this
   broker serves it at once. confluent-kafka hands that error back per partition without its retriable flag, and
-  the source's admin failed the query on it (now retried: ``kafka/admin.py``, ``_RETRIABLE``).
+  the source's admin failed the query on it (now retried: ``kafka/driver/admin.py``, ``_RETRIABLE``).
 - Record timestamps: Kafka 4.x refuses a record timestamped more than an hour ahead of its clock
   (``message.timestamp.after.max.ms``, default 3,600,000 since 4.0: INVALID_TIMESTAMP); this broker describes
   the 3.x default (unbounded) and accepts any timestamp.

@@ -25,8 +25,7 @@ from samza_devkit.compaction_helpers import CLEANER_NOW, GAPPED_BATCHES, compact
 from samza_devkit.kafka_helpers import create_topic, unique_topic
 from samza_devkit.query_harness import await_available_now
 from spark_samza_source.kafka.input_partition import KafkaRange
-from spark_samza_source.kafka.reader import read_ranges
-
+from spark_samza_source.kafka.executor.reader import read_ranges
 NO_STALL_MS = 600_000
 TOMBSTONE = 7
 AFTER_SECOND_PASS = [4, 6, 8, 9, 10]

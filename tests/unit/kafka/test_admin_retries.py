@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from confluent_kafka import KafkaError, KafkaException
 
-from spark_samza_source.kafka.admin import KafkaAdmin
+from spark_samza_source.kafka.driver.admin import KafkaAdmin
 from spark_samza_source.kafka.errors import KafkaSourceError
 
 
