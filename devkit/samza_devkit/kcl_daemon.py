@@ -1,0 +1,242 @@
+"""A real KCL worker for tests: the KCL 3.x MultiLangDaemon (Java), running ``kcl_record_processor`` per shard.
+
+- :func:`ensure_kcl_jars` fetches the pinned ``software.amazon.kinesis:amazon-kinesis-client-multilang`` and its
+  runtime dependencies from Maven Central once, with Maven's ``dependency:copy-dependencies`` on a generated POM, into
+  a cache directory outside the repository (``SAMZA_KCL_DIR`` or ``~/.cache/spark-samza-source/kcl``), one
+  directory per version, under a file lock (parallel pytest-xdist workers fetch once; the others wait and find it).
+  :class:`KclNotAvailable` when java or mvn is missing or the fetch fails.
+
+  Why Maven and not the jars of the ``amazon-kclpy`` package: ``pip install amazon-kclpy`` downloads about 80 jars
+  with ``urllib`` while it builds its wheel, into the virtualenv, and leaves them out without an error when its
+  ``bdist_wheel`` hook does not import in pip's isolated build environment (amazon-kclpy issue 252); and the newest
+  amazon-kclpy (3.2.0) names KCL 3.5.3, which the Maven mirror here does not serve. So the tests take only the
+  ``amazon_kclpy`` Python module from the package (pinned to 3.1.3, the KCL version below) and the jars from Maven,
+  resolved with their declared dependencies, fetched once per machine rather than once per virtualenv.
+- :class:`KclWorker` writes the daemon's properties (kinesis-mock behind the devkit's bridge for Kinesis, moto for
+  DynamoDB, metrics off, short lease and sync intervals), starts ``java ... MultiLangDaemon`` with its output in
+  ``<work dir>/kcl.log`` (a failing test names that file), waits until the scheduler has initialised (polled in
+  the log, never a blind sleep) and stops it with SIGTERM (KCL's shutdown hook), killing it if it hangs.
+
+What KCL needs that an emulator lacks is bridged in the devkit and written down in ``docs/kinesis-emulators.md``.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from .kcl_record_processor import COMMAND_FILE, EVENTS_FILE
+from .npm_cache import cache_root
+
+__all__ = ["KCL_VERSION", "KclNotAvailable", "KclWorker", "ensure_kcl_jars"]
+
+KCL_VERSION = "3.1.3"
+MAVEN_DEPENDENCY_PLUGIN = "org.apache.maven.plugins:maven-dependency-plugin:3.8.1"
+MAIN_CLASS = "software.amazon.kinesis.multilang.MultiLangDaemon"
+_READY = "Initialization complete"  # logged by the Scheduler once its lease table, shard sync and leases are set up
+_POM = """<project xmlns="http://maven.apache.org/POM/4.0.0">
+  <modelVersion>4.0.0</modelVersion>
+  <groupId>local.samza-devkit</groupId><artifactId>kcl-multilang-jars</artifactId><version>1</version>
+  <packaging>pom</packaging>
+  <dependencies>
+    <dependency>
+      <groupId>software.amazon.kinesis</groupId><artifactId>amazon-kinesis-client-multilang</artifactId>
+      <version>{version}</version>
+    </dependency>
+  </dependencies>
+</project>
+"""
+_LOGBACK = """<configuration>
+  <appender name="OUT" class="ch.qos.logback.core.ConsoleAppender">
+    <encoder><pattern>%d{HH:mm:ss.SSS} %-5level [%thread] %logger{36} - %msg%n</pattern></encoder>
+  </appender>
+  <logger name="software.amazon.kinesis" level="INFO"/>
+  <logger name="software.amazon.awssdk" level="WARN"/>
+  <logger name="io.netty" level="WARN"/>
+  <root level="WARN"><appender-ref ref="OUT"/></root>
+</configuration>
+"""
+
+
+class KclNotAvailable(RuntimeError):
+    """java or mvn is missing, or fetching the KCL jars failed (the message says which)."""
+
+
+def cache_dir() -> Path:
+    return cache_root("SAMZA_KCL_DIR", "kcl")
+
+
+def ensure_kcl_jars(version: str = KCL_VERSION, cache: Path | None = None, timeout_s: float = 600.0) -> Path:
+    """The directory holding the MultiLangDaemon ``version`` and its runtime jars, fetched there if needed."""
+    if shutil.which("java") is None:
+        raise KclNotAvailable("java is not installed (the KCL MultiLangDaemon is a Java program)")
+    base = Path(cache or cache_dir()) / version
+    jars = base / "jars"
+    done = base / ".complete"
+    base.mkdir(parents=True, exist_ok=True)
+    with open(base / ".fetch.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # one fetcher at a time; the others find the jars there
+        if not done.exists():
+            _fetch(version, base, jars, timeout_s)
+            done.write_text(version + "\n")
+    return jars
+
+
+def _fetch(version: str, base: Path, jars: Path, timeout_s: float) -> None:
+    mvn = shutil.which("mvn")
+    if mvn is None:
+        raise KclNotAvailable("mvn (Apache Maven) is not installed: it fetches the KCL jars from Maven Central")
+    shutil.rmtree(jars, ignore_errors=True)
+    (base / "pom.xml").write_text(_POM.format(version=version))
+    cmd = [mvn, "-B", "-q", "-f", str(base / "pom.xml"), f"{MAVEN_DEPENDENCY_PLUGIN}:copy-dependencies",
+           "-DincludeScope=runtime", f"-DoutputDirectory={jars}"]
+    try:
+        run = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        raise KclNotAvailable(f"'{' '.join(cmd)}' took longer than {timeout_s:.0f}s") from None
+    main_jar = jars / f"amazon-kinesis-client-multilang-{version}.jar"
+    if run.returncode != 0 or not main_jar.exists():
+        raise KclNotAvailable(f"'{' '.join(cmd)}' failed with code {run.returncode} (or left out {main_jar.name}): "
+                              f"{(run.stdout + run.stderr)[-2000:]}")
+
+
+class KclWorker:
+    """One KCL MultiLangDaemon (one worker) on ``stream``, its lease table ``application`` (KCL's application name).
+
+    ``work_dir`` receives ``app.properties``, ``logback.xml``, ``kcl.log`` (the daemon's output) and the record
+    processors' ``events.jsonl``; :meth:`command` writes their ``command.json``. ``properties`` override or add
+    daemon settings (``MultiLangDaemonConfiguration`` bean names)."""
+
+    def __init__(self, work_dir: Path, *, stream: str, application: str, kinesis_endpoint: str,
+                 dynamodb_endpoint: str, worker_id: str = "kcl-worker-1", region: str = "us-east-1",
+                 properties: dict[str, str] | None = None, jars: Path | None = None) -> None:
+        self.work_dir = Path(work_dir)
+        self.stream = stream
+        self.application = application
+        self.worker_id = worker_id
+        self.jars = jars
+        self.settings = {
+            "executableName": f"{sys.executable} -m samza_devkit.kcl_record_processor {self.work_dir}",
+            "applicationName": application,
+            "streamName": stream,
+            "regionName": region,
+            "kinesisEndpoint": kinesis_endpoint,
+            "dynamoDBEndpoint": dynamodb_endpoint,
+            "AwsCredentialsProvider": "DefaultCredentialsProvider",
+            "workerId": worker_id,
+            "metricsLevel": "NONE",
+            "disableWorkerMetrics": "true",
+            "retrievalMode": "POLLING",
+            "initialPositionInStream": "TRIM_HORIZON",
+            "callProcessRecordsEvenForEmptyRecordList": "true",
+            "idleTimeBetweenReadsInMillis": "250",
+            "maxRecords": "1000",
+            "failoverTimeMillis": "3000",
+            "leaseAssignmentIntervalMillis": "1000",
+            "shardSyncIntervalMillis": "2000",
+            "parentShardPollIntervalMillis": "500",
+            "taskBackoffTimeMillis": "500",
+            "shutdownGraceMillis": "1000",
+            **(properties or {}),
+        }
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._log_file: Any = None
+
+    @property
+    def log_path(self) -> Path:
+        return self.work_dir / "kcl.log"
+
+    @property
+    def events_path(self) -> Path:
+        return self.work_dir / EVENTS_FILE
+
+    # ---- life cycle -----------------------------------------------------------------------------------------
+    def start(self, timeout_s: float = 120.0) -> KclWorker:
+        """Start the daemon; return once it logged that its scheduler initialised (``RuntimeError`` naming the log
+        otherwise)."""
+        jars = self.jars or ensure_kcl_jars()
+        self.work_dir.mkdir(parents=True, exist_ok=True)
+        props = self.work_dir / "app.properties"
+        props.write_text("".join(f"{k} = {v}\n" for k, v in self.settings.items()))
+        (self.work_dir / "logback.xml").write_text(_LOGBACK)
+        java = shutil.which("java") or "java"
+        cmd = [java, "-Daws.cborEnabled=false", f"-Dlogback.configurationFile={self.work_dir / 'logback.xml'}",
+               "-cp", f"{jars}/*:{self.work_dir}", MAIN_CLASS, "--properties-file", str(props)]
+        env = {**os.environ, "AWS_CBOR_DISABLE": "true",
+               "PYTHONPATH": os.pathsep.join(filter(None, [str(Path(__file__).resolve().parent.parent),
+                                                          os.environ.get("PYTHONPATH", "")]))}
+        self._log_file = open(self.log_path, "ab")
+        self._proc = subprocess.Popen(cmd, stdout=self._log_file, stderr=subprocess.STDOUT, env=env,
+                                      cwd=self.work_dir, start_new_session=True)
+        self.wait_for(lambda: _READY in self.log_text(), timeout_s, "the KCL scheduler to initialise")
+        return self
+
+    def stop(self, timeout_s: float = 30.0) -> None:
+        """SIGTERM (KCL's shutdown hook ends the record processors), then SIGKILL if it is still running."""
+        proc, self._proc = self._proc, None
+        if proc is not None and proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(timeout=timeout_s)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+        if self._log_file is not None:
+            self._log_file.close()
+            self._log_file = None
+
+    def __enter__(self) -> KclWorker:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # ---- what it did ----------------------------------------------------------------------------------------
+    def log_text(self) -> str:
+        try:
+            return self.log_path.read_text(errors="replace")
+        except FileNotFoundError:
+            return ""
+
+    def events(self, kind: str | None = None) -> list[dict[str, Any]]:
+        try:
+            lines = self.events_path.read_text().splitlines()
+        except FileNotFoundError:
+            return []
+        out = [json.loads(line) for line in lines if line.strip()]
+        return [e for e in out if kind is None or e["event"] == kind]
+
+    def records(self) -> list[dict[str, Any]]:
+        """Every user record the processors wrote, in the order each shard delivered them."""
+        return self.events("record")
+
+    def command(self, checkpoints: dict[str, Any]) -> None:
+        """Tell the processors where to checkpoint (see ``kcl_record_processor``); written atomically."""
+        tmp = self.work_dir / (COMMAND_FILE + ".tmp")
+        tmp.write_text(json.dumps(checkpoints))
+        tmp.replace(self.work_dir / COMMAND_FILE)
+
+    def wait_for(self, condition: Callable[[], Any], timeout_s: float = 90.0, what: str = "a condition") -> Any:
+        """Poll ``condition`` until truthy (returned); RuntimeError naming the daemon's log if the daemon exits or
+        the time runs out."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            value = condition()
+            if value:
+                return value
+            if self._proc is not None and self._proc.poll() is not None:
+                raise RuntimeError(f"the KCL daemon exited with code {self._proc.returncode} while waiting for "
+                                   f"{what}; its log: {self.log_path}\n{self.log_text()[-3000:]}")
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"timed out after {timeout_s:.0f}s waiting for {what}; the KCL daemon's log: "
+                                   f"{self.log_path}\n{self.log_text()[-3000:]}")
+            time.sleep(0.2)
