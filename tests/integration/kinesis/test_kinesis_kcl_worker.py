@@ -16,7 +16,7 @@ import time
 import pytest
 
 from samza_devkit import kinesis_helpers as kh
-from samza_devkit.kcl_daemon import KclWorker
+from samza_devkit.kcl_daemon import KclNotAvailable, KclWorker, ensure_kcl_jars
 from samza_devkit.query_harness import failure_of
 from spark_samza_source.kinesis.lease_table import KclLeaseTable
 
@@ -27,6 +27,10 @@ pytestmark = [pytest.mark.spark, pytest.mark.slow, pytest.mark.emulators("kinesi
 def kcl(tmp_path, kinesis_mock_bridge, moto_server):
     """``kcl(stream, application, **properties)`` -> a started :class:`KclWorker`; every one is stopped after the
     test, and its log's path printed (pytest shows it when the test fails)."""
+    try:
+        jars = ensure_kcl_jars()  # once per machine and version; the other xdist workers wait for it
+    except KclNotAvailable as err:
+        pytest.skip(f"the KCL MultiLangDaemon cannot be fetched: {err}")
     started: list[KclWorker] = []
     counter = itertools.count(1)
 
@@ -34,7 +38,7 @@ def kcl(tmp_path, kinesis_mock_bridge, moto_server):
         n = next(counter)
         worker = KclWorker(tmp_path / f"kcl-{n}", stream=stream, application=application,
                            kinesis_endpoint=kinesis_mock_bridge.upstream, dynamodb_endpoint=moto_server,
-                           worker_id=f"kcl-worker-{n}", properties=properties)
+                           worker_id=f"kcl-worker-{n}", properties=properties, jars=jars)
         started.append(worker)
         print(f"KCL daemon log: {worker.log_path}")
         return worker.start()
@@ -217,12 +221,13 @@ def test_a_query_started_beside_a_live_kcl_worker_fails_naming_it(ks, kcl):
     stream = ks.create_stream(2, "kcl5")
     table = f"kcl-app-{stream}"
     produce(ks.client, stream, "a", per_shard=2)
+    worker = kcl(stream, table)  # returns once KCL has made its table and leases: the query reads them at start
     query = ks.start_collecting("kcl5", stream, **{"kcl.leaseTable": table, "startingPosition": "kcl"})
-    worker = kcl(stream, table)
     deadline = time.monotonic() + 120
     while query.isActive and time.monotonic() < deadline:  # records keep flowing, so batches (and commits) come
         produce(ks.client, stream, "b", per_shard=1)
         time.sleep(0.5)
     message = failure_of(query, timeout=5)
+    print(f"the query failed with: {message[:2000]}")
     assert "KclLeaseConflictError" in message or "another worker" in message, message
     assert worker.worker_id in message, message
