@@ -114,7 +114,8 @@ class KclWorker:
 
     ``work_dir`` receives ``app.properties``, ``logback.xml``, ``kcl.log`` (the daemon's output) and the record
     processors' ``events.jsonl``; :meth:`command` writes their ``command.json``. ``properties`` override or add
-    daemon settings (``MultiLangDaemonConfiguration`` bean names)."""
+    daemon settings (``MultiLangDaemonConfiguration`` bean names). KCL splits ``executableName`` on spaces, so
+    neither ``work_dir`` nor the interpreter's path may hold one."""
 
     def __init__(self, work_dir: Path, *, stream: str, application: str, kinesis_endpoint: str,
                  dynamodb_endpoint: str, worker_id: str = "kcl-worker-1", region: str = "us-east-1",
@@ -171,7 +172,7 @@ class KclWorker:
         java = shutil.which("java") or "java"
         cmd = [java, "-Daws.cborEnabled=false", f"-Dlogback.configurationFile={self.work_dir / 'logback.xml'}",
                "-cp", f"{jars}/*:{self.work_dir}", MAIN_CLASS, "--properties-file", str(props)]
-        env = {**os.environ, "AWS_CBOR_DISABLE": "true",
+        env = {**os.environ,
                "PYTHONPATH": os.pathsep.join(filter(None, [str(Path(__file__).resolve().parent.parent),
                                                           os.environ.get("PYTHONPATH", "")]))}
         self._log_file = open(self.log_path, "ab")
