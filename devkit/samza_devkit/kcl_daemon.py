@@ -6,12 +6,15 @@
   directory per version, under a file lock (parallel pytest-xdist workers fetch once; the others wait and find it).
   :class:`KclNotAvailable` when java or mvn is missing or the fetch fails.
 
-  Why Maven and not the jars of the ``amazon-kclpy`` package: ``pip install amazon-kclpy`` downloads about 80 jars
-  with ``urllib`` while it builds its wheel, into the virtualenv, and leaves them out without an error when its
-  ``bdist_wheel`` hook does not import in pip's isolated build environment (amazon-kclpy issue 252); and the newest
-  amazon-kclpy (3.2.0) names KCL 3.5.3, which the Maven mirror here does not serve. So the tests take only the
-  ``amazon_kclpy`` Python module from the package (pinned to 3.1.3, the KCL version below) and the jars from Maven,
-  resolved with their declared dependencies, fetched once per machine rather than once per virtualenv.
+  Why Maven and not the jars of the ``amazon-kclpy`` package: ``pip install amazon-kclpy`` (no wheel on PyPI)
+  downloads 79 jars listed in its own pom.xml, without their dependencies' resolution, with ``urllib`` while it
+  builds its wheel, into each virtualenv; it leaves them out without an error when its ``bdist_wheel`` hook does not
+  import in pip's isolated build environment (amazon-kclpy issue 252). With pip 26.3 and setuptools here the hook
+  did import and the 79 jars arrived (13 s), but nothing checks it. And the newest amazon-kclpy (3.2.0) names KCL
+  3.5.3, which the Maven repository here does not serve (amazon-kinesis-client-multilang: 2.2.0, 2.5.4, 3.1.3).
+  So the tests take only the ``amazon_kclpy`` Python module from the package (pinned to 3.1.3, the KCL version
+  below) and the jars from Maven, resolved with their declared dependencies (131 jars, about 20 s), checked for
+  the daemon's own jar, fetched once per machine rather than once per virtualenv.
 - :class:`KclWorker` writes the daemon's properties (kinesis-mock behind the devkit's bridge for Kinesis, moto for
   DynamoDB, metrics off, short lease and sync intervals), starts ``java ... MultiLangDaemon`` with its output in
   ``<work dir>/kcl.log`` (a failing test names that file), waits until the scheduler has initialised (polled in
