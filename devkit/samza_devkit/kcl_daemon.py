@@ -112,6 +112,15 @@ def _fetch(version: str, base: Path, jars: Path, timeout_s: float) -> None:
                               f"{(run.stdout + run.stderr)[-2000:]}")
 
 
+def _die_with_parent() -> None:
+    """In the child before exec (Linux): SIGTERM when the test process dies, so a killed run leaves no daemon (moto
+    and kinesis-mock watch their parent the same way); KCL's shutdown hook then ends the record processors."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # 1 = PR_SET_PDEATHSIG
+
+
 class KclWorker:
     """One KCL MultiLangDaemon (one worker) on ``stream``, its lease table ``application`` (KCL's application name).
 
@@ -180,7 +189,7 @@ class KclWorker:
                                                           os.environ.get("PYTHONPATH", "")]))}
         self._log_file = open(self.log_path, "ab")
         self._proc = subprocess.Popen(cmd, stdout=self._log_file, stderr=subprocess.STDOUT, env=env,
-                                      cwd=self.work_dir, start_new_session=True)
+                                      cwd=self.work_dir, start_new_session=True, preexec_fn=_die_with_parent)
         self.wait_for(lambda: _READY in self.log_text(), timeout_s, "the KCL scheduler to initialise")
         return self
 
