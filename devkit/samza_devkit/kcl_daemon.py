@@ -11,7 +11,8 @@
   builds its wheel, into each virtualenv; it leaves them out without an error when its ``bdist_wheel`` hook does not
   import in pip's isolated build environment (amazon-kclpy issue 252). With pip 26.3 and setuptools here the hook
   did import and the 79 jars arrived (13 s), but nothing checks it. And the newest amazon-kclpy (3.2.0) names KCL
-  3.5.3, which the Maven repository here does not serve (amazon-kinesis-client-multilang: 2.2.0, 2.5.4, 3.1.3).
+  3.5.3, which the Maven repository here does not serve (amazon-kinesis-client-multilang: 2.2.0, 2.5.4, 3.1.3):
+  its wheel build fails on HTTP 404 for those jars.
   So the tests take only the ``amazon_kclpy`` Python module from the package (pinned to 3.1.3, the KCL version
   below) and the jars from Maven, resolved with their declared dependencies (131 jars, about 20 s), checked for
   the daemon's own jar, fetched once per machine rather than once per virtualenv.
