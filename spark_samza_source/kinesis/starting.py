@@ -108,10 +108,40 @@ class PerShard(StartingPosition):
 @dataclass(frozen=True)
 class KclCheckpoints(StartingPosition):
     """``kcl``: each shard after the checkpoint a KCL application's lease table holds for it (``SHARD_END`` for a
-    finished shard); shards without a lease start at ``TRIM_HORIZON``."""
+    finished shard); see :func:`kcl_starts` for shards without a lease."""
 
     def starts(self, shards, *, stream, now_ms, check_sequences, kcl_checkpoints) -> Starts:
-        return Starts(dict(kcl_checkpoints()))
+        return Starts(kcl_starts(kcl_checkpoints(), shards))
+
+
+def kcl_starts(leases: Mapping[str, ShardPosition], shards: Sequence[ShardInfo]) -> dict[str, ShardPosition]:
+    """Start positions from a KCL lease table's checkpoints (pure: ``shards`` is ``ListShards``).
+
+    A shard with a lease starts after its checkpoint. A shard without one starts at ``TRIM_HORIZON`` (KCL has not
+    reached it), unless one of its descendants (children of a split or merge, at any depth) has a lease: KCL
+    deletes the lease of a parent it finished once the children have checkpoints of their own (its
+    ``LeaseCleanupManager``, with ``cleanupLeasesUponShardCompletion``, the default), so a missing parent row next
+    to a child row means the parent is done (``SHARD_END``); reading it from its start would repeat it all.
+    """
+    children: dict[str, list[str]] = {}
+    for info in shards:
+        for parent in info.parent_ids:
+            children.setdefault(parent, []).append(info.shard_id)
+
+    def has_leased_descendant(shard_id: str, seen: set[str]) -> bool:
+        for child in children.get(shard_id, ()):
+            if child in seen:
+                continue
+            seen.add(child)
+            if child in leases or has_leased_descendant(child, seen):
+                return True
+        return False
+
+    out = dict(leases)
+    for info in shards:
+        if info.shard_id not in out and has_leased_descendant(info.shard_id, set()):
+            out[info.shard_id] = ShardPosition.shard_end()
+    return out
 
 
 def per_shard_starts(
@@ -193,5 +223,5 @@ def check_not_future(timestamp_ms: int, now_ms: int, what: str) -> None:
 
 __all__ = [
     "DEFAULT_STARTING_POSITION", "AtTimestamp", "KclCheckpoints", "Latest", "PerShard", "StartingPosition", "Starts",
-    "TrimHorizon", "check_not_future", "per_shard_starts",
+    "TrimHorizon", "check_not_future", "kcl_starts", "per_shard_starts",
 ]

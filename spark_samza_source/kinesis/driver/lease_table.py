@@ -14,6 +14,12 @@ shard::
     childShardIds                 SS  (KCL >= 2.3, read only)       startingHashKey / endingHashKey  S  (KCL >= 2.3)
     pendingCheckpoint(+SubSequenceNumber, +State)   two-phase checkpoints (removed by our writes, as KCL's own)
     streamName / shardId          S   multi-stream tables only
+    throughputKBps                N   KCL 3.x (left alone)      checkpointOwner  S  KCL 3.x handoff (removed by us)
+    entityType                    S   KCL 3.5+: "LEASE"; other entity types in the table are not leases (skipped)
+
+KCL 3.x also adds the index ``LeaseOwnerToLeaseKeyIndex`` (``leaseOwner`` HASH, ``leaseKey`` RANGE) to the table
+when it starts on it, so ``leaseOwner`` must always be a string (it is, in every write here), and keeps
+``<table>-CoordinatorState`` and ``<table>-WorkerMetricStats`` beside it (KCL 3.0 to 3.4), which we never touch.
 
 **What a checkpoint means.** The KCL checkpoint ``(S, n)`` says: user records up to and including sub-record n of
 Kinesis record S are processed.  A KCL worker resumes with an ``AT_SEQUENCE_NUMBER`` iterator on S and drops every
@@ -46,7 +52,8 @@ raised after all other leases were written, when
 With ``take_over=True`` (default) a lease held by another owner that this process has not written before is taken
 over (logged): the usual migration, a stopped KCL application's table, and the first commit after a restart.
 Stop the KCL application first: a live KCL worker renews its leases every few seconds, which this policy detects
-at our next write.
+at our next write; the query's coordinator then fails the query with the error, which names the lease's owner (a
+KCL worker beside the query would read the same shards).
 """
 
 from __future__ import annotations
@@ -238,6 +245,8 @@ class KclLeaseTable:
         out: dict[str, ShardPosition] = {}
         streams_seen: set[str] = set()
         for key, item in sorted(self.read_items().items()):
+            if _s(item, "entityType") not in (None, "LEASE"):
+                continue  # KCL 3.5+ keeps its coordinator state and worker metrics in the lease table too
             shard_id = key
             stream_id = _s(item, "streamName")
             if stream_id is not None and _s(item, "shardId") is not None:  # multi-stream lease
@@ -296,21 +305,24 @@ class KclLeaseTable:
             new_counter = (seen_counter or 0) + 1
             lease = _LeaseWrite(shard_id, new_counter, checkpoint, sub, position, owner, tuple(parent_ids),
                                 (hash_ranges or {}).get(shard_id))
-            if self._write(lease, item is not None, seen_counter):
+            holder = self._write(lease, item is not None, seen_counter)
+            if holder is None:
                 self._written[shard_id] = new_counter
                 written += 1
             else:
-                conflicts.append(f"{shard_id} (changed by someone else while we wrote it)")
+                conflicts.append(f"{shard_id} (changed by someone else while we wrote it, owner {holder!r})")
         if conflicts:
             raise KclLeaseConflictError(
-                f"KCL lease table {self._where()}: did not overwrite {len(conflicts)} lease(s) another worker is "
+                f"KCL lease table ({self._where()}): did not overwrite {len(conflicts)} lease(s) another worker is "
                 f"using: {', '.join(conflicts)}. Stop any KCL application that uses this table (or point "
-                f"'{KCL_LEASE_TABLE.name}' at another one); the other leases were written.")
+                f"'{KCL_LEASE_TABLE.name}' at another one), then restart the query; the other leases were "
+                "written.")
         return written
 
-    def _write(self, lease: _LeaseWrite, exists: bool, seen_counter: int | None) -> bool:
+    def _write(self, lease: _LeaseWrite, exists: bool, seen_counter: int | None) -> str | None:
         """Write ``lease`` on condition that nobody changed it since it was read (its counter is still
-        ``seen_counter``; or it still has none, or does not exist yet); False when someone else did."""
+        ``seen_counter``; or it still has none, or does not exist yet); None once written, else the ``leaseOwner``
+        the lease has now (someone else changed it)."""
         shard_id, checkpoint, sub, position = lease.shard_id, lease.checkpoint, lease.sub, lease.position
         owner, parents, hash_range, new_counter = lease.owner, list(lease.parents), lease.hash_range, lease.counter
         values: dict[str, Any] = {
@@ -319,7 +331,10 @@ class KclLeaseTable:
         }
         sets = ["checkpoint = :cp", "checkpointSubSequenceNumber = :sub", "leaseCounter = :c", "leaseOwner = :o",
                 "ownerSwitchesSinceCheckpoint = :zero"]
-        removes = ["pendingCheckpoint", "pendingCheckpointSubSequenceNumber", "pendingCheckpointState"]
+        # a pending checkpoint, and KCL 3's graceful-handoff marker (the worker that is to checkpoint before it hands
+        # the lease on), belong to the owner we replace
+        removes = ["pendingCheckpoint", "pendingCheckpointSubSequenceNumber", "pendingCheckpointState",
+                   "checkpointOwner"]
         if parents:
             sets.append("parentShardId = :p")
             values[":p"] = {"SS": parents}
@@ -346,22 +361,24 @@ class KclLeaseTable:
             request["ConditionExpression"] = "attribute_not_exists(leaseKey)"
         try:
             self.client.update_item(**request)
-            return True
+            return None
         except ClientError as err:
             if error_code(err) == "ConditionalCheckFailedException":
-                return self._is_our_write(lease)
+                return self._holder_unless_our_write(lease)
             raise self._fail(f"UpdateItem of the lease of shard {shard_id}", err) from None
 
-    def _is_our_write(self, lease: _LeaseWrite) -> bool:
-        """After a failed condition: does the lease hold exactly this write already? botocore retries a write
-        whose answer was lost (a timeout, an HTTP 5xx after DynamoDB applied it); the retry then fails its own
-        condition. Taking that for a conflict would drop the checkpoint from the mirror for good (the counter
-        would look moved by someone else at every later commit)."""
+    def _holder_unless_our_write(self, lease: _LeaseWrite) -> str | None:
+        """After a failed condition: None if the lease holds exactly this write already, else its owner now.
+        botocore retries a write whose answer was lost (a timeout, an HTTP 5xx after DynamoDB applied it); the
+        retry then fails its own condition. Taking that for a conflict would drop the checkpoint from the mirror
+        for good (the counter would look moved by someone else at every later commit)."""
         try:
             item = self.client.get_item(TableName=self.table, Key={_KEY: {"S": lease.shard_id}},
                                         ConsistentRead=True).get("Item")
         except ClientError as err:
             raise self._fail(f"GetItem of the lease of shard {lease.shard_id}", err) from None
-        return (item is not None and _n(item, "leaseCounter") == lease.counter
+        if (item is not None and _n(item, "leaseCounter") == lease.counter
                 and _s(item, "leaseOwner") == lease.owner and _s(item, "checkpoint") == lease.checkpoint
-                and _n(item, "checkpointSubSequenceNumber") == lease.sub)
+                and _n(item, "checkpointSubSequenceNumber") == lease.sub):
+            return None
+        return (_s(item, "leaseOwner") if item is not None else None) or "nobody"

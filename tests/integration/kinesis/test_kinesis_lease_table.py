@@ -191,7 +191,8 @@ def test_a_write_racing_with_another_worker_is_a_conflict(dynamodb, table):
     fresh = KclLeaseTable(dynamodb, table)
     fresh._written.clear()  # as after a driver restart: only the conditional write can tell
     fresh.read_items = lambda: stale  # it read the table just before the other worker wrote
-    with pytest.raises(KclLeaseConflictError, match=rf"{sid(0)} \(changed by someone else while we wrote it\)"):
+    with pytest.raises(KclLeaseConflictError, match=rf"{sid(0)} \(changed by someone else while we wrote it, "
+                                                  rf"owner '{OWNER}'\)"):
         fresh.write_checkpoints({sid(0): (ShardPosition.after_sequence("11"), [])}, OWNER)
     assert item(dynamodb, table, sid(0))["checkpoint"] == {"S": "10"}
 

@@ -20,6 +20,7 @@ from spark_samza_source.kinesis.starting import (
     PerShard,
     Starts,
     TrimHorizon,
+    kcl_starts,
 )
 
 H = 2**128
@@ -135,6 +136,19 @@ def test_kcl_checkpoints_start_where_the_lease_table_says():
     got = world.starts(KclCheckpoints())
     assert got == Starts(leases) and got.positions is not leases
     assert world.kcl_reads == 1 and world.clock_reads == 0
+
+
+def test_a_parent_whose_lease_kcl_cleaned_up_counts_as_finished():
+    """KCL deletes a finished parent's lease once its children have checkpoints: a parent without a row beside a
+    leased child is drained, not read again from its start; a shard KCL never reached still starts at
+    TRIM_HORIZON."""
+    leases = {sid(2): P.after_sequence("205"), sid(3): P.trim_horizon()}
+    got = World(kcl=leases).starts(KclCheckpoints())
+    assert got == Starts({**leases, sid(0): P.shard_end()})
+    grandchild = [*SHARDS, ShardInfo(sid(4), (sid(2), sid(3)), 0, H // 2 - 1, "300")]
+    assert kcl_starts({sid(4): P.after_sequence("301")}, grandchild) == {
+        sid(4): P.after_sequence("301"), sid(2): P.shard_end(), sid(3): P.shard_end(), sid(0): P.shard_end()}
+    assert kcl_starts({sid(1): P.after_sequence("150")}, SHARDS) == {sid(1): P.after_sequence("150")}
 
 
 @pytest.mark.parametrize("strategy", [Latest(), TrimHorizon(), AtTimestamp(NOW), KclCheckpoints(),
