@@ -121,7 +121,8 @@ Differences from Apache Kafka (found running the same tests on Apache Kafka 4.2,
   one), so a record superseded only by one in the active segment survives until that segment is closed (by the
   next append, with ``segment.ms``) and a later pass runs: ``compaction_helpers.GAPPED_BATCHES`` compacts to
   offsets 4, 6, 7, 8, 9 here but to 3, 4, 5, 6, 7, 8, 9 on Kafka until one more batch is written
-  (``tests/integration/kafka/test_kafka_cleaner.py``).
+  (``tests/integration/kafka/test_kafka_cleaner.py``); ``GAPPED_BATCHES`` therefore ends with a batch of a key of
+  its own, so both keep the same records.
 - When compaction runs: here when asked (``compact``) or on a timer, and every pass removes tombstones past their
   delete horizon. Kafka's cleaner picks a log only once its dirty share passes ``min.cleanable.dirty.ratio`` (a new
   closed segment): a tombstone whose horizon has passed stays until new records make the log dirty again.
@@ -133,6 +134,14 @@ Differences from Apache Kafka (found running the same tests on Apache Kafka 4.2,
   NOT_LEADER_OR_FOLLOWER for a moment (until the broker has applied its leadership from the metadata log); this
   broker serves it at once. confluent-kafka hands that error back per partition without its retriable flag, and
   the source's admin failed the query on it (now retried: ``kafka/driver/admin.py``, ``_RETRIABLE``).
+- A new topic: Kafka answers CreateTopics once its controller has the topic, a moment before the broker's metadata
+  shows it (a Metadata request for all topics may leave it out, ListOffsets may answer NOT_LEADER_OR_FOLLOWER);
+  here it is there at once. The tests' ``kafka_helpers.create_topic`` waits until every partition has a leader.
+- DeleteRecords on a ``cleanup.policy=compact`` topic: Kafka refuses it (POLICY_VIOLATION; records go from such a
+  log by compaction alone), and so does this broker now; ``compact,delete`` topics take it on both.
+- A consumer group with a live member: Kafka keeps it Stable and refuses offsets committed from outside it; this
+  broker has no group membership (``occupy_group`` stands in for a member). The mirror test uses a real member on
+  Kafka.
 - Record timestamps: Kafka 4.x refuses a record timestamped more than an hour ahead of its clock
   (``message.timestamp.after.max.ms``, default 3,600,000 since 4.0: INVALID_TIMESTAMP); this broker describes
   the 3.x default (unbounded) and accepts any timestamp.
