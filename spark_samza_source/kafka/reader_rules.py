@@ -70,8 +70,9 @@ def record_too_large(task: str, label: str, offset: int, column: str, size: int,
     """The record at ``offset`` of ``label`` does not fit in one Arrow batch: its ``column`` alone holds ``size``
     bytes, more than ``limit``."""
     return KafkaSourceError(
-        f"task {task!r}: the record at offset {offset} of {label} cannot be read: its {column} hold {size} bytes, "
-        f"more than one Arrow batch column can ({limit} bytes, Arrow's 32-bit offsets), so no batch can carry it. "
+        f"task {task!r}: the record at offset {offset} of {label} cannot be read: it has {size} bytes in the "
+        f"{column} column, more than one Arrow batch column holds ({limit} bytes, Arrow's 32-bit offsets), so no "
+        f"batch can carry it. "
         f"Nothing in this source can split a record: write it smaller (or as several records), or skip it with a "
         f"startpoint at offset {offset + 1} for {label}."
     )

@@ -97,7 +97,7 @@ def test_a_record_too_large_for_any_batch_fails_naming_it_and_the_fix(read_path,
     with pytest.raises(KafkaSourceError) as info:
         read(read_path, bs, [KafkaRange(topic, 0, 0, 3)], max_column_bytes=4000)
     msg = str(info.value)
-    assert f"record at offset 1 of {topic}[0]" in msg and "its value hold 5000 bytes" in msg, msg
+    assert f"record at offset 1 of {topic}[0]" in msg and "it has 5000 bytes in the value column" in msg, msg
     assert "(4000 bytes, Arrow's 32-bit offsets)" in msg and f"startpoint at offset 2 for {topic}[0]" in msg, msg
 
 
