@@ -48,7 +48,8 @@ test: setup
 # extension rebuilt instrumented (-fno-wrapv: Python's -fwrapv would define away the signed overflows UBSan is to
 # find; any UB report aborts), the reader tests run against it, then the normal build is restored whatever the
 # result. The interpreter is not instrumented, so libasan is preloaded; the pytest process drops LD_PRELOAD from
-# its environment once started, so the broker and other children run without it. Leak checking is off: the
+# its environment once started, so the broker and other children run without it; pytest captures at the sys level
+# only, so a report (written to file descriptor 2 by the runtime) is shown. Leak checking is off: the
 # interpreter's own allocations alive at exit would bury any report. Result: docs/contributing.md.
 SANITIZE_TESTS ?= tests/integration/kafka/test_reader.py tests/integration/kafka/test_reader_differential.py \
                   tests/integration/kafka/test_reader_bad_input.py tests/integration/kafka/test_reader_fill_property.py \
@@ -63,7 +64,7 @@ sanitize: setup
 	LD_PRELOAD="$$(gcc -print-file-name=libasan.so)" ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 \
 	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	  $(PY) -c 'import os, sys, pytest; os.environ.pop("LD_PRELOAD"); sys.exit(pytest.main(sys.argv[1:]))' \
-	  -p no:cacheprovider $(SANITIZE_TESTS) $(PYTEST_ARGS); status=$$?; \
+	  -p no:cacheprovider --capture=sys $(SANITIZE_TESTS) $(PYTEST_ARGS); status=$$?; \
 	$(PY) setup.py --quiet build_ext --inplace --force; exit $$status
 
 demo: check-java setup

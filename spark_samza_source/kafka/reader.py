@@ -41,8 +41,9 @@ __all__ = ["read_ranges", "KafkaReadSettings", "DEFAULT_MAX_ROWS_PER_BATCH", "DE
 _PARTITION, _TOPIC, _ERROR, _OFFSET = Message.partition, Message.topic, Message.error, Message.offset
 _KEY, _VALUE, _TIMESTAMP, _HEADERS = Message.key, Message.value, Message.timestamp, Message.headers
 _IS_SET = functools.partial(operator.is_not, None)
-# The candidates of a batch are measured in 64-bit-offset types: their bytes may exceed what one batch holds
-# (reader_rules.batch_cut decides), and the batch's columns are then cast to the schema's 32-bit ones.
+# The candidates of a batch whose bytes exceed what a 32-bit-offset column holds (pyarrow then returns a chunked
+# array) are measured in 64-bit-offset types instead; reader_rules.batch_cut keeps the batch within the limit, and
+# its columns are cast back to the schema's types.
 _LARGE_HEADERS = pa.list_(pa.struct([("key", pa.large_string()), ("value", pa.large_binary())]))
 
 
@@ -244,12 +245,12 @@ class _PythonBackend:
         the candidates' columns are kept for :meth:`emit`."""
         p = self.order[i]
         msgs = p.buf[:max_rows]
-        keys = pa.array(list(map(_KEY, msgs)), pa.large_binary())
-        values = pa.array(list(map(_VALUE, msgs)), pa.large_binary())
+        keys = _column(list(map(_KEY, msgs)), pa.binary(), pa.large_binary())
+        values = _column(list(map(_VALUE, msgs)), pa.binary(), pa.large_binary())
         sizes = {"key": _lengths(keys), "value": _lengths(values)}
         headers = None
         if self.include_headers:
-            headers = pa.array(list(map(_HEADERS, msgs)), _LARGE_HEADERS)
+            headers = _column(list(map(_HEADERS, msgs)), self.schema.field("headers").type, _LARGE_HEADERS)
             sizes["header keys"], sizes["header values"] = _header_lengths(headers)
         self.candidates = (i, msgs, keys, values, headers)
         fixed = {"topic": len(p.rng.topic.encode()), "task": self.task_bytes}
@@ -264,9 +265,9 @@ class _PythonBackend:
         _, msgs, keys, values, headers = self.candidates
         self.candidates = None
         msgs = msgs[:rows]
-        keys, values = keys.slice(0, rows).cast(pa.binary()), values.slice(0, rows).cast(pa.binary())
+        keys, values = _narrow(keys.slice(0, rows), pa.binary()), _narrow(values.slice(0, rows), pa.binary())
         if headers is not None:
-            headers = headers.slice(0, rows).cast(self.schema.field("headers").type)
+            headers = _narrow(headers.slice(0, rows), self.schema.field("headers").type)
         del p.buf[:rows]
         p.vbytes = max(0, p.vbytes - (pc.sum(pc.binary_length(values)).as_py() or 0)) if p.buf else 0
         return self._batch(p.rng, msgs, keys, values, headers)
@@ -298,6 +299,19 @@ class _PythonBackend:
             columns.append(headers)
         columns.append(pa.repeat(pa.scalar(self.task, pa.string()), n))
         return pa.RecordBatch.from_arrays(columns, schema=self.schema)
+
+
+def _column(items: list, kind: pa.DataType, large: pa.DataType) -> pa.Array:
+    """``items`` as an array of ``kind``, or of ``large`` (64-bit offsets) when they exceed one ``kind`` column."""
+    try:
+        array = pa.array(items, kind)
+    except pa.ArrowCapacityError:  # a nested column's child past the limit
+        return pa.array(items, large)
+    return pa.array(items, large) if isinstance(array, pa.ChunkedArray) else array
+
+
+def _narrow(array: pa.Array, kind: pa.DataType) -> pa.Array:
+    return array if array.type == kind else array.cast(kind)
 
 
 def _lengths(column: pa.Array) -> pa.Array:
