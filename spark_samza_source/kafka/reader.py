@@ -25,7 +25,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from confluent_kafka import Consumer, KafkaError, Message, TopicPartition
 
+from ..spec.kafka import INCLUDE_HEADERS_OPTION, READ_PATH_OPTION
 from .consumer_cache import ConsumerCache, default_cache
+from .errors import KafkaSourceError
 from .input_partition import KafkaRange
 from .native_reader import NativeBackend, choose_read_path
 from .options import DEFAULT_MAX_ROWS_PER_BATCH, DEFAULT_POLL_TIMEOUT_MS
@@ -250,12 +252,27 @@ class _PythonBackend:
         sizes = {"key": _lengths(keys), "value": _lengths(values)}
         headers = None
         if self.include_headers:
-            headers = _column(list(map(_HEADERS, msgs)), self.schema.field("headers").type, _LARGE_HEADERS)
+            headers = _column(self._headers(p, msgs), self.schema.field("headers").type, _LARGE_HEADERS)
             sizes["header keys"], sizes["header values"] = _header_lengths(headers)
         self.candidates = (i, msgs, keys, values, headers)
         fixed = {"topic": len(p.rng.topic.encode()), "task": self.task_bytes}
         rows, column, size = batch_cut(sizes, fixed, max_rows, max_bytes, limit)
         return rows, msgs[0].offset(), column, size
+
+    def _headers(self, p: _Partition, msgs: list) -> list:
+        """The messages' headers; confluent-kafka cannot decode a header key that is not UTF-8 (it raises
+        SystemError, or UnicodeDecodeError): the read then fails naming the record and the way out."""
+        got: list = []
+        try:
+            got.extend(map(_HEADERS, msgs))  # (on an error, what came before it stays: the failed one is next)
+            return got
+        except (SystemError, UnicodeDecodeError):
+            m = msgs[len(got)]
+        raise KafkaSourceError(
+            f"task {self.task!r}: the record at offset {m.offset()} of {p.rng.topic}[{p.rng.partition}] has a header "
+            f"key that is not valid UTF-8, which the Python read path (confluent-kafka) cannot decode. To read it: "
+            f"use the native read path (option '{READ_PATH_OPTION}' 'auto' or 'native' where it is built), which "
+            f"replaces invalid bytes with U+FFFD, or leave headers out (option '{INCLUDE_HEADERS_OPTION}' false)")
 
     def emit(self, i: int, rows: int) -> pa.RecordBatch:
         """The batch of the next ``rows`` records of range ``i``, from the columns :meth:`cut` measured."""

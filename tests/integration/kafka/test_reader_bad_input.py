@@ -14,6 +14,7 @@ import pyarrow as pa
 import pytest
 
 from samza_devkit.kafka_helpers import produce
+from samza_devkit.raw_header_producer import produce_raw_headers
 from spark_samza_source.kafka.consumer_cache import ConsumerCache, consumer_config
 from spark_samza_source.kafka.errors import KafkaDataLossError, KafkaSourceError
 from spark_samza_source.kafka.input_partition import KafkaRange
@@ -99,6 +100,31 @@ def test_a_record_too_large_for_any_batch_fails_naming_it_and_the_fix(read_path,
     msg = str(info.value)
     assert f"record at offset 1 of {topic}[0]" in msg and "it has 5000 bytes in the value column" in msg, msg
     assert "(4000 bytes, Arrow's 32-bit offsets)" in msg and f"startpoint at offset 2 for {topic}[0]" in msg, msg
+
+
+# ---- header keys -----------------------------------------------------------------------------------------------
+
+def test_header_keys_are_read_whole_and_as_valid_utf8(read_path, kafka_broker, kafka_topic):
+    """Kafka header keys are any bytes. The native path kept them up to a NUL and put invalid UTF-8 in a string
+    column; it now keeps them whole with U+FFFD for invalid bytes. confluent-kafka (the Python path) cannot decode an
+    invalid key (it raised SystemError): the read fails naming the record and the way out. (It also cuts a key at a
+    NUL, which cannot be seen from Python: docs/architecture.md, the native read path.)"""
+    bs = kafka_broker.bootstrap_servers
+    topic = kafka_topic(1)
+    records = [(b"whole", [(b"a\x00b", b"1"), (b"\x00", None)]),
+               (b"invalid", [(b"\xff\xfeok", None), (b"caf\xc3", b"")]),
+               (b"after", [(b"ok", b"2")])]
+    produce_raw_headers(bs, topic, 0, records)
+    if read_path == "python":
+        with pytest.raises(KafkaSourceError) as info:
+            read(read_path, bs, [KafkaRange(topic, 0, 1, 3)])
+        msg = str(info.value)
+        assert f"record at offset 1 of {topic}[0] has a header key that is not valid UTF-8" in msg, msg
+        assert "'readPath'" in msg and "'includeHeaders' false" in msg, msg
+        return
+    batches = read(read_path, bs, [KafkaRange(topic, 0, 0, 3)])
+    assert column(batches, "headers") == [
+        [{"key": k.decode("utf-8", "replace"), "value": v} for k, v in headers] for _, headers in records]
 
 
 # ---- timestamps ------------------------------------------------------------------------------------------------
