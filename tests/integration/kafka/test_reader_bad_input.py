@@ -8,7 +8,7 @@ from __future__ import annotations
 import logging
 import threading
 import uuid
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pyarrow as pa
 import pytest
@@ -138,8 +138,8 @@ def test_timestamps_outside_sparks_range_are_clamped_and_named(read_path, kafka_
     with caplog.at_level(logging.WARNING, logger=READER_LOG):
         batches = read(read_path, bs, [KafkaRange(topic, 0, 0, 2)])
     stamps = column(batches, "timestamp")
-    assert stamps[0] == datetime.fromtimestamp(1_700_000_000, timezone.utc)
-    assert stamps[1] == datetime(9999, 12, 31, 23, 59, 59, 999000, tzinfo=timezone.utc)
+    assert stamps[0] == datetime.fromtimestamp(1_700_000_000, UTC)
+    assert stamps[1] == datetime(9999, 12, 31, 23, 59, 59, 999000, tzinfo=UTC)
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     assert len(warnings) == 1 and f"1 record(s) of {topic}[0]" in warnings[0], warnings
     assert "outside Spark's range" in warnings[0] and warnings[0].endswith("offsets 1"), warnings
