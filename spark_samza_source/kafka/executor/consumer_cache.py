@@ -104,9 +104,41 @@ def _config_key(conf: Mapping[str, str]) -> str:
     return hashlib.sha256(json.dumps(sorted(conf.items())).encode()).hexdigest()
 
 
+# librdkafka cuts a client's name (``<client.id>#consumer-<n>``) to 127 bytes and a log line to 2,047; confluent-kafka
+# decodes both strictly when it hands a line to a Python logger, and a cut inside a multi-byte character then
+# fails the consume call it happens in (UnicodeDecodeError) and leaves close() waiting forever.
+_NAME_BYTES, _LINE_BYTES = 127, 2047
+_logged_unsafe_names: set[str] = set()
+
+
+def _cut_inside_a_character(text: str, limit: int) -> bool:
+    raw = text.encode("utf-8", "surrogatepass")
+    return len(raw) > limit and (raw[limit] & 0xC0) == 0x80
+
+
+def _log_lines_decodable(conf: Mapping[str, str]) -> bool:
+    """Whether every librdkafka log line of a consumer with ``conf`` decodes as UTF-8 where librdkafka cuts it:
+    a non-ASCII ``client.id`` longer than the name's 127 bytes, or a non-ASCII value near a line's length, may be
+    cut inside a character."""
+    if _cut_inside_a_character(conf.get("client.id", ""), _NAME_BYTES):
+        return False
+    return not any(not v.isascii() and len(v.encode("utf-8", "surrogatepass")) > _LINE_BYTES // 2
+                   for v in conf.values())
+
+
 def _new_consumer(conf: dict[str, str]) -> Consumer:
     full: dict[str, Any] = with_callbacks(conf)  # the OAUTHBEARER token provider as oauth_cb
-    full["logger"] = log  # librdkafka logs through Python logging (served during consume/poll)
+    if _log_lines_decodable(conf):
+        full["logger"] = log  # librdkafka logs through Python logging (served during consume/poll)
+    else:  # librdkafka's own printer (stderr) keeps every line, where confluent-kafka would fail the read
+        digest = hashlib.sha256(conf.get("client.id", "").encode("utf-8", "surrogatepass")).hexdigest()
+        if digest not in _logged_unsafe_names:
+            _logged_unsafe_names.add(digest)
+            log.warning("librdkafka's log lines of the Python read path's consumers go to stderr, not to Python "
+                        "logging: librdkafka cuts their text inside a multi-byte UTF-8 character (a non-ASCII "
+                        "kafka.client.id longer than %d bytes, or a long non-ASCII setting), which confluent-kafka "
+                        "cannot decode. To keep them in Python logging, use a shorter or ASCII kafka.client.id, or "
+                        "the native read path (option 'readPath').", _NAME_BYTES)
     try:
         return Consumer(full)
     except KafkaException as err:

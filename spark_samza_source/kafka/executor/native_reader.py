@@ -166,6 +166,7 @@ class NativeBackend:
         self.state, self.pause, self.finish = consumer.state, consumer.pause_range, consumer.finish
         self.set_next, self.reposition, self.positions = consumer.set_next, consumer.reposition, consumer.positions
         self.watermarks, self.partition_exists = consumer.watermarks, consumer.partition_exists
+        self.cut = consumer.cut
 
     def start(self) -> None:
         self.c.set_ranges(self.task, self.include_headers, self.ranges)
@@ -181,6 +182,6 @@ class NativeBackend:
         forward_librdkafka_logs(self.c)
         return fetched
 
-    def emit(self, i: int, max_rows: int, max_bytes: int) -> pa.RecordBatch:
-        """The next batch of range ``i``, built in C and imported through the Arrow C Data Interface."""
-        return pa.RecordBatch._import_from_c(self.c.emit(i, max_rows, max_bytes), self.schema)
+    def emit(self, i: int, rows: int) -> pa.RecordBatch:
+        """The next ``rows`` records of range ``i``, built in C and imported through the Arrow C Data Interface."""
+        return pa.RecordBatch._import_from_c(self.c.emit(i, rows), self.schema)

@@ -20,6 +20,7 @@ from collections.abc import Iterator, Sequence
 from typing import Protocol
 
 import pyarrow as pa
+import pyarrow.compute as pc
 from confluent_kafka import KafkaError
 
 from ..errors import KafkaSourceError
@@ -29,12 +30,17 @@ from .reader_rules import (
     CONSUME_BYTES,
     CONSUME_MAX,
     CONSUME_WAIT_S,
+    EXISTENCE_CHECK_S,
     GONE,
     MAX_REPOSITION,
     OUT_OF_RANGE,
+    SPARK_MAX_MS,
+    SPARK_MIN_MS,
     WAIT_BYTES_MIN,
     WAIT_BYTES_TOTAL,
+    clamped_timestamps,
     data_loss,
+    record_too_large,
     stalled_error,
 )
 
@@ -46,6 +52,8 @@ FATAL = KafkaError._FATAL  # the code a back-end reports for an error that ends 
 ERROR_EVENT, GAP_EVENT = "error", "gap"
 _PARTITION_EOF = KafkaError._PARTITION_EOF
 _QUERY_TIMEOUT_MAX_S = 30.0  # longest wait for a broker answer (watermarks, metadata) within the poll timeout
+_OFFSET, _TIMESTAMP = 4, 5  # column indexes in kafka_arrow_schema
+_SPARK_MIN_US, _SPARK_MAX_US = SPARK_MIN_MS * 1000, SPARK_MAX_MS * 1000
 
 
 class ReadBackend(Protocol):
@@ -70,7 +78,10 @@ class ReadBackend(Protocol):
     def positions(self, indexes: list[int]) -> list[int]: ...
     def watermarks(self, i: int, timeout_ms: int) -> tuple[int, int]: ...
     def partition_exists(self, i: int, timeout_ms: int) -> bool: ...
-    def emit(self, i: int, max_rows: int, max_bytes: int) -> pa.RecordBatch: ...
+    # the rows the next batch of i takes (reader_rules.batch_cut), the first buffered record's offset, and where
+    # the first record does not fit when rows is 0
+    def cut(self, i: int, max_rows: int, max_bytes: int, limit: int) -> tuple[int, int, str, int]: ...
+    def emit(self, i: int, rows: int) -> pa.RecordBatch: ...  # timestamps clamped to Spark's range
 
 
 class RangeReadControl:
@@ -86,6 +97,7 @@ class RangeReadControl:
         self.fail_on_data_loss = settings.fail_on_data_loss
         self.max_rows = settings.max_rows_per_batch
         self.max_bytes = settings.max_bytes_per_batch
+        self.max_column_bytes = settings.max_column_bytes
         self.poll_timeout_s = settings.poll_timeout_ms / 1000.0
         self.query_timeout_ms = int(min(_QUERY_TIMEOUT_MAX_S, self.poll_timeout_s) * 1000)
         # Buffer bound of a range waiting for its turn, beyond which its fetching is paused.  Balanced ranges stay
@@ -96,6 +108,7 @@ class RangeReadControl:
         self.repositions = [0] * len(self.ranges)
         self.last_progress = time.monotonic()
         self.last_error: str | None = None
+        self.existence_checked = False
         self.seen_msgs = 0
         self.seen_bytes = 0
 
@@ -160,7 +173,10 @@ class RangeReadControl:
         self._pause_waiting(cur)
         if count < want:
             self._check_positions()
-        if time.monotonic() - self.last_progress > self.poll_timeout_s:
+        waited = time.monotonic() - self.last_progress
+        if waited > EXISTENCE_CHECK_S and not self.existence_checked:
+            self._check_existence()
+        if waited > self.poll_timeout_s:
             self._stalled()
 
     def _pause_waiting(self, cur: int) -> None:
@@ -253,10 +269,34 @@ class RangeReadControl:
         self.b.finish(i)
         self.last_progress = time.monotonic()
 
+    def _check_existence(self) -> None:
+        """Once per read, when no record came for a while: a pending range whose partition does not exist (topic
+        deleted, or never holding it) is data loss said as such, not a stall blamed on the network (librdkafka
+        reports nothing for a partition it cannot find: it waits for it to appear)."""
+        self.existence_checked = True
+        for i in range(len(self.ranges)):
+            if self.b.state(i)[3]:
+                continue
+            try:
+                exists = self.b.partition_exists(i, self.query_timeout_ms)
+            except self.b.query_errors:  # cannot tell now: the stall timeout decides
+                return
+            if not exists:
+                rng = self.ranges[i]
+                self._data_loss(i, self.b.state(i)[0], rng.end,
+                                f"topic {rng.topic!r} has no partition {rng.partition} (the topic does not exist, "
+                                "was deleted, or has fewer partitions)")
+                self.b.finish(i)
+                self.last_progress = time.monotonic()
+
     def _data_loss(self, i: int, lost_from: int, lost_to: int, why: str) -> None:
         data_loss(self.task, self.labels[i], self.ranges[i], lost_from, lost_to, why, self.fail_on_data_loss)
 
     def _stalled(self) -> None:
+        if not self.existence_checked:
+            self._check_existence()
+            if all(self.b.state(i)[3] for i in range(len(self.ranges))):
+                return
         pending = []
         for i, rng in enumerate(self.ranges):
             nxt, _, _, done, _ = self.b.state(i)
@@ -268,9 +308,23 @@ class RangeReadControl:
     def _emit(self, i: int) -> pa.RecordBatch:
         """The next batch of range ``i``; a paused range drained below half its waiting bound is resumed, so its
         next batch is prefetched while the other ranges take their turn."""
-        batch = self.b.emit(i, self.max_rows, self.max_bytes)
+        rows, offset, column, size = self.b.cut(i, self.max_rows, self.max_bytes, self.max_column_bytes)
+        if rows == 0:
+            raise record_too_large(self.task, self.labels[i], offset, column, size, self.max_column_bytes)
+        batch = self.b.emit(i, rows)
+        self._check_timestamps(i, batch)
         _, rows, vbytes, done, paused = self.b.state(i)
         if paused and not done and rows < self.max_rows and vbytes < self.wait_bytes // 2:
             self._resume(i)
         self.last_progress = time.monotonic()
         return batch
+
+    def _check_timestamps(self, i: int, batch: pa.RecordBatch) -> None:
+        """Warn, naming the records, when a batch holds timestamps at the ends of Spark's range (both back-ends
+        clamp the ones outside it)."""
+        stamps = batch.column(_TIMESTAMP).view(pa.int64())
+        low, high = pc.min_max(stamps).values()
+        if low.as_py() is None or _SPARK_MIN_US < low.as_py() <= high.as_py() < _SPARK_MAX_US:
+            return
+        at_ends = pc.or_(pc.less_equal(stamps, _SPARK_MIN_US), pc.greater_equal(stamps, _SPARK_MAX_US))
+        clamped_timestamps(self.task, self.labels[i], batch.column(_OFFSET).filter(at_ends).to_pylist())

@@ -25,13 +25,15 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from confluent_kafka import Consumer, KafkaError, Message, TopicPartition
 
-from ..input_partition import KafkaRange
-from ..options import DEFAULT_MAX_ROWS_PER_BATCH, DEFAULT_POLL_TIMEOUT_MS
-from ..schema import kafka_arrow_schema
+from ..spec.kafka import INCLUDE_HEADERS_OPTION, READ_PATH_OPTION
 from .consumer_cache import ConsumerCache, default_cache
+from .errors import KafkaSourceError
+from .input_partition import KafkaRange
 from .native_reader import NativeBackend, choose_read_path
 from .read_control import ERROR_EVENT, FATAL, GAP_EVENT, RangeReadControl
 from .read_settings import DEFAULT_MAX_BYTES_PER_BATCH, KafkaReadSettings
+from .reader_rules import SPARK_MAX_MS, SPARK_MIN_MS, batch_cut
+from .schema import kafka_arrow_schema
 
 __all__ = ["read_ranges", "KafkaReadSettings", "DEFAULT_MAX_ROWS_PER_BATCH", "DEFAULT_MAX_BYTES_PER_BATCH",
            "DEFAULT_POLL_TIMEOUT_MS"]
@@ -40,6 +42,10 @@ __all__ = ["read_ranges", "KafkaReadSettings", "DEFAULT_MAX_ROWS_PER_BATCH", "DE
 _PARTITION, _TOPIC, _ERROR, _OFFSET = Message.partition, Message.topic, Message.error, Message.offset
 _KEY, _VALUE, _TIMESTAMP, _HEADERS = Message.key, Message.value, Message.timestamp, Message.headers
 _IS_SET = functools.partial(operator.is_not, None)
+# The candidates of a batch whose bytes exceed what a 32-bit-offset column holds (pyarrow then returns a chunked
+# array) are measured in 64-bit-offset types instead; reader_rules.batch_cut keeps the batch within the limit, and
+# its columns are cast back to the schema's types.
+_LARGE_HEADERS = pa.list_(pa.struct([("key", pa.large_string()), ("value", pa.large_binary())]))
 
 
 class _Partition:
@@ -116,6 +122,8 @@ class _PythonBackend:
         self.by_tp = {(p.rng.topic, p.rng.partition): (i, p) for i, p in enumerate(self.order)}
         self.single_topic = len({p.rng.topic for p in self.order}) == 1
         self.events: list[tuple] = []
+        self.task_bytes = len(task.encode())
+        self.candidates: tuple | None = None  # (range index, messages, keys, values, headers) measured by cut()
 
     # ---- the consumer -------------------------------------------------------------------------------------
     def start(self) -> None:
@@ -233,26 +241,55 @@ class _PythonBackend:
             self.finish(index)
 
     # ---- batches ------------------------------------------------------------------------------------------
-    def emit(self, i: int, max_rows: int, max_bytes: int) -> pa.RecordBatch:
-        """Build the next batch of range ``i``: up to max_rows rows, cut where key+value bytes reach max_bytes."""
+    def cut(self, i: int, max_rows: int, max_bytes: int, limit: int) -> tuple[int, int, str, int]:
+        """The rows the next batch of range ``i`` takes (reader_rules.batch_cut over the bytes of every column);
+        the candidates' columns are kept for :meth:`emit`."""
         p = self.order[i]
         msgs = p.buf[:max_rows]
-        keys = pa.array(list(map(_KEY, msgs)), pa.binary())
-        values = pa.array(list(map(_VALUE, msgs)), pa.binary())
-        n = len(msgs)
-        if len(msgs) > 1:
-            sizes = pc.add(pc.fill_null(pc.binary_length(keys), 0), pc.fill_null(pc.binary_length(values), 0))
-            if pc.sum(sizes).as_py() >= max_bytes:
-                reached = pc.greater_equal(pc.cumulative_sum(sizes), max_bytes)
-                n = max(1, pc.index(reached, True).as_py() + 1)
-                if n < len(msgs):
-                    msgs = msgs[:n]
-                    keys, values = keys.slice(0, n), values.slice(0, n)
-        del p.buf[:n]
-        p.vbytes = max(0, p.vbytes - (pc.sum(pc.binary_length(values)).as_py() or 0)) if p.buf else 0
-        return self._batch(p.rng, msgs, keys, values)
+        keys = _column(list(map(_KEY, msgs)), pa.binary(), pa.large_binary())
+        values = _column(list(map(_VALUE, msgs)), pa.binary(), pa.large_binary())
+        sizes = {"key": _lengths(keys), "value": _lengths(values)}
+        headers = None
+        if self.include_headers:
+            headers = _column(self._headers(p, msgs), self.schema.field("headers").type, _LARGE_HEADERS)
+            sizes["header keys"], sizes["header values"] = _header_lengths(headers)
+        self.candidates = (i, msgs, keys, values, headers)
+        fixed = {"topic": len(p.rng.topic.encode()), "task": self.task_bytes}
+        rows, column, size = batch_cut(sizes, fixed, max_rows, max_bytes, limit)
+        return rows, msgs[0].offset(), column, size
 
-    def _batch(self, rng: KafkaRange, msgs: list, keys: pa.Array, values: pa.Array) -> pa.RecordBatch:
+    def _headers(self, p: _Partition, msgs: list) -> list:
+        """The messages' headers; confluent-kafka cannot decode a header key that is not UTF-8 (it raises
+        SystemError, or UnicodeDecodeError): the read then fails naming the record and the way out."""
+        got: list = []
+        try:
+            got.extend(map(_HEADERS, msgs))  # (on an error, what came before it stays: the failed one is next)
+            return got
+        except (SystemError, UnicodeDecodeError):
+            m = msgs[len(got)]
+        raise KafkaSourceError(
+            f"task {self.task!r}: the record at offset {m.offset()} of {p.rng.topic}[{p.rng.partition}] has a header "
+            f"key that is not valid UTF-8, which the Python read path (confluent-kafka) cannot decode. To read it: "
+            f"use the native read path (option '{READ_PATH_OPTION}' 'auto' or 'native' where it is built), which "
+            f"replaces invalid bytes with U+FFFD, or leave headers out (option '{INCLUDE_HEADERS_OPTION}' false)")
+
+    def emit(self, i: int, rows: int) -> pa.RecordBatch:
+        """The batch of the next ``rows`` records of range ``i``, from the columns :meth:`cut` measured."""
+        p = self.order[i]
+        if self.candidates is None or self.candidates[0] != i:
+            self.cut(i, rows, 2**63 - 1, 2**63 - 1)
+        _, msgs, keys, values, headers = self.candidates
+        self.candidates = None
+        msgs = msgs[:rows]
+        keys, values = _narrow(keys.slice(0, rows), pa.binary()), _narrow(values.slice(0, rows), pa.binary())
+        if headers is not None:
+            headers = _narrow(headers.slice(0, rows), self.schema.field("headers").type)
+        del p.buf[:rows]
+        p.vbytes = max(0, p.vbytes - (pc.sum(pc.binary_length(values)).as_py() or 0)) if p.buf else 0
+        return self._batch(p.rng, msgs, keys, values, headers)
+
+    def _batch(self, rng: KafkaRange, msgs: list, keys: pa.Array, values: pa.Array,
+               headers: pa.Array | None) -> pa.RecordBatch:
         """Columns straight from the messages: each accessor mapped over the batch (C iteration) and converted by
         Arrow, the constant columns repeated scalars (benchmarks/README.md, "Less Python per record")."""
         n = len(msgs)
@@ -260,7 +297,9 @@ class _PythonBackend:
         # Python or converting them as structs
         stamps = pa.FixedSizeListArray.from_arrays(
             pa.array(list(chain.from_iterable(map(_TIMESTAMP, msgs))), pa.int64()), 2)
-        timestamps = pc.multiply(pc.list_element(stamps, 1), 1000).cast(self.schema.field("timestamp").type)
+        # clamped to Spark's range first: the product would overflow int64 (read_control warns)
+        ms = pc.min_element_wise(pc.max_element_wise(pc.list_element(stamps, 1), SPARK_MIN_MS), SPARK_MAX_MS)
+        timestamps = pc.multiply(ms, 1000).cast(self.schema.field("timestamp").type)
         # confluent-kafka: 0 = not available, 1 = CreateTime, 2 = LogAppendTime; Spark (Java ids): -1, 0, 1.
         types = pc.subtract(pc.list_element(stamps, 0), 1).cast(pa.int32())
         columns = [
@@ -272,10 +311,41 @@ class _PythonBackend:
             timestamps,
             types,
         ]
-        if self.include_headers:
-            columns.append(pa.array(list(map(_HEADERS, msgs)), self.schema.field("headers").type))
+        if headers is not None:
+            columns.append(headers)
         columns.append(pa.repeat(pa.scalar(self.task, pa.string()), n))
         return pa.RecordBatch.from_arrays(columns, schema=self.schema)
+
+
+def _column(items: list, kind: pa.DataType, large: pa.DataType) -> pa.Array:
+    """``items`` as an array of ``kind``, or of ``large`` (64-bit offsets) when they exceed one ``kind`` column."""
+    try:
+        array = pa.array(items, kind)
+    except pa.ArrowCapacityError:  # a nested column's child past the limit
+        return pa.array(items, large)
+    return pa.array(items, large) if isinstance(array, pa.ChunkedArray) else array
+
+
+def _narrow(array: pa.Array, kind: pa.DataType) -> pa.Array:
+    return array if array.type == kind else array.cast(kind)
+
+
+def _lengths(column: pa.Array) -> pa.Array:
+    """Each record's bytes in a binary ``column`` (0 for null)."""
+    return pc.fill_null(pc.binary_length(column), 0)
+
+
+def _header_lengths(headers: pa.ListArray) -> tuple[pa.Array, pa.Array]:
+    """Each record's header key bytes and header value bytes (0 without headers): per-entry lengths summed over
+    each record's slice of the entries, as differences of their running sum at the list offsets."""
+    entries = headers.values
+    per_record = []
+    for field in ("key", "value"):
+        running = pc.cumulative_sum(_lengths(entries.field(field)).cast(pa.int64()))
+        running = pa.concat_arrays([pa.array([0], pa.int64()), running])
+        at = pc.take(running, headers.offsets)
+        per_record.append(pc.subtract(at.slice(1), at.slice(0, len(at) - 1)))
+    return per_record[0], per_record[1]
 
 
 def _runs(parts: list, errors: list, topics: list | None) -> list[tuple[int, int]]:

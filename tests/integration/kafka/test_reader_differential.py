@@ -5,8 +5,10 @@ The inputs hold the hard cases on purpose: null keys, tombstones (null values), 
 values and records without headers, 1-5 KiB values beside tiny ones (byte cuts), compressed batches (records
 before a range start inside one fetched batch), a LogAppendTime topic beside a CreateTime one, records deleted
 below a range start (data loss, both failOnDataLoss settings), and partitions added after the first records.
-Ranges, row and byte limits and the header column are drawn from a seeded random generator; each read reuses
-the path's cached consumer, so state left behind by an earlier read would show up as a difference.
+Ranges, row and byte limits, the Arrow column limit (lowered to a few KiB in some scenarios, so batches are cut by
+it and a 5 KiB value can be too large for any batch) and the header column are drawn from a seeded random generator;
+each read reuses the path's cached consumer, so state left behind by an earlier read would show up as a
+difference. (test_reader_fill_property.py holds the Arrow fill equal over generated records.)
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ from spark_samza_source.kafka.errors import KafkaSourceError
 from spark_samza_source.kafka.executor.consumer_cache import ConsumerCache
 from spark_samza_source.kafka.executor.reader import KafkaReadSettings, read_ranges
 from spark_samza_source.kafka.input_partition import KafkaRange
+from spark_samza_source.kafka.read_settings import ARROW_COLUMN_BYTES_MAX
+from spark_samza_source.kafka.reader import KafkaReadSettings, read_ranges
 
 SEED = 2023
 SCENARIOS = 14
@@ -69,8 +73,11 @@ def caches():
         pool.close_all()
 
 
-def _scenario(rng: random.Random, counts: dict, lossy: bool) -> tuple[list[KafkaRange], KafkaReadSettings]:
-    """Random ranges of random partitions; ``lossy``: one of them starts below the deleted records' end."""
+def _scenario(rng: random.Random, counts: dict, lossy: bool,
+              limits: random.Random) -> tuple[list[KafkaRange], KafkaReadSettings]:
+    """Random ranges of random partitions; ``lossy``: one of them starts below the deleted records' end. The Arrow
+    column limit comes from ``limits`` (a generator of its own: the draws of the other scenarios stay as they
+    were)."""
     chosen = rng.sample(sorted(counts), rng.randint(1, len(counts)))
     lost = sorted(counts)[2]  # topic A partition 2
     if lossy and lost not in chosen:
@@ -82,7 +89,8 @@ def _scenario(rng: random.Random, counts: dict, lossy: bool) -> tuple[list[Kafka
         ranges.append(KafkaRange(topic, partition, start, rng.randint(start, counts[(topic, partition)])))
     fail = rng.random() < (0.5 if lossy else 0.2)
     settings = KafkaReadSettings(include_headers=rng.random() < 0.6, fail_on_data_loss=fail,
-                                 max_rows_per_batch=rng.randint(1, 40), max_bytes_per_batch=rng.randint(200, 20_000))
+                                 max_rows_per_batch=rng.randint(1, 40), max_bytes_per_batch=rng.randint(200, 20_000),
+                                 max_column_bytes=limits.choice((ARROW_COLUMN_BYTES_MAX, limits.randint(4000, 12_000))))
     return ranges, settings
 
 
@@ -100,10 +108,10 @@ def _read(bootstrap: str, path: str, ranges, settings, cache, caplog) -> tuple[l
 
 
 def test_native_and_python_paths_give_identical_batches(kafka_broker, inputs, caches, caplog):
-    rng = random.Random(SEED)
-    seen_loss = seen_error = seen_cut_by_bytes = 0
+    rng, limits = random.Random(SEED), random.Random(SEED + 1)
+    seen_loss = seen_error = seen_cut_by_bytes = seen_column_limit = 0
     for i in range(SCENARIOS):
-        ranges, settings = _scenario(rng, inputs, lossy=i % 3 == 0)
+        ranges, settings = _scenario(rng, inputs, lossy=i % 3 == 0, limits=limits)
         py = _read(kafka_broker.bootstrap_servers, "python", ranges, settings, caches["python"], caplog)
         native = _read(kafka_broker.bootstrap_servers, "native", ranges, settings, caches["native"], caplog)
         what = f"ranges {ranges}, {settings}"
@@ -112,10 +120,12 @@ def test_native_and_python_paths_give_identical_batches(kafka_broker, inputs, ca
         if py[1] is not None:  # how many batches came before the error depends on when it arrived, in both paths
             seen_error += 1
             continue
+        seen_column_limit += settings.max_column_bytes < ARROW_COLUMN_BYTES_MAX
         assert [b.num_rows for b in native[0]] == [b.num_rows for b in py[0]], what  # the same batch cuts
         for got, want in zip(native[0], py[0], strict=True):
             assert got.schema.equals(want.schema) and got.equals(want), what
         seen_loss += bool(py[2])
         seen_cut_by_bytes += any(b.num_rows < settings.max_rows_per_batch for b in py[0][:-1])
     # the scenarios drawn did cover the cases the test is about
-    assert seen_loss and seen_error and seen_cut_by_bytes, (seen_loss, seen_error, seen_cut_by_bytes)
+    assert seen_loss and seen_error and seen_cut_by_bytes and seen_column_limit, (
+        seen_loss, seen_error, seen_cut_by_bytes, seen_column_limit)

@@ -15,6 +15,7 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <stddef.h>
 #include <dlfcn.h>
 #include <pthread.h>
 
@@ -96,7 +97,31 @@ typedef struct {
     event_t *events;
     size_t n_events, events_cap;
     struct ArrowArray out; /* the last exported batch's struct, moved out by pyarrow's import */
+    int initialised;       /* __init__ ran once: a second one would leak the handle and its queue */
+    int busy;              /* a method is running (see claim) */
 } consumer_t;
+
+/* One borrower at a time, enforced: every method but logs() claims the object for its duration. The flag is
+ * tested and set with the GIL held, so the test is atomic; a call from a second thread (or close() during a fetch
+ * waiting without the GIL) is refused instead of sharing the slot buffers and the queue. */
+static int claim(consumer_t *self) {
+    if (self->busy) {
+        PyErr_SetString(PyExc_RuntimeError, "the native Kafka consumer is in use by another call: it serves one "
+                                            "borrower at a time (the consumer cache lends it to one reader)");
+        return -1;
+    }
+    self->busy = 1;
+    return 0;
+}
+
+/* The public method ``name``: ``name##_impl`` run while the object is claimed. */
+#define CLAIMED(name)                                                                                      \
+    static PyObject *name(consumer_t *self, PyObject *arg) {                                               \
+        if (claim(self) != 0) return NULL;                                                                 \
+        PyObject *result = name##_impl(self, arg);                                                         \
+        self->busy = 0;                                                                                    \
+        return result;                                                                                     \
+    }
 
 static void clear_slots(consumer_t *self) {
     for (int i = 0; i < self->n_slots; i++) {
@@ -134,6 +159,16 @@ static PyObject *err_result(rd_kafka_resp_err_t err, const char *what) {
 }
 
 /* ---- creation and lifecycle ----------------------------------------------------------------------------- */
+/* A line cut to its buffer ends on a whole UTF-8 character: the bytes of a character cut in two are dropped. */
+static void cut_at_character(char *text) {
+    size_t len = strlen(text), k = len;
+    while (k > 0 && ((unsigned char)text[k - 1] & 0xC0) == 0x80 && len - k < 3) k--; /* continuation bytes */
+    if (k == 0) return;
+    unsigned char lead = (unsigned char)text[k - 1];
+    size_t need = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : lead >= 0xC0 ? 2 : 1;
+    if (lead >= 0xC0 && len - (k - 1) < need) text[k - 1] = 0;
+}
+
 static void keep_log_line(const rd_kafka_t *rk, int level, const char *facility, const char *text) {
     consumer_t *self = (consumer_t *)p_rd_kafka_opaque(rk);
     if (self == NULL) return;
@@ -145,7 +180,8 @@ static void keep_log_line(const rd_kafka_t *rk, int level, const char *facility,
     }
     log_line_t *line = &self->log[(self->log_start + self->log_count++) % LOG_LINES];
     line->level = level;
-    snprintf(line->text, sizeof line->text, "%s: %s", facility, text);
+    int full = snprintf(line->text, sizeof line->text, "%s: %s", facility, text);
+    if (full >= (int)sizeof line->text) cut_at_character(line->text);
     pthread_mutex_unlock(&self->log_lock);
 }
 
@@ -161,7 +197,10 @@ static PyObject *consumer_logs(consumer_t *self, PyObject *unused) {
     pthread_mutex_unlock(&self->log_lock);
     PyObject *out = PyList_New((Py_ssize_t)count);
     for (size_t k = 0; out != NULL && k < count; k++) {
-        PyObject *item = Py_BuildValue("(is)", lines[k].level, lines[k].text);
+        /* never strict: a line is text from librdkafka and the user's configuration (a client.id), whatever its
+         * bytes; a bad byte becomes U+FFFD rather than losing the lines */
+        PyObject *text = PyUnicode_DecodeUTF8(lines[k].text, (Py_ssize_t)strlen(lines[k].text), "replace");
+        PyObject *item = text == NULL ? NULL : Py_BuildValue("(iN)", lines[k].level, text);
         if (item == NULL) Py_CLEAR(out);
         else PyList_SET_ITEM(out, (Py_ssize_t)k, item);
     }
@@ -178,6 +217,10 @@ static int consumer_init(consumer_t *self, PyObject *args, PyObject *kw) {
     PyObject *items;
     char errstr[512];
     if (!PyArg_ParseTuple(args, "O", &items)) return -1;
+    if (self->initialised) {
+        PyErr_SetString(PyExc_RuntimeError, "the native Kafka consumer is already initialised: create a new one");
+        return -1;
+    }
     if (rdkafka_handle == NULL) {
         PyErr_SetString(PyExc_RuntimeError, "librdkafka is not loaded (call load_library first)");
         return -1;
@@ -195,6 +238,7 @@ static int consumer_init(consumer_t *self, PyObject *args, PyObject *kw) {
         }
     }
     Py_DECREF(seq);
+    self->initialised = 1;
     p_rd_kafka_conf_set_opaque(conf, self);
     p_rd_kafka_conf_set_log_cb(conf, keep_log_line);
     Py_BEGIN_ALLOW_THREADS self->rk = p_rd_kafka_new(RD_KAFKA_CONSUMER, conf, errstr, sizeof errstr);
@@ -231,7 +275,7 @@ static void close_handle(consumer_t *self) {
     Py_END_ALLOW_THREADS
 }
 
-static PyObject *consumer_close(consumer_t *self, PyObject *unused) {
+static PyObject *consumer_close_impl(consumer_t *self, PyObject *unused) {
     close_handle(self);
     Py_RETURN_NONE;
 }
@@ -247,7 +291,7 @@ static void consumer_dealloc(consumer_t *self) {
 }
 
 /* set_ranges(task, include_headers, [(topic, partition, start, end), ...]): the read state of a new read. */
-static PyObject *consumer_set_ranges(consumer_t *self, PyObject *args) {
+static PyObject *consumer_set_ranges_impl(consumer_t *self, PyObject *args) {
     const char *task;
     Py_ssize_t task_len;
     int headers;
@@ -257,7 +301,15 @@ static PyObject *consumer_set_ranges(consumer_t *self, PyObject *args) {
     if (seq == NULL) return NULL;
     clear_slots(self);
     Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    if (n > INT32_MAX) {
+        Py_DECREF(seq);
+        return PyErr_Format(PyExc_ValueError, "too many ranges (%zd)", n);
+    }
     self->slots = (slot_t *)calloc((size_t)(n > 0 ? n : 1), sizeof(slot_t));
+    if (self->slots == NULL) {
+        Py_DECREF(seq);
+        return PyErr_NoMemory();
+    }
     for (Py_ssize_t i = 0; i < n; i++) {
         slot_t *s = &self->slots[i];
         const char *topic;
@@ -265,13 +317,19 @@ static PyObject *consumer_set_ranges(consumer_t *self, PyObject *args) {
             Py_DECREF(seq);
             return NULL;
         }
+        self->n_slots = (int)i + 1; /* counted before the copy: clear_slots frees what was set */
         s->topic = strdup(topic);
+        if (s->topic == NULL) {
+            Py_DECREF(seq);
+            return PyErr_NoMemory();
+        }
         s->next = s->start;
-        self->n_slots = (int)i + 1;
     }
     Py_DECREF(seq);
+    char *copy = (char *)malloc((size_t)task_len + 1);
+    if (copy == NULL) return PyErr_NoMemory();
     free(self->task);
-    self->task = (char *)malloc((size_t)task_len + 1);
+    self->task = copy;
     memcpy(self->task, task, (size_t)task_len + 1);
     self->task_len = (size_t)task_len;
     self->include_headers = headers;
@@ -279,7 +337,7 @@ static PyObject *consumer_set_ranges(consumer_t *self, PyObject *args) {
 }
 
 /* assign(): every range at its start, none paused (a reused handle may carry a stale pause flag). */
-static PyObject *consumer_assign(consumer_t *self, PyObject *unused) {
+static PyObject *consumer_assign_impl(consumer_t *self, PyObject *unused) {
     if (check_slot(self, 0) != 0) return NULL;
     rd_kafka_topic_partition_list_t *list = p_rd_kafka_topic_partition_list_new(self->n_slots);
     for (int i = 0; i < self->n_slots; i++)
@@ -293,7 +351,7 @@ static PyObject *consumer_assign(consumer_t *self, PyObject *unused) {
 }
 
 /* ---- the cache's interface (same names as confluent-kafka's Consumer) ------------------------------------ */
-static PyObject *consumer_assignment(consumer_t *self, PyObject *unused) {
+static PyObject *consumer_assignment_impl(consumer_t *self, PyObject *unused) {
     if (self->rk == NULL) return PyErr_Format(PyExc_RuntimeError, "the native Kafka consumer is closed");
     rd_kafka_topic_partition_list_t *list = NULL;
     rd_kafka_resp_err_t err;
@@ -310,7 +368,7 @@ static PyObject *consumer_assignment(consumer_t *self, PyObject *unused) {
     return out;
 }
 
-static PyObject *consumer_resume(consumer_t *self, PyObject *arg) {
+static PyObject *consumer_resume_impl(consumer_t *self, PyObject *arg) {
     if (self->rk == NULL) return PyErr_Format(PyExc_RuntimeError, "the native Kafka consumer is closed");
     PyObject *seq = PySequence_Fast(arg, "partitions must be a sequence of (topic, partition)");
     if (seq == NULL) return NULL;
@@ -333,7 +391,7 @@ static PyObject *consumer_resume(consumer_t *self, PyObject *arg) {
 }
 
 /* unassign(): no partition assigned and no record buffered: ready for the next borrower. */
-static PyObject *consumer_unassign(consumer_t *self, PyObject *unused) {
+static PyObject *consumer_unassign_impl(consumer_t *self, PyObject *unused) {
     if (self->rk == NULL) return PyErr_Format(PyExc_RuntimeError, "the native Kafka consumer is closed");
     clear_slots(self);
     free_events(self);
@@ -352,7 +410,7 @@ static rd_kafka_resp_err_t pause_slot(consumer_t *self, int i, int pause) {
     return err;
 }
 
-static PyObject *consumer_pause_range(consumer_t *self, PyObject *args) {
+static PyObject *consumer_pause_range_impl(consumer_t *self, PyObject *args) {
     int i, pause;
     if (!PyArg_ParseTuple(args, "ip", &i, &pause) || check_slot(self, i) != 0) return NULL;
     rd_kafka_resp_err_t err;
@@ -365,7 +423,7 @@ static void finish_slot(consumer_t *self, int i) {
     if (!self->slots[i].paused) pause_slot(self, i, 1);
 }
 
-static PyObject *consumer_finish(consumer_t *self, PyObject *args) {
+static PyObject *consumer_finish_impl(consumer_t *self, PyObject *args) {
     int i;
     if (!PyArg_ParseTuple(args, "i", &i) || check_slot(self, i) != 0) return NULL;
     Py_BEGIN_ALLOW_THREADS finish_slot(self, i);
@@ -373,7 +431,7 @@ static PyObject *consumer_finish(consumer_t *self, PyObject *args) {
 }
 
 /* state(i) -> (next, buffered records, buffered value bytes, done, paused) */
-static PyObject *consumer_state(consumer_t *self, PyObject *args) {
+static PyObject *consumer_state_impl(consumer_t *self, PyObject *args) {
     int i;
     if (!PyArg_ParseTuple(args, "i", &i) || check_slot(self, i) != 0) return NULL;
     slot_t *s = &self->slots[i];
@@ -381,7 +439,7 @@ static PyObject *consumer_state(consumer_t *self, PyObject *args) {
                          s->paused);
 }
 
-static PyObject *consumer_set_next(consumer_t *self, PyObject *args) {
+static PyObject *consumer_set_next_impl(consumer_t *self, PyObject *args) {
     int i;
     long long next;
     if (!PyArg_ParseTuple(args, "iL", &i, &next) || check_slot(self, i) != 0) return NULL;
@@ -391,7 +449,7 @@ static PyObject *consumer_set_next(consumer_t *self, PyObject *args) {
 
 /* reposition(i, offset): restart fetching a range at offset (seek is refused once librdkafka reported
  * out-of-range, so unassign and assign it again), keeping its pause state. */
-static PyObject *consumer_reposition(consumer_t *self, PyObject *args) {
+static PyObject *consumer_reposition_impl(consumer_t *self, PyObject *args) {
     int i;
     long long offset;
     if (!PyArg_ParseTuple(args, "iL", &i, &offset) || check_slot(self, i) != 0) return NULL;
@@ -411,7 +469,7 @@ static PyObject *consumer_reposition(consumer_t *self, PyObject *args) {
 }
 
 /* positions([i, ...]) -> consumer positions (RD_KAFKA_OFFSET_INVALID when none yet) */
-static PyObject *consumer_positions(consumer_t *self, PyObject *arg) {
+static PyObject *consumer_positions_impl(consumer_t *self, PyObject *arg) {
     PyObject *seq = PySequence_Fast(arg, "positions takes a sequence of range indexes");
     if (seq == NULL || check_slot(self, 0) != 0) {
         Py_XDECREF(seq);
@@ -440,7 +498,7 @@ static PyObject *consumer_positions(consumer_t *self, PyObject *arg) {
 }
 
 /* watermarks(i, timeout_ms) -> (low, high), asked from the broker */
-static PyObject *consumer_watermarks(consumer_t *self, PyObject *args) {
+static PyObject *consumer_watermarks_impl(consumer_t *self, PyObject *args) {
     int i, timeout_ms;
     int64_t low = -1, high = -1;
     if (!PyArg_ParseTuple(args, "ii", &i, &timeout_ms) || check_slot(self, i) != 0) return NULL;
@@ -453,7 +511,7 @@ static PyObject *consumer_watermarks(consumer_t *self, PyObject *args) {
 }
 
 /* partition_exists(i, timeout_ms) -> whether the broker's metadata has the range's topic and partition */
-static PyObject *consumer_partition_exists(consumer_t *self, PyObject *args) {
+static PyObject *consumer_partition_exists_impl(consumer_t *self, PyObject *args) {
     int i, timeout_ms, exists = 0;
     if (!PyArg_ParseTuple(args, "ii", &i, &timeout_ms) || check_slot(self, i) != 0) return NULL;
     const rd_kafka_metadata_t *md = NULL;
@@ -614,7 +672,7 @@ static PyObject *events_to_python(consumer_t *self) {
 }
 
 /* fetch(want, timeout_ms) -> (messages consumed, value bytes kept, progressed, events) */
-static PyObject *consumer_fetch(consumer_t *self, PyObject *args) {
+static PyObject *consumer_fetch_impl(consumer_t *self, PyObject *args) {
     int want, timeout_ms;
     if (!PyArg_ParseTuple(args, "ii", &want, &timeout_ms) || check_slot(self, 0) != 0) return NULL;
     if (want < 1) want = 1;
@@ -669,6 +727,12 @@ static int fill_binary(struct ArrowArray *a, rd_kafka_message_t **msgs, int64_t 
     return 0;
 }
 
+/* Spark's timestamp range (0001-01-01 to 9999-12-31 UTC) in milliseconds: a record's timestamp is clamped to it
+ * before the conversion to microseconds, which would overflow int64 past ~292,000 years (read_control warns,
+ * naming the records). */
+#define SPARK_MIN_MS (-62135596800000LL)
+#define SPARK_MAX_MS 253402300799999LL
+
 /* offset, timestamp (us) and timestampType (Spark's ids: -1 none, 0 CreateTime, 1 LogAppendTime) */
 static int fill_positions(struct ArrowArray *cols, rd_kafka_message_t **msgs, int64_t n) {
     if (arrow_init(&cols[0], n, 2, 0) || arrow_init(&cols[1], n, 2, 0) || arrow_init(&cols[2], n, 2, 0)) return -1;
@@ -679,10 +743,84 @@ static int fill_positions(struct ArrowArray *cols, rd_kafka_message_t **msgs, in
     for (int64_t i = 0; i < n; i++) {
         int type = 0;
         offsets[i] = msgs[i]->offset;
-        stamps[i] = p_rd_kafka_message_timestamp(msgs[i], &type) * 1000;
+        int64_t ms = p_rd_kafka_message_timestamp(msgs[i], &type);
+        stamps[i] = (ms < SPARK_MIN_MS ? SPARK_MIN_MS : ms > SPARK_MAX_MS ? SPARK_MAX_MS : ms) * 1000;
         types[i] = type - 1;
     }
     return 0;
+}
+
+/* librdkafka's header (rdkafka_header.h, unchanged since 0.11.4): rd_kafka_header_get_all hands out the name as a
+ * NUL-terminated string, but a Kafka header key may hold NUL bytes; its full size is stored beside it. The size is
+ * used only where the fields around it confirm the layout (the value pointer and size get_all returned, a
+ * serialised size that adds up), else the name is read up to its first NUL. */
+typedef struct {
+    size_t ser_size, value_size, name_size;
+    char *value;
+    char name[1];
+} rdk_header_t;
+
+static size_t header_name_len(const char *name, const void *value, size_t size) {
+    size_t shown = strlen(name);
+    const rdk_header_t *h = (const rdk_header_t *)(name - offsetof(rdk_header_t, name));
+    if (h->value != (const char *)value || h->value_size != (value ? size : 0) || h->name_size <= shown) return shown;
+    if (value != NULL ? (const char *)value != name + h->name_size + 1
+                      : h->ser_size < h->name_size || h->ser_size - h->name_size > 10)
+        return shown;
+    return h->name[h->name_size] == 0 ? h->name_size : shown;
+}
+
+/* The length of the valid UTF-8 sequence at ``s`` (``len`` bytes left), or 0 when it is not one; then ``*bad``
+ * is how many bytes the invalid sequence spans (its maximal valid prefix, or 1: one U+FFFD each, as Python's
+ * errors='replace'). */
+static size_t utf8_step(const unsigned char *s, size_t len, size_t *bad) {
+    unsigned char c = s[0], lo = 0x80, hi = 0xBF;
+    size_t need;
+    if (c < 0x80) return 1;
+    if (c >= 0xC2 && c <= 0xDF) need = 2;
+    else if (c == 0xE0) need = 3, lo = 0xA0;
+    else if (c == 0xED) need = 3, hi = 0x9F;
+    else if (c >= 0xE1 && c <= 0xEF) need = 3;
+    else if (c == 0xF0) need = 4, lo = 0x90;
+    else if (c == 0xF4) need = 4, hi = 0x8F;
+    else if (c >= 0xF1 && c <= 0xF3) need = 4;
+    else {
+        *bad = 1;
+        return 0;
+    }
+    for (size_t k = 1; k < need; k++) {
+        unsigned char b = k < len ? s[k] : 0;
+        if (k >= len || b < (k == 1 ? lo : 0x80) || b > (k == 1 ? hi : 0xBF)) {
+            *bad = k;
+            return 0;
+        }
+    }
+    return need;
+}
+
+/* A header key's bytes in the string column: invalid UTF-8 replaced by U+FFFD (3 bytes); copied to ``out`` when
+ * given. Returns the column bytes. */
+static size_t utf8_fixed(const char *text, size_t len, char *out) {
+    const unsigned char *s = (const unsigned char *)text;
+    size_t pos = 0, i = 0;
+    while (i < len) {
+        size_t bad = 0, step = utf8_step(s + i, len - i, &bad);
+        if (step) {
+            if (out) memcpy(out + pos, s + i, step);
+            pos += step;
+            i += step;
+        } else {
+            if (out) memcpy(out + pos, "\xEF\xBF\xBD", 3);
+            pos += 3;
+            i += bad;
+        }
+    }
+    return pos;
+}
+
+/* A header's key as the string column holds it: whole (embedded NULs kept), valid UTF-8. */
+static size_t header_key_bytes(const char *name, const void *value, size_t size, char *out) {
+    return utf8_fixed(name, header_name_len(name, value, size), out);
 }
 
 typedef struct {
@@ -705,7 +843,7 @@ static header_sizes_t header_sizes(rd_kafka_message_t **msgs, int64_t n) {
             const void *value;
             size_t size;
             p_rd_kafka_header_get_all(hdrs, h, &name, &value, &size);
-            z.key_bytes += strlen(name);
+            z.key_bytes += header_key_bytes(name, value, size, NULL);
             if (value == NULL) z.null_values++;
             else z.value_bytes += size;
         }
@@ -747,12 +885,10 @@ static int fill_headers(struct ArrowArray *a, rd_kafka_message_t **msgs, int64_t
         for (size_t h = 0; h < cnt; h++, e++) {
             const char *name;
             const void *value;
-            size_t size, name_len;
+            size_t size;
             p_rd_kafka_header_get_all(hdrs, h, &name, &value, &size);
-            name_len = strlen(name);
             key_offsets[e] = (int32_t)kpos;
-            memcpy(key_data + kpos, name, name_len);
-            kpos += name_len;
+            kpos += header_key_bytes(name, value, size, key_data + kpos);
             value_offsets[e] = (int32_t)vpos;
             if (value == NULL) continue;
             memcpy(value_data + vpos, value, size);
@@ -766,18 +902,68 @@ static int fill_headers(struct ArrowArray *a, rd_kafka_message_t **msgs, int64_t
     return 0;
 }
 
-/* How many buffered records the next batch of ``s`` takes: up to max_rows, cut where key+value bytes reach
- * max_bytes (the record reaching it included), as reader.py's _emit. */
-static int64_t batch_rows(const slot_t *s, int64_t max_rows, int64_t max_bytes) {
-    int64_t n = (int64_t)(s->len - s->head);
+/* The bytes one record adds to each variable-width column of a batch: key, value, header keys, header values. */
+#define N_COLUMNS 4
+static const char *const column_names[N_COLUMNS] = {"key", "value", "header keys", "header values"};
+
+static void record_bytes(const rd_kafka_message_t *m, int headers, int64_t *bytes) {
+    bytes[0] = m->key ? (int64_t)m->key_len : 0;
+    bytes[1] = m->payload ? (int64_t)m->len : 0;
+    bytes[2] = bytes[3] = 0;
+    rd_kafka_headers_t *hdrs = NULL;
+    if (!headers || p_rd_kafka_message_headers(m, &hdrs) != RD_KAFKA_RESP_ERR_NO_ERROR) return;
+    size_t cnt = p_rd_kafka_header_cnt(hdrs);
+    for (size_t h = 0; h < cnt; h++) {
+        const char *name;
+        const void *value;
+        size_t size;
+        p_rd_kafka_header_get_all(hdrs, h, &name, &value, &size);
+        bytes[2] += (int64_t)header_key_bytes(name, value, size, NULL);
+        bytes[3] += value ? (int64_t)size : 0;
+    }
+}
+
+/* How many buffered records the next batch of range ``s`` takes, the rule of reader_rules.batch_cut: up to
+ * max_rows; cut where the bytes of all its columns reach max_bytes (the record reaching it included); never a
+ * record that would take a column past ``limit`` bytes (Arrow's 32-bit offsets: read_settings). 0 when the first
+ * record alone does not fit: ``*column`` and ``*column_bytes`` then say where. */
+static int64_t batch_rows(const consumer_t *self, const slot_t *s, int64_t max_rows, int64_t max_bytes,
+                          int64_t limit, const char **column, int64_t *column_bytes) {
+    int64_t n = (int64_t)(s->len - s->head), all = 0, total[N_COLUMNS] = {0, 0, 0, 0}, bytes[N_COLUMNS];
+    int64_t topic_len = (int64_t)strlen(s->topic), task_len = (int64_t)self->task_len;
     if (n > max_rows) n = max_rows;
-    int64_t bytes = 0;
-    for (int64_t i = 0; n > 1 && i < n; i++) {
-        const rd_kafka_message_t *m = s->buf[s->head + (size_t)i];
-        bytes += (m->key ? (int64_t)m->key_len : 0) + (m->payload ? (int64_t)m->len : 0);
-        if (bytes >= max_bytes) return i + 1;
+    for (int64_t i = 0; i < n; i++) {
+        record_bytes(s->buf[s->head + (size_t)i], self->include_headers, bytes);
+        const char *over = NULL;
+        int64_t over_bytes = 0;
+        for (int c = 0; c < N_COLUMNS && over == NULL; c++)
+            if (total[c] + bytes[c] > limit) over = column_names[c], over_bytes = bytes[c];
+        if (over == NULL && (i + 1) * topic_len > limit) over = "topic", over_bytes = topic_len;
+        if (over == NULL && (i + 1) * task_len > limit) over = "task", over_bytes = task_len;
+        if (over != NULL) {
+            if (i == 0) *column = over, *column_bytes = over_bytes;
+            return i;
+        }
+        for (int c = 0; c < N_COLUMNS; c++) total[c] += bytes[c], all += bytes[c];
+        if (all >= max_bytes) return i + 1;
     }
     return n;
+}
+
+/* cut(i, max_rows, max_bytes, limit) -> (rows, offset of the first buffered record, column, bytes): the rows the
+ * next batch of range i takes (batch_rows); 0 rows when its first record does not fit in one batch, ``column``
+ * and ``bytes`` then naming the column and the record's bytes in it. */
+static PyObject *consumer_cut_impl(consumer_t *self, PyObject *args) {
+    int i;
+    long long max_rows, max_bytes, limit;
+    if (!PyArg_ParseTuple(args, "iLLL", &i, &max_rows, &max_bytes, &limit) || check_slot(self, i) != 0) return NULL;
+    slot_t *s = &self->slots[i];
+    if (s->len == s->head) return PyErr_Format(PyExc_RuntimeError, "no buffered record to emit");
+    const char *column = "";
+    int64_t rows, column_bytes = 0;
+    Py_BEGIN_ALLOW_THREADS rows = batch_rows(self, s, max_rows, max_bytes, limit, &column, &column_bytes);
+    Py_END_ALLOW_THREADS return Py_BuildValue("(LLsL)", (long long)rows, (long long)s->buf[s->head]->offset, column,
+                                              (long long)column_bytes);
 }
 
 static int fill_batch(consumer_t *self, const slot_t *s, rd_kafka_message_t **msgs, int64_t n) {
@@ -794,19 +980,20 @@ static int fill_batch(consumer_t *self, const slot_t *s, rd_kafka_message_t **ms
     return arrow_fill_repeated_string(&c[n_cols - 1], n, self->task, self->task_len);
 }
 
-/* emit(i, max_rows, max_bytes) -> address of an ArrowArray (a struct array of the schema's columns) for
- * RecordBatch._import_from_c; the records it holds leave the buffer. */
-static PyObject *consumer_emit(consumer_t *self, PyObject *args) {
+/* emit(i, rows) -> address of an ArrowArray (a struct array of the schema's columns) for RecordBatch._import_from_c,
+ * valid until the next call of this object: the next ``rows`` records of range i (as cut() counted them), which
+ * leave the buffer. */
+static PyObject *consumer_emit_impl(consumer_t *self, PyObject *args) {
     int i;
-    long long max_rows, max_bytes;
-    if (!PyArg_ParseTuple(args, "iLL", &i, &max_rows, &max_bytes) || check_slot(self, i) != 0) return NULL;
+    long long rows;
+    if (!PyArg_ParseTuple(args, "iL", &i, &rows) || check_slot(self, i) != 0) return NULL;
     slot_t *s = &self->slots[i];
-    if (s->len == s->head) return PyErr_Format(PyExc_RuntimeError, "no buffered record to emit");
+    if (rows < 1 || (size_t)rows > s->len - s->head)
+        return PyErr_Format(PyExc_ValueError, "emit: %lld rows asked, %zu buffered", rows, s->len - s->head);
     if (self->out.release != NULL) self->out.release(&self->out); /* a batch never imported */
     int failed;
-    int64_t n;
-    Py_BEGIN_ALLOW_THREADS n = batch_rows(s, max_rows, max_bytes);
-    rd_kafka_message_t **msgs = s->buf + s->head;
+    int64_t n = rows;
+    Py_BEGIN_ALLOW_THREADS rd_kafka_message_t **msgs = s->buf + s->head;
     failed = fill_batch(self, s, msgs, n);
     if (!failed) {
         for (int64_t k = 0; k < n; k++) {
@@ -823,6 +1010,25 @@ static PyObject *consumer_emit(consumer_t *self, PyObject *args) {
     }
     return PyLong_FromVoidPtr(&self->out);
 }
+
+/* ---- the methods, each claiming the object while it runs ----------------------------------------------- */
+CLAIMED(consumer_close)
+CLAIMED(consumer_set_ranges)
+CLAIMED(consumer_assign)
+CLAIMED(consumer_assignment)
+CLAIMED(consumer_resume)
+CLAIMED(consumer_unassign)
+CLAIMED(consumer_pause_range)
+CLAIMED(consumer_finish)
+CLAIMED(consumer_state)
+CLAIMED(consumer_set_next)
+CLAIMED(consumer_reposition)
+CLAIMED(consumer_positions)
+CLAIMED(consumer_watermarks)
+CLAIMED(consumer_partition_exists)
+CLAIMED(consumer_fetch)
+CLAIMED(consumer_emit)
+CLAIMED(consumer_cut)
 
 /* ---- module ------------------------------------------------------------------------------------------------ */
 static PyMethodDef consumer_methods[] = {
@@ -841,7 +1047,8 @@ static PyMethodDef consumer_methods[] = {
     {"watermarks", (PyCFunction)consumer_watermarks, METH_VARARGS, "watermarks(i, timeout_ms) -> (low, high)"},
     {"partition_exists", (PyCFunction)consumer_partition_exists, METH_VARARGS, "partition_exists(i, timeout_ms)"},
     {"fetch", (PyCFunction)consumer_fetch, METH_VARARGS, "fetch(want, timeout_ms) -> (n, bytes, progressed, events)"},
-    {"emit", (PyCFunction)consumer_emit, METH_VARARGS, "emit(i, max_rows, max_bytes) -> ArrowArray address"},
+    {"cut", (PyCFunction)consumer_cut, METH_VARARGS, "cut(i, max_rows, max_bytes, limit) -> (rows, offset, column, bytes)"},
+    {"emit", (PyCFunction)consumer_emit, METH_VARARGS, "emit(i, rows) -> ArrowArray address"},
     {"logs", (PyCFunction)consumer_logs, METH_NOARGS, "logs() -> ([(syslog level, text), ...], lines dropped)"},
     {NULL, NULL, 0, NULL}};
 
