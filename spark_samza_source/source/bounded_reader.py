@@ -40,8 +40,6 @@ log = logging.getLogger(__name__)
 BATCH_JOB_NAME = "batch-read"
 #: The Python worker module Spark runs to push filters (pyspark/sql/worker/data_source_pushdown_filters.py).
 PUSHDOWN_WORKER = "pyspark.sql.worker.data_source_pushdown_filters"
-#: The conf users turn pushdown on with (named in the docs and in messages).
-FILTER_PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
 
 
 def called_for_filter_pushdown(max_depth: int = 12) -> bool:

@@ -54,7 +54,6 @@ _RETRY_BACKOFF_S = 0.2
 _MIN_ATTEMPT_S = 10.0  # each attempt of a retried call gets max(this, timeout / 6), at most what is left
 # Errors meaning "this topic or partition does not exist (any more)".
 _MISSING = {KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_PARTITION, KafkaError._UNKNOWN_TOPIC}
-_OFFSET_INVALID = -1001
 _ZERO_TOPIC_ID = "AAAAAAAAAAAAAAAAAAAAAA"  # Kafka's Uuid.ZERO_UUID in base64: "no topic ID"
 
 TP = tuple[str, int]
