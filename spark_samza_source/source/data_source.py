@@ -11,11 +11,10 @@ from typing import Any
 
 from pyspark.sql.datasource import DataSource
 
-from .bounded_reader import SamzaBoundedReader, batch_raw_options, called_for_filter_pushdown, refuse_batch_only_options
+from .bounded_reader import SamzaBoundedReader, batch_raw_options, refuse_batch_only_options
 from .contracts import OptionsParser
 from .job_options import JobOptions
-from .offset_json import install_offset_json_guard
-from .spark_version import check_spark_version
+from .pyspark_compat import called_for_filter_pushdown, check_spark_version, install_offset_json_guard
 from .stream_reader import SamzaStreamReader
 
 
