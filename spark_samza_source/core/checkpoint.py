@@ -19,16 +19,14 @@ import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..options.namespaces import CHECKPOINTS
 from .errors import CheckpointFormatError, FormatVersionError, MetadataStoreError, SamzaSourceError
 from .json_text import loads
 from .model import SystemStreamPartition, TaskName
 from .startpoint import JAVA_LONG_MAX, current_time_ms, truncate_json
-
-if TYPE_CHECKING:
-    from ..metadata.base import MetadataStore
+from .store import MetadataStore
 
 __all__ = ["CHECKPOINT_FORMAT_VERSION", "NAMESPACE", "Checkpoint", "CheckpointMirror"]
 

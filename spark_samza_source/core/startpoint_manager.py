@@ -18,16 +18,14 @@ import logging
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..options.namespaces import STARTPOINTS
 from .errors import ConfigError, MetadataStoreError, SamzaSourceError, StartpointFormatError
 from .jobmodel import JobModel
 from .model import SystemStreamPartition, TaskName
 from .startpoint import DEFAULT_STARTPOINT_TTL_MS, Clock, Startpoint, current_time_ms, truncate_json
-
-if TYPE_CHECKING:
-    from ..metadata.base import MetadataStore
+from .store import MetadataStore
 
 __all__ = [
     "DEFAULT_STARTPOINT_TTL_MS",

@@ -113,7 +113,6 @@ class KafkaSourceOptions(JobOptions):
     max_rows_per_arrow_batch: int
     poll_timeout_ms: int
     read_path: str  # readPath: auto | native | python (the executor reader; see kafka/executor/native_reader.py)
-    read_path: str  # readPath: auto | native | python (the executor reader; see kafka/executor/native_reader.py)
     drop_topics: tuple[str, ...]  # dropTopics: topics that may leave the job (deleted or no longer subscribed)
     group_id: str  # the consumer group committed positions are mirrored to (kafka.group.id / groupIdPrefix)
 

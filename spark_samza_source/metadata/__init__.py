@@ -28,8 +28,8 @@ import urllib.parse
 from typing import TYPE_CHECKING, Any
 
 from ..core.errors import ConfigError
+from ..core.store import JsonValue, MetadataStore, validate_job_name, validate_namespace
 from ..options.common import JOB_NAME
-from .base import JsonValue, MetadataStore, validate_job_name, validate_namespace
 from .uri import (
     _SCHEME_RE,
     OPTION,

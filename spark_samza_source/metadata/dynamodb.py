@@ -30,7 +30,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..core.errors import ConfigError, FormatVersionError, MetadataStoreError
-from .base import JsonValue, MetadataStore, validate_job_name, validate_namespace
+from ..core.store import JsonValue, MetadataStore, validate_job_name, validate_namespace
 from .uri import OPTION, redact_uri, scrub_secrets
 
 __all__ = ["DynamoDBMetadataStore", "sort_key", "FORMAT_VERSION", "MAX_SORT_KEY_BYTES"]

@@ -45,7 +45,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from ..core.errors import FormatVersionError, MetadataStoreError, SamzaSourceError
-from .base import JsonValue, MetadataStore, validate_job_name, validate_namespace
+from ..core.store import JsonValue, MetadataStore, validate_job_name, validate_namespace
 from .uri import OPTION, SUPPORTED_FORMS, redact_uri, scrub_secrets
 
 try:  # POSIX only; elsewhere the local store falls back to best-effort conditionals

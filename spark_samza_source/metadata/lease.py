@@ -27,6 +27,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ..core.errors import JobLeaseError
+from ..core.store import MetadataStore
 from ..options.common import (
     DEFAULT_JOB_LEASE_TTL_MS,
     JOB_LEASE_TTL,
@@ -35,7 +36,6 @@ from ..options.common import (
     MIN_JOB_LEASE_TTL_MS,
 )
 from ..options.namespaces import LEASE, LEASE_KEY
-from .base import MetadataStore
 
 __all__ = [
     "JobLease",

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import threading
 
-from .base import JsonValue, MetadataStore, validate_job_name, validate_namespace
+from ..core.store import JsonValue, MetadataStore, validate_job_name, validate_namespace
 
 _SHARED: dict[str, dict[tuple[str, str, str], str]] = {}
 _SHARED_LOCK = threading.Lock()

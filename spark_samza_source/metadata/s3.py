@@ -51,7 +51,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..core.errors import ConfigError, MetadataStoreError
-from .base import JsonValue, MetadataStore, validate_job_name, validate_namespace
+from ..core.store import JsonValue, MetadataStore, validate_job_name, validate_namespace
 from .filesystem import SUFFIX, decode_envelope, decode_name, encode_envelope, encode_key, hashed_name
 from .uri import OPTION, _userinfo_span, redact_uri, scrub_secrets
 

@@ -24,9 +24,9 @@ FAIL_ON_DATA_LOSS = Option(
     "failOnDataLoss", Flag(),
     "records gone before they were read (below a partition's log start, an expired shard, a topic or stream "
     "re-created under its name) fail the query naming where; `false` logs, reads on (a re-created stream from "
-    "`TRIM_HORIZON`) and counts what a batch skipped in the progress: `latestOffset[\"dataLoss\"]` = "
-    "`{SSP key: records}` since the run started (samza-kafka also reports `recreatedTopics` and "
-    "`malformedStartpoints` there)",
+    "`TRIM_HORIZON`) and reports what this run skipped in the progress's `latestOffset[\"dataLoss\"]`: samza-kafka "
+    "`{SSP key: records}` (and `recreatedTopics`: `{topic: new topic ID}`), samza-kinesis `{\"shardsExpired\": "
+    "[shard ids], \"streamRecreated\": [\"old -> new\"]}`",
     default=True)
 STARTPOINT_TTL = Option(
     "startpoint.ttl", Duration(minimum_ms=1),
@@ -79,7 +79,6 @@ GROUPING_OPTIONS = (GROUPER, EXPANSION_ALGORITHM, BROADCAST, COPARTITION)
 
 TESTING_OPTIONS_PREFIX = TESTING.prefix
 
-DEFAULT_METADATA_STORE: str = METADATA_STORE.default
 DEFAULT_STARTPOINT_TTL_MS: int = STARTPOINT_TTL.default
 DEFAULT_STARTPOINT_POLL_INTERVAL_MS: int = STARTPOINT_POLL_INTERVAL.default
 DEFAULT_JOB_LEASE_TTL_MS: int = JOB_LEASE_TTL.default

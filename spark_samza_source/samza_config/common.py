@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from ..core.broadcast import parse_broadcast_inputs
 from ..core.errors import ConfigError
 from ..core.model import SystemStreamPartition
-from ..metadata.base import validate_job_name
+from ..core.store import validate_job_name
 from ..options.common import BROADCAST, JOB_NAME, METADATA_STORE
 from ..options.kafka import ASSIGN, SUBSCRIBE_PATTERN
 from ..options.values import is_secret_option, shown

@@ -17,7 +17,6 @@ and a read works in both settings.
 from __future__ import annotations
 
 import logging
-import sys
 from abc import abstractmethod
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
@@ -30,7 +29,7 @@ from ..options.common import JOB_NAME, METADATA_STORE
 from .partition import TaskInputPartition
 
 __all__ = [
-    "BATCH_JOB_NAME", "PushdownBoundedReader", "SamzaBoundedReader", "batch_raw_options", "called_for_filter_pushdown",
+    "BATCH_JOB_NAME", "PushdownBoundedReader", "SamzaBoundedReader", "batch_raw_options",
     "refuse_batch_only_options",
 ]
 
@@ -38,24 +37,6 @@ log = logging.getLogger(__name__)
 
 #: The job name a batch read without ``job.name`` parses its options with: nothing is stored under it.
 BATCH_JOB_NAME = "batch-read"
-#: The Python worker module Spark runs to push filters (pyspark/sql/worker/data_source_pushdown_filters.py).
-PUSHDOWN_WORKER = "pyspark.sql.worker.data_source_pushdown_filters"
-#: The conf users turn pushdown on with (named in the docs and in messages).
-FILTER_PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
-
-
-def called_for_filter_pushdown(max_depth: int = 12) -> bool:
-    """Whether the caller of ``DataSource.reader`` is Spark's filter-pushdown worker (pushdown is on)."""
-    frame = sys._getframe(1)
-    for _ in range(max_depth):
-        if frame is None:
-            return False
-        name = frame.f_globals.get("__name__", "")
-        path = frame.f_code.co_filename.replace("\\", "/")
-        if name == PUSHDOWN_WORKER or path.endswith("pyspark/sql/worker/data_source_pushdown_filters.py"):
-            return True
-        frame = frame.f_back
-    return False
 
 
 def refuse_batch_only_options(raw: Mapping[str, str], names: Sequence[str], fmt: str) -> None:

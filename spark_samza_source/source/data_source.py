@@ -11,20 +11,23 @@ from typing import Any
 
 from pyspark.sql.datasource import DataSource
 
-from .bounded_reader import batch_raw_options, called_for_filter_pushdown, refuse_batch_only_options
-from .offset_json import install_offset_json_guard
-from .spark_version import check_spark_version
+from .bounded_reader import SamzaBoundedReader, batch_raw_options, refuse_batch_only_options
+from .contracts import OptionsParser
+from .job_options import JobOptions
+from .pyspark_compat import called_for_filter_pushdown, check_spark_version, install_offset_json_guard
+from .stream_reader import SamzaStreamReader
 
 
 class SamzaDataSource(DataSource):
     """``spark.readStream.format(FORMAT)``: a Samza job over one system."""
 
     FORMAT: str
-    options_class: Any  # has ``parse(raw options) -> options``
-    stream_reader_class: Any  # ``(options, schema) -> SamzaStreamReader``
+    options_class: OptionsParser[JobOptions]
+    stream_reader_class: type[SamzaStreamReader]
     batch_only_options: tuple[str, ...] = ()  # where a batch read stops: refused by streaming reads
-    bounded_reader_class: Any  # ``(batch options, schema) -> SamzaBoundedReader``; ``spark.read``
-    pushdown_bounded_reader_class: Any  # the same with ``pushFilters`` (spark.sql.python.filterPushdown.enabled)
+    bounded_reader_class: type[SamzaBoundedReader]  # ``(batch options, schema) -> SamzaBoundedReader``; ``spark.read``
+    #: the same with ``pushFilters`` (spark.sql.python.filterPushdown.enabled)
+    pushdown_bounded_reader_class: type[SamzaBoundedReader]
 
     @classmethod
     def name(cls) -> str:

@@ -12,8 +12,8 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..core.store import validate_job_name
 from ..metadata import check_store_uri
-from ..metadata.base import validate_job_name
 from ..options import common
 from ..options.values import Options
 from .fault_hooks import NO_FAULT_HOOKS, FaultHookOptions

@@ -18,6 +18,7 @@ from pyspark.sql.datasource import DataSourceStreamReader
 from pyspark.sql.streaming.datasource import SupportsTriggerAvailableNow
 
 from ..core.errors import FormatVersionError, OffsetFormatError
+from .contracts import OffsetCodec, StreamCoordinator
 from .limits import max_rows_of
 from .offset_json import COMMIT_END, LATEST_START, PARTITIONS_END, PARTITIONS_START, OffsetRole, offset_problem
 from .partition import TaskInputPartition
@@ -33,7 +34,7 @@ class SamzaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     """
 
     FORMAT: str
-    offset_class: Any
+    offset_class: OffsetCodec[Any]
     partition_class: type[TaskInputPartition]
 
     def __init__(self, options: Any, schema: Any) -> None:
@@ -48,7 +49,7 @@ class SamzaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.__init__(state["options"], state["schema"])
 
     @abstractmethod
-    def _make_coordinator(self) -> Any:
+    def _make_coordinator(self) -> StreamCoordinator[Any]:
         """The system's driver-side coordinator for ``self.options``."""
 
     @abstractmethod
@@ -56,7 +57,7 @@ class SamzaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         """Executors: the rows of one Samza task's share of the batch."""
 
     @property
-    def coordinator(self) -> Any:
+    def coordinator(self) -> StreamCoordinator[Any]:
         """The driver's coordinator, created on first use (a reader unpickled on an executor never makes one)."""
         if self._coordinator is None:
             self._coordinator = self._make_coordinator()

@@ -1,5 +1,6 @@
 """What an executor needs to know to read a task's ranges, besides the client configuration: one frozen value
-built from the parsed options on the driver side (``source.read_task_ranges``) and carried to both read paths."""
+built from the parsed options in the task's ``read()`` on the executor (``source.read_task_ranges``) and carried
+to both read paths."""
 
 from __future__ import annotations
 

@@ -179,14 +179,23 @@ class KinesisCoordinator(JobCoordinator[KinesisOffset]):
         )
         if start.stream_identity is None:  # an offset of an earlier release: record the stream from now on
             plan.offset = dataclasses.replace(plan.offset, stream_identity=identity)
-        for loss in plan.data_loss:
-            log.warning("data loss: %s", loss.describe())
-            self.data_loss.setdefault("shardsExpired", []).append(loss.shard_id)
+        self._report_shard_losses(plan.data_loss)
         if not plan.has_work:
             return start if not (plan.drained or plan.new_shards or plan.released or plan.applied) else plan.offset
         if self._worth_a_batch(start, recorded, plan):
             return plan.offset
         return start
+
+    def _report_shard_losses(self, losses) -> None:
+        """Log and count each expired shard once: a plan held back is planned again at the next trigger, from
+        the same start, and finds the same loss."""
+        expired = self.data_loss.setdefault("shardsExpired", [])
+        for loss in losses:
+            if loss.shard_id not in expired:
+                log.warning("data loss: %s; continuing without it", loss.describe())
+                expired.append(loss.shard_id)
+        if not expired:
+            del self.data_loss["shardsExpired"]
 
     def commit_batch(self, end: KinesisOffset) -> None:
         ends = self.batch_ends(end).ends_for(end.batch)

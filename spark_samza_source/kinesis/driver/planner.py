@@ -314,7 +314,7 @@ def _fail_or_report(inputs: PlanInputs, loss: ShardLoss) -> None:
             f"samza-kinesis stream {inputs.previous.stream}: {loss.describe()}. The query stops so nothing is "
             f"skipped silently; to continue without it restart with {FAIL_ON_DATA_LOSS.name}=false"
         )
-    log.warning("data loss: %s; continuing without it", loss.describe())
+    # with failOnDataLoss=false the loss goes into the plan; the coordinator logs and counts it once
 
 
 # 3. shards seen for the first time (children of a reshard) start at TRIM_HORIZON

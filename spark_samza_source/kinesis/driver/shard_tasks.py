@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...core.errors import FormatVersionError
-from ...metadata.base import MetadataStore
+from ...core.store import MetadataStore
 from ...options.namespaces import SHARD_TASKS
 from .mapper import task_index
 from .offset import KinesisOffset, StreamIdentity

@@ -24,7 +24,7 @@ from typing import Any
 import pyarrow as pa
 
 from ...core.errors import MetadataStoreError
-from ...metadata.base import MetadataStore
+from ...core.store import MetadataStore
 from ...options.namespaces import BATCH_ENDS
 from ..errors import AttemptPassedRecordedEndError, PositionFormatError
 from ..positions import AFTER_SEQUENCE_NUMBER, ShardPosition

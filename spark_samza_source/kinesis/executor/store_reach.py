@@ -15,7 +15,7 @@ from __future__ import annotations
 import socket
 
 from ...core.errors import MetadataStoreError
-from ...metadata.base import MetadataStore
+from ...core.store import MetadataStore
 from ...metadata.filesystem import FileSystemMetadataStore
 from ...options.common import METADATA_STORE
 from ...options.namespaces import LEASE, LEASE_KEY

@@ -29,7 +29,7 @@ from spark_samza_source.core.startpoint_manager import (
     parse_startpoint_key,
     startpoint_key,
 )
-from spark_samza_source.metadata.base import JsonValue, MetadataStore
+from spark_samza_source.core.store import JsonValue, MetadataStore
 from spark_samza_source.metadata.memory import MemoryMetadataStore
 
 NOW = 1_700_000_000_000

@@ -14,8 +14,8 @@ import re
 from abc import ABC, abstractmethod
 from typing import Any
 
-from ..core.errors import ConfigError
 from ..options.common import JOB_NAME
+from .errors import ConfigError
 
 JsonValue = Any  # a value json.dumps accepts: dict, list, str, int, float, bool, None
 

@@ -1,0 +1,135 @@
+"""Every reliance on PySpark's private behaviour, in one place, with the PySpark versions it was checked against.
+
+- The versions (``SUPPORTED_PYSPARK``: 4.2 and 4.3), checked when a query is defined (``load()``): outside them
+  :func:`check_spark_version` refuses to run.
+- The streaming source runner's ``json`` module and function names (:func:`install_offset_json_guard`), so an
+  offset file that is not JSON fails naming the file; in that runner, a layout other than the one below fails
+  loudly instead of silently losing the guard.
+- The filter-pushdown worker's module name, found on the call stack (:func:`called_for_filter_pushdown`).
+
+``tests/unit/source/test_pyspark_compat.py`` checks each against the installed PySpark, so an upgrade that
+changes one fails there first.
+
+The wheel does not pin PySpark (its ``spark`` extra does), so that installing it on a platform that provides Spark
+keeps that platform's Spark; the check below is what stops a Spark the package was never run on from failing
+later in a way nobody can trace back to the version. The range is what ``make test`` (4.3) and ``make compat``
+(4.2) run; docs/deployment.md, "Compatibility", says what passed.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+
+from ..core.errors import UnsupportedSparkError
+from .offset_json import COMMIT_END, LATEST_START, PARTITIONS_END, PARTITIONS_START, offset_problem
+
+__all__ = ["PUSHDOWN_WORKER", "RUNNER", "SUPPORTED_PYSPARK", "called_for_filter_pushdown", "check_spark_version",
+           "install_offset_json_guard", "runner_layout_missing"]
+
+#: [lowest, first unsupported) (major, minor) of PySpark; the ``spark`` extra in pyproject.toml says the same
+SUPPORTED_PYSPARK = ((4, 2), (4, 4))
+
+
+def supported_range() -> str:
+    (lo_major, lo_minor), (hi_major, hi_minor) = SUPPORTED_PYSPARK
+    return f">={lo_major}.{lo_minor},<{hi_major}.{hi_minor}"
+
+
+def check_spark_version(version: str | None = None) -> None:
+    """Raise :class:`UnsupportedSparkError` naming ``version`` (default: the running PySpark's) and the range."""
+    if version is None:
+        import pyspark
+
+        version = pyspark.__version__
+    match = re.match(r"(\d+)\.(\d+)", version)
+    if match and SUPPORTED_PYSPARK[0] <= (int(match.group(1)), int(match.group(2))) < SUPPORTED_PYSPARK[1]:
+        return
+    raise UnsupportedSparkError(
+        f"this Spark runs PySpark {version}, but spark-samza-source supports PySpark {supported_range()} (the "
+        "versions its tests run on). Use a Spark in that range (pip install 'spark-samza-source[spark]' installs "
+        "one), or a release of spark-samza-source made for your Spark")
+
+
+#: PySpark's streaming source runner: the module the Python worker of a streaming data source runs as ``__main__``
+RUNNER = "pyspark.sql.streaming.python_streaming_source_runner"
+_BY_RUNNER_FUNCTION = {
+    "latest_offset_func": LATEST_START,
+    "latest_offset_admission_control_func": LATEST_START,
+    "partitions_func": PARTITIONS_START,  # its second offset (the end) is told apart below
+    "commit_func": COMMIT_END,
+}
+#: what the runner must have for the guard (``latest_offset_admission_control_func`` is newer than some runners)
+_REQUIRED = ("json", "latest_offset_func", "partitions_func", "commit_func")
+
+
+class _OffsetJson:
+    """Stands in for the ``json`` module inside PySpark's streaming source runner (see
+    :func:`install_offset_json_guard`): offsets that are not JSON fail with this source's error."""
+
+    def __init__(self, real, source: str) -> None:
+        self._real = real
+        self._source = source
+
+    def __getattr__(self, name: str):
+        return getattr(self._real, name)
+
+    def loads(self, text, *args, **kwargs):
+        try:
+            return self._real.loads(text, *args, **kwargs)
+        except (ValueError, RecursionError) as err:
+            caller = sys._getframe(1)
+            role = _BY_RUNNER_FUNCTION.get(caller.f_code.co_name)
+            if role is None:
+                raise
+            if role is PARTITIONS_START and "start_offset" in caller.f_locals:
+                role = PARTITIONS_END
+            raise offset_problem(self._source, role, f"it is not valid JSON ({err!s:.200})") from None
+
+
+def install_offset_json_guard(source: str) -> None:
+    """In PySpark's streaming source runner, parse the offsets Spark hands the source through :class:`_OffsetJson`.
+
+    The runner decodes each offset with ``json.loads`` *before* calling ``latestOffset`` / ``partitions`` /
+    ``commit``; a hand-edited or damaged offset file would otherwise fail with a bare ``JSONDecodeError``
+    naming no file. Only done inside that runner process (its module is ``__main__`` there; one runner serves one
+    source), and only when it still has the layout this was written against (PySpark 4.2 / 4.3: a module-level
+    ``json`` and the functions named in ``_REQUIRED``); anywhere else nothing changes. In that runner with another
+    layout it raises :class:`UnsupportedSparkError` rather than lose the guard silently.
+    """
+    runner = sys.modules.get("__main__")
+    spec = getattr(runner, "__spec__", None)
+    if getattr(spec, "name", None) != RUNNER:
+        return
+    current = getattr(runner, "json", None)
+    if isinstance(current, _OffsetJson):
+        return
+    missing = runner_layout_missing(runner)
+    if missing:
+        raise UnsupportedSparkError(
+            f"PySpark's streaming source runner ({RUNNER}) no longer has {', '.join(missing)}, which "
+            f"spark-samza-source relies on (checked against PySpark {supported_range()}). Use a Spark in that range")
+    runner.json = _OffsetJson(current, source)
+
+
+def runner_layout_missing(runner) -> list[str]:
+    """What of the layout :func:`install_offset_json_guard` relies on ``runner`` lacks (empty: all there)."""
+    return [name for name in _REQUIRED if not hasattr(runner, name)]
+
+
+#: The Python worker module Spark runs to push filters (pyspark/sql/worker/data_source_pushdown_filters.py).
+PUSHDOWN_WORKER = "pyspark.sql.worker.data_source_pushdown_filters"
+
+
+def called_for_filter_pushdown(max_depth: int = 12) -> bool:
+    """Whether the caller of ``DataSource.reader`` is Spark's filter-pushdown worker (pushdown is on)."""
+    frame = sys._getframe(1)
+    for _ in range(max_depth):
+        if frame is None:
+            return False
+        name = frame.f_globals.get("__name__", "")
+        path = frame.f_code.co_filename.replace("\\", "/")
+        if name == PUSHDOWN_WORKER or path.endswith("pyspark/sql/worker/data_source_pushdown_filters.py"):
+            return True
+        frame = frame.f_back
+    return False
