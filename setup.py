@@ -1,4 +1,4 @@
-"""The optional native Kafka reader (spark_samza_source/kafka/_native): built where a C compiler and the Python
+"""The optional native Kafka reader (spark_samza_source/kafka/executor/_native): built where a C compiler and the Python
 headers exist, skipped otherwise (``optional=True``: a failed compile still installs the package, which then reads
 through the Python path). It needs no librdkafka headers or library at build time: librdkafka is loaded when the
 reader first runs (see spark_samza_source/kafka/executor/native_reader.py). Everything else is in pyproject.toml."""

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import ctypes
 
-from spark_samza_source.kafka.native_reader import _librdkafka_candidates
+from spark_samza_source.kafka.executor.native_reader import _librdkafka_candidates
 
 __all__ = ["produce_raw_headers"]
 

@@ -25,15 +25,16 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from confluent_kafka import Consumer, KafkaError, Message, TopicPartition
 
-from ..spec.kafka import INCLUDE_HEADERS_OPTION, READ_PATH_OPTION
+from ...options.kafka import INCLUDE_HEADERS, READ_PATH
+from ..errors import KafkaSourceError
+from ..input_partition import KafkaRange
+from ..options import DEFAULT_MAX_ROWS_PER_BATCH, DEFAULT_POLL_TIMEOUT_MS
+from ..schema import kafka_arrow_schema
 from .consumer_cache import ConsumerCache, default_cache
-from .errors import KafkaSourceError
-from .input_partition import KafkaRange
 from .native_reader import NativeBackend, choose_read_path
 from .read_control import ERROR_EVENT, FATAL, GAP_EVENT, RangeReadControl
 from .read_settings import DEFAULT_MAX_BYTES_PER_BATCH, KafkaReadSettings
 from .reader_rules import SPARK_MAX_MS, SPARK_MIN_MS, batch_cut
-from .schema import kafka_arrow_schema
 
 __all__ = ["read_ranges", "KafkaReadSettings", "DEFAULT_MAX_ROWS_PER_BATCH", "DEFAULT_MAX_BYTES_PER_BATCH",
            "DEFAULT_POLL_TIMEOUT_MS"]
@@ -270,8 +271,8 @@ class _PythonBackend:
         raise KafkaSourceError(
             f"task {self.task!r}: the record at offset {m.offset()} of {p.rng.topic}[{p.rng.partition}] has a header "
             f"key that is not valid UTF-8, which the Python read path (confluent-kafka) cannot decode. To read it: "
-            f"use the native read path (option '{READ_PATH_OPTION}' 'auto' or 'native' where it is built), which "
-            f"replaces invalid bytes with U+FFFD, or leave headers out (option '{INCLUDE_HEADERS_OPTION}' false)")
+            f"use the native read path (option '{READ_PATH.name}' 'auto' or 'native' where it is built), which "
+            f"replaces invalid bytes with U+FFFD, or leave headers out (option '{INCLUDE_HEADERS.name}' false)")
 
     def emit(self, i: int, rows: int) -> pa.RecordBatch:
         """The batch of the next ``rows`` records of range ``i``, from the columns :meth:`cut` measured."""

@@ -26,7 +26,7 @@ from ...options.namespaces import STREAM_CONSUMERS
 from ...source.job_coordinator import JobCoordinator
 from ..calls import error_code, iterator_request
 from ..client import AwsClientSettings, dynamodb_client, kinesis_client
-from ..errors import KclLeaseConflictError, KinesisDataLossError
+from ..errors import KinesisDataLossError
 from ..executor.microbatch_ends import BatchEnds, batch_ends_for
 from ..input_partition import ShardRead
 from ..options import SYSTEM, KinesisSourceOptions

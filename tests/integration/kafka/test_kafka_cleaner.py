@@ -24,8 +24,9 @@ import pytest
 from samza_devkit.compaction_helpers import CLEANER_NOW, GAPPED_BATCHES, compact, consume_partition, produce_batches
 from samza_devkit.kafka_helpers import create_topic, unique_topic
 from samza_devkit.query_harness import await_available_now
-from spark_samza_source.kafka.input_partition import KafkaRange
 from spark_samza_source.kafka.executor.reader import read_ranges
+from spark_samza_source.kafka.input_partition import KafkaRange
+
 NO_STALL_MS = 600_000
 TOMBSTONE = 7
 AFTER_SECOND_PASS = [4, 6, 8, 9, 10]

@@ -22,8 +22,9 @@ from samza_devkit.kafka_helpers import (
     transactional_producer,
     unique_topic,
 )
-from spark_samza_source.kafka.input_partition import KafkaRange
 from spark_samza_source.kafka.executor.reader import read_ranges
+from spark_samza_source.kafka.input_partition import KafkaRange
+
 NO_STALL_MS = 600_000
 COMMITTED_ROWS = [(0, 0, b"c0"), (0, 1, b"c1"), (1, 0, b"d0"), (1, 2, b"e2")]
 UNCOMMITTED_ROWS = sorted(COMMITTED_ROWS + [(0, 3, b"a3"), (0, 5, b"o5"), (0, 6, b"o6")])

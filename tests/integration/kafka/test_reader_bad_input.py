@@ -15,15 +15,15 @@ import pytest
 
 from samza_devkit.kafka_helpers import produce
 from samza_devkit.raw_header_producer import produce_raw_headers
-from spark_samza_source.kafka.consumer_cache import ConsumerCache, consumer_config
 from spark_samza_source.kafka.errors import KafkaDataLossError, KafkaSourceError
+from spark_samza_source.kafka.executor.consumer_cache import ConsumerCache, consumer_config
+from spark_samza_source.kafka.executor.native_reader import native_consumer_class
+from spark_samza_source.kafka.executor.reader import read_ranges
 from spark_samza_source.kafka.input_partition import KafkaRange
-from spark_samza_source.kafka.native_reader import native_consumer_class
-from spark_samza_source.kafka.reader import read_ranges
 
 TASK = "Partition 0"
-LIBRDKAFKA_LOG = "spark_samza_source.kafka.consumer_cache"  # where both paths put librdkafka's lines
-READER_LOG = "spark_samza_source.kafka.reader"
+LIBRDKAFKA_LOG = "spark_samza_source.kafka.executor.consumer_cache"  # where both paths put librdkafka's lines
+READER_LOG = "spark_samza_source.kafka.executor.reader"
 
 
 def read(path: str, bootstrap: str, ranges, *, conf=None, headers=True, **settings) -> list[pa.RecordBatch]:

@@ -22,10 +22,9 @@ import pytest
 from samza_devkit.kafka_helpers import add_partitions, create_topic, delete_records_before, produce, unique_topic
 from spark_samza_source.kafka.errors import KafkaSourceError
 from spark_samza_source.kafka.executor.consumer_cache import ConsumerCache
+from spark_samza_source.kafka.executor.read_settings import ARROW_COLUMN_BYTES_MAX
 from spark_samza_source.kafka.executor.reader import KafkaReadSettings, read_ranges
 from spark_samza_source.kafka.input_partition import KafkaRange
-from spark_samza_source.kafka.read_settings import ARROW_COLUMN_BYTES_MAX
-from spark_samza_source.kafka.reader import KafkaReadSettings, read_ranges
 
 SEED = 2023
 SCENARIOS = 14

@@ -15,11 +15,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from samza_devkit.kafka_helpers import produce
-from spark_samza_source.kafka.consumer_cache import ConsumerCache
 from spark_samza_source.kafka.errors import KafkaSourceError
+from spark_samza_source.kafka.executor.consumer_cache import ConsumerCache
+from spark_samza_source.kafka.executor.read_settings import ARROW_COLUMN_BYTES_MAX
+from spark_samza_source.kafka.executor.reader import KafkaReadSettings, read_ranges
 from spark_samza_source.kafka.input_partition import KafkaRange
-from spark_samza_source.kafka.read_settings import ARROW_COLUMN_BYTES_MAX
-from spark_samza_source.kafka.reader import KafkaReadSettings, read_ranges
 
 TASK = "Partition 0"
 PROPERTY = settings(max_examples=50, deadline=None, derandomize=True,

@@ -18,6 +18,7 @@ from samza_devkit import kinesis_helpers as kh
 from samza_devkit.kcl_daemon import KclNotAvailable, KclWorker, ensure_kcl_jars
 from samza_devkit.query_harness import failure_of
 from spark_samza_source.kinesis.driver.lease_table import KclLeaseTable
+
 pytestmark = [pytest.mark.spark, pytest.mark.slow, pytest.mark.emulators("kinesis-mock")]
 
 
