@@ -10,8 +10,8 @@ import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from confluent_kafka import Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
+from confluent_kafka import KafkaException, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic, OffsetSpec
 
 TIMEOUT_S = 30
 
@@ -35,12 +35,15 @@ def unique_topic(prefix: str = "t") -> str:
 
 
 def create_topic(bootstrap: str, name: str, partitions: int = 1, config: dict[str, str] | None = None) -> str:
-    """Create ``name`` and return once every partition has a leader in the broker's metadata.
+    """Create ``name`` and return once the leader of every partition serves it.
 
     Kafka answers CreateTopics once its controller has the topic, a moment before the broker's metadata shows it
-    (a Metadata request may leave it out, ListOffsets may answer NOT_LEADER_OR_FOLLOWER); a test sets its topic up
-    and then starts, as Kafka's own test utilities wait for the metadata. Partitions added while a query runs are
-    not waited for here: meeting them before their leaders is the query's business."""
+    (a Metadata request may leave it out), and its metadata names a partition's leader a moment before that
+    leader serves it (ListOffsets and Produce answer NOT_LEADER_OR_FOLLOWER meanwhile); a test sets its topic up
+    and then starts, as Kafka's own test utilities wait for the metadata. A Produce refused so is retried by
+    librdkafka behind the partition's later requests, already in flight: the records would land out of produce
+    order, and tests name records by their offsets. Partitions added while a query runs are not waited for here:
+    meeting them before their leaders is the query's business."""
     client = admin(bootstrap)  # keep a reference: a collected AdminClient fails its pending futures
     futures = client.create_topics(
         [NewTopic(name, num_partitions=partitions, replication_factor=1, config=config or {})],
@@ -48,6 +51,7 @@ def create_topic(bootstrap: str, name: str, partitions: int = 1, config: dict[st
     )
     futures[name].result(TIMEOUT_S)
     _wait_for_leaders(client, name, partitions)
+    _wait_for_served(client, name, partitions)
     return name
 
 
@@ -60,6 +64,27 @@ def _wait_for_leaders(client, name: str, partitions: int) -> None:
             return
         if time.monotonic() > deadline:
             raise TimeoutError(f"topic {name} has no leader for every partition {TIMEOUT_S} s after its creation")
+        time.sleep(0.05)
+
+
+def _wait_for_served(client, name: str, partitions: int) -> None:
+    """Until ListOffsets answers for every partition (its leader check is Produce's)."""
+    deadline = time.monotonic() + TIMEOUT_S
+    pending = [TopicPartition(name, p) for p in range(partitions)]
+    while True:
+        futures = client.list_offsets({tp: OffsetSpec.latest() for tp in pending}, request_timeout=TIMEOUT_S)
+        refused = []
+        for tp, future in futures.items():
+            try:
+                future.result(TIMEOUT_S)
+            except KafkaException as err:
+                refused.append((tp, err))
+        if not refused:
+            return
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"topic {name}: partitions {[tp.partition for tp, _ in refused]} still not served "
+                               f"{TIMEOUT_S} s after their creation: {refused[0][1]}")
+        pending = [tp for tp, _ in refused]
         time.sleep(0.05)
 
 
