@@ -58,6 +58,10 @@ _FIRST_CONTACT_ATTEMPT_S = 2.0
 # Errors meaning "this topic or partition does not exist (any more)".
 _MISSING = {KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_PARTITION, KafkaError._UNKNOWN_TOPIC}
 _OFFSET_INVALID = -1001
+# The group coordinator is loading its offsets partition or moving (Kafka calls these retriable; librdkafka's admin
+# calls hand them over as not retriable): Apache Kafka answers so to the first group request after it starts.
+_COORDINATOR_BUSY = {KafkaError.COORDINATOR_LOAD_IN_PROGRESS, KafkaError.COORDINATOR_NOT_AVAILABLE,
+                     KafkaError.NOT_COORDINATOR}
 _ZERO_TOPIC_ID = "AAAAAAAAAAAAAAAAAAAAAA"  # Kafka's Uuid.ZERO_UUID in base64: "no topic ID"
 
 TP = tuple[str, int]
@@ -157,8 +161,8 @@ class KafkaAdmin:
             except KafkaException as err:
                 last = err
                 kerr = err.args[0] if err.args and isinstance(err.args[0], KafkaError) else None
-                if kerr is not None and not (kerr.retriable() or kerr.code() in (KafkaError._TIMED_OUT,
-                                                                                  KafkaError._TRANSPORT)):
+                if kerr is not None and not (kerr.retriable() or kerr.code() in _COORDINATOR_BUSY
+                                             or kerr.code() in (KafkaError._TIMED_OUT, KafkaError._TRANSPORT)):
                     raise KafkaSourceError(f"Kafka operation '{what}' failed {self._where()}: {_msg(err)}") from None
             except TimeoutError as err:  # concurrent.futures.TimeoutError is TimeoutError on 3.11
                 last = err
