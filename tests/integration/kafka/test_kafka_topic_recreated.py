@@ -25,9 +25,16 @@ pytestmark = [pytest.mark.spark, pytest.mark.slow]
 OLD, NEW = 10, 6  # records in the topic before and after it is re-created
 
 
-def _topic_id(bootstrap: str, topic: str) -> str:
+def _topic_id(bootstrap: str, topic: str) -> str | None:
+    """The topic's ID; None while the broker does not know the topic yet (Kafka's metadata follows a CreateTopics
+    answer by a few milliseconds)."""
     admin = AdminClient({"bootstrap.servers": bootstrap})
-    return str(admin.describe_topics(TopicCollection([topic]))[topic].result(30).topic_id)
+    try:
+        return str(admin.describe_topics(TopicCollection([topic]))[topic].result(30).topic_id)
+    except Exception as err:  # noqa: BLE001 - KafkaException: asked again while the topic is unknown
+        if "UNKNOWN_TOPIC" in str(err) or "does not host this topic" in str(err):
+            return None
+        raise
 
 
 def _recreate_once(kq, topic: str, ids: list[str]):
@@ -40,7 +47,8 @@ def _recreate_once(kq, topic: str, ids: list[str]):
             admin = AdminClient({"bootstrap.servers": kq.bootstrap})  # kept until the answer is in
             admin.delete_topics([topic], operation_timeout=30)[topic].result(30)
             kq.wait_for(lambda: _recreated(kq.bootstrap, topic), timeout=60, interval=0.1, what="re-creation")
-            ids.append(_topic_id(kq.bootstrap, topic))
+            ids.append(kq.wait_for(lambda: _topic_id(kq.bootstrap, topic), timeout=30, interval=0.1,
+                                   what="the new topic's ID"))
             produce(kq.bootstrap, topic, [(b"k", b"new%d" % i, None, i % 2) for i in range(NEW)])
 
     return on_batch
@@ -69,6 +77,7 @@ def test_recreated_while_running_is_read_from_its_start(kq, old_topic, read_path
     query = kq.start_collecting("lenient", on_batch=_recreate_once(kq, old_topic, ids), subscribe=old_topic,
                                 failOnDataLoss="false", readPath=read_path)
     kq.wait_for(lambda: len(kq.collected("lenient")) >= OLD + NEW or query.exception(), what="the new topic read")
+    assert query.exception() is None, str(query.exception())[-3000:]
 
     def reported_recreated() -> list:  # the progress of a batch is posted after its sink has run
         reports = [json.loads(p["sources"][0]["latestOffset"]) for p in query.recentProgress]
