@@ -52,6 +52,9 @@ log = logging.getLogger(__name__)
 DEFAULT_API_TIMEOUT_MS = 30_000
 _RETRY_BACKOFF_S = 0.2
 _MIN_ATTEMPT_S = 10.0  # each attempt of a retried call gets max(this, timeout / 6), at most what is left
+# until the cluster has answered this client once: a broker refusing our login (librdkafka retries it inside the
+# call) is reported after this, not after a whole attempt
+_FIRST_CONTACT_ATTEMPT_S = 2.0
 # Errors meaning "this topic or partition does not exist (any more)".
 _MISSING = {KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_PARTITION, KafkaError._UNKNOWN_TOPIC}
 # Broker errors Kafka's clients retry (its RetriableException kinds) that confluent-kafka does not flag as retriable
@@ -86,6 +89,7 @@ class KafkaAdmin:
         self._isolation = isolation_level_of(self._conf)
         self._admin: AdminClient | None = None
         self._auth_error: KafkaError | None = None  # the last SASL/SSL authentication failure librdkafka reported
+        self._answered = False  # a call has succeeded: the cluster took our credentials
         self._lock = threading.Lock()
 
     # ---- plumbing -----------------------------------------------------------------------------------------
@@ -141,8 +145,12 @@ class KafkaAdmin:
         """Run ``fn(seconds)``, retrying retriable Kafka errors until the API timeout; raise a clear error.
 
         Each attempt gets at most max(10 s, timeout / 6): a broker that is down makes librdkafka wait out the
-        whole timeout it is given, and the first failure is logged (once per call) while retries go on."""
+        whole timeout it is given, and the first failure is logged (once per call) while retries go on. Until the
+        cluster has answered once, attempts last 2 s, so that credentials it refuses (which librdkafka retries
+        inside the call) fail the call within seconds; a slow first answer is waited for, unlogged, meanwhile."""
+        started = time.monotonic()
         deadline = self._deadline()
+        slice_s = max(_MIN_ATTEMPT_S, self._timeout_s / 6)
         last: BaseException | None = None
         warned = False  # one line per call that has to retry: operators see an outage while it is ridden out
         while True:
@@ -151,7 +159,9 @@ class KafkaAdmin:
                 break
             try:
                 # Attempts in slices, so an outage is seen (and logged) while it is ridden out, not only at the end.
-                return fn(min(left, max(_MIN_ATTEMPT_S, self._timeout_s / 6)))
+                result = fn(min(left, slice_s if self._answered else _FIRST_CONTACT_ATTEMPT_S))
+                self._answered = True
+                return result
             except KafkaSourceError:
                 raise
             except KafkaException as err:
@@ -165,7 +175,7 @@ class KafkaAdmin:
             if refused is not None:
                 raise refused
             left = deadline - time.monotonic()
-            if not warned and left > 0:
+            if not warned and left > 0 and (self._answered or time.monotonic() - started >= slice_s):
                 warned = True
                 log.warning("Kafka operation '%s' failed %s: %s; retrying for up to %.0f s more%s", what,
                             self._where(), _msg(last) or type(last).__name__, left,
