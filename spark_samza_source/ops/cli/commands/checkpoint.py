@@ -8,12 +8,7 @@ from typing import Any
 from ....core.checkpoint import CheckpointMirror
 from ..errors import CommandError
 from ..render import cell, iso_ms, render_table
-from .common import (
-    Outcome,
-    _header,
-    _open,
-    _where,
-)
+from .common import Outcome, _header, _open, _where
 
 # ---- checkpoints ---------------------------------------------------------------------------------------------
 

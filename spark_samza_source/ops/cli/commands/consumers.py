@@ -10,12 +10,7 @@ from ....options.namespaces import (
 )
 from ..errors import CommandError, UsageError
 from ..render import cell, render_table
-from .common import (
-    Outcome,
-    _header,
-    _open,
-    _where,
-)
+from .common import Outcome, _header, _open, _where
 
 # ---- stream consumers (enhanced fan-out) ---------------------------------------------------------------------
 

@@ -14,14 +14,7 @@ from ....options.namespaces import (
 )
 from ..errors import CommandError
 from ..render import render_table
-from .common import (
-    _JOB_MODEL_HISTORY,
-    Outcome,
-    _header,
-    _open,
-    _parse_any_offset,
-    _where,
-)
+from .common import _JOB_MODEL_HISTORY, Outcome, _header, _open, _parse_any_offset, _where
 
 # ---- job model -----------------------------------------------------------------------------------------------
 

@@ -7,16 +7,7 @@ import argparse
 from ....core.checkpoint import CheckpointMirror
 from ..errors import CommandError
 from ..render import iso_ms, render_table
-from .common import (
-    _JOB_MODEL_HISTORY,
-    KAFKA,
-    Outcome,
-    _current_job_model,
-    _header,
-    _kinesis_offsets,
-    _open,
-    _where,
-)
+from .common import _JOB_MODEL_HISTORY, KAFKA, Outcome, _current_job_model, _header, _kinesis_offsets, _open, _where
 
 # ---- lag -----------------------------------------------------------------------------------------------------
 

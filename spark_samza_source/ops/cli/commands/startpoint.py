@@ -23,16 +23,7 @@ from ....options.namespaces import (
 )
 from ..errors import CommandError
 from ..render import iso_ms, render_table
-from .common import (
-    KAFKA,
-    KINESIS,
-    Outcome,
-    _current_job_model,
-    _header,
-    _kinesis_offsets,
-    _open,
-    _where,
-)
+from .common import KAFKA, KINESIS, Outcome, _current_job_model, _header, _kinesis_offsets, _open, _where
 
 
 def describe_startpoint(sp: Startpoint) -> str:
