@@ -94,7 +94,7 @@ class SamzaKafkaDataSource(SamzaDataSource):
     FORMAT = FORMAT
     options_class = KafkaSourceOptions
     stream_reader_class = SamzaKafkaStreamReader
-    batch_only_options = BOUNDED_ONLY_OPTIONS
+    bounded_only_options = BOUNDED_ONLY_OPTIONS
     bounded_reader_class = SamzaKafkaBoundedReader
     pushdown_bounded_reader_class = SamzaKafkaPushdownBoundedReader
 

@@ -95,7 +95,7 @@ class SamzaKinesisDataSource(SamzaDataSource):
     FORMAT = FORMAT
     options_class = KinesisSourceOptions
     stream_reader_class = SamzaKinesisStreamReader
-    batch_only_options = BOUNDED_ONLY_OPTIONS
+    bounded_only_options = BOUNDED_ONLY_OPTIONS
     bounded_reader_class = SamzaKinesisBoundedReader
     pushdown_bounded_reader_class = SamzaKinesisPushdownBoundedReader
 

@@ -7,7 +7,7 @@ Spark offset is the source of truth of the job model (which shard sits in which 
 samza-kafka the offset carries the same job model the driver mirrors into the metadata store.
 
 Callers: ``samza_config.checkpoints.starting_offsets_from_spark_checkpoint`` (Spark's Kafka source offsets of
-the last committed batch) and the operator CLI (``ops/cli/commands.py``: ``jobmodel show`` and ``lag`` with
+the last committed batch) and the operator CLI (``ops/cli/commands/``: ``jobmodel show`` and ``lag`` with
 ``--checkpoint``). Local paths and ``file:`` URIs are read directly; other URIs (``s3://``, ``abfs://`` ...)
 through ``pyarrow.fs``, which the package depends on anyway. It imports neither pyspark nor a client library.
 """

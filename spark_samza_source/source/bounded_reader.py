@@ -29,17 +29,17 @@ from ..options.common import JOB_NAME, METADATA_STORE
 from .partition import TaskInputPartition
 
 __all__ = [
-    "BATCH_JOB_NAME", "PushdownBoundedReader", "SamzaBoundedReader", "batch_raw_options",
-    "refuse_batch_only_options",
+    "BOUNDED_JOB_NAME", "PushdownBoundedReader", "SamzaBoundedReader", "bounded_raw_options",
+    "refuse_bounded_only_options",
 ]
 
 log = logging.getLogger(__name__)
 
 #: The job name a batch read without ``job.name`` parses its options with: nothing is stored under it.
-BATCH_JOB_NAME = "batch-read"
+BOUNDED_JOB_NAME = "batch-read"
 
 
-def refuse_batch_only_options(raw: Mapping[str, str], names: Sequence[str], fmt: str) -> None:
+def refuse_bounded_only_options(raw: Mapping[str, str], names: Sequence[str], fmt: str) -> None:
     """A streaming query refuses the options that only say where a batch read stops (Spark's Kafka source:
     "Ending offset not valid in streaming queries")."""
     given = {str(k).lower() for k in raw}
@@ -52,7 +52,7 @@ def refuse_batch_only_options(raw: Mapping[str, str], names: Sequence[str], fmt:
             )
 
 
-def batch_raw_options(raw: Mapping[str, str], *, strict: bool = True) -> tuple[dict[str, str], bool]:
+def bounded_raw_options(raw: Mapping[str, str], *, strict: bool = True) -> tuple[dict[str, str], bool]:
     """The options a batch read parses with, and whether the job's metadata store is to be read.
 
     Without ``job.name`` the read uses no store (the grouper decides the tasks): a placeholder name and a
@@ -66,7 +66,7 @@ def batch_raw_options(raw: Mapping[str, str], *, strict: bool = True) -> tuple[d
         return out, True
     if METADATA_STORE.name.lower() in keys:
         if not strict:
-            out[JOB_NAME.name] = BATCH_JOB_NAME
+            out[JOB_NAME.name] = BOUNDED_JOB_NAME
             return out, False
         raise ConfigError(
             f"option '{METADATA_STORE.name}' is set without '{JOB_NAME.name}': a batch read uses the store only "
@@ -74,8 +74,8 @@ def batch_raw_options(raw: Mapping[str, str], *, strict: bool = True) -> tuple[d
             f"{JOB_NAME.name} to the streaming query's, or remove {METADATA_STORE.name} to group the partitions "
             "with the configured grouper"
         )
-    out[JOB_NAME.name] = BATCH_JOB_NAME
-    out[METADATA_STORE.name] = "memory:" + BATCH_JOB_NAME
+    out[JOB_NAME.name] = BOUNDED_JOB_NAME
+    out[METADATA_STORE.name] = "memory:" + BOUNDED_JOB_NAME
     return out, False
 
 

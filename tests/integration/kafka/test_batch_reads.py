@@ -298,14 +298,14 @@ def test_batch_read_never_shows_the_sasl_password(spark, broker, caplog):
 
     from spark_samza_source.kafka.schema import kafka_schema
     from spark_samza_source.kafka.source import SamzaKafkaPushdownBoundedReader
-    from spark_samza_source.source.bounded_reader import batch_raw_options
+    from spark_samza_source.source.bounded_reader import bounded_raw_options
 
     caplog.set_level(logging.DEBUG, logger="spark_samza_source")
     secret = f"SASL-PW-{uuid.uuid4().hex}"
     topic = make_topic(broker, partitions=2, per_partition=5, prefix="secret")
     options = {"kafka.bootstrap.servers": broker.bootstrap_servers, "subscribe": topic,
                "kafka.security.protocol": "PLAINTEXT", "kafka.sasl.username": "samza", "kafka.sasl.password": secret}
-    raw, uses_store = batch_raw_options({k.lower(): v for k, v in options.items()})
+    raw, uses_store = bounded_raw_options({k.lower(): v for k, v in options.items()})
     reader = SamzaKafkaPushdownBoundedReader(SamzaKafkaPushdownBoundedReader.parse_options(raw, uses_store),
                                            kafka_schema(False))
     since = dt.datetime.fromtimestamp((BASE_TS + 3000) / 1000, tz=dt.UTC)

@@ -199,7 +199,7 @@ def test_pushed_filters_read_fewer_records(ks):
 
     from spark_samza_source.kinesis.schema import kinesis_schema
     from spark_samza_source.kinesis.source import SamzaKinesisPushdownBoundedReader
-    from spark_samza_source.source.bounded_reader import batch_raw_options
+    from spark_samza_source.source.bounded_reader import bounded_raw_options
 
     stream = ks.create_stream(2, "bcount")
     put(ks, stream, "a")
@@ -209,7 +209,7 @@ def test_pushed_filters_read_fewer_records(ks):
     late = put(ks, stream, "b")
     options = {k: v for k, v in ks.options(stream).items() if k not in ("job.name", "metadata.store")}
     del options["startingPosition"]
-    raw, _ = batch_raw_options(options)
+    raw, _ = bounded_raw_options(options)
 
     def read(*filters):
         reader = SamzaKinesisPushdownBoundedReader(SamzaKinesisPushdownBoundedReader.parse_options(raw, False),

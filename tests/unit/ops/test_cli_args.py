@@ -21,7 +21,7 @@ from spark_samza_source.kinesis.driver.offset import DRAINED, READABLE, KinesisO
 from spark_samza_source.kinesis.positions import ShardPosition
 from spark_samza_source.metadata import open_store
 from spark_samza_source.ops import cli
-from spark_samza_source.ops.cli import commands
+from spark_samza_source.ops.cli.commands import common as command_common
 from spark_samza_source.ops.cli.parser import STORE_ENV, build_parser, parse_timestamp
 from spark_samza_source.ops.cli.render import iso_ms, render_table
 from spark_samza_source.ops.lag import ShardBacklog, kafka_lag, kinesis_lag, slot_mapping_matches
@@ -277,7 +277,7 @@ def test_store_credentials_never_printed(capsys, monkeypatch, store_uri):
         opened.append(uri)
         return open_store(store_uri, job)
 
-    monkeypatch.setattr(commands, "open_store", fake_open)
+    monkeypatch.setattr(command_common, "open_store", fake_open)
     for argv in (["startpoint", "set", "--topic", "t", "--partition", "0", "--oldest"],
                  ["startpoint", "list"], ["startpoint", "list", "--json"], ["checkpoint", "show"],
                  ["jobmodel", "show", "--json"]):
@@ -293,13 +293,13 @@ def test_secrets_in_errors_and_kafka_properties_are_scrubbed(capsys, monkeypatch
     def failing_open(uri, job):
         raise MetadataStoreError(f"cannot reach {uri}: access denied for key AKIAEXAMPLEKEY")
 
-    monkeypatch.setattr(commands, "open_store", failing_open)
+    monkeypatch.setattr(command_common, "open_store", failing_open)
     code, out, err = run(capsys, "checkpoint", "show", "--store", SECRET_URI, "--job", "j", "--json")
     assert code == 1
     assert "AKIAEXAMPLEKEY" not in out + err and "tok-SECRET-123" not in out + err
     assert json.loads(out)["exitCode"] == 1 and "access denied" in json.loads(out)["error"]
 
-    monkeypatch.setattr(commands, "open_store", lambda uri, job: open_store(store_uri, job))
+    monkeypatch.setattr(command_common, "open_store", lambda uri, job: open_store(store_uri, job))
     CheckpointMirror(open_store(store_uri, "j")).write(Checkpoint({TaskName("Partition 0"): {ssp("t", 0): 5}}))
     code, out, err = run(capsys, "lag", "--store", store_uri, "--job", "j", "--bootstrap", "127.0.0.1:1",
                          "-X", "sasl.password=hunter2-secret", "-X", "socket.timeout.ms=300",

@@ -23,7 +23,7 @@ ROOT = Path(spark_samza_source.__file__).resolve().parent
 READER = "samza_config/offset_log.py"
 #: modules where the words mean something the test cannot tell apart from reading the log
 OTHER_MEANINGS = {
-    "ops/cli/commands.py": "'offsets', the unit of Kafka lag in the lag table",
+    "ops/cli/commands/lag.py": "'offsets', the unit of Kafka lag in the lag table",
     "kinesis/source.py": "an error message naming the offset file to restore or delete",
     "ops/metrics.py": "'offsets', the unit of samza-kafka lag figures and log lines",
 }

@@ -12,26 +12,26 @@ from spark_samza_source.kafka.starting import ByTimestamp, Earliest, Latest, Spe
 from spark_samza_source.kinesis.bounded_options import KinesisBoundedOptions, KinesisEnding
 from spark_samza_source.kinesis.options import BOUNDED_ONLY_OPTIONS as KINESIS_BOUNDED_ONLY
 from spark_samza_source.kinesis.starting import AtTimestamp, TrimHorizon
-from spark_samza_source.source.bounded_reader import BATCH_JOB_NAME, batch_raw_options, refuse_batch_only_options
+from spark_samza_source.source.bounded_reader import BOUNDED_JOB_NAME, bounded_raw_options, refuse_bounded_only_options
 
 KAFKA = {"kafka.bootstrap.servers": "127.0.0.1:9092", "subscribe": "orders"}
 KINESIS = {"streamName": "clicks", "region": "us-east-1"}
 
 
 def kafka(**extra) -> KafkaBoundedOptions:
-    raw, uses_store = batch_raw_options({**KAFKA, **extra})
+    raw, uses_store = bounded_raw_options({**KAFKA, **extra})
     return KafkaBoundedOptions.parse({k.lower(): v for k, v in raw.items()}, uses_store)
 
 
 def kinesis(**extra) -> KinesisBoundedOptions:
-    raw, uses_store = batch_raw_options({**KINESIS, **extra})
+    raw, uses_store = bounded_raw_options({**KINESIS, **extra})
     return KinesisBoundedOptions.parse({k.lower(): v for k, v in raw.items()}, uses_store)
 
 
 def test_kafka_defaults_earliest_to_latest_without_a_job():
     opts = kafka()
     assert opts.source.starting == Earliest() and opts.ending == Latest()
-    assert opts.use_stored_job_model is False and opts.source.job_name == BATCH_JOB_NAME
+    assert opts.use_stored_job_model is False and opts.source.job_name == BOUNDED_JOB_NAME
     assert opts.source.metadata_store.startswith("memory:")
 
 
@@ -91,5 +91,5 @@ def test_kinesis_bad_ending_position(value):
 def test_streaming_refuses_batch_only_options(names, fmt):
     for name in names:
         with pytest.raises(ConfigError, match=f"option '{name}' is not valid in streaming queries"):
-            refuse_batch_only_options({name.lower(): "x"}, names, fmt)  # Spark lower-cases option names
-    refuse_batch_only_options({"startingoffsets": "earliest"}, names, fmt)  # the rest pass
+            refuse_bounded_only_options({name.lower(): "x"}, names, fmt)  # Spark lower-cases option names
+    refuse_bounded_only_options({"startingoffsets": "earliest"}, names, fmt)  # the rest pass
