@@ -118,7 +118,11 @@ def produce(
     Without an explicit partition librdkafka's default partitioner picks one (murmur2-compatible hash of the key
     modulo the partition count, as SEP-5 requires). Returns what the broker acknowledged, in produce order.
     """
-    conf = {"bootstrap.servers": bootstrap, "linger.ms": 5, "acks": "all", "enable.idempotence": False,
+    # Idempotent, as Kafka's own producer is by default: a request the broker refused (NOT_LEADER_OR_FOLLOWER while
+    # a new partition's leader takes over, a timeout under load) is sent again in its place, so the log holds the
+    # records in the order they were produced, which the tests' offsets and per-key order checks rely on. Without
+    # it librdkafka resends a refused request after the ones behind it, and Apache Kafka did refuse some.
+    conf = {"bootstrap.servers": bootstrap, "linger.ms": 5, "acks": "all", "enable.idempotence": True,
             "partitioner": "murmur2_random", "message.max.bytes": 8 * 1024 * 1024}
     conf.update(extra_conf or {})
     producer = Producer(conf)
