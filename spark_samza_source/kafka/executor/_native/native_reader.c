@@ -823,6 +823,22 @@ static size_t header_key_bytes(const char *name, const void *value, size_t size,
     return utf8_fixed(name, header_name_len(name, value, size), out);
 }
 
+/* One record's headers added up (key bytes as the string column holds them, value bytes, null values); their count. */
+static size_t add_header_bytes(rd_kafka_headers_t *hdrs, size_t *key_bytes, size_t *value_bytes,
+                               int64_t *null_values) {
+    size_t cnt = p_rd_kafka_header_cnt(hdrs);
+    for (size_t h = 0; h < cnt; h++) {
+        const char *name;
+        const void *value;
+        size_t size;
+        p_rd_kafka_header_get_all(hdrs, h, &name, &value, &size);
+        *key_bytes += header_key_bytes(name, value, size, NULL);
+        if (value == NULL) (*null_values)++;
+        else *value_bytes += size;
+    }
+    return cnt;
+}
+
 typedef struct {
     size_t count, key_bytes, value_bytes;
     int64_t nulls, null_values;
@@ -837,17 +853,7 @@ static header_sizes_t header_sizes(rd_kafka_message_t **msgs, int64_t n) {
             z.nulls++;
             continue;
         }
-        size_t cnt = p_rd_kafka_header_cnt(hdrs);
-        for (size_t h = 0; h < cnt; h++) {
-            const char *name;
-            const void *value;
-            size_t size;
-            p_rd_kafka_header_get_all(hdrs, h, &name, &value, &size);
-            z.key_bytes += header_key_bytes(name, value, size, NULL);
-            if (value == NULL) z.null_values++;
-            else z.value_bytes += size;
-        }
-        z.count += cnt;
+        z.count += add_header_bytes(hdrs, &z.key_bytes, &z.value_bytes, &z.null_values);
     }
     return z;
 }
@@ -912,15 +918,11 @@ static void record_bytes(const rd_kafka_message_t *m, int headers, int64_t *byte
     bytes[2] = bytes[3] = 0;
     rd_kafka_headers_t *hdrs = NULL;
     if (!headers || p_rd_kafka_message_headers(m, &hdrs) != RD_KAFKA_RESP_ERR_NO_ERROR) return;
-    size_t cnt = p_rd_kafka_header_cnt(hdrs);
-    for (size_t h = 0; h < cnt; h++) {
-        const char *name;
-        const void *value;
-        size_t size;
-        p_rd_kafka_header_get_all(hdrs, h, &name, &value, &size);
-        bytes[2] += (int64_t)header_key_bytes(name, value, size, NULL);
-        bytes[3] += value ? (int64_t)size : 0;
-    }
+    size_t keys = 0, values = 0;
+    int64_t null_values = 0;
+    add_header_bytes(hdrs, &keys, &values, &null_values);
+    bytes[2] = (int64_t)keys;
+    bytes[3] = (int64_t)values;
 }
 
 /* How many buffered records the next batch of range ``s`` takes, the rule of reader_rules.batch_cut: up to
