@@ -30,7 +30,6 @@ from __future__ import annotations
 import base64
 import concurrent.futures
 import contextlib
-import ctypes
 import logging
 import os
 import shutil
@@ -43,6 +42,7 @@ import time
 import uuid
 from pathlib import Path
 
+from .child_process import popen_dying_with_this_process
 from .maven_jars import fetch_jars
 
 __all__ = ["KAFKA_VERSION", "ApacheKafkaBroker", "kafka_jars"]
@@ -285,9 +285,9 @@ class ApacheKafkaBroker:
         with open(self._home / "stdout.log", "ab") as out:
             # started from one long-lived thread: PR_SET_PDEATHSIG fires when the *thread* that forked the child
             # ends, and a fault driver may restart the broker from a thread of its own that ends soon after
-            self._proc = _LAUNCHER.submit(subprocess.Popen, cmd, stdin=subprocess.DEVNULL, stdout=out,
-                                          stderr=subprocess.STDOUT, close_fds=True,
-                                          preexec_fn=_die_with_parent).result()
+            self._proc = _LAUNCHER.submit(popen_dying_with_this_process, cmd, signal.SIGKILL,
+                                          stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+                                          close_fds=True).result()
 
     def _wait_until_ready(self) -> None:
         from confluent_kafka.admin import AdminClient, NewTopic
@@ -398,14 +398,7 @@ def _java() -> str:
     return java
 
 
-_PR_SET_PDEATHSIG = 1
 _LAUNCHER = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="apache-kafka-launcher")
-
-
-def _die_with_parent() -> None:
-    """In the child before exec: the kernel SIGKILLs it when the process that started it dies (Linux)."""
-    with contextlib.suppress(Exception):
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -37,6 +37,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from .child_process import popen_dying_with_this_process
 from .kcl_record_processor import COMMAND_FILE, EVENTS_FILE
 from .maven_jars import JarsNotAvailable, fetch_jars
 
@@ -75,15 +76,6 @@ def ensure_kcl_jars(version: str = KCL_VERSION, timeout_s: float = 600.0) -> Pat
     if not main_jar.exists():
         raise KclNotAvailable(f"Maven left out {main_jar.name} from {jars}")
     return jars
-
-
-def _die_with_parent() -> None:
-    """In the child before exec (Linux): SIGTERM when the test process dies, so a killed run leaves no daemon (moto
-    and kinesis-mock watch their parent the same way); KCL's shutdown hook then ends the record processors."""
-    if sys.platform.startswith("linux"):
-        import ctypes
-
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # 1 = PR_SET_PDEATHSIG
 
 
 class KclWorker:
@@ -153,8 +145,11 @@ class KclWorker:
                "PYTHONPATH": os.pathsep.join(filter(None, [str(Path(__file__).resolve().parent.parent),
                                                           os.environ.get("PYTHONPATH", "")]))}
         self._log_file = open(self.log_path, "ab")
-        self._proc = subprocess.Popen(cmd, stdout=self._log_file, stderr=subprocess.STDOUT, env=env,
-                                      cwd=self.work_dir, start_new_session=True, preexec_fn=_die_with_parent)
+        # SIGTERM when the test process dies, so a killed run leaves no daemon (moto and kinesis-mock watch their
+        # parent the same way); KCL's shutdown hook then ends the record processors
+        self._proc = popen_dying_with_this_process(cmd, signal.SIGTERM, stdout=self._log_file,
+                                                   stderr=subprocess.STDOUT, env=env, cwd=self.work_dir,
+                                                   start_new_session=True)
         self.wait_for(lambda: _READY in self.log_text(), timeout_s, "the KCL scheduler to initialise")
         return self
 
