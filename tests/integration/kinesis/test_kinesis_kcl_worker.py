@@ -255,7 +255,7 @@ def test_a_query_started_beside_a_live_kcl_worker_fails_naming_it(ks, kcl):
         produce(ks.client, stream, "b", per_shard=1)  # records keep coming, so batches (and commits) do
         return False
 
-    ks.wait_for(failed_or_taken_over, timeout=120, interval=0.5, what="the query to fail or to take the leases")
+    ks.wait_for(failed_or_taken_over, timeout=180, interval=0.5, what="the query to fail or to take the leases")
     if query.isActive:  # taken over, KCL reads nothing; the stream now idles, so no batch renews the leases
         worker.wait_for(lambda: set(lease_owners(ks, table).values()) == {worker.worker_id}
                         and kcl_reading(worker) == shards, what="KCL to take its leases back and read them")
