@@ -214,32 +214,53 @@ def test_a_query_resumes_after_a_kcl_worker_that_went_through_a_split(ks, kcl):
     assert sorted(row_keys(rows)) == sorted(after(first + second, checkpoints))
 
 
+def kcl_reading(worker):
+    """The shards a KCL record processor is reading: initialised, and not told since that it lost its lease, that
+    the shard ended or that the worker shuts down."""
+    reading = set()
+    for event in worker.events():
+        if event["event"] == "initialize":
+            reading.add(event["shard"])
+        elif event["event"] in ("lease_lost", "shard_ended", "shutdown_requested"):
+            reading.discard(event["shard"])
+    return reading
+
+
+def lease_owners(ks, table):
+    return {shard: item.get("leaseOwner", {}).get("S") for shard, item in lease_items(ks, table).items()}
+
+
 def test_a_query_started_beside_a_live_kcl_worker_fails_naming_it(ks, kcl):
     """Case 5: a KCL worker and a query started on the same table at once. Either the query's first commit meets
-    KCL renewing a lease and the query fails naming the worker, or it takes the leases over (KCL's processors
-    are told they lost them and stop reading) until it leaves them unrenewed for KCL's failoverTimeMillis (no new
-    batch, so no commit): KCL then takes them back, and the query's next commit fails naming the worker before it
-    reads what KCL reads (docs/migration.md). Never do both read the same records unnoticed."""
+    KCL renewing a lease and the query fails naming the worker, or it takes the leases over: every lease is the
+    query's and no KCL record processor reads (those KCL had started are told they lost their lease; KCL starts
+    none for a lease it lost before its first scheduling round). KCL takes them back once the query leaves them
+    unrenewed for KCL's failoverTimeMillis (no new batch, so no commit), and the query's next commit fails naming
+    the worker before it reads what KCL reads (docs/migration.md). Never do both read the same records
+    unnoticed."""
     stream = ks.create_stream(2, "kcl5")
     table = f"kcl-app-{stream}"
     shards = {"shardId-000000000000", "shardId-000000000001"}
+    ours = f"samza-{ks.job}"
     produce(ks.client, stream, "a", per_shard=2)
     worker = kcl(stream, table)  # returns once KCL has made its table and leases: the query reads them at start
     query = ks.start_collecting("kcl5", stream, **{"kcl.leaseTable": table, "startingPosition": "kcl"})
 
     def failed_or_taken_over():
-        if not query.isActive or {e["shard"] for e in worker.events("lease_lost")} >= shards:
+        if not query.isActive:
+            return True
+        owners = lease_owners(ks, table)
+        if set(owners) == shards and set(owners.values()) == {ours} and not kcl_reading(worker):
             return True
         produce(ks.client, stream, "b", per_shard=1)  # records keep coming, so batches (and commits) do
         return False
 
-    ks.wait_for(failed_or_taken_over, timeout=120, interval=0.5, what="the query to fail or to take the leases")
-    if query.isActive:  # taken over: KCL stopped reading; the stream now idles, so no batch renews the leases
-        owners = {item["leaseOwner"]["S"] for item in lease_items(ks, table).values()}
-        assert owners <= {f"samza-{ks.job}", worker.worker_id}, owners
-        worker.wait_for(lambda: len(worker.events("initialize")) >= 2 * len(shards),
-                        what="KCL to take its leases back")
-        produce(ks.client, stream, "c", per_shard=1)
+    ks.wait_for(failed_or_taken_over, timeout=180, interval=0.5, what="the query to fail or to take the leases")
+    if query.isActive:  # taken over, KCL reads nothing; the stream now idles, so no batch renews the leases
+        worker.wait_for(lambda: set(lease_owners(ks, table).values()) == {worker.worker_id}
+                        and kcl_reading(worker) == shards, what="KCL to take its leases back and read them")
+        later = produce(ks.client, stream, "c", per_shard=1)
+        worker.wait_for(lambda: set(later) <= set(kcl_keys(worker)), what="KCL to read what followed")
     message = failure_of(query, timeout=60)
     print(f"the query failed with: {message[:2000]}")
     assert "KclLeaseConflictError" in message and worker.worker_id in message, message
