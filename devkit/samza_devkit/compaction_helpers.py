@@ -37,13 +37,13 @@ ONE_BATCH = {"linger.ms": "60000", "batch.num.messages": "10000"}
 
 
 def produce_batches(bootstrap: str, topic: str, batches: Sequence[Sequence[tuple]], partition: int = 0,
-                    ) -> list[list[Produced]]:
+                    extra_conf: dict | None = None) -> list[list[Produced]]:
     """Produce each element of ``batches`` (``(key, value[, timestamp_ms])`` tuples) as one record batch of
     ``partition``, in order; returns the acknowledged records per batch."""
     out = []
     for records in batches:
         rows = [(key, value, None, partition, rest[0] if rest else None) for key, value, *rest in records]
-        out.append(produce(bootstrap, topic, rows, extra_conf=ONE_BATCH))
+        out.append(produce(bootstrap, topic, rows, extra_conf={**ONE_BATCH, **(extra_conf or {})}))
     return out
 
 

@@ -68,6 +68,13 @@ _RETRIABLE = {
     KafkaError.NETWORK_EXCEPTION, KafkaError.NOT_COORDINATOR, KafkaError.COORDINATOR_NOT_AVAILABLE,
     KafkaError.COORDINATOR_LOAD_IN_PROGRESS, KafkaError.KAFKA_STORAGE_ERROR,
 }
+# Of those, the answers of leadership or a coordinator moving, which Kafka settles in moments (a partition just added
+# answers NOT_LEADER_OR_FOLLOWER until its leader serves it): retried without a warning unless they last this long,
+# so growing a topic does not log an outage
+_MOMENTARY = {KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE, KafkaError.FENCED_LEADER_EPOCH,
+              KafkaError.UNKNOWN_LEADER_EPOCH, KafkaError.REPLICA_NOT_AVAILABLE, KafkaError.OFFSET_NOT_AVAILABLE,
+              KafkaError.NOT_COORDINATOR, KafkaError.COORDINATOR_NOT_AVAILABLE, KafkaError.COORDINATOR_LOAD_IN_PROGRESS}
+_MOMENTARY_GRACE_S = 5.0
 _ZERO_TOPIC_ID = "AAAAAAAAAAAAAAAAAAAAAA"  # Kafka's Uuid.ZERO_UUID in base64: "no topic ID"
 
 TP = tuple[str, int]
@@ -152,6 +159,7 @@ class KafkaAdmin:
         deadline = self._deadline()
         slice_s = max(_MIN_ATTEMPT_S, self._timeout_s / 6)
         last: BaseException | None = None
+        momentary = False  # the last failure was leadership moving (see _MOMENTARY)
         warned = False  # one line per call that has to retry: operators see an outage while it is ridden out
         while True:
             left = deadline - time.monotonic()
@@ -169,13 +177,16 @@ class KafkaAdmin:
                 kerr = err.args[0] if err.args and isinstance(err.args[0], KafkaError) else None
                 if kerr is not None and not (kerr.retriable() or kerr.code() in _RETRIABLE):
                     raise KafkaSourceError(f"Kafka operation '{what}' failed {self._where()}: {_msg(err)}") from None
+                momentary = kerr is not None and kerr.code() in _MOMENTARY
             except TimeoutError as err:  # concurrent.futures.TimeoutError is TimeoutError on 3.11
-                last = err
+                last, momentary = err, False
             refused = self._authentication_failure()
             if refused is not None:
                 raise refused
             left = deadline - time.monotonic()
-            if not warned and left > 0 and (self._answered or time.monotonic() - started >= slice_s):
+            waited = time.monotonic() - started
+            if not warned and left > 0 and (self._answered or waited >= slice_s) \
+                    and (not momentary or waited >= _MOMENTARY_GRACE_S):
                 warned = True
                 log.warning("Kafka operation '%s' failed %s: %s; retrying for up to %.0f s more%s", what,
                             self._where(), _msg(last) or type(last).__name__, left,

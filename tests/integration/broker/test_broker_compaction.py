@@ -12,9 +12,22 @@ import time
 import pytest
 from confluent_kafka import Consumer, TopicPartition
 
-from samza_devkit.compaction_helpers import consume_partition, expected_after_compaction, produce_batches
+from samza_devkit import compaction_helpers, kafka_helpers
+from samza_devkit.compaction_helpers import consume_partition, expected_after_compaction
 from samza_devkit.kafka_broker import KafkaDevBroker
-from samza_devkit.kafka_helpers import create_topic, produce, unique_topic
+from samza_devkit.kafka_helpers import create_topic, unique_topic
+
+#: the batches here come from plain (not idempotent) producers, whose emptied batches compaction drops; an idempotent
+#: producer's last batch stays as an empty batch (test_idempotent_producers_last_batch_stays_as_an_empty_batch)
+PLAIN = {"enable.idempotence": False}
+
+
+def produce(bootstrap: str, topic: str, records, extra_conf: dict | None = None):
+    return kafka_helpers.produce(bootstrap, topic, records, extra_conf={**PLAIN, **(extra_conf or {})})
+
+
+def produce_batches(bootstrap: str, topic: str, batches):
+    return compaction_helpers.produce_batches(bootstrap, topic, batches, extra_conf=PLAIN)
 
 BASE_TS = 1_700_000_000_000
 HOUR_MS = 3_600_000

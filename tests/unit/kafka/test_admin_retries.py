@@ -44,3 +44,17 @@ def test_retries_end_at_the_api_timeout_naming_the_option():
     admin = KafkaAdmin({"bootstrap.servers": "b:9092"}, api_timeout_ms=500, timeout_option="endpoint.retryTimeout")
     with pytest.raises(KafkaSourceError, match=r"did not complete within 0.5 s \(option 'endpoint.retryTimeout'"):
         admin._retrying("watermarks", attempt)
+
+
+def test_leadership_moving_for_a_moment_is_retried_without_a_warning(caplog):
+    """Growing a topic makes Kafka answer NOT_LEADER_OR_FOLLOWER for its new partitions for a moment: that is no
+    outage to report. A transport failure is, at once."""
+    admin = KafkaAdmin({"bootstrap.servers": "b:9092"}, api_timeout_ms=10_000)
+    admin._answered = True  # the cluster answered this client before
+    caplog.set_level("WARNING", logger="spark_samza_source")
+    attempt, _ = failing_then_answering(KafkaError.NOT_LEADER_FOR_PARTITION, 2)
+    assert admin._retrying("watermarks", attempt) == "answer"
+    assert not caplog.records
+    attempt, _ = failing_then_answering(KafkaError._TRANSPORT, 1)
+    assert admin._retrying("watermarks", attempt) == "answer"
+    assert [r.levelname for r in caplog.records] == ["WARNING"]
