@@ -11,7 +11,7 @@
 - ``aws_faults`` (function): :class:`~samza_devkit.aws_faults.AwsFaults` of the moto server: AWS errors (throttling,
   5xx) answered by the server over HTTP, and requests counted there; every rule is cleared after the test.
   Skipped against an external endpoint (``SAMZA_TEST_KINESIS_ENDPOINT``), which cannot be told to fail.
-- ``kinesalite_server`` (session): the endpoint of kinesalite (npm), a second, independent Kinesis emulator,
+- ``kinesalite_server``: the endpoint of kinesalite (npm; ``kinesalite_process``, session-scoped, runs it), a second, independent Kinesis emulator,
   installed into a cache directory on first use (see ``kinesalite.py``); skipped, with the reason, where npm or
   node is missing. Kinesis only: DynamoDB stays on ``moto_server``.
 
@@ -28,7 +28,7 @@ from collections.abc import Iterator
 import pytest
 
 # fixtures only: the plugin star-imports this
-__all__ = ["moto_server", "aws_region", "dynamodb_store_uri", "kinesalite_server", "aws_faults"]
+__all__ = ["moto_server", "aws_region", "dynamodb_store_uri", "kinesalite_process", "kinesalite_server", "aws_faults"]
 
 #: environment the moto_server fixture sets for its lifetime (AWS_PROFILE is removed)
 DUMMY_AWS_ENV = {
@@ -91,16 +91,36 @@ def dynamodb_store_uri(moto_server: str, aws_region: str) -> Iterator[str]:
 
 
 @pytest.fixture(scope="session")
-def kinesalite_server(moto_server: str) -> Iterator[str]:
-    """kinesalite's endpoint (the dummy AWS environment of ``moto_server`` applies to it too)."""
+def kinesalite_process(moto_server: str) -> Iterator[object]:
+    """The kinesalite child process of this test session (the dummy AWS environment of ``moto_server`` applies)."""
     from .kinesalite import KinesaliteNotAvailable, KinesaliteProcess, ensure_kinesalite
 
     try:
         modules = ensure_kinesalite()
     except KinesaliteNotAvailable as err:
         pytest.skip(f"kinesalite (the second Kinesis emulator) cannot be installed: {err}")
-    with KinesaliteProcess(modules=modules) as endpoint:
-        yield endpoint
+    process = KinesaliteProcess(modules=modules)
+    process.start()
+    try:
+        yield process
+    finally:
+        process.stop()
+
+
+@pytest.fixture
+def kinesalite_server(kinesalite_process) -> str:
+    """kinesalite's endpoint. A kinesalite that died since the last test (seen twice in many suite runs, cause not
+    known yet) is started again on the same port, with a warning naming its exit code and its standard error's
+    file: the emulator is test infrastructure, and the tests after it should not fail on its absence."""
+    code = kinesalite_process.exit_code
+    if code is not None:
+        import warnings
+
+        warnings.warn(f"kinesalite had exited with code {code} (its stderr: {kinesalite_process.stderr_path}); "
+                      "started again on the same port", stacklevel=1)
+        kinesalite_process.port = int(kinesalite_process.endpoint.rsplit(":", 1)[1])
+        kinesalite_process.start()
+    return kinesalite_process.endpoint
 
 
 @pytest.fixture

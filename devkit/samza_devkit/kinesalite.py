@@ -34,7 +34,7 @@ _LAUNCHER = r"""
 const kinesalite = require('kinesalite');
 const parent = process.ppid;
 const server = kinesalite({createStreamMs: 0, deleteStreamMs: 0, updateStreamMs: 0, shardLimit: 1000});
-server.listen(0, process.argv[1], () => {
+server.listen(Number(process.argv[2] || 0), process.argv[1], () => {
   console.log('listening on http://' + process.argv[1] + ':' + server.address().port);
 });
 setInterval(() => { if (process.ppid !== parent) process.exit(0); }, 1000).unref();
@@ -62,13 +62,15 @@ class KinesaliteProcess(ListeningChildProcess):
 
     name = "kinesalite"
 
-    def __init__(self, host: str = "127.0.0.1", startup_timeout: float = 60.0, modules: Path | None = None) -> None:
+    def __init__(self, host: str = "127.0.0.1", startup_timeout: float = 60.0, modules: Path | None = None,
+                 port: int = 0) -> None:
         super().__init__(startup_timeout)
         self.host = host
         self.modules = modules
+        self.port = port  # 0: a free one (a restart passes the port it had, so its endpoint stays)
 
     def command(self) -> tuple[list[str], dict[str, str] | None]:
         modules = self.modules or ensure_kinesalite()
         env = {**os.environ, "NODE_PATH": str(modules)}
-        return [shutil.which("node") or "node", "-e", _LAUNCHER, self.host], env
+        return [shutil.which("node") or "node", "-e", _LAUNCHER, self.host, str(self.port)], env
 

@@ -25,11 +25,13 @@ import queue
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import urllib.error
 import urllib.request
 from abc import ABC, abstractmethod
+from pathlib import Path
 
 __all__ = ["MotoServerProcess", "wait_until_answering", "main"]
 
@@ -65,15 +67,24 @@ class ListeningChildProcess(ABC):
     def __init__(self, startup_timeout: float = 60.0) -> None:
         self.startup_timeout = startup_timeout
         self.endpoint: str | None = None
+        self.stderr_path: Path | None = None
         self._proc: subprocess.Popen[str] | None = None
 
     @abstractmethod
     def command(self) -> tuple[list[str], dict[str, str] | None]:
         """The command line and environment (None: this process's) of the child."""
 
+    @property
+    def exit_code(self) -> int | None:
+        """The child's exit code once it has gone; None while it runs (or before it started)."""
+        return None if self._proc is None else self._proc.poll()
+
     def start(self) -> str:
         cmd, env = self.command()
-        self._proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, bufsize=1, env=env)
+        # the child's standard error in a file of its own, so a server that died can be asked why
+        self.stderr_path = Path(tempfile.mkstemp(prefix=f"samza-{self.name.replace(' ', '-')}-", suffix=".log")[1])
+        with open(self.stderr_path, "wb") as err:
+            self._proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err, text=True, bufsize=1, env=env)
         lines: queue.Queue[str] = queue.Queue()
 
         def pump() -> None:
@@ -95,7 +106,8 @@ class ListeningChildProcess(ABC):
                 break
             if line == "":
                 code = self._proc.wait()
-                raise RuntimeError(f"{self.name} exited with code {code} before listening (see stderr above)")
+                raise RuntimeError(f"{self.name} exited with code {code} before listening: "
+                                   f"{self.stderr_path.read_text(errors='replace')[-2000:]}")
         wait_until_answering(self.endpoint, timeout=max(deadline - time.monotonic(), 1.0))
         return self.endpoint
 
