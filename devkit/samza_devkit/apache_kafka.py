@@ -32,6 +32,7 @@ import concurrent.futures
 import contextlib
 import logging
 import os
+import random
 import shutil
 import signal
 import socket
@@ -375,19 +376,35 @@ def _jaas_quote(value: str) -> str:
 
 
 def _free_ports(names: list[str]) -> dict[str, int]:
-    """Ports free right now (bound to 0 on loopback, then released): Kafka needs the controller's port written in
-    its configuration before it starts, so it cannot bind 0 itself; ``start()`` chooses again if one was taken."""
-    sockets, ports = [], {}
-    try:
-        for name in names:
-            sock = socket.socket()
-            sock.bind(("127.0.0.1", 0))
-            sockets.append(sock)
-            ports[name] = sock.getsockname()[1]
-    finally:
-        for sock in sockets:
-            sock.close()
+    """Ports free right now on loopback, below the kernel's ephemeral range: Kafka needs the controller's port written
+    in its configuration before it starts, so it cannot bind 0 itself (``start()`` chooses again if one was taken).
+
+    Below the ephemeral range because clients outlive brokers here: librdkafka keeps reconnecting to a stopped
+    broker's port, and a port from the ephemeral range is soon handed to another listener, such as the socket a
+    Spark driver opens for its Python worker to connect back to, which then meets a Kafka client instead (Spark
+    fails that worker: "Authentication failed")."""
+    low = _ephemeral_low()
+    ports: dict[str, int] = {}
+    rng = random.Random()
+    while len(ports) < len(names):
+        port = rng.randrange(20000, low)
+        if port in ports.values():
+            continue
+        with socket.socket() as sock:
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        ports[names[len(ports)]] = port
     return ports
+
+
+def _ephemeral_low() -> int:
+    try:
+        low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        low = 32768  # Linux's default
+    return max(low, 21000)
 
 
 def _java() -> str:
