@@ -12,8 +12,8 @@
   5xx) answered by the server over HTTP, and requests counted there; every rule is cleared after the test.
   Skipped against an external endpoint (``SAMZA_TEST_KINESIS_ENDPOINT``), which cannot be told to fail.
 - ``kinesalite_server``: the endpoint of kinesalite (npm; ``kinesalite_process``, session-scoped, runs it), a
-  second, independent Kinesis emulator, installed into a cache directory on first use (see ``kinesalite.py``); skipped, with the reason, where npm or
-  node is missing. Kinesis only: DynamoDB stays on ``moto_server``.
+  second, independent Kinesis emulator, installed into a cache directory on first use (see ``kinesalite.py``);
+  skipped, with the reason, where npm or node is missing. Kinesis only: DynamoDB stays on ``moto_server``.
 
 Note for Spark tests: Python workers inherit the environment of the JVM, which is fixed when the SparkSession
 starts; pass endpoint and credentials to sources as options rather than relying on this environment.
