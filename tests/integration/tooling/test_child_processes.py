@@ -54,7 +54,6 @@ def test_preexec_fn_is_refused():
         popen_dying_with_this_process(["true"], preexec_fn=lambda: None)
 
 
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
 def test_the_child_is_the_command_and_dies_with_its_parent(tmp_path):
     """A parent process starts ``sleep`` this way and is killed: the same pid runs ``sleep`` (exec, no wrapper
     left between), and it receives the signal."""
