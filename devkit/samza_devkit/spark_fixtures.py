@@ -33,6 +33,11 @@ def make_local_spark(app_name: str = "spark-samza-source-tests", extra_conf: dic
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.driver.memory", "2g")
         .config("spark.sql.streaming.stopTimeout", "30s")
+        # Python workers (and collect's result socket) on Unix domain sockets, not loopback TCP: a TCP port the
+        # driver opens for a worker to connect back to comes from the ephemeral range, where a client of a server
+        # a test stopped (moto, kinesalite, a bridge) may still be reconnecting; meeting it, Spark fails the
+        # worker with "Authentication failed" (seen in suite runs). Spark reads the setting since 4.1.
+        .config("spark.python.unix.domain.socket.enabled", "true")
     )
     log4j = _REPO_CONF / "log4j2.properties"
     if log4j.exists():
