@@ -12,8 +12,9 @@ Ship the Python side as a packed environment (``make package``; README, "Deployi
         examples/kafka_orders_app.py --bootstrap broker1:9092 --topic orders --job orders-report \\
         --metadata-store s3://my-bucket/samza --checkpoint s3://my-bucket/checkpoints/orders-report
 
-or run it with the ``spark-submit`` of a virtualenv where the wheel is pip-installed (``pip install
-spark_samza_source-*.whl`` puts PySpark and ``spark-submit`` there too).
+or run it with the ``spark-submit`` of a virtualenv where the wheel is pip-installed with its ``spark`` extra
+(``make wheel``, then ``pip install "$(ls dist/spark_samza_source-*.whl)[spark]"`` puts PySpark and ``spark-submit``
+there too; without ``[spark]`` PySpark is not installed).
 
 Output: one line ``RESULT {json}`` with the rows read, per task the partitions and row count, and the number
 of non-empty micro-batches (deterministic for a given topic content, checkpoint and ``--max-per-trigger``);

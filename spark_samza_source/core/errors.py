@@ -68,3 +68,10 @@ class InternalError(Exception):
 
     Deliberately not a :class:`SamzaSourceError`, which marks the errors a user can meet and fix (the fuzz tests
     accept those and nothing else), so ``except SamzaSourceError`` never swallows a bug."""
+
+
+def extra_install_hint(extra: str) -> str:
+    """How to install the package with one of its extras, for an error that needs it: the package is not on PyPI,
+    so the wheel is built from a clone (``make wheel``) and installed by its file name with the extra."""
+    return (f"spark-samza-source[{extra}] (not on PyPI yet: in a clone of the repository, `make wheel`, then "
+            f"pip install \"$(ls dist/spark_samza_source-*.whl)[{extra}]\")")

@@ -20,6 +20,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from ..core.errors import extra_install_hint
 from .errors import JaasError
 
 __all__ = ["JAVA_ONLY", "JavaTranslation", "RENAMED", "parse_jaas_config", "translate_java_settings"]
@@ -195,7 +196,7 @@ def _jaas(value: str, c: dict[str, str], out: JavaTranslation, token_provider_op
                              "kafka.sasl.oauthbearer.token.endpoint.url with clientId/clientSecret in the JAAS line")
         return
     if module == _MSK_IAM_MODULE:
-        out.rejected[key] = ("Amazon MSK IAM authentication: install the extra 'spark-samza-source[msk-iam]' and "
+        out.rejected[key] = (f"Amazon MSK IAM authentication: install {extra_install_hint('msk-iam')} and "
                              "set kafka.sasl.mechanism=OAUTHBEARER, kafka.security.protocol=SASL_SSL and option "
                              f"'{token_provider_option}' = 'spark_samza_source.kafka.msk_iam.token_provider' "
                              "(kafka.sasl.oauthbearer.config='aws_region=<the cluster's AWS region>')")

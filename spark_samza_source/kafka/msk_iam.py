@@ -23,12 +23,13 @@ from __future__ import annotations
 
 import os
 
+from ..core.errors import extra_install_hint
+
 try:
     from aws_msk_iam_sasl_signer import MSKAuthTokenProvider
 except ImportError as err:  # the optional extra is not installed
-    raise ImportError("Amazon MSK IAM authentication needs the optional extra: pip install "
-                      "'spark-samza-source[msk-iam]' (the package aws-msk-iam-sasl-signer-python) on the driver and "
-                      "every executor") from err
+    raise ImportError("Amazon MSK IAM authentication needs AWS's aws-msk-iam-sasl-signer-python on the driver and "
+                      f"every executor: install {extra_install_hint('msk-iam')}") from err
 
 __all__ = ["token_provider"]
 

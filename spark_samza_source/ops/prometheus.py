@@ -25,6 +25,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from ..core.errors import extra_install_hint
 from .metrics import KAFKA, SamzaLagListener, SourceLag
 
 try:
@@ -33,8 +34,8 @@ try:
     from prometheus_client.registry import Collector, CollectorRegistry
 except ImportError as err:  # pragma: no cover - depends on the environment
     raise ImportError(
-        "spark_samza_source.ops.prometheus needs prometheus-client, an optional dependency: "
-        "pip install 'spark-samza-source[prometheus]' (or pip install prometheus-client)") from err
+        "spark_samza_source.ops.prometheus needs prometheus-client, an optional dependency: pip install "
+        f"prometheus-client, or install {extra_install_hint('prometheus')}") from err
 
 __all__ = ["LagCollector", "LagExporter", "METRIC_PREFIX", "serve_lag_metrics"]
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 import sys
 
-from ..core.errors import UnsupportedSparkError
+from ..core.errors import UnsupportedSparkError, extra_install_hint
 from .offset_json import COMMIT_END, LATEST_START, PARTITIONS_END, PARTITIONS_START, offset_problem
 
 __all__ = ["PUSHDOWN_WORKER", "RUNNER", "SUPPORTED_PYSPARK", "called_for_filter_pushdown", "check_spark_version",
@@ -47,7 +47,7 @@ def check_spark_version(version: str | None = None) -> None:
         return
     raise UnsupportedSparkError(
         f"this Spark runs PySpark {version}, but spark-samza-source supports PySpark {supported_range()} (the "
-        "versions its tests run on). Use a Spark in that range (pip install 'spark-samza-source[spark]' installs "
+        f"versions its tests run on). Use a Spark in that range (installing {extra_install_hint('spark')} brings "
         "one), or a release of spark-samza-source made for your Spark")
 
 
