@@ -47,8 +47,8 @@ def check_spark_version(version: str | None = None) -> None:
         return
     raise UnsupportedSparkError(
         f"this Spark runs PySpark {version}, but spark-samza-source supports PySpark {supported_range()} (the "
-        f"versions its tests run on). Use a Spark in that range (installing {extra_install_hint('spark')} brings "
-        "one), or a release of spark-samza-source made for your Spark")
+        "versions its tests run on). Use a Spark in that range, or a release of spark-samza-source made for your "
+        f"Spark. A PySpark in that range comes with {extra_install_hint('spark')}")
 
 
 #: PySpark's streaming source runner: the module the Python worker of a streaming data source runs as ``__main__``
