@@ -8,9 +8,10 @@ import datetime as dt
 import time
 
 import pytest
-from pyspark.sql import Row
+from chispa import assert_df_equality
 
 from samza_devkit import kinesis_helpers as kh
+from spark_samza_source.kinesis.schema import kinesis_schema
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow, pytest.mark.both_emulators]
 
@@ -40,24 +41,12 @@ def batch(ks, stream, *, pushdown=None, where=None, **extra):
         ks.spark.conf.unset(PUSHDOWN_CONF)
 
 
-def records_by_task(rows):
-    """What a task read, as rows to compare whole."""
-    return [Row(shardId=r.shardId, sequenceNumber=r.sequenceNumber, task=r.task, data=bytes(r.data)) for r in rows]
-
-
-def assert_same_rows(actual, expected):
-    """Two Spark outputs hold the same rows, in any order, every column compared; the differing rows are shown.
-
-    What ``pyspark.testing.assertDataFrameEqual`` does; it is not used because PySpark 4.3.0's imports
-    ``pyspark.pandas`` whenever pandas is installed, and that fails with the pandas 3 ``pyspark[connect]`` brings
-    (``cannot import name 'DateOffset' from 'pandas.tseries.frequencies'``)."""
-    def key(row):
-        return (row.shardId, row.sequenceNumber, getattr(row, "subSequenceNumber", 0))
-
-    actual, expected = sorted(actual, key=key), sorted(expected, key=key)
-    missing = [r for r in expected if r not in actual]
-    extra = [r for r in actual if r not in expected]
-    assert (missing, extra) == ([], []) and actual == expected, f"missing {missing[:5]}, unexpected {extra[:5]}"
+def assert_same_rows(ks, actual, expected):
+    """Two Spark outputs (collected rows of the source's schema) hold the same rows, in any order, every column
+    compared, the rows that differ shown (chispa: docs/contributing.md says why)."""
+    schema = kinesis_schema()
+    assert_df_equality(ks.spark.createDataFrame(actual, schema), ks.spark.createDataFrame(expected, schema),
+                       ignore_row_order=True)
 
 
 def keys_of(rows):
@@ -129,8 +118,8 @@ def test_with_job_name_a_backfill_takes_the_streaming_querys_tasks_after_reshard
     options = {k: v for k, v in ks.options(stream).items() if k != "startingPosition"}
     backfill = ks.spark.read.format("samza-kinesis").options(**options).load().collect()
     assert keys_of(backfill) == acked(puts)
-    # the backfill and the streaming query's output: the same records, each in the same task
-    assert_same_rows(records_by_task(backfill), records_by_task(streamed))
+    # the backfill and the streaming query's output: the same rows, each in the same task
+    assert_same_rows(ks, backfill, streamed)
 
     fresh = batch(ks, stream)  # no job.name: this read's own job model
     assert keys_of(fresh) == acked(puts)
@@ -189,7 +178,7 @@ def test_pushed_filters_return_the_same_rows(ks):
         off = batch(ks, stream, pushdown=False, where=where)
         on = batch(ks, stream, pushdown=True, where=where)
         assert off, where
-        assert_same_rows(on, off)  # every column of every row, in any order
+        assert_same_rows(ks, on, off)  # every column of every row, in any order
 
 
 def test_pushed_filters_read_fewer_records(ks):
@@ -197,7 +186,6 @@ def test_pushed_filters_read_fewer_records(ks):
     Kinesis (the reader keeps every record it gets), with and without the filters."""
     from pyspark.sql.datasource import EqualTo, GreaterThanOrEqual
 
-    from spark_samza_source.kinesis.schema import kinesis_schema
     from spark_samza_source.kinesis.source import SamzaKinesisPushdownBoundedReader
     from spark_samza_source.source.bounded_reader import bounded_raw_options
 
