@@ -10,6 +10,7 @@ from __future__ import annotations
 import datetime as dt
 
 import pytest
+from chispa import assert_df_equality
 from pyspark.errors import PySparkException
 
 from samza_devkit.kafka_broker import KafkaDevBroker
@@ -181,11 +182,14 @@ def test_task_column_follows_the_stored_job_model_after_an_expansion(spark, brok
     produce(bootstrap, topic, [(f"b{i}".encode(), b"v", None, i % 4) for i in range(20)])
     run_stream()
     run_stream()  # the drain-first barrier releases the new partitions in a later plan
-    streamed = {(r.partition, r.offset): r.task for r in spark.read.parquet(str(tmp_path / "sink")).collect()}
-    assert len(streamed) == 30 and Path(tmp_path / "store").exists()
-    rows, _ = batch(spark, broker, subscribe=topic, **job)
-    assert {(r[1], r[2]): r[4] for r in rows} == streamed
-    assert {r[4] for r in rows} == {"Partition 0", "Partition 1"}  # fixed tasks: 2 and 3 join 0 and 1
+    streamed = spark.read.parquet(str(tmp_path / "sink"))
+    assert streamed.count() == 30 and Path(tmp_path / "store").exists()
+    backfill = spark.read.format("samza-kafka").options(**{"kafka.bootstrap.servers": bootstrap, "subscribe": topic,
+                                                            **job}).load()
+    # the backfill and the streaming query's output: the same rows, every column, each in the same task
+    assert_df_equality(backfill, streamed, ignore_row_order=True, ignore_nullable=True)
+    tasks = {r.task for r in backfill.select("task").distinct().collect()}
+    assert tasks == {"Partition 0", "Partition 1"}  # fixed tasks: 2 and 3 join 0 and 1
     fresh, _ = batch(spark, broker, subscribe=topic)
     assert {r[4] for r in fresh} == {f"Partition {p}" for p in range(4)}
 
