@@ -8,9 +8,9 @@ import datetime as dt
 import time
 
 import pytest
-from chispa import assert_df_equality
 
 from samza_devkit import kinesis_helpers as kh
+from samza_devkit.frames import assert_same_collected_rows
 from spark_samza_source.kinesis.schema import kinesis_schema
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow, pytest.mark.both_emulators]
@@ -41,12 +41,10 @@ def batch(ks, stream, *, pushdown=None, where=None, **extra):
         ks.spark.conf.unset(PUSHDOWN_CONF)
 
 
-def assert_same_rows(ks, actual, expected):
+def assert_same_rows(actual, expected):
     """Two Spark outputs (collected rows of the source's schema) hold the same rows, in any order, every column
-    compared, the rows that differ shown (chispa: docs/contributing.md says why)."""
-    schema = kinesis_schema()
-    assert_df_equality(ks.spark.createDataFrame(actual, schema), ks.spark.createDataFrame(expected, schema),
-                       ignore_row_order=True)
+    compared (``samza_devkit.frames``)."""
+    assert_same_collected_rows(actual, expected, key=["shardId", "sequenceNumber", "subSequenceNumber"])
 
 
 def keys_of(rows):
@@ -119,7 +117,7 @@ def test_with_job_name_a_backfill_takes_the_streaming_querys_tasks_after_reshard
     backfill = ks.spark.read.format("samza-kinesis").options(**options).load().collect()
     assert keys_of(backfill) == acked(puts)
     # the backfill and the streaming query's output: the same rows, each in the same task
-    assert_same_rows(ks, backfill, streamed)
+    assert_same_rows(backfill, streamed)
 
     fresh = batch(ks, stream)  # no job.name: this read's own job model
     assert keys_of(fresh) == acked(puts)
@@ -178,7 +176,7 @@ def test_pushed_filters_return_the_same_rows(ks):
         off = batch(ks, stream, pushdown=False, where=where)
         on = batch(ks, stream, pushdown=True, where=where)
         assert off, where
-        assert_same_rows(ks, on, off)  # every column of every row, in any order
+        assert_same_rows(on, off)  # every column of every row, in any order
 
 
 def test_pushed_filters_read_fewer_records(ks):

@@ -16,11 +16,13 @@ import os
 import subprocess
 import sys
 import textwrap
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from samza_devkit import kinesis_helpers as kh
+from samza_devkit.frames import assert_same_rows
 from samza_devkit.kafka_helpers import create_topic, produce, unique_topic
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
@@ -76,7 +78,7 @@ CLIENT = textwrap.dedent('''
 
 
 @pytest.fixture(scope="module")
-def connect_run(kafka_broker, moto_server, tmp_path_factory) -> dict:
+def connect_run(kafka_broker, moto_server, tmp_path_factory) -> Iterator[dict]:
     """One Connect client process reads a Kafka topic and a Kinesis stream (one server start for both)."""
     root = tmp_path_factory.mktemp("connect")
     bootstrap = kafka_broker.bootstrap_servers
@@ -94,12 +96,12 @@ def connect_run(kafka_broker, moto_server, tmp_path_factory) -> dict:
     try:
         proc = subprocess.run([sys.executable, "-c", CLIENT, json.dumps(args)], cwd=root, env=env,
                               capture_output=True, text=True, timeout=600)
+        lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
+        assert proc.returncode == 0 and len(lines) == 1, \
+            f"exit {proc.returncode}\n{proc.stdout[-3000:]}\n{proc.stderr[-8000:]}"
+        yield {**json.loads(lines[0][len("RESULT "):]), "args": args}  # the stream stays for a classic read
     finally:
         kh.delete_stream(client, stream)
-    lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
-    assert proc.returncode == 0 and len(lines) == 1, \
-        f"exit {proc.returncode}\n{proc.stdout[-3000:]}\n{proc.stderr[-8000:]}"
-    return json.loads(lines[0][len("RESULT "):])
 
 
 def test_a_samza_kafka_query_with_a_parquet_sink_runs_from_a_spark_connect_client(connect_run):
@@ -115,3 +117,16 @@ def test_a_samza_kinesis_query_with_a_parquet_sink_runs_from_a_spark_connect_cli
     assert kinesis["rows"] == KINESIS_RECORDS
     assert kinesis["data"] == sorted(f"kinesis-{i}" for i in range(KINESIS_RECORDS))
     assert kinesis["shards"] == SHARDS
+
+
+def test_what_the_connect_client_read_is_what_a_classic_batch_read_gives(connect_run, spark):
+    """Connect against classic: the rows each Connect query wrote are those a classic session's batch read of the
+    same topic and stream gives (same columns, same tasks), compared whole."""
+    args = connect_run["args"]
+    kafka = spark.read.format("samza-kafka").options(**{
+        "kafka.bootstrap.servers": args["bootstrap"], "subscribe": args["topic"]}).load()
+    assert_same_rows(spark.read.parquet(args["root"] + "/kafka"), kafka, key=["partition", "offset"])
+    kinesis = spark.read.format("samza-kinesis").options(**{
+        "streamName": args["stream"], "endpointUrl": args["endpoint"], "region": "us-east-1",
+        "awsAccessKeyId": "testing", "awsSecretKey": "testing"}).load()
+    assert_same_rows(spark.read.parquet(args["root"] + "/kinesis"), kinesis, key=["shardId", "sequenceNumber"])
