@@ -28,6 +28,7 @@ Names are case-insensitive. Both sources check every name when the query is defi
 fails with the closest known ones ("did you mean"), and a refused one with the reason and what to use instead.
 Durations are written with their unit: `500ms`, `10s`, `5m`, `12h` or `1d`; a bare number is refused (`0` aside)
 unless the option's name carries its unit (`...Ms`). Values of secret options are never logged or shown in an error.
+Samza's words (task, SSP, job model, grouper, startpoint) in Spark's terms: [glossary](glossary.md).
 """
 
 
