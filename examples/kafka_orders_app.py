@@ -4,7 +4,7 @@ There is no ``register()`` call and no import of ``spark_samza_source``: Spark f
 itself because the wheel installs the top-level module ``pyspark_samza_kafka`` (with ``DefaultSource``) into
 the driver's Python environment. Without it the query fails with ``[DATA_SOURCE_NOT_FOUND]``.
 
-Ship the Python side as a packed environment (``make package``; README, "Deploying with spark-submit")::
+Ship the Python side as a packed environment (``make package``; docs/deployment.md, "Deploying with spark-submit")::
 
     mkdir environment && tar -xzf dist/spark-samza-source-env.tar.gz -C environment  # client mode: on the gateway
     export PYSPARK_PYTHON=./environment/bin/python       # and leave PYSPARK_DRIVER_PYTHON unset

@@ -64,7 +64,7 @@ def test_trim_horizon_to_latest_across_a_split_and_a_merge(ks):
     puts += put(ks, stream, 2)
     # LATEST is the planning time on the driver's clock. kinesalite stamps the records of a shard made by a
     # reshard at least 1 s after the reshard (its shard creation time + 1 s): records stamped after the planning
-    # time are, by definition, not read (README "Batch reads"). Plan after every stamp.
+    # time are, by definition, not read (docs/guide.md, "Batch reads"). Plan after every stamp.
     time.sleep(1.5)
     rows = batch(ks, stream)
     assert keys_of(rows) == acked(puts)
