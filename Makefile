@@ -123,8 +123,8 @@ wheel: $(STAMP)
 	rm -rf build/lib* build/temp* build/bdist.* $(DIST)/spark_samza_source-*.whl
 	$(PY) -m pip wheel --quiet --no-deps --wheel-dir $(DIST) .
 
-# A relocatable environment for `spark-submit --archives $(PACKAGE)#environment` (see docs/deployment.md, "Deploying with
-# spark-submit"): a clean virtualenv with the wheel (not editable) and its runtime dependencies only, packed by
+# A relocatable environment for `spark-submit --archives $(PACKAGE)#environment` (see docs/deployment.md,
+# "Deploying with spark-submit"): a clean virtualenv with the wheel (not editable) and its runtime dependencies only, packed by
 # venv-pack. Its bin/python links to the interpreter that made it: that Python must be at the same path on
 # every node. pip's cache makes a rebuild take about a minute. The archive (about 525 MiB) holds PySpark (the wheel's
 # `spark` extra, PACKAGE_EXTRAS); where the cluster provides Spark, PACKAGE_EXTRAS= leaves it out.
