@@ -35,9 +35,9 @@ LATENCY_PHASES = ("addBatch", "walCommit", "commitOffsets", "latestOffset", "que
 PROGRESS_POLL_S = 2.0  # recentProgress keeps the last 100 events only: read it while the query runs
 
 
-def local_session(app: str):
+def local_session(app: str, kafka_connector: bool = False):
     """The benchmarks' local[2] session: its Python processes run this interpreter and can import
-    ``floor_source`` (this directory on their ``PYTHONPATH``)."""
+    ``floor_source`` (this directory on their ``PYTHONPATH``); ``kafka_connector``: Spark's own Kafka source too."""
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
     from floor_source import expose_to_workers
@@ -47,7 +47,7 @@ def local_session(app: str):
 
     expose_to_workers()
     started = time.monotonic()
-    spark = make_local_spark(app, {"spark.ui.showConsoleProgress": "false"})
+    spark = make_local_spark(app, {"spark.ui.showConsoleProgress": "false"}, kafka_connector=kafka_connector)
     register(spark)
     say(f"  Spark session {spark.version} started in {time.monotonic() - started:.1f} s (not measured), "
         f"PYSPARK_PYTHON={sys.executable}")
