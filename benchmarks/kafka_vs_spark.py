@@ -261,9 +261,12 @@ def part_throughput(ctx: dict) -> None:
 
 def part_latency(ctx: dict) -> None:
     args, spark, bootstrap, work = ctx["args"], ctx["spark"], ctx["bootstrap"], ctx["work"]
-    rate, timing = args.latency_rate, {"seconds": args.latency_seconds, "warmup_s": args.latency_warmup}
+    rate = args.latency_rate
+    timing = {"seconds": args.latency_seconds, "warmup_s": args.latency_warmup,
+              "whole_rows": args.latency_collect == "rows"}
     say(f"== 2. latency: {rate:,} records/s of 100 B to {PARTITIONS} partitions from a spawned producer, default "
-        f"trigger, foreachBatch collecting each row's timestamp; {load()}")
+        f"trigger, foreachBatch collecting {'whole rows' if timing['whole_rows'] else 'each row timestamp'}; "
+        f"{load()}")
     from samza_devkit.kafka_helpers import create_topic
 
     topic = create_topic(bootstrap, f"h2h-latency-{uuid.uuid4().hex[:8]}", PARTITIONS)
@@ -370,7 +373,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--latency-rate", type=int, default=2_000)
     parser.add_argument("--latency-seconds", type=float, default=30)
     parser.add_argument("--latency-warmup", type=float, default=10)
-    parser.add_argument("--latency-repeat", type=int, default=1)
+    parser.add_argument("--latency-repeat", type=int, default=2)
+    parser.add_argument("--latency-collect", choices=["timestamps", "rows"], default="timestamps",
+                        help="latency: foreachBatch collects the timestamp column only, or whole rows")
     parser.add_argument("--order-keys", type=int, default=40)
     parser.add_argument("--order-per-key", type=int, default=25)
     parser.add_argument("--order-per-trigger", type=int, default=100)
