@@ -312,14 +312,20 @@ def part_order(ctx: dict) -> None:
     keys = [f"user-{i}".encode() for i in range(args.order_keys)]
     per_key, per_trigger = args.order_per_key, args.order_per_trigger
     say(f"== 3. order: {len(keys)} keys x {per_key} records to 4 partitions, both queries start (maxOffsetsPerTrigger "
-        f"{per_trigger}, 200 ms trigger), grow to 8 after their first batch, {per_key} more per key; {load()}")
+        f"{per_trigger}, 200 ms trigger), grow to 8 while both hold their first batch, {per_key} more per key; "
+        f"{load()}")
     topic = create_topic(bootstrap, f"h2h-order-{uuid.uuid4().hex[:8]}", 4)
     acks = produce_keyed(bootstrap, topic, keyed_rounds(keys, 0, per_key))
     batches: dict[str, list] = {s: [] for s in SOURCES}
+    # each query's first foreachBatch waits for the growth (as in the test): both are one batch in when it grows
+    grown = threading.Event()
+    in_first_batch = {s: threading.Event() for s in SOURCES}
 
     def collector(source):
         def collect(df, batch_id):
             batches[source].append((batch_id, df.select("key", "value").collect()))
+            in_first_batch[source].set()
+            grown.wait(300)
         return collect
 
     queries = [
@@ -331,12 +337,16 @@ def part_order(ctx: dict) -> None:
         .trigger(processingTime="200 milliseconds").start()
         for source in SOURCES]
     try:
-        _until(lambda: all(batches[s] for s in SOURCES), "a first batch of each query")
-        add_partitions(bootstrap, topic, 8)
+        _until(lambda: all(e.is_set() for e in in_first_batch.values()), "a first batch of each query")
         behind = {s: sum(len(rows) for _, rows in batches[s]) for s in SOURCES}
-        acks += produce_keyed(bootstrap, topic, keyed_rounds(keys, per_key, per_key))
+        try:
+            add_partitions(bootstrap, topic, 8)
+            acks += produce_keyed(bootstrap, topic, keyed_rounds(keys, per_key, per_key))
+        finally:
+            grown.set()
         _until(lambda: all(sum(len(rows) for _, rows in batches[s]) >= len(acks) for s in SOURCES), "every record")
     finally:
+        grown.set()
         for query in queries:
             query.stop()
     say(f"  read at the growth: {behind} of {per_key * len(keys):,} first-round records")
