@@ -294,10 +294,11 @@ def part_latency(ctx: dict) -> None:
         f"{r['spark-kafka']['p50']:,.0f} / {r['spark-kafka']['p99']:,.0f}" for r in runs), "-", None)
     record(f"latency {rate:,} rec/s: p50 / p99 ms, floor", "; ".join(
         f"{r['floor']['p50']:,.0f} / {r['floor']['p99']:,.0f}" for r in runs), "-", None)
-    record(f"latency {rate:,} rec/s: p50 samza-kafka / Spark's", ", ".join(f"{x:.2f}" for x in p50),
-           f"<= {P50_TARGET}", statistics.median(p50) <= P50_TARGET)
-    record(f"latency {rate:,} rec/s: p99 samza-kafka / Spark's", ", ".join(f"{x:.2f}" for x in p99),
-           f"<= {P99_TARGET}", statistics.median(p99) <= P99_TARGET)
+    # the verdict is the median round's: the load of this shared machine moves between rounds (benchmarks/README.md)
+    record(f"latency {rate:,} rec/s: p50 samza-kafka / Spark's", ", ".join(f"{x:.2f}" for x in p50)
+           + f" (median {statistics.median(p50):.2f})", f"<= {P50_TARGET}", statistics.median(p50) <= P50_TARGET)
+    record(f"latency {rate:,} rec/s: p99 samza-kafka / Spark's", ", ".join(f"{x:.2f}" for x in p99)
+           + f" (median {statistics.median(p99):.2f})", f"<= {P99_TARGET}", statistics.median(p99) <= P99_TARGET)
 
 
 # ---- order -------------------------------------------------------------------------------------------------------
