@@ -30,7 +30,7 @@ __all__ = ["FloorSource", "RateFloorSource", "expose_to_workers"]
 
 VALUE_SIZE = 100
 DEFAULT_SLICE_ROWS = 10_000  # samza-kafka's maxRowsPerArrowBatch default
-_PREBUILT: dict[int, pa.RecordBatch] = {}  # rows -> the batch this worker built once
+_PREBUILT: dict[tuple[int, int], pa.RecordBatch] = {}  # (rows, value size) -> the batch this worker built once
 
 
 def expose_to_workers() -> None:
@@ -41,29 +41,29 @@ def expose_to_workers() -> None:
         os.environ["PYTHONPATH"] = os.pathsep.join([here, *paths])
 
 
-def _kafka_rows(offsets: pa.Array, timestamps_us: pa.Array) -> pa.RecordBatch:
+def _kafka_rows(offsets: pa.Array, timestamps_us: pa.Array, value_size: int = VALUE_SIZE) -> pa.RecordBatch:
     """Rows of the samza-kafka schema (no headers) with the given offsets and timestamps (epoch microseconds)."""
     from spark_samza_source.kafka.schema import kafka_arrow_schema
 
     schema, n = kafka_arrow_schema(False), len(offsets)
     return pa.RecordBatch.from_arrays([
-        pa.nulls(n, pa.binary()), pa.array([b"x" * VALUE_SIZE] * n, pa.binary()), pa.array(["t"] * n),
+        pa.nulls(n, pa.binary()), pa.array([b"x" * value_size] * n, pa.binary()), pa.array(["t"] * n),
         pa.array([0] * n, pa.int32()), offsets, timestamps_us.cast(schema.field("timestamp").type),
         pa.array([0] * n, pa.int32()), pa.array(["Partition 0"] * n)], schema=schema)
 
 
-def prebuilt(rows: int) -> pa.RecordBatch:
+def prebuilt(rows: int, value_size: int = VALUE_SIZE) -> pa.RecordBatch:
     """The batch of ``rows`` rows this process built the first time it was asked for one."""
-    batch = _PREBUILT.get(rows)
+    batch = _PREBUILT.get((rows, value_size))
     if batch is None:
         zeros = pa.array([0] * rows, pa.int64())
-        batch = _PREBUILT[rows] = _kafka_rows(zeros, zeros)
+        batch = _PREBUILT[(rows, value_size)] = _kafka_rows(zeros, zeros, value_size)
     return batch
 
 
 class CountPartition(InputPartition):
-    def __init__(self, rows: int, slice_rows: int) -> None:
-        self.rows, self.slice_rows = rows, slice_rows
+    def __init__(self, rows: int, slice_rows: int, value_size: int = VALUE_SIZE) -> None:
+        self.rows, self.slice_rows, self.value_size = rows, slice_rows, value_size
 
 
 class FloorReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
@@ -72,6 +72,7 @@ class FloorReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.rows_per_task = int(options["rowsPerTask"])
         self.batches = int(options["batches"])
         self.slice_rows = int(options.get("sliceRows", DEFAULT_SLICE_ROWS))
+        self.value_size = int(options.get("valueSize", VALUE_SIZE))
 
     def initialOffset(self) -> dict:
         return {"batch": 0}
@@ -85,19 +86,20 @@ class FloorReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def partitions(self, start: dict, end: dict) -> list:
         if start == end:
             return []
-        return [CountPartition(self.rows_per_task, self.slice_rows) for _ in range(self.tasks)]
+        return [CountPartition(self.rows_per_task, self.slice_rows, self.value_size) for _ in range(self.tasks)]
 
     def commit(self, end: dict) -> None:
         pass
 
     def read(self, partition: CountPartition):
-        batch = prebuilt(partition.rows)
+        batch = prebuilt(partition.rows, partition.value_size)
         for at in range(0, partition.rows, partition.slice_rows):
             yield batch.slice(at, partition.slice_rows)
 
 
 class FloorSource(DataSource):
-    """Throughput floor: options ``rowsPerTask``, ``batches``, ``tasks`` (4), ``sliceRows`` (10,000)."""
+    """Throughput floor: options ``rowsPerTask``, ``batches``, ``tasks`` (4), ``sliceRows`` (10,000), ``valueSize``
+    (100 bytes)."""
 
     @classmethod
     def name(cls) -> str:

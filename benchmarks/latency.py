@@ -35,9 +35,9 @@ LATENCY_PHASES = ("addBatch", "walCommit", "commitOffsets", "latestOffset", "que
 PROGRESS_POLL_S = 2.0  # recentProgress keeps the last 100 events only: read it while the query runs
 
 
-def local_session(app: str):
+def local_session(app: str, kafka_connector: bool = False):
     """The benchmarks' local[2] session: its Python processes run this interpreter and can import
-    ``floor_source`` (this directory on their ``PYTHONPATH``)."""
+    ``floor_source`` (this directory on their ``PYTHONPATH``); ``kafka_connector``: Spark's own Kafka source too."""
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
     from floor_source import expose_to_workers
@@ -47,7 +47,7 @@ def local_session(app: str):
 
     expose_to_workers()
     started = time.monotonic()
-    spark = make_local_spark(app, {"spark.ui.showConsoleProgress": "false"})
+    spark = make_local_spark(app, {"spark.ui.showConsoleProgress": "false"}, kafka_connector=kafka_connector)
     register(spark)
     say(f"  Spark session {spark.version} started in {time.monotonic() - started:.1f} s (not measured), "
         f"PYSPARK_PYTHON={sys.executable}")
@@ -88,16 +88,24 @@ def steady_production(make_sender: Callable, args: tuple, rate: float, tick_s: f
 
 
 class BatchTimes:
-    """The ``foreachBatch`` function: each batch's record timestamps (epoch us) and when they were collected."""
+    """The ``foreachBatch`` function: each batch's record timestamps (epoch us) and when they were collected.
 
-    def __init__(self, column: str) -> None:
+    ``whole_rows``: collect every column of the rows (as a user's ``foreachBatch`` that looks at the records
+    would) and take the timestamps from them, instead of only the timestamp column: the difference is what the
+    collection itself costs per batch."""
+
+    def __init__(self, column: str, whole_rows: bool = False) -> None:
         self.column = column
+        self.whole_rows = whole_rows
         self.batches: list[tuple[int, float, list[int]]] = []
 
     def __call__(self, df, batch_id: int) -> None:
         from pyspark.sql import functions as F
 
-        rows = df.select(F.unix_micros(F.col(self.column)).alias("us")).collect()
+        if self.whole_rows:
+            rows = df.withColumn("us", F.unix_micros(F.col(self.column))).collect()
+        else:
+            rows = df.select(F.unix_micros(F.col(self.column)).alias("us")).collect()
         self.batches.append((batch_id, time.time(), [r.us for r in rows]))
 
 
@@ -135,12 +143,13 @@ def _summary(times: BatchTimes, progress: dict[int, dict], since: float) -> dict
             "rows_per_batch": statistics.fmean(p["numInputRows"] for p in batches)}
 
 
-def measure_latency(label: str, stream_df, column: str, work: Path, *, seconds: float, warmup_s: float) -> dict:
+def measure_latency(label: str, stream_df, column: str, work: Path, *, seconds: float, warmup_s: float,
+                    whole_rows: bool = False) -> dict:
     """Run ``stream_df`` (default trigger, ``foreachBatch`` collecting ``column``) for ``warmup_s`` + ``seconds``
     and summarise the measured window: p50 / p99 / max latency (ms), mean ms per batch by phase."""
     say(f"  [{label}] latency query, default trigger, foreachBatch collecting rows: {warmup_s:g} s warm-up, "
         f"{seconds:g} s measured; {load()}")
-    times, progress = BatchTimes(column), {}
+    times, progress = BatchTimes(column, whole_rows), {}
     name = f"latency-{uuid.uuid4().hex[:8]}"
     query = stream_df.writeStream.foreachBatch(times).option("checkpointLocation", str(work / name)).start()
     try:
@@ -176,10 +185,11 @@ def compare_with_floor(label: str, res: dict, floor: dict, p50_target: float | N
            None if p99_target is None else p99 <= p99_target)
 
 
-def floor_latency(spark, rate: float, work: Path, *, seconds: float, warmup_s: float) -> dict:
+def floor_latency(spark, rate: float, work: Path, *, seconds: float, warmup_s: float, whole_rows: bool = False) -> dict:
     """The same latency query over the rate floor (``floor_source.RateFloorSource``): no I/O at all."""
     from floor_source import RateFloorSource
 
     spark.dataSource.register(RateFloorSource)
     df = spark.readStream.format(RateFloorSource.name()).option("rate", str(rate)).load()
-    return measure_latency(f"floor, {rate:,.0f} rec/s", df, "timestamp", work, seconds=seconds, warmup_s=warmup_s)
+    return measure_latency(f"floor, {rate:,.0f} rec/s", df, "timestamp", work, seconds=seconds, warmup_s=warmup_s,
+                           whole_rows=whole_rows)

@@ -13,11 +13,14 @@ __all__ = ["spark", "make_local_spark", "no_query_outlives_its_test"]
 _REPO_CONF = Path(__file__).resolve().parents[2] / "conf"
 
 
-def make_local_spark(app_name: str = "spark-samza-source-tests", extra_conf: dict[str, str] | None = None):
+def make_local_spark(app_name: str = "spark-samza-source-tests", extra_conf: dict[str, str] | None = None,
+                     kafka_connector: bool = False):
     """Build a quiet ``local[2]`` SparkSession whose Python workers run this very interpreter.
 
     Spark's Python workers must import this package (sources are pickled by reference), so they must run the
     virtualenv's interpreter: ``PYSPARK_PYTHON`` is set here unless the caller already set it.
+    ``kafka_connector``: Spark's own Kafka source (``format("kafka")``) on the session's classpath
+    (``spark_kafka_connector``; jars can only be added before the session starts).
     """
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
@@ -43,6 +46,10 @@ def make_local_spark(app_name: str = "spark-samza-source-tests", extra_conf: dic
     if log4j.exists():
         opt = f"-Dlog4j.configurationFile=file:{log4j}"
         builder = builder.config("spark.driver.extraJavaOptions", opt).config("spark.executor.extraJavaOptions", opt)
+    if kafka_connector:
+        from .spark_kafka_connector import spark_kafka_connector_conf
+
+        builder = builder.config(map=spark_kafka_connector_conf())
     for key, value in (extra_conf or {}).items():
         builder = builder.config(key, value)
     session = builder.getOrCreate()
@@ -52,7 +59,8 @@ def make_local_spark(app_name: str = "spark-samza-source-tests", extra_conf: dic
 
 @pytest.fixture(scope="session")
 def spark():
-    session = make_local_spark()
+    # Spark's Kafka source too: the tests that set samza-kafka beside it share the session (one per process)
+    session = make_local_spark(kafka_connector=True)
     yield session
     session.stop()
 
