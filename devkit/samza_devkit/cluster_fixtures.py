@@ -1,6 +1,6 @@
 """The ``spark_cluster`` fixture: one Spark standalone cluster and one Apache Kafka broker per test module.
 
-The cluster (:class:`samza_devkit.spark_cluster.SparkCluster`) has three workers, each in a network namespace of its
+The cluster (:class:`samza_devkit.spark_cluster.SparkCluster`) has two workers, each in a network namespace of its
 own, and two more namespaces for drivers (``d0``, ``d1``); the broker binds an address of its own on the cluster's
 bridge, so a test can cut one worker off from it. Where namespaces cannot be made, the fixture warns in one line
 and everything runs on loopback (tests that cut links then skip, naming that reason).
@@ -35,7 +35,7 @@ class ClusterWithBroker:
 
 @pytest.fixture(scope="module")
 def spark_cluster(tmp_path_factory):
-    cluster = SparkCluster.start(tmp_path_factory.mktemp("spark-cluster"), workers=3)
+    cluster = SparkCluster.start(tmp_path_factory.mktemp("spark-cluster"), workers=2)
     try:
         if cluster.fallback:
             warnings.warn(f"Spark cluster tests ran on ONE host (fallback): {cluster.fallback}", stacklevel=1)

@@ -8,7 +8,7 @@ run it again from the same checkpoint::
         --store file:///tmp/meta --checkpoint /tmp/ck --sink /tmp/sink --markers /tmp/inflight \\
         [--startpoint 0:specific:100] [--starting-offsets earliest] [--max-offsets 150] [--slow-ms 2000] \\
         [--fail-on-data-loss false] [--trigger available-now | --trigger processing:500] \\
-        [--master spark://HOST:PORT --conf KEY=VALUE ...] [--stop-file PATH]
+        [--master spark://HOST:PORT --conf KEY=VALUE ...] [--start-file PATH] [--stop-file PATH]
 
 With ``--kinesis-endpoint URL --stream NAME`` (instead of ``--bootstrap`` and ``--topic``) it reads a Kinesis stream
 with samza-kinesis from TRIM_HORIZON (``--max-offsets`` is then ``maxRecordsPerShard``; DynamoDB and the
@@ -31,7 +31,9 @@ Progress goes to stdout as JSON lines: ``{"event": "startpoint", "key": ..., "cr
 ``{"event": "done"}`` (exit 0) or ``{"event": "failed", "error": ...}`` (exit 1). With a processing-time trigger it
 runs until killed, until ``--timeout`` seconds have passed (exit 2), or until ``--stop-file`` exists (the query is
 stopped: ``{"event": "stopped"}``, exit 0). ``--master`` runs the driver of a cluster (``samza_devkit.spark_cluster``)
-instead of ``local[2,4]``, with ``--conf`` settings.
+instead of ``local[2,4]``, with ``--conf`` settings. ``--start-file``: the driver starts its JVM (and a cluster
+driver its executors), emits ``{"event": "ready"}`` and starts the query only once that file exists, so a test can
+have a driver warm before the moment its query must start.
 """
 
 from __future__ import annotations
@@ -48,7 +50,7 @@ __all__ = ["main", "slow_stage", "startpoint_writer"]
 
 
 def emit(event: str, **fields) -> None:
-    print(json.dumps({"event": event, **fields}, sort_keys=True), flush=True)
+    print(json.dumps({"event": event, "at": round(time.time(), 3), **fields}, sort_keys=True), flush=True)
 
 
 _IN_FLIGHT: set[tuple[int, int, int]] = set()
@@ -186,6 +188,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--master", default="local[2,4]")
     parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="a Spark setting")
     parser.add_argument("--stop-file", default=None)
+    parser.add_argument("--start-file", default=None)
     parser.add_argument("--source-option", action="append", default=[], metavar="KEY=VALUE",
                         help="an extra option of the source (over the ones above), e.g. consumerType=SubscribeToShard")
     args = parser.parse_args(argv)
@@ -211,6 +214,10 @@ def main(argv: list[str] | None = None) -> int:
 
     conf = {"spark.driver.memory": "1g", **dict(item.split("=", 1) for item in args.conf)}
     spark = make_local_spark("samza-fault-driver", conf, master=args.master)
+    if args.start_file:
+        emit("ready")
+        while not os.path.exists(args.start_file):
+            time.sleep(0.05)
     if kinesis:
         options = {
             "streamName": args.stream, "endpointUrl": args.kinesis_endpoint,

@@ -2,7 +2,7 @@
 
 ``SparkCluster.start(root, workers=3)`` makes a :class:`~samza_devkit.netlab.NetLab` (a network namespace per
 worker on a bridge, 198.18.0.0/15 addresses), starts the master on the bridge's first address (root namespace)
-and one Worker per namespace (``spark-class ...deploy.worker.Worker``, one core each, ``SPARK_LOCAL_IP`` its own
+and one Worker per namespace (``spark-class ...deploy.worker.Worker``, two cores each, ``SPARK_LOCAL_IP`` its own
 address), so its executors and their Python workers run in that namespace too. It returns once the master counts
 every worker alive (its JSON status page, asked, never slept). If namespaces cannot be made (no privilege),
 ``fallback`` holds the one-line reason and everything runs on loopback, workers as separate processes; ``cut``
@@ -198,7 +198,9 @@ class SparkCluster:
         """Start ``python -m samza_devkit.fault_driver --master <this cluster> ARGS`` from ``host``."""
         address = self.address(host)
         settings = {"spark.driver.host": address, "spark.driver.bindAddress": address,
-                    "spark.executor.memory": "512m", "spark.executor.cores": "1",
+                    # one one-core executor per worker (the master spreads an application out), leaving each
+                    # worker a core for a second driver's application
+                    "spark.executor.memory": "512m", "spark.executor.cores": "1", "spark.cores.max": "2",
                     # a lost executor's tasks are retried at once; a slow one is not given up on
                     "spark.task.maxFailures": "4", "spark.locality.wait": "0s", "spark.ui.showConsoleProgress": "false",
                     **(conf or {})}
@@ -270,7 +272,7 @@ class SparkCluster:
         # in a namespace of its own every port is free; on the fallback's shared loopback, ask for free ones
         port, web = (7078, 8081) if self.lab is not None else (_free_port(address), _free_port(address))
         cmd = [_spark_class(), "org.apache.spark.deploy.worker.Worker", "--host", address, "--port", str(port),
-               "--webui-port", str(web), "--cores", "1", "--memory", "1g", "--work-dir", str(work), self.master_url]
+               "--webui-port", str(web), "--cores", "2", "--memory", "1g", "--work-dir", str(work), self.master_url]
         if self.lab is not None:
             cmd = self.lab.in_host(host, cmd)
         self.workers[host] = _launch(cmd, {**self._env, "SPARK_LOCAL_IP": address}, self.root / f"worker-{host}.log")

@@ -1,6 +1,6 @@
 """samza-kafka on a real Spark standalone cluster: workers on hosts of their own, executors lost, links cut.
 
-One cluster for the module (``spark_cluster``: a master, three one-core workers each in a network namespace of
+One cluster for the module (``spark_cluster``: a master, two two-core workers each in a network namespace of
 its own, Apache Kafka on an address of its own on the cluster's bridge). Every query is a driver process
 (``samza_devkit.fault_driver --master spark://...``) writing Spark's Parquet sink, an idempotent sink (exactly
 once through its ``_spark_metadata`` log); each test checks that sink, read through that log, against every write
@@ -76,9 +76,9 @@ def test_executor_sigkilled_mid_read_task_retried_on_another_worker_exactly_once
     read generator suspended mid-partition (``maxRowsPerArrowBatch`` 50 of 200 rows); the kill comes then.
     """
     cluster = spark_cluster.cluster
-    topic, acks = _topic(spark_cluster.bootstrap, "exkill", 2, 600)
+    topic, acks = _topic(spark_cluster.bootstrap, "exkill", 2, 400)
     job = Job(tmp_path, spark_cluster.bootstrap, topic)
-    driver = cluster.driver("exkill", None, *job.args("1", "--max-offsets", "400", "--slow-ms", "3000"))
+    driver = cluster.driver("exkill", None, *job.args("1", "--max-offsets", "400", "--slow-ms", "2000"))
 
     def a_task_in_flight():
         for mark in _marked(job.markers("1")):
@@ -97,7 +97,7 @@ def test_executor_sigkilled_mid_read_task_retried_on_another_worker_exactly_once
     assert retries, f"task {partition} of stage {stage} was not retried: {_marked(job.markers('1'))}"
     assert {m["host"] for m in retries} - {cluster.address(host)}, "the task was retried on the lost worker only"
     log = offset_log(job.checkpoint)
-    assert len(log) == 3 and committed_batches(job.checkpoint) == set(log)  # 1200 records, 400 a batch
+    assert len(log) == 2 and committed_batches(job.checkpoint) == set(log)  # 800 records, 400 a batch
 
 
 def test_worker_cut_off_from_the_broker_past_the_poll_timeout_then_healed_exactly_once(spark_cluster, tmp_path):
@@ -107,7 +107,7 @@ def test_worker_cut_off_from_the_broker_past_the_poll_timeout_then_healed_exactl
     and the worker's executor, with its cached consumer, reads again. Every acknowledged record reaches the sink
     exactly once."""
     cluster = spark_cluster.cluster
-    topic, acks = _topic(spark_cluster.bootstrap, "cut", 3, 300)
+    topic, acks = _topic(spark_cluster.bootstrap, "cut", 3, 200)
     job = Job(tmp_path, spark_cluster.bootstrap, topic)
     cut_host = cluster.worker_hosts[0]
     try:
@@ -116,7 +116,7 @@ def test_worker_cut_off_from_the_broker_past_the_poll_timeout_then_healed_exactl
         pytest.skip(str(exc))
     cut_address = cluster.address(cut_host)
     try:
-        driver = cluster.driver("cut", None, *job.args("1", "--max-offsets", "300", "--source-option",
+        driver = cluster.driver("cut", None, *job.args("1", "--max-offsets", "300", "--slow-ms", "1", "--source-option",
                                                        "kafkaConsumer.pollTimeoutMs=4000"))
 
         def a_read_failed_on_the_cut_host():
@@ -129,10 +129,13 @@ def test_worker_cut_off_from_the_broker_past_the_poll_timeout_then_healed_exactl
             driver.log_path.read_text(errors="replace"), driver.log_tail(60)
     finally:
         cluster.heal(cut_host, spark_cluster.broker_address)
+        healed_at = len(_marked(job.markers("1")))
     assert driver.wait(240) == 0, driver.log_tail()
+    # the slow stage (1 ms) marks every task attempt that got rows: the healed worker read again
+    assert cut_address in {m["host"] for m in _marked(job.markers("1"))[healed_at:]}, _marked(job.markers("1"))
     assert exactly_once(job.sink_counts(), [(a.partition, a.offset) for a in acks]) == []
     log = offset_log(job.checkpoint)
-    assert len(log) == 3 and committed_batches(job.checkpoint) == set(log)
+    assert len(log) == 2 and committed_batches(job.checkpoint) == set(log)  # 600 records, 300 a batch
 
 
 def test_driver_sigkilled_restarted_on_another_host_with_a_startpoint_and_an_intruder_refused(
@@ -143,35 +146,46 @@ def test_driver_sigkilled_restarted_on_another_host_with_a_startpoint_and_an_int
     ``job.name`` (its own checkpoint) started from a third host (the root namespace) is refused by the job lease,
     and the first reads on unharmed: the sink holds batch 0's records, partition 0 from the Startpoint on, and all
     of partition 1, each exactly once, including records produced after the refusal.
+
+    The restarted driver and the intruder start their JVMs while the first runs (``--start-file``): their queries
+    start only when the test says, after the kill and after the restarted query's first batch respectively. The first
+    and the restarted driver each have an executor on each worker.
     """
     cluster = spark_cluster.cluster
     topic, acks = _topic(spark_cluster.bootstrap, "drv", 2, 300)
     job = Job(tmp_path, spark_cluster.bootstrap, topic)
-    first = cluster.driver("drv-1", "d0", *job.args("1", "--max-offsets", "200", "--slow-ms", "3000",
+    go_second, go_intruder, stop = tmp_path / "start-2", tmp_path / "start-x", tmp_path / "stop-2"
+    first = cluster.driver("drv-1", "d0", *job.args("1", "--max-offsets", "200", "--slow-ms", "2000",
                                                     "--trigger", "processing:200"))
-    try:
-        wait_for(lambda: (0 in offset_log(job.checkpoint) and 0 not in committed_batches(job.checkpoint)
-                          and _marked(job.markers("1"))), timeout=180, interval=0.05, what="batch 0 in flight")
-    finally:
-        first.kill()
-    assert 0 not in committed_batches(job.checkpoint), "the kill came too late: batch 0 had committed"
-    ends = {int(k.rsplit(".", 1)[1]): v for by_ssp in offset_log(job.checkpoint)[0]["positions"].values()
-            for k, v in by_ssp.items()}
-    assert 0 < ends[0] < 250
-
-    startpoint = StartpointSpecific("250")
-    StartpointManager(open_store(job.store, job.name)).write(SystemStreamPartition("kafka", topic, 0), startpoint)
-    stop = tmp_path / "stop-2"
+    # the others once the first has its executors (one core on each worker): they take the other two cores
+    wait_for(lambda: first.has("started"), timeout=180, what="the first driver's query")
     second = cluster.driver("drv-2", "d1", *job.args("2", "--max-offsets", "200", "--trigger", "processing:300",
-                                                     "--stop-file", str(stop), "--timeout", "400"))
+                                                     "--start-file", str(go_second), "--stop-file", str(stop),
+                                                     "--timeout", "400"))
+    intruder = cluster.driver("drv-intruder", None, *job.args("x", "--start-file", str(go_intruder),
+                                                              checkpoint=tmp_path / "ck-x", sink=tmp_path / "sink-x"),
+                              conf={"spark.cores.max": "1"})
     try:
+        try:
+            wait_for(lambda: (0 in offset_log(job.checkpoint) and 0 not in committed_batches(job.checkpoint)
+                              and _marked(job.markers("1"))), timeout=180, interval=0.05, what="batch 0 in flight")
+        finally:
+            first.kill()
+        assert 0 not in committed_batches(job.checkpoint), "the kill came too late: batch 0 had committed"
+        ends = {int(k.rsplit(".", 1)[1]): v for by_ssp in offset_log(job.checkpoint)[0]["positions"].values()
+                for k, v in by_ssp.items()}
+        assert 0 < ends[0] < 250
+
+        startpoint = StartpointSpecific("250")
+        StartpointManager(open_store(job.store, job.name)).write(SystemStreamPartition("kafka", topic, 0),
+                                                                 startpoint)
+        go_second.touch()
         wait_for(lambda: second.has("progress"), timeout=180, what="the restarted driver's first batch")
-        intruder = cluster.driver("drv-intruder", None, *job.args("x", checkpoint=tmp_path / "ck-x",
-                                                                  sink=tmp_path / "sink-x"))
+        go_intruder.touch()
         assert intruder.wait(180) == 1, intruder.log_tail()
         failed = [e["error"] for e in intruder.events() if e["event"] == "failed"]
         assert failed and "JobLeaseError" in failed[0] and job.name in failed[0], failed
-        assert not (tmp_path / "sink-x" / "_spark_metadata").exists()
+        assert committed_parquet_rows(tmp_path / "sink-x", ["offset"]) == []
 
         more = produce(spark_cluster.bootstrap, topic, [(b"late", f"late-{p}-{i}".encode(), None, p)
                                                         for i in range(50) for p in (0, 1)])
@@ -184,6 +198,7 @@ def test_driver_sigkilled_restarted_on_another_host_with_a_startpoint_and_an_int
         assert second.has("stopped") and not second.has("failed")
     finally:
         second.kill()
+        intruder.kill()
     assert exactly_once(job.sink_counts(), wanted) == []
     log = offset_log(job.checkpoint)
     assert startpoint_rebases(log) == [(1, "Partition 0", f"kafka.{topic}.0", 250, startpoint.creation_timestamp)]
