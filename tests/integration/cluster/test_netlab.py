@@ -50,15 +50,19 @@ def test_sweep_removes_what_a_killed_run_left_and_keeps_a_live_one():
     live = NetLab.create(["a"], services=1)
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
-    stale_ns, stale_link = f"smz{dead.pid}-w0", f"smz{dead.pid}v0"
+    stale_ns, stale_link, stale_bridge = f"smz{dead.pid}-w0", f"smz{dead.pid}v0", f"smz{dead.pid}b"
     try:
         subprocess.run(["ip", "netns", "add", stale_ns], check=True)
         subprocess.run(["ip", "link", "add", stale_link, "type", "veth", "peer", "name", "eth0", "netns", stale_ns],
                        check=True)
+        subprocess.run(["ip", "link", "add", stale_bridge, "type", "bridge"], check=True)
         removed = sweep_stale()
-        assert stale_ns in removed and stale_link in removed
+        assert stale_ns in removed and stale_bridge in removed
         listed = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+        links = subprocess.run(["ip", "-o", "link"], capture_output=True, text=True).stdout
         assert stale_ns not in listed and live.namespace("a") in listed
+        assert stale_link not in links and stale_bridge not in links and live.bridge in links
     finally:
         live.close()
         subprocess.run(["ip", "netns", "del", stale_ns], capture_output=True)
+        subprocess.run(["ip", "link", "del", stale_bridge], capture_output=True)
