@@ -1,10 +1,10 @@
-"""samza-kafka on a real Spark standalone cluster: workers on hosts of their own, executors lost, links cut.
+"""Both sources on a real Spark standalone cluster: workers on hosts of their own, executors lost, links cut.
 
 One cluster for the module (``spark_cluster``: a master, two two-core workers each in a network namespace of
-its own, Apache Kafka on an address of its own on the cluster's bridge). Every query is a driver process
-(``samza_devkit.fault_driver --master spark://...``) writing Spark's Parquet sink, an idempotent sink (exactly
-once through its ``_spark_metadata`` log); each test checks that sink, read through that log, against every write
-the broker acknowledged: each (partition, offset) exactly once.
+its own; Apache Kafka, and for samza-kinesis moto, on addresses of their own on the cluster's bridge). Every
+query is a driver process (``samza_devkit.fault_driver --master spark://...``) writing Spark's Parquet sink, an
+idempotent sink (exactly once through its ``_spark_metadata`` log); each test checks that sink, read through that
+log, against every write the broker (or Kinesis) acknowledged: each record exactly once.
 """
 
 from __future__ import annotations
@@ -16,10 +16,13 @@ from pathlib import Path
 
 import pytest
 
+from samza_devkit import kinesis_helpers as kh
+from samza_devkit.aws_fixtures import DUMMY_AWS_ENV
 from samza_devkit.checkpoint_log import committed_batches, offset_log, startpoint_rebases
 from samza_devkit.fault_harness import exactly_once, startpoints_left, wait_for
 from samza_devkit.kafka_helpers import create_topic, produce, unique_topic
-from samza_devkit.spark_cluster import CutUnsupported, committed_parquet_rows
+from samza_devkit.moto_server import MotoServerProcess
+from samza_devkit.spark_cluster import MOTO, CutUnsupported, committed_parquet_rows
 from spark_samza_source.core.model import SystemStreamPartition
 from spark_samza_source.core.startpoint import StartpointSpecific
 from spark_samza_source.core.startpoint_manager import StartpointManager
@@ -203,3 +206,54 @@ def test_driver_sigkilled_restarted_on_another_host_with_a_startpoint_and_an_int
     log = offset_log(job.checkpoint)
     assert startpoint_rebases(log) == [(1, "Partition 0", f"kafka.{topic}.0", 250, startpoint.creation_timestamp)]
     assert startpoints_left(tmp_path / "metadata", job.name) == []
+
+
+@pytest.fixture(scope="module")
+def cluster_moto(spark_cluster):
+    """moto (Kinesis and DynamoDB) on its own address of the cluster's bridge; this process's AWS clients get
+    dummy credentials (the drivers pass theirs as options)."""
+    with pytest.MonkeyPatch.context() as mp:
+        for name, value in DUMMY_AWS_ENV.items():
+            mp.setenv(name, value)
+        mp.delenv("AWS_PROFILE", raising=False)
+        with MotoServerProcess(host=spark_cluster.cluster.service_address(MOTO)) as endpoint:
+            yield endpoint
+
+
+def test_kinesis_executor_sigkilled_after_recording_its_batch_end_retried_to_that_end_exactly_once(
+        spark_cluster, cluster_moto, tmp_path):
+    """samza-kinesis: an executor is SIGKILLed while its task hands over a shard's rows, after the task recorded
+    the shard's batch end (``put_if_absent``, before its first rows); the retry on the other worker finds that end
+    and reads exactly to it, so the sink (compared on shard, sequence and subsequence numbers) holds every
+    acknowledged put exactly once (a retry reading past or short of the recorded end would duplicate or lose
+    rows of that batch or the next)."""
+    cluster = spark_cluster.cluster
+    client = kh.kinesis_client(cluster_moto)
+    stream = kh.create_stream(client, kh.unique_stream_name("clk"), 2)
+    acks = []
+    for shard in kh.list_shards(client, stream):
+        key = shard["HashKeyRange"]["StartingHashKey"]
+        acks += kh.put_records(client, stream, [(f"pk-{i % 7}", f"{shard['ShardId']}-{i}".encode(), key)
+                                                for i in range(200)])
+    root, name = tmp_path, f"clk-{uuid.uuid4().hex[:6]}"
+    driver = cluster.driver("kinesis-exkill", None, "--kinesis-endpoint", cluster_moto, "--stream", stream,
+                            "--job", name, "--store", f"file://{root}/metadata", "--checkpoint", str(root / "ck"),
+                            "--sink", str(root / "sink"), "--markers", str(root / "inflight"),
+                            "--max-offsets", "100", "--slow-ms", "2000")
+
+    def a_task_in_flight():
+        for mark in _marked(root / "inflight"):
+            found = cluster.executor_of(mark["pid"])
+            if found is not None:
+                return mark, found
+        return None
+
+    mark, (host, executor) = wait_for(a_task_in_flight, timeout=180, what="a task attempt inside the slow stage")
+    cluster.kill_executor(executor)
+    assert driver.wait(240) == 0, driver.log_tail()
+    got = Counter(committed_parquet_rows(root / "sink", ["shardId", "sequenceNumber", "subSequenceNumber"]))
+    assert exactly_once(got, [(a.shard_id, a.sequence, 0) for a in acks]) == []
+    retries = [m for m in _marked(root / "inflight") if m["task"][:2] == mark["task"][:2] and m["task"][2] > 0]
+    assert retries and {m["host"] for m in retries} - {cluster.address(host)}, _marked(root / "inflight")
+    log = offset_log(root / "ck")
+    assert len(log) >= 2 and committed_batches(root / "ck") == set(log)  # 200 a shard, 100 a batch
