@@ -65,8 +65,8 @@ def slow_stage(markers: str, slow_ms: int, _value) -> bool:
     if key not in _IN_FLIGHT:
         _IN_FLIGHT.add(key)
         with open(os.path.join(markers, f"{time.time_ns()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"), "w") as f:
-            # the host: on a cluster (samza_devkit.spark_cluster) each worker's processes have their own address
-            f.write(json.dumps({"task": list(key), "host": os.environ.get("SPARK_LOCAL_IP")}))
+            # the host: on a cluster (samza_devkit.spark_cluster) each worker's processes carry their host's name
+            f.write(json.dumps({"task": list(key), "host": os.environ.get("SAMZA_DEVKIT_HOST")}))
         time.sleep(slow_ms / 1000)
     return True
 

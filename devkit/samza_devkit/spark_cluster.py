@@ -276,7 +276,10 @@ class SparkCluster:
                "--webui-port", str(web), "--cores", "2", "--memory", "1g", "--work-dir", str(work), self.master_url]
         if self.lab is not None:
             cmd = self.lab.in_host(host, cmd)
-        self.workers[host] = _launch(cmd, {**self._env, "SPARK_LOCAL_IP": address}, self.root / f"worker-{host}.log")
+        # its executors and their Python workers inherit the environment: SAMZA_DEVKIT_HOST names their host even
+        # in the one-host fallback, where every address is loopback's
+        env = {**self._env, "SPARK_LOCAL_IP": address, "SAMZA_DEVKIT_HOST": host}
+        self.workers[host] = _launch(cmd, env, self.root / f"worker-{host}.log")
 
     def _wait_workers(self, count: int, timeout: float) -> None:
         deadline = time.monotonic() + timeout
