@@ -11,7 +11,7 @@ time out, nothing is refused. ``heal`` deletes the entry (ARP resolves the real 
 and not ``tc``: the kernels these tests run on may lack ``netem`` and tc's drop action (the CI VM's does); a
 neighbour entry needs nothing but veth and bridge.
 
-Everything is named ``smz<pid>...`` after the process that made it: ``close()`` removes it, and ``sweep_stale()``
+Everything is named ``smz<pid>x<n>...`` after the process that made it: ``close()`` removes it, and ``sweep_stale()``
 (called by ``create``) removes what a killed earlier run left, whose pid is gone. ``available()`` says, in one line,
 why namespaces cannot be made here (no privilege, no ``ip``), or None.
 """
@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import fcntl
 import ipaddress
+import itertools
 import os
 import re
 import shutil
@@ -36,6 +37,7 @@ _NAME = re.compile(rf"^{_PREFIX}(\d+)")
 _NOWHERE_MAC = "02:00:5e:00:53:ff"
 _LOCK = Path(tempfile.gettempdir()) / "samza-netlab.lock"
 _WORKER_HOST_BASE = 11  # host i of the lab is .11 + i; the root namespace's services are .1 to .10
+_LABS = itertools.count()  # labs made by this process: each gets a tag of its own
 
 
 def _ip(*args: str, check: bool = True) -> subprocess.CompletedProcess:
@@ -122,7 +124,7 @@ class NetLab:
     def create(cls, hosts: list[str], services: int = 4) -> NetLab:
         """A lab with ``hosts`` (short names) and ``services`` extra addresses of the bridge (.1, .2, ...)."""
         sweep_stale()
-        tag = f"{_PREFIX}{os.getpid()}"
+        tag = f"{_PREFIX}{os.getpid()}x{next(_LABS)}"  # 15 characters at most with the 'v<i>' of a veth
         _LOCK.touch(exist_ok=True)
         with open(_LOCK) as lock:  # two runs must not pick the same /24
             fcntl.flock(lock, fcntl.LOCK_EX)
