@@ -102,7 +102,8 @@ class ApacheKafkaBroker:
     ``sasl_plain_users`` / ``sasl_scram_users`` (name -> password) add a SASL_PLAINTEXT listener with PLAIN and
     SCRAM-SHA-512 for those users; ``bootstrap_servers`` is then that listener (as on the development broker, whose
     SASL listener is its only one), and ``plaintext_bootstrap_servers`` the open one. ``config`` adds or overrides
-    broker settings.
+    broker settings. ``host``: the address its client listeners bind and advertise (loopback by default; a cluster
+    test gives it an address of its own that other network namespaces reach: ``samza_devkit.spark_cluster``).
     """
 
     is_dev_broker = False
@@ -110,7 +111,7 @@ class ApacheKafkaBroker:
 
     def __init__(self, data_dir: str | os.PathLike | None = None, *, port: int = 0, heap_mb: int = 512,
                  sasl_plain_users: dict[str, str] | None = None, sasl_scram_users: dict[str, str] | None = None,
-                 config: dict[str, str] | None = None, start_timeout: float = 120.0):
+                 config: dict[str, str] | None = None, start_timeout: float = 120.0, host: str = "127.0.0.1"):
         self._owns_dir = data_dir is None
         self._home = Path(data_dir) if data_dir is not None else Path(tempfile.mkdtemp(prefix="samza-kafka-"))
         self.heap_mb = heap_mb
@@ -119,6 +120,7 @@ class ApacheKafkaBroker:
         self.extra_config = dict(config or {})
         self.start_timeout = start_timeout
         self.port = port  # the PLAINTEXT listener's port; 0: a free one
+        self.host = host
         self.log_path = self._home / "broker.log"
         self._ports: dict[str, int] = {}
         self._proc: subprocess.Popen | None = None
@@ -133,14 +135,14 @@ class ApacheKafkaBroker:
     def plaintext_bootstrap_servers(self) -> str:
         if not self._ports:
             raise RuntimeError("broker not started")
-        return f"127.0.0.1:{self._ports['PLAINTEXT']}"
+        return f"{self.host}:{self._ports['PLAINTEXT']}"
 
     @property
     def bootstrap_servers(self) -> str:
         if self._has_sasl:
             if not self._ports:
                 raise RuntimeError("broker not started")
-            return f"127.0.0.1:{self._ports[_SASL_LISTENER]}"
+            return f"{self.host}:{self._ports[_SASL_LISTENER]}"
         return self.plaintext_bootstrap_servers
 
     @property
@@ -161,7 +163,7 @@ class ApacheKafkaBroker:
             for attempt in range(3):
                 if first_start:
                     listeners = ["PLAINTEXT", "CONTROLLER"] + ([_SASL_LISTENER] if self._has_sasl else [])
-                    self._ports = _free_ports(listeners)
+                    self._ports = _free_ports(listeners, self.host)
                     if self.port:
                         self._ports["PLAINTEXT"] = self.port
                     self._write_config()
@@ -236,6 +238,7 @@ class ApacheKafkaBroker:
     def _write_config(self) -> None:
         ports = self._ports
         listeners = {"PLAINTEXT": ports["PLAINTEXT"], "CONTROLLER": ports["CONTROLLER"]}
+        hosts = {"PLAINTEXT": self.host, "CONTROLLER": "127.0.0.1", _SASL_LISTENER: self.host}
         protocols = {"PLAINTEXT": "PLAINTEXT", "CONTROLLER": "PLAINTEXT"}
         if self._has_sasl:
             listeners[_SASL_LISTENER] = ports[_SASL_LISTENER]
@@ -243,8 +246,8 @@ class ApacheKafkaBroker:
         settings = dict(_SETTINGS)
         settings.update({
             "controller.quorum.voters": f"{_NODE_ID}@127.0.0.1:{ports['CONTROLLER']}",
-            "listeners": ",".join(f"{name}://127.0.0.1:{port}" for name, port in listeners.items()),
-            "advertised.listeners": ",".join(f"{name}://127.0.0.1:{port}" for name, port in listeners.items()
+            "listeners": ",".join(f"{name}://{hosts[name]}:{port}" for name, port in listeners.items()),
+            "advertised.listeners": ",".join(f"{name}://{hosts[name]}:{port}" for name, port in listeners.items()
                                              if name != "CONTROLLER"),
             "listener.security.protocol.map": ",".join(f"{k}:{v}" for k, v in protocols.items()),
             "log.dirs": str(self.data_dir),
@@ -375,9 +378,10 @@ def _jaas_quote(value: str) -> str:
     return value.replace("\\", "\\\\").replace('"', '\\"')
 
 
-def _free_ports(names: list[str]) -> dict[str, int]:
-    """Ports free right now on loopback, below the kernel's ephemeral range: Kafka needs the controller's port written
-    in its configuration before it starts, so it cannot bind 0 itself (``start()`` chooses again if one was taken).
+def _free_ports(names: list[str], host: str = "127.0.0.1") -> dict[str, int]:
+    """Ports free right now on ``host`` and loopback, below the kernel's ephemeral range: Kafka needs the controller's
+    port written in its configuration before it starts, so it cannot bind 0 itself (``start()`` chooses again if one
+    was taken).
 
     Below the ephemeral range because clients outlive brokers here: librdkafka keeps reconnecting to a stopped
     broker's port, and a port from the ephemeral range is soon handed to another listener, such as the socket a
@@ -390,11 +394,12 @@ def _free_ports(names: list[str]) -> dict[str, int]:
         port = rng.randrange(20000, low)
         if port in ports.values():
             continue
-        with socket.socket() as sock:
-            try:
-                sock.bind(("127.0.0.1", port))
-            except OSError:
-                continue
+        try:
+            for address in {host, "127.0.0.1"}:
+                with socket.socket() as sock:
+                    sock.bind((address, port))
+        except OSError:
+            continue
         ports[names[len(ports)]] = port
     return ports
 

@@ -7,7 +7,8 @@ run it again from the same checkpoint::
     python -m samza_devkit.fault_driver --bootstrap HOST:PORT --topic orders --job orders-etl \\
         --store file:///tmp/meta --checkpoint /tmp/ck --sink /tmp/sink --markers /tmp/inflight \\
         [--startpoint 0:specific:100] [--starting-offsets earliest] [--max-offsets 150] [--slow-ms 2000] \\
-        [--fail-on-data-loss false] [--trigger available-now | --trigger processing:500]
+        [--fail-on-data-loss false] [--trigger available-now | --trigger processing:500] \\
+        [--master spark://HOST:PORT --conf KEY=VALUE ...] [--start-file PATH] [--stop-file PATH]
 
 With ``--kinesis-endpoint URL --stream NAME`` (instead of ``--bootstrap`` and ``--topic``) it reads a Kinesis stream
 with samza-kinesis from TRIM_HORIZON (``--max-offsets`` is then ``maxRecordsPerShard``; DynamoDB and the
@@ -28,7 +29,11 @@ concurrency test: it writes and deletes startpoints in a loop and logs each step
 Progress goes to stdout as JSON lines: ``{"event": "startpoint", "key": ..., "creationTimestamp": ...}``,
 ``{"event": "started", "id": ...}``, ``{"event": "progress", "batchId": ..., "rows": ...}`` and finally
 ``{"event": "done"}`` (exit 0) or ``{"event": "failed", "error": ...}`` (exit 1). With a processing-time trigger it
-runs until killed or until ``--timeout`` seconds have passed (exit 2).
+runs until killed, until ``--timeout`` seconds have passed (exit 2), or until ``--stop-file`` exists (the query is
+stopped: ``{"event": "stopped"}``, exit 0). ``--master`` runs the driver of a cluster (``samza_devkit.spark_cluster``)
+instead of ``local[2,4]``, with ``--conf`` settings. ``--start-file``: the driver starts its JVM (and a cluster
+driver its executors), emits ``{"event": "ready"}`` and starts the query only once that file exists, so a test can
+have a driver warm before the moment its query must start.
 """
 
 from __future__ import annotations
@@ -45,7 +50,7 @@ __all__ = ["main", "slow_stage", "startpoint_writer"]
 
 
 def emit(event: str, **fields) -> None:
-    print(json.dumps({"event": event, **fields}, sort_keys=True), flush=True)
+    print(json.dumps({"event": event, "at": round(time.time(), 3), **fields}, sort_keys=True), flush=True)
 
 
 _IN_FLIGHT: set[tuple[int, int, int]] = set()
@@ -60,7 +65,8 @@ def slow_stage(markers: str, slow_ms: int, _value) -> bool:
     if key not in _IN_FLIGHT:
         _IN_FLIGHT.add(key)
         with open(os.path.join(markers, f"{time.time_ns()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"), "w") as f:
-            f.write(json.dumps(key))
+            # the host: on a cluster (samza_devkit.spark_cluster) each worker's processes carry their host's name
+            f.write(json.dumps({"task": list(key), "host": os.environ.get("SAMZA_DEVKIT_HOST")}))
         time.sleep(slow_ms / 1000)
     return True
 
@@ -179,6 +185,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--fail-on-data-loss", default="true", choices=("true", "false"))
     parser.add_argument("--trigger", default="available-now")
     parser.add_argument("--timeout", type=float, default=300)
+    parser.add_argument("--master", default="local[2,4]")
+    parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="a Spark setting")
+    parser.add_argument("--stop-file", default=None)
+    parser.add_argument("--start-file", default=None)
     parser.add_argument("--source-option", action="append", default=[], metavar="KEY=VALUE",
                         help="an extra option of the source (over the ones above), e.g. consumerType=SubscribeToShard")
     args = parser.parse_args(argv)
@@ -202,7 +212,12 @@ def main(argv: list[str] | None = None) -> int:
 
     from .spark_fixtures import make_local_spark
 
-    spark = make_local_spark("samza-fault-driver", {"spark.driver.memory": "1g"})
+    conf = {"spark.driver.memory": "1g", **dict(item.split("=", 1) for item in args.conf)}
+    spark = make_local_spark("samza-fault-driver", conf, master=args.master)
+    if args.start_file:
+        emit("ready")
+        while not os.path.exists(args.start_file):
+            time.sleep(0.05)
     if kinesis:
         options = {
             "streamName": args.stream, "endpointUrl": args.kinesis_endpoint,
@@ -259,6 +274,11 @@ def run_parquet(args, df) -> int:
     last = None
     code = 2
     while time.monotonic() < deadline:
+        if args.stop_file and os.path.exists(args.stop_file):
+            query.stop()
+            emit("stopped")
+            spark.stop()
+            return 0
         try:
             if query.awaitTermination(0.2):
                 code = 0

@@ -4,6 +4,7 @@ or ``pytest -p samza_devkit.pytest_plugin``): fixtures backed by real local part
 - ``spark``: a session-scoped local SparkSession (``local[2]``), Python workers on this interpreter.
 - ``kafka_broker``: Apache Kafka, started from jars fetched from Maven Central (or ``SAMZA_TEST_KAFKA_BOOTSTRAP``);
   ``dev_kafka_broker``: the Kafka wire-protocol development broker. A failed test names the broker's log.
+- ``spark_cluster``: a Spark standalone cluster, a worker per network namespace, with its own Apache Kafka broker.
 - ``moto_server``: moto in server mode on loopback for Kinesis and DynamoDB (or ``SAMZA_TEST_KINESIS_ENDPOINT``).
 - ``kinesis_mock_endpoint`` / ``kinesis_mock_bridge``: kinesis-mock (enhanced fan-out) behind the devkit's bridge.
 - ``kq`` / ``ks``: a live samza-kafka / samza-kinesis query harness per test (``kinesis_endpoint``: moto, or
@@ -13,6 +14,7 @@ or ``pytest -p samza_devkit.pytest_plugin``): fixtures backed by real local part
 import pytest
 
 from .aws_fixtures import *  # noqa: F401,F403
+from .cluster_fixtures import *  # noqa: F401,F403
 from .kafka_fixtures import *  # noqa: F401,F403
 from .kinesis_mock_fixtures import *  # noqa: F401,F403
 from .query_fixtures import *  # noqa: F401,F403

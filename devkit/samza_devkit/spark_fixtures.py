@@ -14,8 +14,9 @@ _REPO_CONF = Path(__file__).resolve().parents[2] / "conf"
 
 
 def make_local_spark(app_name: str = "spark-samza-source-tests", extra_conf: dict[str, str] | None = None,
-                     kafka_connector: bool = False):
-    """Build a quiet ``local[2]`` SparkSession whose Python workers run this very interpreter.
+                     kafka_connector: bool = False, master: str = "local[2,4]"):
+    """Build a quiet ``local[2]`` SparkSession (or one on ``master``: a cluster's driver) whose Python workers run
+    this very interpreter.
 
     Spark's Python workers must import this package (sources are pickled by reference), so they must run the
     virtualenv's interpreter: ``PYSPARK_PYTHON`` is set here unless the caller already set it.
@@ -29,7 +30,7 @@ def make_local_spark(app_name: str = "spark-samza-source-tests", extra_conf: dic
 
     builder = (
         # local[2, 4]: two cores, and a failed task is retried (up to 4 attempts) as on a cluster
-        SparkSession.builder.master("local[2,4]")
+        SparkSession.builder.master(master)
         .appName(app_name)
         .config("spark.ui.enabled", "false")
         .config("spark.sql.shuffle.partitions", "2")

@@ -1,0 +1,259 @@
+"""Both sources on a real Spark standalone cluster: workers on hosts of their own, executors lost, links cut.
+
+One cluster for the module (``spark_cluster``: a master, two two-core workers each in a network namespace of
+its own; Apache Kafka, and for samza-kinesis moto, on addresses of their own on the cluster's bridge). Every
+query is a driver process (``samza_devkit.fault_driver --master spark://...``) writing Spark's Parquet sink, an
+idempotent sink (exactly once through its ``_spark_metadata`` log); each test checks that sink, read through that
+log, against every write the broker (or Kinesis) acknowledged: each record exactly once.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from samza_devkit import kinesis_helpers as kh
+from samza_devkit.aws_fixtures import DUMMY_AWS_ENV
+from samza_devkit.checkpoint_log import committed_batches, offset_log, startpoint_rebases
+from samza_devkit.fault_harness import exactly_once, startpoints_left, wait_for
+from samza_devkit.kafka_helpers import create_topic, produce, unique_topic
+from samza_devkit.moto_server import MotoServerProcess
+from samza_devkit.spark_cluster import MOTO, CutUnsupported, committed_parquet_rows
+from spark_samza_source.core.model import SystemStreamPartition
+from spark_samza_source.core.startpoint import StartpointSpecific
+from spark_samza_source.core.startpoint_manager import StartpointManager
+from spark_samza_source.metadata import open_store
+
+pytestmark = [pytest.mark.spark, pytest.mark.slow]
+
+
+class Job:
+    """One job's paths (store, checkpoint, sink, markers) under ``root``, and the driver arguments naming them."""
+
+    def __init__(self, root: Path, bootstrap: str, topic: str) -> None:
+        self.root, self.bootstrap, self.topic = root, bootstrap, topic
+        self.name = f"cl-{uuid.uuid4().hex[:6]}"
+        self.store = f"file://{root}/metadata"
+        self.checkpoint, self.sink = root / "ck", root / "sink"
+
+    def args(self, run: str, *extra: str, checkpoint: Path | None = None, sink: Path | None = None) -> list[str]:
+        return ["--bootstrap", self.bootstrap, "--topic", self.topic, "--job", self.name, "--store", self.store,
+                "--checkpoint", str(checkpoint or self.checkpoint), "--sink", str(sink or self.sink),
+                "--markers", str(self.markers(run)), *extra]
+
+    def markers(self, run: str) -> Path:
+        return self.root / f"inflight-{run}"
+
+    def sink_counts(self) -> Counter:
+        return Counter(committed_parquet_rows(self.sink, ["partition", "offset"]))
+
+
+def _marked(markers: Path) -> list[dict]:
+    """The task attempts the slow stage saw: {"task": [stage, partition, attempt], "host": worker, "pid": ...}."""
+    if not markers.is_dir():
+        return []
+    out = []
+    for path in sorted(markers.iterdir()):
+        text = path.read_text()
+        if text:
+            out.append({**json.loads(text), "pid": int(path.name.split("-")[1])})
+    return out
+
+
+def _topic(bootstrap: str, prefix: str, partitions: int, per_partition: int):
+    topic = create_topic(bootstrap, unique_topic(prefix), partitions)
+    acks = produce(bootstrap, topic, [(f"k{i % 5}".encode(), f"{p}-{i}".encode(), None, p)
+                                      for i in range(per_partition) for p in range(partitions)])
+    return topic, acks
+
+
+def test_executor_sigkilled_mid_read_task_retried_on_another_worker_exactly_once(spark_cluster, tmp_path):
+    """An executor JVM is SIGKILLed (as its host dying) while its task is in the middle of a read; Spark retries
+    the task on another worker and the query ends with every acknowledged record in the sink exactly once.
+
+    The slow stage between source and sink holds each task attempt 3 s after its first rows, with the source's
+    read generator suspended mid-partition (``maxRowsPerArrowBatch`` 50 of 200 rows); the kill comes then.
+    """
+    cluster = spark_cluster.cluster
+    topic, acks = _topic(spark_cluster.bootstrap, "exkill", 2, 400)
+    job = Job(tmp_path, spark_cluster.bootstrap, topic)
+    driver = cluster.driver("exkill", None, *job.args("1", "--max-offsets", "400", "--slow-ms", "2000"))
+
+    def a_task_in_flight():
+        for mark in _marked(job.markers("1")):
+            found = cluster.executor_of(mark["pid"])
+            if found is not None:
+                return mark, found
+        return None
+
+    mark, (host, executor) = wait_for(a_task_in_flight, timeout=180, what="a task attempt inside the slow stage")
+    cluster.kill_executor(executor)
+    assert driver.wait(240) == 0, driver.log_tail()
+    assert driver.has("done")
+    assert exactly_once(job.sink_counts(), [(a.partition, a.offset) for a in acks]) == []
+    stage, partition, _ = mark["task"]
+    retries = [m for m in _marked(job.markers("1")) if m["task"][:2] == [stage, partition] and m["task"][2] > 0]
+    assert retries, f"task {partition} of stage {stage} was not retried: {_marked(job.markers('1'))}"
+    assert {m["host"] for m in retries} - {host}, "the task was retried on the lost worker only"
+    log = offset_log(job.checkpoint)
+    assert len(log) == 2 and committed_batches(job.checkpoint) == set(log)  # 800 records, 400 a batch
+
+
+def test_worker_cut_off_from_the_broker_past_the_poll_timeout_then_healed_exactly_once(spark_cluster, tmp_path):
+    """One worker loses the broker (its packets to the broker's address silently dropped: connections time out,
+    nothing is refused) before the query starts, for longer than ``kafkaConsumer.pollTimeoutMs``: a read there
+    fails within that timeout (never hangs) and Spark retries it; once a read has failed there the link is healed,
+    and the worker's executor, with its cached consumer, reads again. Every acknowledged record reaches the sink
+    exactly once."""
+    cluster = spark_cluster.cluster
+    topic, acks = _topic(spark_cluster.bootstrap, "cut", 3, 200)
+    job = Job(tmp_path, spark_cluster.bootstrap, topic)
+    cut_host = cluster.worker_hosts[0]
+    try:
+        cluster.cut(cut_host, spark_cluster.broker_address)
+    except CutUnsupported as exc:
+        pytest.skip(str(exc))
+    cut_address = cluster.address(cut_host)
+    try:
+        driver = cluster.driver("cut", None, *job.args("1", "--max-offsets", "300", "--slow-ms", "1", "--source-option",
+                                                       "kafkaConsumer.pollTimeoutMs=4000"))
+
+        def a_read_failed_on_the_cut_host():
+            text = driver.log_path.read_text(errors="replace")
+            return [line for line in text.splitlines() if "Lost task" in line and f"({cut_address}" in line]
+
+        wait_for(a_read_failed_on_the_cut_host, timeout=180, interval=0.5,
+                 what=f"a task on {cut_host} failing while cut off")
+        assert "no Kafka record received for 4 s (option 'kafkaConsumer.pollTimeoutMs')" in \
+            driver.log_path.read_text(errors="replace"), driver.log_tail(60)
+    finally:
+        cluster.heal(cut_host, spark_cluster.broker_address)
+        healed_at = len(_marked(job.markers("1")))
+    assert driver.wait(240) == 0, driver.log_tail()
+    # the slow stage (1 ms) marks every task attempt that got rows: the healed worker read again
+    assert cut_host in {m["host"] for m in _marked(job.markers("1"))[healed_at:]}, _marked(job.markers("1"))
+    assert exactly_once(job.sink_counts(), [(a.partition, a.offset) for a in acks]) == []
+    log = offset_log(job.checkpoint)
+    assert len(log) == 2 and committed_batches(job.checkpoint) == set(log)  # 600 records, 300 a batch
+
+
+def test_driver_sigkilled_restarted_on_another_host_with_a_startpoint_and_an_intruder_refused(
+        spark_cluster, tmp_path):
+    """The driver (host d0) is SIGKILLed while batch 0 is in flight; while it is down a Startpoint moves partition
+    0 forward; the driver restarts from its checkpoint on another host (d1). It replays batch 0 exactly, applies
+    the Startpoint once in the next batch, and deletes it. While it runs, a second query with the same
+    ``job.name`` (its own checkpoint) started from a third host (the root namespace) is refused by the job lease,
+    and the first reads on unharmed: the sink holds batch 0's records, partition 0 from the Startpoint on, and all
+    of partition 1, each exactly once, including records produced after the refusal.
+
+    The restarted driver and the intruder start their JVMs while the first runs (``--start-file``): their queries
+    start only when the test says, after the kill and after the restarted query's first batch respectively. The first
+    and the restarted driver each have an executor on each worker.
+    """
+    cluster = spark_cluster.cluster
+    topic, acks = _topic(spark_cluster.bootstrap, "drv", 2, 300)
+    job = Job(tmp_path, spark_cluster.bootstrap, topic)
+    go_second, go_intruder, stop = tmp_path / "start-2", tmp_path / "start-x", tmp_path / "stop-2"
+    first = cluster.driver("drv-1", "d0", *job.args("1", "--max-offsets", "200", "--slow-ms", "2000",
+                                                    "--trigger", "processing:200"))
+    # the others once the first has its executors (one core on each worker): they take the other two cores
+    wait_for(lambda: first.has("started"), timeout=180, what="the first driver's query")
+    second = cluster.driver("drv-2", "d1", *job.args("2", "--max-offsets", "200", "--trigger", "processing:300",
+                                                     "--start-file", str(go_second), "--stop-file", str(stop),
+                                                     "--timeout", "400"))
+    intruder = cluster.driver("drv-intruder", None, *job.args("x", "--start-file", str(go_intruder),
+                                                              checkpoint=tmp_path / "ck-x", sink=tmp_path / "sink-x"),
+                              conf={"spark.cores.max": "1"})
+    try:
+        try:
+            wait_for(lambda: (0 in offset_log(job.checkpoint) and 0 not in committed_batches(job.checkpoint)
+                              and _marked(job.markers("1"))), timeout=180, interval=0.05, what="batch 0 in flight")
+        finally:
+            first.kill()
+        assert 0 not in committed_batches(job.checkpoint), "the kill came too late: batch 0 had committed"
+        ends = {int(k.rsplit(".", 1)[1]): v for by_ssp in offset_log(job.checkpoint)[0]["positions"].values()
+                for k, v in by_ssp.items()}
+        assert 0 < ends[0] < 250
+
+        startpoint = StartpointSpecific("250")
+        StartpointManager(open_store(job.store, job.name)).write(SystemStreamPartition("kafka", topic, 0),
+                                                                 startpoint)
+        go_second.touch()
+        wait_for(lambda: second.has("progress"), timeout=180, what="the restarted driver's first batch")
+        go_intruder.touch()
+        assert intruder.wait(180) == 1, intruder.log_tail()
+        failed = [e["error"] for e in intruder.events() if e["event"] == "failed"]
+        assert failed and "JobLeaseError" in failed[0] and job.name in failed[0], failed
+        assert committed_parquet_rows(tmp_path / "sink-x", ["offset"]) == []
+
+        more = produce(spark_cluster.bootstrap, topic, [(b"late", f"late-{p}-{i}".encode(), None, p)
+                                                        for i in range(50) for p in (0, 1)])
+        wanted = ([(0, o) for o in range(ends[0])] + [(0, o) for o in range(250, 350)]
+                  + [(a.partition, a.offset) for a in acks + more if a.partition == 1])
+        wait_for(lambda: set(job.sink_counts()) >= set(wanted), timeout=180, interval=0.5,
+                 what="every wanted record in the sink")
+        stop.touch()
+        assert second.wait(120) == 0, second.log_tail()
+        assert second.has("stopped") and not second.has("failed")
+    finally:
+        second.kill()
+        intruder.kill()
+    assert exactly_once(job.sink_counts(), wanted) == []
+    log = offset_log(job.checkpoint)
+    assert startpoint_rebases(log) == [(1, "Partition 0", f"kafka.{topic}.0", 250, startpoint.creation_timestamp)]
+    assert startpoints_left(tmp_path / "metadata", job.name) == []
+
+
+@pytest.fixture(scope="module")
+def cluster_moto(spark_cluster):
+    """moto (Kinesis and DynamoDB) on its own address of the cluster's bridge; this process's AWS clients get
+    dummy credentials (the drivers pass theirs as options)."""
+    with pytest.MonkeyPatch.context() as mp:
+        for name, value in DUMMY_AWS_ENV.items():
+            mp.setenv(name, value)
+        mp.delenv("AWS_PROFILE", raising=False)
+        with MotoServerProcess(host=spark_cluster.cluster.service_address(MOTO)) as endpoint:
+            yield endpoint
+
+
+def test_kinesis_executor_sigkilled_after_recording_its_batch_end_retried_to_that_end_exactly_once(
+        spark_cluster, cluster_moto, tmp_path):
+    """samza-kinesis: an executor is SIGKILLed while its task hands over a shard's rows, after the task recorded
+    the shard's batch end (``put_if_absent``, before its first rows); the retry on the other worker finds that end
+    and reads exactly to it, so the sink (compared on shard, sequence and subsequence numbers) holds every
+    acknowledged put exactly once (a retry reading past or short of the recorded end would duplicate or lose
+    rows of that batch or the next)."""
+    cluster = spark_cluster.cluster
+    client = kh.kinesis_client(cluster_moto)
+    stream = kh.create_stream(client, kh.unique_stream_name("clk"), 2)
+    acks = []
+    for shard in kh.list_shards(client, stream):
+        key = shard["HashKeyRange"]["StartingHashKey"]
+        acks += kh.put_records(client, stream, [(f"pk-{i % 7}", f"{shard['ShardId']}-{i}".encode(), key)
+                                                for i in range(200)])
+    root, name = tmp_path, f"clk-{uuid.uuid4().hex[:6]}"
+    driver = cluster.driver("kinesis-exkill", None, "--kinesis-endpoint", cluster_moto, "--stream", stream,
+                            "--job", name, "--store", f"file://{root}/metadata", "--checkpoint", str(root / "ck"),
+                            "--sink", str(root / "sink"), "--markers", str(root / "inflight"),
+                            "--max-offsets", "100", "--slow-ms", "2000")
+
+    def a_task_in_flight():
+        for mark in _marked(root / "inflight"):
+            found = cluster.executor_of(mark["pid"])
+            if found is not None:
+                return mark, found
+        return None
+
+    mark, (host, executor) = wait_for(a_task_in_flight, timeout=180, what="a task attempt inside the slow stage")
+    cluster.kill_executor(executor)
+    assert driver.wait(240) == 0, driver.log_tail()
+    got = Counter(committed_parquet_rows(root / "sink", ["shardId", "sequenceNumber", "subSequenceNumber"]))
+    assert exactly_once(got, [(a.shard_id, a.sequence, 0) for a in acks]) == []
+    retries = [m for m in _marked(root / "inflight") if m["task"][:2] == mark["task"][:2] and m["task"][2] > 0]
+    assert retries and {m["host"] for m in retries} - {host}, _marked(root / "inflight")
+    log = offset_log(root / "ck")
+    assert len(log) >= 2 and committed_batches(root / "ck") == set(log)  # 200 a shard, 100 a batch
