@@ -73,7 +73,11 @@ def _topic(bootstrap: str, prefix: str, partitions: int, per_partition: int):
 
 def test_executor_sigkilled_mid_read_task_retried_on_another_worker_exactly_once(spark_cluster, tmp_path):
     """An executor JVM is SIGKILLed (as its host dying) while its task is in the middle of a read; Spark retries
-    the task on another worker and the query ends with every acknowledged record in the sink exactly once.
+    the task and the query ends with every acknowledged record in the sink exactly once.
+
+    Where the retry runs is the scheduler's to choose: the other worker, or the executor the lost one's Worker
+    starts in its place (standalone mode replaces a lost executor at once; with one core per executor, whichever
+    is free first takes the retry, so asserting a host would assert a race).
 
     The slow stage between source and sink holds each task attempt 3 s after its first rows, with the source's
     read generator suspended mid-partition (``maxRowsPerArrowBatch`` 50 of 200 rows); the kill comes then.
@@ -90,7 +94,7 @@ def test_executor_sigkilled_mid_read_task_retried_on_another_worker_exactly_once
                 return mark, found
         return None
 
-    mark, (host, executor) = wait_for(a_task_in_flight, timeout=180, what="a task attempt inside the slow stage")
+    mark, (_host, executor) = wait_for(a_task_in_flight, timeout=180, what="a task attempt inside the slow stage")
     cluster.kill_executor(executor)
     assert driver.wait(240) == 0, driver.log_tail()
     assert driver.has("done")
@@ -98,7 +102,6 @@ def test_executor_sigkilled_mid_read_task_retried_on_another_worker_exactly_once
     stage, partition, _ = mark["task"]
     retries = [m for m in _marked(job.markers("1")) if m["task"][:2] == [stage, partition] and m["task"][2] > 0]
     assert retries, f"task {partition} of stage {stage} was not retried: {_marked(job.markers('1'))}"
-    assert {m["host"] for m in retries} - {host}, "the task was retried on the lost worker only"
     log = offset_log(job.checkpoint)
     assert len(log) == 2 and committed_batches(job.checkpoint) == set(log)  # 800 records, 400 a batch
 
@@ -223,7 +226,7 @@ def cluster_moto(spark_cluster):
 def test_kinesis_executor_sigkilled_after_recording_its_batch_end_retried_to_that_end_exactly_once(
         spark_cluster, cluster_moto, tmp_path):
     """samza-kinesis: an executor is SIGKILLed while its task hands over a shard's rows, after the task recorded
-    the shard's batch end (``put_if_absent``, before its first rows); the retry on the other worker finds that end
+    the shard's batch end (``put_if_absent``, before its first rows); the retry (on another executor) finds that end
     and reads exactly to it, so the sink (compared on shard, sequence and subsequence numbers) holds every
     acknowledged put exactly once (a retry reading past or short of the recorded end would duplicate or lose
     rows of that batch or the next)."""
@@ -248,12 +251,12 @@ def test_kinesis_executor_sigkilled_after_recording_its_batch_end_retried_to_tha
                 return mark, found
         return None
 
-    mark, (host, executor) = wait_for(a_task_in_flight, timeout=180, what="a task attempt inside the slow stage")
+    mark, (_host, executor) = wait_for(a_task_in_flight, timeout=180, what="a task attempt inside the slow stage")
     cluster.kill_executor(executor)
     assert driver.wait(240) == 0, driver.log_tail()
     got = Counter(committed_parquet_rows(root / "sink", ["shardId", "sequenceNumber", "subSequenceNumber"]))
     assert exactly_once(got, [(a.shard_id, a.sequence, 0) for a in acks]) == []
     retries = [m for m in _marked(root / "inflight") if m["task"][:2] == mark["task"][:2] and m["task"][2] > 0]
-    assert retries and {m["host"] for m in retries} - {host}, _marked(root / "inflight")
+    assert retries, _marked(root / "inflight")  # where: the scheduler's choice (see the Kafka executor test)
     log = offset_log(root / "ck")
     assert len(log) >= 2 and committed_batches(root / "ck") == set(log)  # 200 a shard, 100 a batch
