@@ -64,6 +64,20 @@ def _marked(markers: Path) -> list[dict]:
     return out
 
 
+def _kill_the_executor_of_a_task_in_flight(cluster, markers: Path) -> dict:
+    """SIGKILL the executor JVM of a task attempt the slow stage holds; that attempt's marker."""
+    def a_task_in_flight():
+        for mark in _marked(markers):
+            found = cluster.executor_of(mark["pid"])
+            if found is not None:
+                return mark, found
+        return None
+
+    mark, (_host, executor) = wait_for(a_task_in_flight, timeout=180, what="a task attempt inside the slow stage")
+    cluster.kill_executor(executor)
+    return mark
+
+
 def _topic(bootstrap: str, prefix: str, partitions: int, per_partition: int):
     topic = create_topic(bootstrap, unique_topic(prefix), partitions)
     acks = produce(bootstrap, topic, [(f"k{i % 5}".encode(), f"{p}-{i}".encode(), None, p)
@@ -87,15 +101,7 @@ def test_executor_sigkilled_mid_read_task_retried_on_another_worker_exactly_once
     job = Job(tmp_path, spark_cluster.bootstrap, topic)
     driver = cluster.driver("exkill", None, *job.args("1", "--max-offsets", "400", "--slow-ms", "2000"))
 
-    def a_task_in_flight():
-        for mark in _marked(job.markers("1")):
-            found = cluster.executor_of(mark["pid"])
-            if found is not None:
-                return mark, found
-        return None
-
-    mark, (_host, executor) = wait_for(a_task_in_flight, timeout=180, what="a task attempt inside the slow stage")
-    cluster.kill_executor(executor)
+    mark = _kill_the_executor_of_a_task_in_flight(cluster, job.markers("1"))
     assert driver.wait(240) == 0, driver.log_tail()
     assert driver.has("done")
     assert exactly_once(job.sink_counts(), [(a.partition, a.offset) for a in acks]) == []
@@ -244,15 +250,7 @@ def test_kinesis_executor_sigkilled_after_recording_its_batch_end_retried_to_tha
                             "--sink", str(root / "sink"), "--markers", str(root / "inflight"),
                             "--max-offsets", "100", "--slow-ms", "2000")
 
-    def a_task_in_flight():
-        for mark in _marked(root / "inflight"):
-            found = cluster.executor_of(mark["pid"])
-            if found is not None:
-                return mark, found
-        return None
-
-    mark, (_host, executor) = wait_for(a_task_in_flight, timeout=180, what="a task attempt inside the slow stage")
-    cluster.kill_executor(executor)
+    mark = _kill_the_executor_of_a_task_in_flight(cluster, root / "inflight")
     assert driver.wait(240) == 0, driver.log_tail()
     got = Counter(committed_parquet_rows(root / "sink", ["shardId", "sequenceNumber", "subSequenceNumber"]))
     assert exactly_once(got, [(a.shard_id, a.sequence, 0) for a in acks]) == []
