@@ -88,7 +88,7 @@ check-java:
 # The PySpark-facing tests against each PySpark minor the package allows, each from a virtualenv of its own
 # (build/compat-<version>): the unit tests, a streaming and a batch read of each source, Spark Connect. What
 # passed goes into docs/deployment.md, "Compatibility". COMPAT_PYSPARK / COMPAT_TESTS select.
-COMPAT_PYSPARK ?= 4.2.1 4.3.0
+COMPAT_PYSPARK ?= 4.0.5 4.1.4 4.2.1 4.3.0
 COMPAT_TESTS   ?= tests/unit tests/integration/kafka/test_source_reads.py tests/integration/kafka/test_batch_reads.py \
                   tests/integration/kinesis/test_kinesis_source_reads.py tests/integration/tooling/test_spark_connect.py
 
