@@ -90,7 +90,8 @@ check-java:
 # passed goes into docs/deployment.md, "Compatibility". COMPAT_PYSPARK / COMPAT_TESTS select.
 COMPAT_PYSPARK ?= 4.0.5 4.1.4 4.2.1 4.3.0
 COMPAT_TESTS   ?= tests/unit tests/integration/kafka/test_source_reads.py tests/integration/kafka/test_batch_reads.py \
-                  tests/integration/kinesis/test_kinesis_source_reads.py tests/integration/tooling/test_spark_connect.py
+                  tests/integration/kinesis/test_kinesis_source_reads.py tests/integration/kinesis/test_kinesis_batch_limits.py \
+                  tests/integration/tooling/test_spark_connect.py
 
 compat:
 	@for v in $(COMPAT_PYSPARK); do \

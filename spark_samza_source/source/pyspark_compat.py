@@ -8,6 +8,8 @@
   with nothing and run ``Trigger.AvailableNow`` as one batch; the stream reader then bounds batches itself
   (``source/stream_reader.py``, ``core/next_batch.py``). ``SupportsTriggerAvailableNow`` is imported from here: on
   4.0 and 4.1 it is an empty stand-in (nothing calls ``prepareForTriggerAvailableNow`` there).
+- The Arrow schema a reader's batches must have (:func:`spark_arrow_schema`: ``to_arrow_schema`` changed its
+  parameters in 4.2).
 - The streaming source runner's ``json`` module and function names (:func:`install_offset_json_guard`), so an
   offset file that is not JSON fails naming the file; in that runner, a layout other than the one below fails
   loudly instead of silently losing the guard.
@@ -33,7 +35,7 @@ from .offset_json import COMMIT_END, LATEST_START, PARTITIONS_END, PARTITIONS_ST
 
 __all__ = ["ADMISSION_CONTROL", "PUSHDOWN_WORKER", "RUNNER", "SUPPORTED_PYSPARK", "SupportsTriggerAvailableNow",
            "called_for_filter_pushdown", "check_spark_version", "has_admission_control", "install_offset_json_guard",
-           "refuse_pyspark_without_data_sources", "runner_layout_missing"]
+           "refuse_pyspark_without_data_sources", "runner_layout_missing", "spark_arrow_schema"]
 
 #: [lowest, first unsupported) (major, minor) of PySpark; the ``spark`` extra in pyproject.toml says the same
 SUPPORTED_PYSPARK = ((4, 0), (4, 4))
@@ -98,6 +100,22 @@ def has_admission_control(version: str | None = None) -> bool:
     """Whether ``version`` (default: the running PySpark) gives Python sources admission control."""
     found = _major_minor(version if version is not None else _running_version())
     return found is not None and found >= ADMISSION_CONTROL
+
+
+def spark_arrow_schema(schema):
+    """The Arrow schema PySpark expects a Python data source's ``RecordBatch``es to have for ``schema``.
+
+    4.2+ (whose reader checks it exactly, SPARK-55583) builds it with ``to_arrow_schema(schema, timezone="UTC")``;
+    4.0 and 4.1's ``to_arrow_schema`` has no ``timezone`` and gives timestamps UTC by default (``timestamp_utc``),
+    which is the same schema.
+    """
+    import inspect
+
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    if "timezone" in inspect.signature(to_arrow_schema).parameters:
+        return to_arrow_schema(schema, timezone="UTC")
+    return to_arrow_schema(schema)
 
 
 try:

@@ -28,6 +28,7 @@ from spark_samza_source.source.pyspark_compat import (
     install_offset_json_guard,
     refuse_pyspark_without_data_sources,
     runner_layout_missing,
+    spark_arrow_schema,
 )
 
 
@@ -103,3 +104,12 @@ def test_the_filter_pushdown_worker_is_where_the_stack_check_looks():
     else:
         assert importlib.util.find_spec(PUSHDOWN_WORKER) is not None
     assert not called_for_filter_pushdown()  # a test is not the pushdown worker
+
+
+def test_the_arrow_schema_gives_timestamps_in_utc_on_every_version():
+    import pyarrow as pa
+    from pyspark.sql.types import StringType, StructField, StructType, TimestampType
+
+    schema = StructType([StructField("ts", TimestampType(), True), StructField("s", StringType(), True)])
+    arrow = spark_arrow_schema(schema)
+    assert arrow.field("ts").type == pa.timestamp("us", tz="UTC") and arrow.field("s").type == pa.string()
