@@ -93,15 +93,26 @@ COMPAT_TESTS   ?= tests/unit tests/integration/kafka/test_source_reads.py tests/
                   tests/integration/kinesis/test_kinesis_source_reads.py tests/integration/kinesis/test_kinesis_batch_limits.py \
                   tests/integration/tooling/test_spark_connect.py
 
+# A virtualenv is installed again only when a pyproject.toml changed since (its .installed
+# stamp): pip's resolve takes minutes per version even with a warm cache. Every version runs whatever another did;
+# each one's pytest output goes to build/compat-<version>/pytest.log, and the summary (build/compat-summary.txt)
+# says what passed on each. The target fails if any version failed.
 compat:
-	@for v in $(COMPAT_PYSPARK); do \
-	  venv=build/compat-$$v; echo "== PySpark $$v ($$venv)"; \
+	@rm -f build/compat-summary.new; failed=""; for v in $(COMPAT_PYSPARK); do \
+	  venv=build/compat-$$v; echo "== PySpark $$v ($$venv)"; start=$$(date +%s); \
 	  test -x $$venv/bin/python || $(PYTHON) -m venv $$venv || exit 1; \
-	  $$venv/bin/python -m pip install --quiet --config-settings editable_mode=compat "pyspark[connect]==$$v" \
-	    -e '.[test]' -e ./devkit || exit 1; \
-	  PYSPARK_PYTHON=$(CURDIR)/$$venv/bin/python PYSPARK_DRIVER_PYTHON=$(CURDIR)/$$venv/bin/python \
-	    $$venv/bin/python -m pytest -q -p no:cacheprovider $(COMPAT_TESTS) || exit 1; \
-	done
+	  if [ ! -f $$venv/.installed ] || [ -n "$$(find pyproject.toml devkit/pyproject.toml -newer $$venv/.installed)" ]; then \
+	    $$venv/bin/python -m pip install --quiet --config-settings editable_mode=compat "pyspark[connect]==$$v" \
+	      -e '.[test]' -e ./devkit && touch $$venv/.installed || exit 1; \
+	  fi; \
+	  if PYSPARK_PYTHON=$(CURDIR)/$$venv/bin/python PYSPARK_DRIVER_PYTHON=$(CURDIR)/$$venv/bin/python \
+	    $$venv/bin/python -m pytest -q -p no:cacheprovider $(COMPAT_TESTS) $(PYTEST_ARGS) > $$venv/pytest.log 2>&1; \
+	  then result=passed; else result=FAILED; failed="$$failed $$v"; fi; \
+	  grep -E '^(FAILED|ERROR) ' $$venv/pytest.log; \
+	  echo "PySpark $$v: $$result: $$(tail -1 $$venv/pytest.log) ($$(( $$(date +%s) - start )) s with the install)" \
+	    | tee -a build/compat-summary.new; \
+	done; mv build/compat-summary.new build/compat-summary.txt; \
+	if [ -n "$$failed" ]; then echo "make compat: failed on PySpark$$failed (logs: build/compat-<version>/pytest.log)"; exit 1; fi
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check spark_samza_source pyspark_samza_kafka pyspark_samza_kinesis devkit tests benchmarks examples conftest.py
