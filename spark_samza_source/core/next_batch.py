@@ -28,9 +28,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from .errors import SamzaSourceError
+from .errors import StartUnknownError
 
-__all__ = ["NextBatchStart", "StartUnknownError", "canonical"]
+__all__ = ["AVAILABLE_NOW_WRAPPER", "NextBatchStart", "canonical"]
 
 #: the Spark setting under which 4.0 and 4.1 plan before saying where the checkpoint stands
 AVAILABLE_NOW_WRAPPER = "spark.sql.streaming.triggerAvailableNowWrapper.enabled"
@@ -39,10 +39,6 @@ AVAILABLE_NOW_WRAPPER = "spark.sql.streaming.triggerAvailableNowWrapper.enabled"
 def canonical(offset: Any) -> str:
     """An offset's JSON with sorted keys: equal offsets, equal text."""
     return json.dumps(offset, sort_keys=True, separators=(",", ":"))
-
-
-class StartUnknownError(SamzaSourceError):
-    """Spark ran a batch from another start than the one the source planned it from."""
 
 
 class NextBatchStart:

@@ -33,9 +33,12 @@ import sys
 from ..core.errors import UnsupportedSparkError
 from .offset_json import COMMIT_END, LATEST_START, PARTITIONS_END, PARTITIONS_START, offset_problem
 
-__all__ = ["ADMISSION_CONTROL", "PUSHDOWN_WORKER", "RUNNER", "SUPPORTED_PYSPARK", "SupportsTriggerAvailableNow",
-           "called_for_filter_pushdown", "check_spark_version", "has_admission_control", "install_offset_json_guard",
-           "refuse_pyspark_without_data_sources", "runner_layout_missing", "spark_arrow_schema"]
+__all__ = [
+    "ADMISSION_CONTROL", "PUSHDOWN_WORKER", "RUNNER", "SUPPORTED_PYSPARK", "SupportsTriggerAvailableNow",
+    "called_for_filter_pushdown", "check_spark_version", "has_admission_control", "has_filter_pushdown",
+    "install_offset_json_guard", "refuse_pyspark_without_data_sources", "runner_layout_missing",
+    "spark_arrow_schema",
+]
 
 #: [lowest, first unsupported) (major, minor) of PySpark; the ``spark`` extra in pyproject.toml says the same
 SUPPORTED_PYSPARK = ((4, 0), (4, 4))
@@ -194,6 +197,14 @@ def runner_layout_missing(runner) -> list[str]:
 
 #: The Python worker module Spark runs to push filters (pyspark/sql/worker/data_source_pushdown_filters.py).
 PUSHDOWN_WORKER = "pyspark.sql.worker.data_source_pushdown_filters"
+
+
+def has_filter_pushdown() -> bool:
+    """Whether the running PySpark pushes filters to Python data sources (4.1+: ``pushFilters``; 4.0 never calls
+    it, and a batch read there reads everything between its bounds and lets Spark filter)."""
+    import importlib.util
+
+    return importlib.util.find_spec(PUSHDOWN_WORKER) is not None
 
 
 def called_for_filter_pushdown(max_depth: int = 12) -> bool:

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from spark_samza_source.core.next_batch import AVAILABLE_NOW_WRAPPER, NextBatchStart, StartUnknownError, canonical
+from spark_samza_source.core.errors import StartUnknownError
+from spark_samza_source.core.next_batch import AVAILABLE_NOW_WRAPPER, NextBatchStart, canonical
 
 
 def off(n: int, **extra) -> dict:

@@ -25,6 +25,7 @@ from spark_samza_source.source.pyspark_compat import (
     called_for_filter_pushdown,
     check_spark_version,
     has_admission_control,
+    has_filter_pushdown,
     install_offset_json_guard,
     refuse_pyspark_without_data_sources,
     runner_layout_missing,
@@ -99,10 +100,9 @@ def test_outside_the_runner_the_guard_changes_nothing():
 
 
 def test_the_filter_pushdown_worker_is_where_the_stack_check_looks():
-    if pyspark.__version__.startswith("4.0."):  # 4.0 pushes no filters to Python data sources: no such worker
-        assert importlib.util.find_spec(PUSHDOWN_WORKER) is None
-    else:
-        assert importlib.util.find_spec(PUSHDOWN_WORKER) is not None
+    pushes = not pyspark.__version__.startswith("4.0.")  # 4.0 pushes no filters to Python data sources
+    assert has_filter_pushdown() is pushes
+    assert (importlib.util.find_spec(PUSHDOWN_WORKER) is not None) is pushes
     assert not called_for_filter_pushdown()  # a test is not the pushdown worker
 
 
