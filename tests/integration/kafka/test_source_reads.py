@@ -188,3 +188,29 @@ def test_committed_positions_are_mirrored_to_the_store_and_the_consumer_group(kq
     with KafkaAdmin({"bootstrap.servers": kq.bootstrap}) as admin:
         group = admin.group_offsets(f"samza-{kq.job}", [(topic, 0), (topic, 1)])
     assert group == {(topic, 0): 20, (topic, 1): 20}
+
+
+def test_available_now_with_sparks_wrapper_setting(kq):
+    """Backs docs/deployment.md, Compatibility: with spark.sql.streaming.triggerAvailableNowWrapper.enabled=true,
+    PySpark 4.0 / 4.1 ask the source for its latest offset before saying where the checkpoint stands; a new
+    checkpoint reads one batch, and a restart from it fails naming the setting, having read nothing. 4.2+ never
+    wraps the source (it supports Trigger.AvailableNow itself): the restart reads on."""
+    wrapper = "spark.sql.streaming.triggerAvailableNowWrapper.enabled"
+    topic = create_topic(kq.bootstrap, unique_topic("wrap"), 2)
+    produce(kq.bootstrap, topic, [(b"k", f"{i}".encode()) for i in range(40)])
+    kq.spark.conf.set(wrapper, "true")
+    try:
+        first = kq.start_collecting("wrap", trigger={"availableNow": True}, subscribe=topic)
+        assert first.awaitTermination(120) and first.exception() is None
+        assert len(kq.collected("wrap")) == 40
+        produce(kq.bootstrap, topic, [(b"k", b"more") for _ in range(10)])
+        again = kq.start_collecting("wrap", trigger={"availableNow": True}, subscribe=topic)
+        if BOUNDED_AVAILABLE_NOW:
+            assert again.awaitTermination(120) and again.exception() is None
+            assert len(kq.collected("wrap")) == 50
+        else:
+            failure = failure_of(again)
+            assert wrapper in failure and "samza-kafka planned the first batch of this run" in failure
+            assert len(kq.collected("wrap")) == 40
+    finally:
+        kq.spark.conf.unset(wrapper)
