@@ -40,7 +40,10 @@ def make_local_spark(app_name: str = "spark-samza-source-tests", extra_conf: dic
         # Python workers (and collect's result socket) on Unix domain sockets, not loopback TCP: a TCP port the
         # driver opens for a worker to connect back to comes from the ephemeral range, where a client of a server
         # a test stopped (moto, kinesalite, a bridge) may still be reconnecting; meeting it, Spark fails the
-        # worker with "Authentication failed" (seen in suite runs). Spark reads the setting since 4.1.
+        # worker with "Authentication failed" (seen in suite runs). PySpark 4.1.0 and later read the setting (their
+        # workers, the streaming source runner among them, and collect's result socket); 4.0 has no such setting
+        # and keeps loopback TCP: the key sits unused in the conf (make compat runs the tests on 4.0 with it), and
+        # the flake this avoids stays possible there.
         .config("spark.python.unix.domain.socket.enabled", "true")
     )
     log4j = _REPO_CONF / "log4j2.properties"

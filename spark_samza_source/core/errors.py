@@ -55,6 +55,11 @@ class UnsupportedSparkError(SamzaSourceError):
     """The running PySpark is outside the range this package is tested with."""
 
 
+class StartUnknownError(SamzaSourceError):
+    """Spark ran a batch from another start than the one the source planned it from (PySpark 4.0 / 4.1, where
+    Spark does not pass the start: ``core/next_batch.py``)."""
+
+
 class CheckpointFormatError(SamzaSourceError, ValueError):
     """A checkpoint, or its JSON, is not valid."""
 

@@ -7,8 +7,9 @@ append ``task`` (the Samza task name, i.e. the Spark input partition that read t
 
 ``read()`` yields ``pyarrow.RecordBatch``es, and PySpark 4.3 rejects the first batch unless its schema equals
 ``to_arrow_schema(schema, timezone="UTC")`` exactly (``pyspark/sql/worker/plan_data_source_read.py``,
-SPARK-55583).  The Arrow schema is therefore *derived* from the Spark schema with that very call, never
-written a second time by hand.
+SPARK-55583).  The Arrow schema is therefore *derived* from the Spark schema with that very call
+(``pyspark_compat.spark_arrow_schema``, which makes the same schema on 4.0 and 4.1), never written a second time
+by hand.
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ from __future__ import annotations
 from functools import lru_cache
 
 import pyarrow as pa
-from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import (
     ArrayType,
     BinaryType,
@@ -27,6 +27,8 @@ from pyspark.sql.types import (
     StructType,
     TimestampType,
 )
+
+from ..source.pyspark_compat import spark_arrow_schema
 
 __all__ = ["kafka_schema", "kafka_arrow_schema", "TASK_COLUMN", "HEADERS_COLUMN"]
 
@@ -58,6 +60,6 @@ def kafka_arrow_schema(include_headers: bool) -> pa.Schema:
     """The Arrow schema every RecordBatch of the source must have: exactly what PySpark checks against.
 
     Same call as ``records_to_arrow_batches`` in PySpark 4.3: ``to_arrow_schema(schema, timezone="UTC")``
-    (``timestamp`` becomes ``timestamp[us, tz=UTC]``).
+    (``timestamp`` becomes ``timestamp[us, tz=UTC]``; the same schema on 4.0 / 4.1, see ``spark_arrow_schema``).
     """
-    return to_arrow_schema(kafka_schema(include_headers), timezone="UTC")
+    return spark_arrow_schema(kafka_schema(include_headers))

@@ -15,7 +15,6 @@ from ..options.kafka import BOUNDED_ONLY_OPTIONS
 from ..source.bounded_reader import PushdownBoundedReader, SamzaBoundedReader
 from ..source.data_source import SamzaDataSource
 from ..source.fault_hooks import reporting_batches
-from ..source.limits import default_read_limit
 from ..source.stream_reader import SamzaStreamReader
 from .driver.offset import KafkaOffset
 from .input_partition import KafkaTaskPartition
@@ -41,8 +40,8 @@ class SamzaKafkaStreamReader(SamzaStreamReader):
 
         return KafkaCoordinator(self.options)
 
-    def getDefaultReadLimit(self):
-        return default_read_limit(self.options.max_offsets_per_trigger)
+    def default_max_rows(self) -> int | None:
+        return self.options.max_offsets_per_trigger
 
     # ---- executors --------------------------------------------------------------------------------------
     def read(self, partition: KafkaTaskPartition) -> Iterator:

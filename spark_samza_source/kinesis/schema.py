@@ -21,8 +21,9 @@ from __future__ import annotations
 from functools import lru_cache
 
 import pyarrow as pa
-from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import BinaryType, LongType, StringType, StructField, StructType, TimestampType
+
+from ..source.pyspark_compat import spark_arrow_schema
 
 __all__ = ["kinesis_schema", "kinesis_arrow_schema", "COLUMNS", "TASK_COLUMN"]
 
@@ -57,4 +58,4 @@ def kinesis_schema() -> StructType:
 def kinesis_arrow_schema() -> pa.Schema:
     """The Arrow schema every RecordBatch of the source has: exactly what PySpark checks ``read()`` output against
     (``approximateArrivalTimestamp`` becomes ``timestamp[us, tz=UTC]``)."""
-    return to_arrow_schema(kinesis_schema(), timezone="UTC")
+    return spark_arrow_schema(kinesis_schema())

@@ -4,7 +4,8 @@ Spark's own Kafka source reports ``minOffsetsBehindLatest``, ``avgOffsetsBehindL
 ``maxOffsetsBehindLatest`` in each source's ``metrics``; a Python data source cannot add metrics there, but its
 progress carries what is needed to compute them:
 
-- ``latestOffset``: what the reader's ``reportLatestOffset`` returned when the batch was planned. samza-kafka:
+- ``latestOffset``: what the reader's ``reportLatestOffset`` returned when the batch was planned (PySpark 4.2+;
+  4.0 and 4.1 never call it and put the batch's end offset there, so no lag is computed on them). samza-kafka:
   ``{"kafka.orders.0": <high watermark>, ...}`` (the SSP key ``system.stream.partition``); samza-kinesis:
   ``{"millisBehindLatest": {<shard id>: ms, ...}, "minMsBehindLatest": ..., ...}`` (``kinesis.progress``);
 - ``endOffset``: the batch's end offset, whose job model maps partitions / shards to tasks and SSPs.
@@ -183,13 +184,16 @@ def source_lag(source: Any, *, query_id: str | None = None, query_name: str | No
     """How far behind latest one source progress (a ``SourceProgress`` or its JSON dict) is.
 
     None when the source is neither a samza-kafka nor a samza-kinesis source (its end offset is not one of
-    theirs) or reported no lag in ``latestOffset`` (e.g. a samza-kinesis batch planned before any was read).
+    theirs) or reported no lag in ``latestOffset`` (e.g. a samza-kinesis batch planned before any was read, or any
+    batch on PySpark 4.0 / 4.1, where ``latestOffset`` is the batch's end offset).
     """
     from ..kinesis.driver.progress import MILLIS_BEHIND_LATEST
 
     latest = _as_json(_get(source, "latestOffset"))
     end = _as_json(_get(source, "endOffset"))
     if not isinstance(latest, dict) or not isinstance(end, dict) or "jobModel" not in end:
+        return None
+    if "jobModel" in latest:  # PySpark 4.0 / 4.1 never call reportLatestOffset: this is the batch's end offset
         return None
     where = {"query_id": query_id, "query_name": query_name, "batch_id": batch_id, "source_index": source_index}
     if isinstance(latest.get(MILLIS_BEHIND_LATEST), dict):

@@ -1,11 +1,20 @@
 """Every reliance on PySpark's private behaviour, in one place, with the PySpark versions it was checked against.
 
-- The versions (``SUPPORTED_PYSPARK``: 4.2 and 4.3), checked when a query is defined (``load()``): outside them
-  :func:`check_spark_version` refuses to run.
+- The versions (``SUPPORTED_PYSPARK``: 4.0 to 4.3), checked when a query is defined (``load()``): outside them
+  :func:`check_spark_version` refuses to run; a PySpark older than 4.0, which has no Python data source API at
+  all, is refused as soon as the package is imported (:func:`refuse_pyspark_without_data_sources`).
+- Admission control (``latestOffset(start, limit)``, read limits, ``Trigger.AvailableNow`` in bounded batches):
+  4.2 and later (:data:`ADMISSION_CONTROL`, :func:`has_admission_control`). 4.0 and 4.1 call ``latestOffset()``
+  with nothing and run ``Trigger.AvailableNow`` as one batch; the stream reader then bounds batches itself
+  (``source/stream_reader.py``, ``core/next_batch.py``). ``SupportsTriggerAvailableNow`` is imported from here: on
+  4.0 and 4.1 it is an empty stand-in (nothing calls ``prepareForTriggerAvailableNow`` there).
+- The Arrow schema a reader's batches must have (:func:`spark_arrow_schema`: ``to_arrow_schema`` changed its
+  parameters in 4.2).
 - The streaming source runner's ``json`` module and function names (:func:`install_offset_json_guard`), so an
   offset file that is not JSON fails naming the file; in that runner, a layout other than the one below fails
   loudly instead of silently losing the guard.
-- The filter-pushdown worker's module name, found on the call stack (:func:`called_for_filter_pushdown`).
+- The filter-pushdown worker's module name, found on the call stack (:func:`called_for_filter_pushdown`; 4.0 has
+  no filter pushdown for Python data sources, so the check is simply never true there).
 
 ``tests/unit/source/test_pyspark_compat.py`` checks each against the installed PySpark, so an upgrade that
 changes one fails there first.
@@ -13,7 +22,7 @@ changes one fails there first.
 The wheel does not pin PySpark (its ``spark`` extra does), so that installing it on a platform that provides Spark
 keeps that platform's Spark; the check below is what stops a Spark the package was never run on from failing
 later in a way nobody can trace back to the version. The range is what ``make test`` (4.3) and ``make compat``
-(4.2) run; docs/deployment.md, "Compatibility", says what passed.
+(4.0, 4.1, 4.2, 4.3) run; docs/deployment.md, "Compatibility", says what passed.
 """
 
 from __future__ import annotations
@@ -21,14 +30,20 @@ from __future__ import annotations
 import re
 import sys
 
-from ..core.errors import UnsupportedSparkError, extra_install_hint
+from ..core.errors import UnsupportedSparkError
 from .offset_json import COMMIT_END, LATEST_START, PARTITIONS_END, PARTITIONS_START, offset_problem
 
-__all__ = ["PUSHDOWN_WORKER", "RUNNER", "SUPPORTED_PYSPARK", "called_for_filter_pushdown", "check_spark_version",
-           "install_offset_json_guard", "runner_layout_missing"]
+__all__ = [
+    "ADMISSION_CONTROL", "PUSHDOWN_WORKER", "RUNNER", "SUPPORTED_PYSPARK", "SupportsTriggerAvailableNow",
+    "called_for_filter_pushdown", "check_spark_version", "has_admission_control", "has_filter_pushdown",
+    "install_offset_json_guard", "refuse_pyspark_without_data_sources", "runner_layout_missing",
+    "spark_arrow_schema",
+]
 
 #: [lowest, first unsupported) (major, minor) of PySpark; the ``spark`` extra in pyproject.toml says the same
-SUPPORTED_PYSPARK = ((4, 2), (4, 4))
+SUPPORTED_PYSPARK = ((4, 0), (4, 4))
+#: the first PySpark whose Python sources have admission control (read limits, Trigger.AvailableNow)
+ADMISSION_CONTROL = (4, 2)
 
 
 def supported_range() -> str:
@@ -36,19 +51,82 @@ def supported_range() -> str:
     return f">={lo_major}.{lo_minor},<{hi_major}.{hi_minor}"
 
 
+def _running_version() -> str:
+    import pyspark
+
+    return pyspark.__version__
+
+
+def _major_minor(version: str) -> tuple[int, int] | None:
+    match = re.match(r"(\d+)\.(\d+)", version)
+    return (int(match.group(1)), int(match.group(2))) if match else None
+
+
+def _unsupported(version: str) -> UnsupportedSparkError:
+    (lo_major, lo_minor), (hi_major, hi_minor) = SUPPORTED_PYSPARK
+    return UnsupportedSparkError(
+        f"this Spark runs PySpark {version}, but spark-samza-source supports PySpark {supported_range()} (4.0 to "
+        f"{hi_major}.{hi_minor - 1}, the versions its tests run on; Python data sources exist since 4.0). Run the "
+        f"query on a Spark in that range: a platform runtime with Spark {lo_major}.{lo_minor} to "
+        f"{hi_major}.{hi_minor - 1}, or in a virtualenv pip install 'pyspark{supported_range()}'")
+
+
 def check_spark_version(version: str | None = None) -> None:
     """Raise :class:`UnsupportedSparkError` naming ``version`` (default: the running PySpark's) and the range."""
     if version is None:
-        import pyspark
-
-        version = pyspark.__version__
-    match = re.match(r"(\d+)\.(\d+)", version)
-    if match and SUPPORTED_PYSPARK[0] <= (int(match.group(1)), int(match.group(2))) < SUPPORTED_PYSPARK[1]:
+        version = _running_version()
+    found = _major_minor(version)
+    if found is not None and SUPPORTED_PYSPARK[0] <= found < SUPPORTED_PYSPARK[1]:
         return
-    raise UnsupportedSparkError(
-        f"this Spark runs PySpark {version}, but spark-samza-source supports PySpark {supported_range()} (the "
-        "versions its tests run on). Use a Spark in that range, or a release of spark-samza-source made for your "
-        f"Spark. A PySpark in that range comes with {extra_install_hint('spark')}")
+    raise _unsupported(version)
+
+
+def refuse_pyspark_without_data_sources(version: str | None = None) -> None:
+    """Raise :class:`UnsupportedSparkError` for a PySpark older than 4.0 (``version``: default the installed one).
+
+    Called on import, before anything imports ``pyspark.sql.datasource``, which such a PySpark lacks: the error
+    names the version instead of an ``ImportError``. No PySpark at all is left to the import that needs it, and a
+    newer one than the range to ``load()`` (Spark imports every installed ``pyspark_*`` module to find data sources,
+    and a module failing there would hide every other Python data source too).
+    """
+    if version is None:
+        try:
+            version = _running_version()
+        except ImportError:
+            return
+    found = _major_minor(version)
+    if found is not None and found < SUPPORTED_PYSPARK[0]:
+        raise _unsupported(version)
+
+
+def has_admission_control(version: str | None = None) -> bool:
+    """Whether ``version`` (default: the running PySpark) gives Python sources admission control."""
+    found = _major_minor(version if version is not None else _running_version())
+    return found is not None and found >= ADMISSION_CONTROL
+
+
+def spark_arrow_schema(schema):
+    """The Arrow schema PySpark expects a Python data source's ``RecordBatch``es to have for ``schema``.
+
+    4.2+ (whose reader checks it exactly, SPARK-55583) builds it with ``to_arrow_schema(schema, timezone="UTC")``;
+    4.0 and 4.1's ``to_arrow_schema`` has no ``timezone`` and gives timestamps UTC by default (``timestamp_utc``),
+    which is the same schema.
+    """
+    import inspect
+
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    if "timezone" in inspect.signature(to_arrow_schema).parameters:
+        return to_arrow_schema(schema, timezone="UTC")
+    return to_arrow_schema(schema)
+
+
+try:
+    from pyspark.sql.streaming.datasource import SupportsTriggerAvailableNow
+except ImportError:  # PySpark 4.0 / 4.1: no admission control, Trigger.AvailableNow is one batch
+
+    class SupportsTriggerAvailableNow:  # type: ignore[no-redef]
+        """Stand-in for PySpark 4.2's mixin: 4.0 and 4.1 never call ``prepareForTriggerAvailableNow``."""
 
 
 #: PySpark's streaming source runner: the module the Python worker of a streaming data source runs as ``__main__``
@@ -93,7 +171,7 @@ def install_offset_json_guard(source: str) -> None:
     The runner decodes each offset with ``json.loads`` *before* calling ``latestOffset`` / ``partitions`` /
     ``commit``; a hand-edited or damaged offset file would otherwise fail with a bare ``JSONDecodeError``
     naming no file. Only done inside that runner process (its module is ``__main__`` there; one runner serves one
-    source), and only when it still has the layout this was written against (PySpark 4.2 / 4.3: a module-level
+    source), and only when it still has the layout this was written against (PySpark 4.0 to 4.3: a module-level
     ``json`` and the functions named in ``_REQUIRED``); anywhere else nothing changes. In that runner with another
     layout it raises :class:`UnsupportedSparkError` rather than lose the guard silently.
     """
@@ -119,6 +197,14 @@ def runner_layout_missing(runner) -> list[str]:
 
 #: The Python worker module Spark runs to push filters (pyspark/sql/worker/data_source_pushdown_filters.py).
 PUSHDOWN_WORKER = "pyspark.sql.worker.data_source_pushdown_filters"
+
+
+def has_filter_pushdown() -> bool:
+    """Whether the running PySpark pushes filters to Python data sources (4.1+: ``pushFilters``; 4.0 never calls
+    it, and a batch read there reads everything between its bounds and lets Spark filter)."""
+    import importlib.util
+
+    return importlib.util.find_spec(PUSHDOWN_WORKER) is not None
 
 
 def called_for_filter_pushdown(max_depth: int = 12) -> bool:

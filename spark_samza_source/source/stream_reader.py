@@ -5,23 +5,28 @@ Spark runs a stream reader twice: once on the driver (``initialOffset`` / ``late
 parsed options and the schema travel: :class:`SamzaStreamReader` pickles exactly those and rebuilds itself with
 ``__init__``; the coordinator is created on first use, on the driver only. A system subclass names its format,
 its offset class, its input partition class and its coordinator, and implements ``read``.
+
+PySpark 4.0 and 4.1 have no admission control: ``latestOffset()`` comes without a start or a limit. The reader then
+follows Spark's calls to know where the next batch starts
+(:class:`~spark_samza_source.core.next_batch.NextBatchStart`) and applies its own limit
+(:meth:`SamzaStreamReader.default_max_rows`, the one ``getDefaultReadLimit`` gives 4.2+).
 """
 
 from __future__ import annotations
 
-import json
 from abc import abstractmethod
 from collections.abc import Iterator
 from typing import Any
 
 from pyspark.sql.datasource import DataSourceStreamReader
-from pyspark.sql.streaming.datasource import SupportsTriggerAvailableNow
 
 from ..core.errors import FormatVersionError, OffsetFormatError
+from ..core.next_batch import NextBatchStart, canonical
 from .contracts import OffsetCodec, StreamCoordinator
-from .limits import max_rows_of
+from .limits import default_read_limit, max_rows_of
 from .offset_json import COMMIT_END, LATEST_START, PARTITIONS_END, PARTITIONS_START, OffsetRole, offset_problem
 from .partition import TaskInputPartition
+from .pyspark_compat import SupportsTriggerAvailableNow
 
 __all__ = ["SamzaStreamReader"]
 
@@ -41,6 +46,10 @@ class SamzaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.options = options
         self.schema = schema
         self._coordinator = None  # driver only, created lazily (never pickled to executors)
+        # PySpark 4.0 / 4.1 only (latestOffset without a start): where the next batch starts, and the initial offset
+        # the first plan of a new checkpoint started from (Spark asks initialOffset() only after that plan)
+        self._next_batch = NextBatchStart()
+        self._planned_initial: dict | None = None
 
     def __getstate__(self) -> dict[str, Any]:
         return {"options": self.options, "schema": self.schema}
@@ -64,23 +73,52 @@ class SamzaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return self._coordinator
 
     # ---- driver -----------------------------------------------------------------------------------------
+    def default_max_rows(self) -> int | None:
+        """The row cap of a batch when Spark sets none (``getDefaultReadLimit``; without admission control, every
+        batch): none unless a system says (samza-kafka: ``maxOffsetsPerTrigger``)."""
+        return None
+
+    def getDefaultReadLimit(self):
+        return default_read_limit(self.default_max_rows())
+
     def initialOffset(self) -> dict:
+        if self._planned_initial is not None:  # PySpark 4.0 / 4.1: batch 0 was planned from this one
+            return self._planned_initial
         return self.coordinator.initial_offset().to_json()
 
     def prepareForTriggerAvailableNow(self) -> None:
         self.coordinator.prepare_available_now()
 
-    def latestOffset(self, start: dict, limit) -> dict:
+    def latestOffset(self, start: dict | None = None, limit=None) -> dict:
+        """PySpark 4.2+ passes ``start`` and ``limit`` (the parameters make its runner choose admission control);
+        4.0 and 4.1 pass nothing, and the source applies its own limit from where it knows the batch starts."""
+        if start is None:
+            return self._latest_offset_without_admission_control()
+        return self._plan(start, max_rows_of(limit))
+
+    def _plan(self, start: dict, max_rows: int | None) -> dict:
         previous = self._decode(start, LATEST_START)
-        planned = self.coordinator.latest_offset(previous, max_rows=max_rows_of(limit))
+        planned = self.coordinator.latest_offset(previous, max_rows=max_rows)
         return start if planned is previous else planned.to_json()  # the very same dict: "no new batch"
+
+    def _latest_offset_without_admission_control(self) -> dict:
+        start = self._next_batch.start
+        from_initial = start is None
+        if from_initial:  # a new checkpoint: Spark asks for initialOffset() once this batch is planned
+            if self._planned_initial is None:
+                self._planned_initial = self.coordinator.initial_offset().to_json()
+            start = self._planned_initial
+        end = self._plan(start, self.default_max_rows())
+        self._next_batch.planned(start, end, from_initial=from_initial)
+        return end
 
     def reportLatestOffset(self) -> dict | None:
         """``sources[i].latestOffset`` in Spark's progress (see the coordinator's ``progress_report``)."""
         return None if self._coordinator is None else self._coordinator.progress_report()
 
     def partitions(self, start: dict, end: dict) -> list[TaskInputPartition]:
-        if json.dumps(start, sort_keys=True) == json.dumps(end, sort_keys=True):
+        self._next_batch.spark_ran(start, end, source=self.FORMAT)  # (4.0 / 4.1 need it; harmless after)
+        if canonical(start) == canonical(end):
             return []  # Spark compares offsets as JSON strings: equal ones are an empty batch
         first, last = self._decode(start, PARTITIONS_START), self._decode(end, PARTITIONS_END)
         plan = self.coordinator.partitions(first, last)

@@ -3,8 +3,15 @@
 import pytest
 
 from samza_devkit.kafka_helpers import create_topic, produce, unique_topic
+from samza_devkit.query_harness import failure_of
+from spark_samza_source.core.model import SystemStreamPartition
+from spark_samza_source.core.startpoint import StartpointOldest
+from spark_samza_source.source.pyspark_compat import has_admission_control
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
+
+#: PySpark 4.2+: Trigger.AvailableNow reads in batches bounded by the source's limit; 4.0 / 4.1 run it as one batch
+BOUNDED_AVAILABLE_NOW = has_admission_control()
 
 
 def records_for(partitions: int, per_partition: int, start: int = 0, big_every: int = 0):
@@ -20,9 +27,15 @@ def records_for(partitions: int, per_partition: int, start: int = 0, big_every: 
     return out
 
 
+def _bytes(value):
+    """PySpark 4.0 collects BINARY as bytearray, later versions as bytes."""
+    return None if value is None else bytes(value)
+
+
 def as_set(rows):
     return {
-        (r.partition, r.offset, r.key, r.value, tuple((h.key, h.value) for h in (r.headers or [])))
+        (r.partition, r.offset, _bytes(r.key), _bytes(r.value),
+         tuple((h.key, _bytes(h.value)) for h in (r.headers or [])))
         for r in rows
     }
 
@@ -68,14 +81,75 @@ def test_schema_matches_sparks_kafka_source_plus_task(kq):
 
 
 def test_max_offsets_per_trigger_bounds_every_batch_and_available_now_stops(kq):
+    """Backs docs/deployment.md, Compatibility: Trigger.AvailableNow reads the backlog in batches of at most
+    maxOffsetsPerTrigger on PySpark 4.2+, and runs one batch of at most that many on 4.0 / 4.1."""
     topic = create_topic(kq.bootstrap, unique_topic("limit"), 4)
     acks = produce(kq.bootstrap, topic, [(f"k{i}".encode(), f"{i}".encode()) for i in range(10_000)])
     query = kq.start_collecting("limit", trigger={"availableNow": True}, subscribe=topic, maxOffsetsPerTrigger="1000")
     assert query.awaitTermination(240)
     sizes = [len(rows) for _, rows in kq.batches["limit"]]
+    read = {(r.partition, r.offset) for r in kq.collected("limit")}
+    if not BOUNDED_AVAILABLE_NOW:
+        assert sizes == [1000] and read < {(a.partition, a.offset) for a in acks}
+        return
     assert sizes and max(sizes) <= 1000 and sum(sizes) == 10_000
     assert len([s for s in sizes if s > 0]) >= 10
-    assert {(r.partition, r.offset) for r in kq.collected("limit")} == {(a.partition, a.offset) for a in acks}
+    assert read == {(a.partition, a.offset) for a in acks}
+
+
+def test_max_offsets_per_trigger_bounds_every_batch_after_a_restart_a_failed_batch_and_a_startpoint(kq):
+    """Backs docs/deployment.md, Compatibility: every batch holds at most maxOffsetsPerTrigger records on every
+    supported PySpark (on 4.0 / 4.1 Spark passes no read limit and the source applies its own), including the
+    first batch after a restart from the checkpoint, a batch that failed and ran again, and the batches that
+    read again from a startpoint; every record is read, and no batch reads one another batch read."""
+    topic = create_topic(kq.bootstrap, unique_topic("cap"), 3)
+    acks = produce(kq.bootstrap, topic, [(f"k{i}".encode(), f"{i}".encode()) for i in range(1500)])
+    produced = {(a.partition, a.offset) for a in acks}
+
+    def read_by_batch():
+        out: dict[int, list] = {}
+        for batch_id, rows in kq.batches["cap"]:
+            out[batch_id] = sorted((r.partition, r.offset) for r in rows)  # a batch run again replaces itself
+        return out
+
+    def all_read(expected):
+        return lambda: {key for rows in read_by_batch().values() for key in rows} >= expected
+
+    query = kq.start_collecting("cap", subscribe=topic, maxOffsetsPerTrigger="400")
+    kq.wait_for(all_read(produced), what="the first 1500 records")
+    query.stop()
+
+    acks = produce(kq.bootstrap, topic, [(f"k{i}".encode(), f"{i}".encode()) for i in range(1500, 2200)])
+    produced |= {(a.partition, a.offset) for a in acks}
+    failed: list[tuple[int, list]] = []
+
+    def fail_once(batch_id, rows):
+        if not failed:
+            failed.append((batch_id, sorted((r.partition, r.offset) for r in rows)))
+            raise RuntimeError("this batch fails once")
+
+    assert "this batch fails once" in failure_of(kq.start_collecting("cap", on_batch=fail_once, subscribe=topic,
+                                                                     maxOffsetsPerTrigger="400"))
+    query = kq.start_collecting("cap", subscribe=topic, maxOffsetsPerTrigger="400")
+    kq.wait_for(all_read(produced), what="the 700 records produced while stopped")
+    batches = read_by_batch()
+    failed_id, failed_rows = failed[0]
+    assert batches[failed_id] == failed_rows and 0 < len(failed_rows) <= 400  # run again with its logged ends
+
+    before_startpoint = max(batches)
+    for p in range(3):
+        kq.startpoints().write(SystemStreamPartition("kafka", topic, p), StartpointOldest())
+    kq.wait_for(lambda: {key for b, rows in read_by_batch().items() if b > before_startpoint for key in rows}
+                >= produced, what="everything read again from the startpoint")
+    query.stop()
+
+    batches = read_by_batch()
+    assert max(len(rows) for rows in batches.values()) <= 400
+    first_run = [rows for b, rows in batches.items() if b <= before_startpoint]
+    keys = [key for rows in first_run for key in rows]
+    assert len(keys) == len(set(keys)) and set(keys) == produced
+    again = [key for b, rows in batches.items() if b > before_startpoint for key in rows]
+    assert len(again) == len(set(again)) and set(again) == produced
 
 
 def test_available_now_reads_only_the_backlog_present_at_its_start(kq):
@@ -90,8 +164,9 @@ def test_available_now_reads_only_the_backlog_present_at_its_start(kq):
     query = kq.start_collecting("an", trigger={"availableNow": True}, on_batch=produce_more, subscribe=topic,
                                 maxOffsetsPerTrigger="100")
     assert query.awaitTermination(240)
-    values = [r.value for r in kq.collected("an")]
-    assert len(values) == 300 and b"late" not in values and len(late) == 50
+    values = [_bytes(r.value) for r in kq.collected("an")]
+    assert len(late) == 50 and b"late" not in values
+    assert len(values) == (300 if BOUNDED_AVAILABLE_NOW else 100)  # 4.0 / 4.1: one batch, bounded by the limit
 
 
 def test_committed_positions_are_mirrored_to_the_store_and_the_consumer_group(kq):
@@ -113,3 +188,29 @@ def test_committed_positions_are_mirrored_to_the_store_and_the_consumer_group(kq
     with KafkaAdmin({"bootstrap.servers": kq.bootstrap}) as admin:
         group = admin.group_offsets(f"samza-{kq.job}", [(topic, 0), (topic, 1)])
     assert group == {(topic, 0): 20, (topic, 1): 20}
+
+
+def test_available_now_with_sparks_wrapper_setting(kq):
+    """Backs docs/deployment.md, Compatibility: with spark.sql.streaming.triggerAvailableNowWrapper.enabled=true,
+    PySpark 4.0 / 4.1 ask the source for its latest offset before saying where the checkpoint stands; a new
+    checkpoint reads one batch, and a restart from it fails naming the setting, having read nothing. 4.2+ never
+    wraps the source (it supports Trigger.AvailableNow itself): the restart reads on."""
+    wrapper = "spark.sql.streaming.triggerAvailableNowWrapper.enabled"
+    topic = create_topic(kq.bootstrap, unique_topic("wrap"), 2)
+    produce(kq.bootstrap, topic, [(b"k", f"{i}".encode()) for i in range(40)])
+    kq.spark.conf.set(wrapper, "true")
+    try:
+        first = kq.start_collecting("wrap", trigger={"availableNow": True}, subscribe=topic)
+        assert first.awaitTermination(120) and first.exception() is None
+        assert len(kq.collected("wrap")) == 40
+        produce(kq.bootstrap, topic, [(b"k", b"more") for _ in range(10)])
+        again = kq.start_collecting("wrap", trigger={"availableNow": True}, subscribe=topic)
+        if BOUNDED_AVAILABLE_NOW:
+            assert again.awaitTermination(120) and again.exception() is None
+            assert len(kq.collected("wrap")) == 50
+        else:
+            failure = failure_of(again)
+            assert wrapper in failure and "samza-kafka planned the first batch of this run" in failure
+            assert len(kq.collected("wrap")) == 40
+    finally:
+        kq.spark.conf.unset(wrapper)

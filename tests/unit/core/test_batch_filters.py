@@ -5,7 +5,15 @@ from __future__ import annotations
 
 import datetime as dt
 
-from pyspark.sql.datasource import (
+import pytest
+
+from spark_samza_source.source.pyspark_compat import has_filter_pushdown
+
+if not has_filter_pushdown():
+    pytest.skip("PySpark 4.0 has no filter pushdown for Python data sources (4.1+) nor the filter classes these "
+                "tests hand the planner; Spark never calls pushFilters there", allow_module_level=True)
+
+from pyspark.sql.datasource import (  # noqa: E402 - after the skip: PySpark 4.0 has none of these
     EqualTo,
     GreaterThan,
     GreaterThanOrEqual,

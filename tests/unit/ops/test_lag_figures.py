@@ -127,6 +127,16 @@ def test_kafka_lag_per_task_sums_its_ssps_at_its_own_positions():
     assert dict(lag.by_task) == {"Partition 0": 60 + 2, "Partition 1": 0 + 6}
 
 
+def test_without_a_lag_report_no_lag_is_made_up():
+    """PySpark 4.0 / 4.1 never call reportLatestOffset and report the batch's end offset as ``latestOffset``: no
+    figures (rather than zeros), for either source."""
+    model = JobModel({TaskName("Partition 0"): {S("orders", 0)}})
+    kafka_end = KafkaOffset(model, {(TaskName("Partition 0"), S("orders", 0)): 40}).to_json()
+    assert source_lag({"endOffset": kafka_end, "latestOffset": kafka_end}) is None
+    kinesis_end = overloaded_offset().to_json()
+    assert source_lag({"endOffset": kinesis_end, "latestOffset": json.dumps(kinesis_end)}) is None
+
+
 def test_listener_keeps_the_latest_per_source_until_the_query_terminates(caplog):
     from pyspark.sql.streaming.listener import QueryProgressEvent, QueryTerminatedEvent
 
