@@ -13,13 +13,6 @@ Rules:
   un-paused.  A consumer whose user raised is closed, never reused: its state (assignment, queued fetches,
   error state) is unknown.
 * Bounded: at most ``capacity`` idle consumers in total; the least recently returned one is closed first.
-* The read overlaps Spark's batch boundary (native consumers): a consumer whose read finished every range on
-  its records is given back still assigned at the ranges' ends (``keep()``), so librdkafka fetches what follows
-  while Spark commits and plans the next micro-batch; the next read that starts exactly there borrows it and
-  reads on without a seek (``acquire(..., starts=...)``). Every other read assigns its own starts, which drops
-  anything kept; a kept consumer never yields records outside the ranges of the read that borrows it. At most
-  ``KEPT_LIMIT`` idle consumers stay assigned, each partition's prefetch bounded by librdkafka's
-  ``queued.max.messages.kbytes``; ``SPARK_SAMZA_KAFKA_OVERLAP=0`` in the executors' environment turns it off.
 * Thread-safe: one lock around the bookkeeping; Kafka calls (create, unassign, close) happen outside it.
 """
 
@@ -28,7 +21,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping
@@ -53,10 +45,6 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 DEFAULT_CAPACITY = 8
-# Idle consumers kept assigned past their ranges (the overlap): one per task a Python worker runs in turn is
-# enough for the next micro-batch's read of the same partitions; more would only prefetch what nobody reads.
-KEPT_LIMIT = 2
-_OVERLAP_ENV = "SPARK_SAMZA_KAFKA_OVERLAP"
 # librdkafka wants a group.id even for assign(); nothing is ever committed with it.
 READER_GROUP_ID = "samza-source-reader"
 
@@ -178,8 +166,6 @@ class ConsumerCache:
         self._factory = factory
         self.is_native = is_native  # holds the native reader's consumers (native_reader.py), not confluent-kafka's
         self._idle: OrderedDict[int, tuple[str, Consumer]] = OrderedDict()  # id(consumer) -> (key, consumer)
-        self._kept: dict[int, frozenset] = {}  # id(idle consumer) -> {(topic, partition, next)} still assigned
-        self.overlap = is_native and os.environ.get(_OVERLAP_ENV, "1") != '0'
         self._lock = threading.Lock()
         self.created = 0  # consumers created by this cache (for tests and metrics)
 
@@ -210,48 +196,32 @@ class ConsumerCache:
     def _trim(self) -> list[Consumer]:
         evicted = []
         while len(self._idle) > self._capacity:
-            ident, (_, consumer) = self._idle.popitem(last=False)
-            self._kept.pop(ident, None)
+            _, (_, consumer) = self._idle.popitem(last=False)
             evicted.append(consumer)
         return evicted
 
-    def acquire(self, client_conf: Mapping[str, str],
-                starts: frozenset | None = None) -> tuple[str, Consumer]:
-        """Borrow a consumer for ``client_conf`` (reused if an idle one exists). Returns ``(key, consumer)``.
-
-        ``starts`` (``{(topic, partition, start)}`` of the read): an idle consumer kept assigned exactly there is
-        preferred; else one that keeps nothing, so a kept one stays for the read it can serve."""
+    def acquire(self, client_conf: Mapping[str, str]) -> tuple[str, Consumer]:
+        """Borrow a consumer for ``client_conf`` (reused if an idle one exists). Returns ``(key, consumer)``."""
         conf = consumer_config(client_conf)
         key = _config_key(conf)
         with self._lock:
-            candidates = [i for i, (k, _) in reversed(self._idle.items()) if k == key]  # most recent first
-            if candidates:
-                ident = next((i for i in candidates if starts is not None and self._kept.get(i) == starts),
-                             next((i for i in candidates if i not in self._kept), candidates[-1]))
-                _, consumer = self._idle.pop(ident)
-                self._kept.pop(ident, None)
-                return key, consumer
+            for ident, (k, consumer) in reversed(self._idle.items()):  # most recently returned first
+                if k == key:
+                    del self._idle[ident]
+                    return key, consumer
         consumer = self._factory(conf)
-        if self.is_native and hasattr(consumer, "set_keep_past_end"):
-            consumer.set_keep_past_end(self.overlap)
         with self._lock:
             self.created += 1
         return key, consumer
 
     def release(self, key: str, consumer: Consumer, *, healthy: bool) -> None:
         """Give a borrowed consumer back: unassigned and kept if ``healthy``, else closed."""
-        kept = None
         if healthy:
             try:
-                with self._lock:
-                    may_keep = self.overlap and len(self._kept) < KEPT_LIMIT and hasattr(consumer, "keep")
-                if may_keep:
-                    kept = consumer.keep()  # still assigned past the ranges' ends, or unassigned (None)
-                else:
-                    assigned = consumer.assignment()
-                    if assigned:
-                        consumer.resume(assigned)  # librdkafka keeps the pause flag across (re)assignment
-                    consumer.unassign()
+                assigned = consumer.assignment()
+                if assigned:
+                    consumer.resume(assigned)  # librdkafka keeps the pause flag across (re)assignment
+                consumer.unassign()
             except Exception as err:
                 log.debug("resetting a consumer for reuse failed, closing it: %s", err)
                 healthy = False
@@ -260,16 +230,14 @@ class ConsumerCache:
             return
         with self._lock:
             self._idle[id(consumer)] = (key, consumer)
-            if kept:
-                self._kept[id(consumer)] = frozenset(kept)
             evicted = self._trim()
         for old in evicted:
             _close_quietly(old)
 
     @contextmanager
-    def borrow(self, client_conf: Mapping[str, str], starts: frozenset | None = None) -> Iterator[Consumer]:
+    def borrow(self, client_conf: Mapping[str, str]) -> Iterator[Consumer]:
         """``with cache.borrow(conf) as consumer:`` -- returned on normal exit (or generator close), closed on error."""
-        key, consumer = self.acquire(client_conf, starts)
+        key, consumer = self.acquire(client_conf)
         healthy = False
         try:
             yield consumer
@@ -284,7 +252,6 @@ class ConsumerCache:
         with self._lock:
             idle = [c for _, c in self._idle.values()]
             self._idle.clear()
-            self._kept.clear()
         for consumer in idle:
             _close_quietly(consumer)
 

@@ -101,8 +101,7 @@ def read_ranges(
                              f"({'ConsumerCache.native' if native else 'ConsumerCache'})")
         native = cache.is_native  # auto with a caller's cache: the path whose consumers it holds
     pool = cache if cache is not None else default_cache(native=native)
-    starts = frozenset((r.topic, r.partition, r.start) for r in work)
-    with pool.borrow(client_conf, starts) as consumer:
+    with pool.borrow(client_conf) as consumer:
         backend_class = NativeBackend if native else _PythonBackend
         backend = backend_class(consumer, task, work, settings.include_headers)
         yield from RangeReadControl(backend, task, work, settings).run()

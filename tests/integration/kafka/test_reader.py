@@ -159,27 +159,13 @@ def test_data_loss_skipped_with_a_warning(path, kafka_broker, kafka_topic, caplo
     assert f"{topic}[1] offsets 5..11" in caplog.text and f"{topic}[0] offsets 0..19" in caplog.text
 
 
-def test_a_consumer_kept_past_its_range_gives_exactly_each_next_range(path, kafka_broker, three, cache):
-    """Contiguous reads (the kept consumer reads on), a rewind and a skip ahead (it seeks): each read's rows are
-    exactly its range's, in order, from one consumer."""
-    topic, produced = three
-    bs = kafka_broker.bootstrap_servers
-    values = {rec.offset: rec.value for rec, _ in produced if rec.partition == 0}  # offsets 0..19
-    for start, end in ((0, 5), (5, 12), (12, 20), (3, 9), (9, 10), (15, 20)):
-        got = [(r["offset"], r["value"]) for r in rows(read(path, bs, [KafkaRange(topic, 0, start, end)],
-                                                          cache=cache))]
-        assert got == [(o, values[o]) for o in range(start, end)]
-    assert cache.created == 1
-
-
 def test_consumer_is_reused_and_evicted(path, kafka_broker, three, cache):
     topic, _ = three
     bs = kafka_broker.bootstrap_servers
     cache.set_capacity(1)
     read(path, bs, [KafkaRange(topic, 0, 0, 10)], cache=cache)
     key, first = cache.acquire({"bootstrap.servers": bs})
-    # handed back unassigned, or (native path) still assigned past the range's end for the next range
-    assert cache.created == 1 and first.assignment() == ([(topic, 0)] if path == "native" else [])
+    assert cache.created == 1 and first.assignment() == []  # handed back unassigned
     cache.release(key, first, healthy=True)
     assert rows(read(path, bs, [KafkaRange(topic, 0, 10, 20)], cache=cache))[-1]["offset"] == 19
     key, again = cache.acquire({"bootstrap.servers": bs})

@@ -62,14 +62,6 @@ typedef struct {
     rd_kafka_message_t **buf; /* buffered records: buf[head .. len) in offset order */
     size_t head, len, cap;
     int64_t vbytes; /* value bytes buffered (the pause heuristic; batch cuts use key+value bytes) */
-    /* Records past end consumed after the range finished (keep_past_end on): in offset order, every record
-     * librdkafka delivered for the partition after the range's last one, so they and librdkafka's queue continue
-     * the log exactly where the range ended. keepable: the range finished on a record at or past end - 1 and no
-     * record past end was dropped. */
-    rd_kafka_message_t **spill;
-    size_t spill_len, spill_cap;
-    int64_t spill_bytes;
-    int keepable;
 } slot_t;
 
 /* Something the Python side decides on, in consumption order: an error message or a first record past the start. */
@@ -105,11 +97,6 @@ typedef struct {
     event_t *events;
     size_t n_events, events_cap;
     struct ArrowArray out; /* the last exported batch's struct, moved out by pyarrow's import */
-    int keep_past_end;     /* finished ranges keep what follows them (keep()) instead of dropping it */
-    slot_t *kept;          /* the previous read's finished ranges, still assigned and fetching (keep()) */
-    int n_kept;
-    rd_kafka_message_t **pending; /* records delivered before the queue's by the next fetch (a kept spill) */
-    size_t n_pending, pending_head;
     int initialised;       /* __init__ ran once: a second one would leak the handle and its queue */
     int busy;              /* a method is running (see claim) */
 } consumer_t;
@@ -136,32 +123,16 @@ static int claim(consumer_t *self) {
         return result;                                                                                     \
     }
 
-static void free_slot_array(slot_t *slots, int n) {
-    for (int i = 0; i < n; i++) {
-        slot_t *s = &slots[i];
+static void clear_slots(consumer_t *self) {
+    for (int i = 0; i < self->n_slots; i++) {
+        slot_t *s = &self->slots[i];
         for (size_t j = s->head; j < s->len; j++) p_rd_kafka_message_destroy(s->buf[j]);
-        for (size_t j = 0; j < s->spill_len; j++) p_rd_kafka_message_destroy(s->spill[j]);
         free(s->buf);
-        free(s->spill);
         free(s->topic);
     }
-    free(slots);
-}
-
-static void clear_slots(consumer_t *self) {
-    free_slot_array(self->slots, self->n_slots);
+    free(self->slots);
     self->slots = NULL;
     self->n_slots = 0;
-}
-
-static void clear_kept(consumer_t *self) {
-    free_slot_array(self->kept, self->n_kept);
-    self->kept = NULL;
-    self->n_kept = 0;
-    for (size_t j = self->pending_head; j < self->n_pending; j++) p_rd_kafka_message_destroy(self->pending[j]);
-    free(self->pending);
-    self->pending = NULL;
-    self->n_pending = self->pending_head = 0;
 }
 
 static rd_kafka_topic_partition_list_t *slot_list(consumer_t *self, int i, int64_t offset) {
@@ -292,7 +263,6 @@ static void free_events(consumer_t *self) {
 
 static void close_handle(consumer_t *self) {
     clear_slots(self);
-    clear_kept(self);
     free_events(self);
     if (self->rk == NULL) return;
     rd_kafka_t *rk = self->rk;
@@ -366,50 +336,9 @@ static PyObject *consumer_set_ranges_impl(consumer_t *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
-/* Whether the kept ranges are exactly the new ranges' partitions, each kept one ending where a new one starts. */
-static int kept_matches(consumer_t *self) {
-    if (self->n_kept != self->n_slots) return 0;
-    for (int i = 0; i < self->n_slots; i++) {
-        int found = 0;
-        for (int k = 0; k < self->n_kept && !found; k++)
-            found = self->kept[k].partition == self->slots[i].partition &&
-                    strcmp(self->kept[k].topic, self->slots[i].topic) == 0 && self->kept[k].end == self->slots[i].start;
-        if (!found) return 0;
-    }
-    return 1;
-}
-
-/* The kept spills become the next fetch's first records (routed like any other, so [start, end) and start gaps
- * follow the same rules), each partition's in offset order. */
-static int take_spills(consumer_t *self) {
-    size_t total = 0;
-    for (int k = 0; k < self->n_kept; k++) total += self->kept[k].spill_len;
-    if (total == 0) return 0;
-    self->pending = (rd_kafka_message_t **)malloc(total * sizeof(*self->pending));
-    if (self->pending == NULL) return -1;
-    for (int k = 0; k < self->n_kept; k++) {
-        slot_t *s = &self->kept[k];
-        memcpy(self->pending + self->n_pending, s->spill, s->spill_len * sizeof(*s->spill));
-        self->n_pending += s->spill_len;
-        s->spill_len = 0;
-    }
-    return 0;
-}
-
-/* assign(): every range at its start, none paused (a reused handle may carry a stale pause flag). Where the
- * previous read kept exactly these partitions at these starts (keep()), they stay assigned and their fetched
- * records are read on: no seek, what librdkafka prefetched meanwhile is used. Anything else assigns afresh, which
- * drops whatever was kept. */
+/* assign(): every range at its start, none paused (a reused handle may carry a stale pause flag). */
 static PyObject *consumer_assign_impl(consumer_t *self, PyObject *unused) {
     if (check_slot(self, 0) != 0) return NULL;
-    if (self->n_kept > 0 && kept_matches(self)) {
-        if (take_spills(self) != 0) return PyErr_NoMemory();
-        free_slot_array(self->kept, self->n_kept);
-        self->kept = NULL;
-        self->n_kept = 0;
-        Py_RETURN_NONE; /* keep() left every kept partition resumed */
-    }
-    clear_kept(self);
     rd_kafka_topic_partition_list_t *list = p_rd_kafka_topic_partition_list_new(self->n_slots);
     for (int i = 0; i < self->n_slots; i++)
         p_rd_kafka_topic_partition_list_add(list, self->slots[i].topic, self->slots[i].partition)->offset =
@@ -465,56 +394,10 @@ static PyObject *consumer_resume_impl(consumer_t *self, PyObject *arg) {
 static PyObject *consumer_unassign_impl(consumer_t *self, PyObject *unused) {
     if (self->rk == NULL) return PyErr_Format(PyExc_RuntimeError, "the native Kafka consumer is closed");
     clear_slots(self);
-    clear_kept(self);
     free_events(self);
     rd_kafka_resp_err_t err;
     Py_BEGIN_ALLOW_THREADS err = p_rd_kafka_assign(self->rk, NULL);
     Py_END_ALLOW_THREADS return err_result(err, "unassign");
-}
-
-/* keep() -> [(topic, partition, next offset), ...] or None: at the end of a read whose every range finished on its
- * records (keep_past_end on), the partitions stay assigned and resumed, so librdkafka fetches what follows them
- * while the consumer waits in the cache; the records already consumed past the ends are kept for the next read
- * (assign() takes them when that read starts exactly there). Otherwise nothing is kept and all is unassigned. */
-static PyObject *consumer_keep_impl(consumer_t *self, PyObject *unused) {
-    if (self->rk == NULL) return PyErr_Format(PyExc_RuntimeError, "the native Kafka consumer is closed");
-    int keepable = self->keep_past_end && self->n_slots > 0;
-    for (int i = 0; keepable && i < self->n_slots; i++)
-        keepable = self->slots[i].keepable && self->slots[i].head == self->slots[i].len;
-    clear_kept(self);
-    free_events(self);
-    rd_kafka_resp_err_t err = RD_KAFKA_RESP_ERR_NO_ERROR;
-    if (!keepable) {
-        clear_slots(self);
-        Py_BEGIN_ALLOW_THREADS err = p_rd_kafka_assign(self->rk, NULL);
-        Py_END_ALLOW_THREADS if (err != RD_KAFKA_RESP_ERR_NO_ERROR) return err_result(err, "unassign");
-        Py_RETURN_NONE;
-    }
-    rd_kafka_topic_partition_list_t *list = p_rd_kafka_topic_partition_list_new(self->n_slots);
-    for (int i = 0; i < self->n_slots; i++)
-        p_rd_kafka_topic_partition_list_add(list, self->slots[i].topic, self->slots[i].partition);
-    Py_BEGIN_ALLOW_THREADS err = p_rd_kafka_resume_partitions(self->rk, list);
-    Py_END_ALLOW_THREADS p_rd_kafka_topic_partition_list_destroy(list);
-    if (err != RD_KAFKA_RESP_ERR_NO_ERROR) return err_result(err, "resume");
-    PyObject *out = PyList_New(0);
-    for (int i = 0; out != NULL && i < self->n_slots; i++) {
-        PyObject *tp = Py_BuildValue("(siL)", self->slots[i].topic, self->slots[i].partition,
-                                     (long long)self->slots[i].end);
-        if (tp == NULL || PyList_Append(out, tp) != 0) Py_CLEAR(out);
-        Py_XDECREF(tp);
-    }
-    self->kept = self->slots;
-    self->n_kept = self->n_slots;
-    self->slots = NULL;
-    self->n_slots = 0;
-    return out;
-}
-
-static PyObject *consumer_set_keep_past_end_impl(consumer_t *self, PyObject *arg) {
-    int on = PyObject_IsTrue(arg);
-    if (on < 0) return NULL;
-    self->keep_past_end = on;
-    Py_RETURN_NONE;
 }
 
 /* ---- per-partition control ------------------------------------------------------------------------------ */
@@ -704,33 +587,6 @@ static int slot_append(slot_t *s, rd_kafka_message_t *m) {
     return 0;
 }
 
-/* A kept spill's bound: what one fetch response can carry past a range's end (max.partition.fetch.bytes, 4 MiB
- * by default) with room to spare; a range whose spill would pass it is not kept (its next read seeks). */
-#define SPILL_MAX_BYTES (8 * 1024 * 1024)
-
-/* Keep ``m``, a record of finished range ``i`` past its end, for the next read (keep_past_end on); else drop it,
- * and with it the range's claim to continue the log where it ended. */
-static void spill_or_drop(consumer_t *self, slot_t *s, rd_kafka_message_t *m) {
-    int64_t size = (int64_t)m->len + (int64_t)m->key_len;
-    if (self->keep_past_end && s->keepable && s->spill_bytes + size <= SPILL_MAX_BYTES) {
-        if (s->spill_len == s->spill_cap) {
-            size_t cap = s->spill_cap ? 2 * s->spill_cap : 256;
-            rd_kafka_message_t **grown = (rd_kafka_message_t **)realloc(s->spill, cap * sizeof(*s->spill));
-            if (grown != NULL) {
-                s->spill = grown;
-                s->spill_cap = cap;
-            }
-        }
-        if (s->spill_len < s->spill_cap) {
-            s->spill[s->spill_len++] = m;
-            s->spill_bytes += size;
-            return;
-        }
-    }
-    s->keepable = 0;
-    p_rd_kafka_message_destroy(m);
-}
-
 /* One run of consecutive records of range ``i`` (offsets ascending), the rule of reader.py's _take: records in
  * [next, end) are kept; the range is finished once a record at or past end - 1 arrived. Returns value bytes kept,
  * or -1 when out of memory. */
@@ -745,7 +601,6 @@ static int64_t take_run(consumer_t *self, int i, rd_kafka_message_t **run, size_
     if (first > next && !s->seen && add_event(self, 1, i, 0, first, next, NULL, 0) != 0) failed = 1;
     s->seen = 1;
     int64_t last_kept = -1;
-    if (last >= s->end - 1) s->keepable = !failed; /* finishes on this run's records: what follows may be kept */
     for (size_t k = 0; k < n; k++) {
         rd_kafka_message_t *m = run[k];
         if (!failed && m->offset >= next && m->offset < s->end) {
@@ -755,10 +610,6 @@ static int64_t take_run(consumer_t *self, int i, rd_kafka_message_t **run, size_
                 continue;
             }
             failed = 1;
-        }
-        if (m->offset >= s->end) {
-            spill_or_drop(self, s, m);
-            continue;
         }
         p_rd_kafka_message_destroy(m);
     }
@@ -795,8 +646,6 @@ static int route(consumer_t *self, rd_kafka_message_t **msgs, size_t n, int64_t 
             if (got < 0) failed = 1;
             else *kept += got;
             *progressed = 1;
-        } else if (slot >= 0 && self->slots[slot].done) { /* in flight when the range finished (pause) */
-            for (size_t k = i; k < j; k++) spill_or_drop(self, &self->slots[slot], msgs[k]);
         } else {
             for (size_t k = i; k < j; k++) p_rd_kafka_message_destroy(msgs[k]);
         }
@@ -837,18 +686,9 @@ static PyObject *consumer_fetch_impl(consumer_t *self, PyObject *args) {
     int64_t kept = 0;
     int progressed = 0, failed = 0;
     free_events(self);
-    if (self->pending_head < self->n_pending) { /* a kept spill first: it precedes the queue's records */
-        size_t left = self->n_pending - self->pending_head, take = left < (size_t)want ? left : (size_t)want;
-        memcpy(self->batch, self->pending + self->pending_head, take * sizeof(*self->batch));
-        self->pending_head += take;
-        n = (ssize_t)take;
-        Py_BEGIN_ALLOW_THREADS failed = route(self, self->batch, (size_t)n, &kept, &progressed);
-        Py_END_ALLOW_THREADS
-    } else {
     Py_BEGIN_ALLOW_THREADS n = p_rd_kafka_consume_batch_queue(self->queue, timeout_ms, self->batch, (size_t)want);
     if (n > 0) failed = route(self, self->batch, (size_t)n, &kept, &progressed);
     Py_END_ALLOW_THREADS if (n < 0) return PyErr_Format(PyExc_RuntimeError, "consume failed");
-    }
     if (failed) {
         free_events(self);
         return PyErr_NoMemory();
@@ -1191,8 +1031,6 @@ CLAIMED(consumer_partition_exists)
 CLAIMED(consumer_fetch)
 CLAIMED(consumer_emit)
 CLAIMED(consumer_cut)
-CLAIMED(consumer_keep)
-CLAIMED(consumer_set_keep_past_end)
 
 /* ---- module ------------------------------------------------------------------------------------------------ */
 static PyMethodDef consumer_methods[] = {
@@ -1201,8 +1039,6 @@ static PyMethodDef consumer_methods[] = {
     {"assignment", (PyCFunction)consumer_assignment, METH_NOARGS, "assigned (topic, partition) pairs"},
     {"resume", (PyCFunction)consumer_resume, METH_O, "resume([(topic, partition), ...])"},
     {"unassign", (PyCFunction)consumer_unassign, METH_NOARGS, "unassign all and drop buffered records"},
-    {"keep", (PyCFunction)consumer_keep, METH_NOARGS, "keep() -> [(topic, partition, next), ...] or None"},
-    {"set_keep_past_end", (PyCFunction)consumer_set_keep_past_end, METH_O, "set_keep_past_end(on)"},
     {"close", (PyCFunction)consumer_close, METH_NOARGS, "close the consumer"},
     {"pause_range", (PyCFunction)consumer_pause_range, METH_VARARGS, "pause_range(i, pause)"},
     {"finish", (PyCFunction)consumer_finish, METH_VARARGS, "finish(i): nothing more to fetch"},
