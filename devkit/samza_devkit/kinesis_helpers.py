@@ -48,6 +48,7 @@ import boto3
 from spark_samza_source.kinesis import kpl
 
 __all__ = [
+    "put_round",
     "Put",
     "kinesis_client",
     "dynamodb_client",
@@ -517,3 +518,16 @@ class FaultyEndpoint:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def put_round(client, stream: str, per_shard: int, tag: str) -> list:
+    """``per_shard`` records into every open shard (routed by explicit hash key, 17 partition keys), data
+    ``{tag}-{shardId}-{i}``; the acks, in order."""
+    acks = []
+    for shard in list_shards(client, stream):
+        if "EndingSequenceNumber" in shard["SequenceNumberRange"]:
+            continue
+        key = shard["HashKeyRange"]["StartingHashKey"]
+        acks += put_records(client, stream, [(f"pk-{i % 17}", f"{tag}-{shard['ShardId']}-{i}".encode(), key)
+                                             for i in range(per_shard)])
+    return acks

@@ -11,18 +11,6 @@ from samza_devkit import kinesis_helpers as kh
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
 
-def put_round(ks, stream, per_shard, tag):
-    """``per_shard`` records into every open shard, routed by explicit hash key; returns the acks."""
-    acks = []
-    for shard in kh.list_shards(ks.client, stream):
-        if "EndingSequenceNumber" in shard["SequenceNumberRange"]:
-            continue
-        key = shard["HashKeyRange"]["StartingHashKey"]
-        acks += kh.put_records(ks.client, stream, [(f"pk-{i % 17}", f"{tag}-{shard['ShardId']}-{i}".encode(), key)
-                                                   for i in range(per_shard)])
-    return acks
-
-
 def rows_key(rows):
     return sorted((r.shardId, r.sequenceNumber) for r in rows)
 
@@ -36,7 +24,7 @@ def test_max_records_per_shard_bounds_every_batch_across_a_restart(ks):
     every supported PySpark (the executors apply it, whatever limit Spark passes), before and after a restart
     from the checkpoint; every record is read once."""
     stream = ks.create_stream(2, "cap")
-    acks = put_round(ks, stream, 250, "a")
+    acks = kh.put_round(ks.client, stream, 250, "a")
 
     def read():
         return rows_key(ks.collected("cap"))
@@ -44,7 +32,7 @@ def test_max_records_per_shard_bounds_every_batch_across_a_restart(ks):
     query = ks.start_collecting("cap", stream, maxRecordsPerShard="100")
     ks.wait_for(lambda: read() == acks_key(acks), timeout=180, what="the first 500 records")
     query.stop()
-    acks += put_round(ks, stream, 150, "b")
+    acks += kh.put_round(ks.client, stream, 150, "b")
     query = ks.start_collecting("cap", stream, maxRecordsPerShard="100")
     ks.wait_for(lambda: len(read()) >= len(acks), timeout=180, what="the 300 records put while stopped")
     query.stop()

@@ -11,18 +11,6 @@ pytestmark = [pytest.mark.spark, pytest.mark.slow, pytest.mark.both_emulators]
 BOUNDED_AVAILABLE_NOW = has_admission_control()
 
 
-def put_round(ks, stream, shards, per_shard, tag):
-    """``per_shard`` records into every shard, routed by explicit hash key; returns the acks."""
-    acks = []
-    for shard in kh.list_shards(ks.client, stream):
-        if "EndingSequenceNumber" in shard["SequenceNumberRange"]:
-            continue
-        key = shard["HashKeyRange"]["StartingHashKey"]
-        acks += kh.put_records(ks.client, stream, [(f"pk-{i % 17}", f"{tag}-{shard['ShardId']}-{i}".encode(), key)
-                                                   for i in range(per_shard)])
-    return acks
-
-
 def rows_key(rows):
     return sorted((r.shardId, r.sequenceNumber, r.subSequenceNumber) for r in rows)
 
@@ -51,14 +39,14 @@ def test_reads_4_shards_exactly_across_restarts(ks):
     a record of another shard with the same data, fails.
     """
     stream = ks.create_stream(4, "exact")
-    acks = put_round(ks, stream, 4, 5000, "r0")
+    acks = kh.put_round(ks.client, stream, 5000, "r0")
     run_available_now_until_read(ks, "exact", stream, acks, maxRecordsPerShard="2000")
     tasks = {(r.shardId, r.task) for r in ks.spark.read.parquet(ks.sink_path("exact")).select("shardId", "task")
              .distinct().collect()}
     assert {task for _, task in tasks} == {"Task-0", "Task-1", "Task-2", "Task-3"}
     assert len(tasks) == 4  # each shard in one task
     for round_ in range(1, 3):
-        acks += put_round(ks, stream, 4, 300, f"r{round_}")
+        acks += kh.put_round(ks.client, stream, 300, f"r{round_}")
         ks.run_available_now_parquet("exact", stream, maxRecordsPerShard="2000")
         assert ks.sink_keys("exact") == acks_key(acks), f"round {round_}: duplicates or losses"
     data = sorted(r.data for r in ks.spark.read.parquet(ks.sink_path("exact")).select("data").collect())
@@ -92,14 +80,14 @@ def test_a_task_failing_after_recording_its_end_is_retried_with_exactly_that_ran
     import json
 
     stream = ks.create_stream(2, "retry")
-    acks = put_round(ks, stream, 2, 100, "a")
+    acks = kh.put_round(ks.client, stream, 100, "a")
     marker, release = tmp_path / "failed-once", tmp_path / "retry-may-run"
     query = ks.start_collecting("retry", stream, maxRecordsPerShard="1000",
                                 **{"testing.faultHooks": "samza_devkit.fault_hooks",
                                    "testing.failAfterRecord": str(marker),
                                    "testing.failAfterRecordHold": str(release)})
     ks.wait_for(marker.exists, timeout=120, what="the injected failure")
-    later = put_round(ks, stream, 2, 60, "b")  # lands between the failed attempt and its retry
+    later = kh.put_round(ks.client, stream, 60, "b")  # lands between the failed attempt and its retry
     release.touch()
     ks.wait_for(lambda: len(ks.collected("retry")) >= len(acks) + len(later), timeout=120, what="every record")
     query.stop()
@@ -120,12 +108,12 @@ def test_a_task_failing_after_recording_its_end_is_retried_with_exactly_that_ran
 
 def test_available_now_reads_what_arrived_before_it_started_and_stops(ks):
     stream = ks.create_stream(2, "an")
-    before = put_round(ks, stream, 2, 200, "before")
+    before = kh.put_round(ks.client, stream, 200, "before")
     late = []
 
     def put_late(batch_id, rows):
         if not late:
-            late.extend(put_round(ks, stream, 2, 30, "late"))
+            late.extend(kh.put_round(ks.client, stream, 30, "late"))
 
     query = ks.start_collecting("an", stream, trigger={"availableNow": True}, on_batch=put_late,
                                 maxRecordsPerShard="50")
