@@ -1,4 +1,5 @@
-"""The ``spark_cluster`` fixture: one Spark standalone cluster and one Apache Kafka broker per test module.
+"""The ``spark_cluster`` fixture: one Spark standalone cluster and one Apache Kafka broker per test module
+(``bare_spark_cluster``: the cluster alone, for samza-kinesis).
 
 The cluster (:class:`samza_devkit.spark_cluster.SparkCluster`) has two workers, each in a network namespace of its
 own, and two more namespaces for drivers (``d0``, ``d1``); the broker binds an address of its own on the cluster's
@@ -9,6 +10,7 @@ and everything runs on loopback (tests that cut links then skip, naming that rea
 from __future__ import annotations
 
 import warnings
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import pytest
@@ -16,7 +18,7 @@ import pytest
 from .apache_kafka import ApacheKafkaBroker
 from .spark_cluster import BROKER, SparkCluster
 
-__all__ = ["ClusterWithBroker", "spark_cluster"]
+__all__ = ["ClusterWithBroker", "bare_spark_cluster", "spark_cluster"]
 
 
 @dataclass
@@ -33,16 +35,28 @@ class ClusterWithBroker:
         return self.cluster.service_address(BROKER)
 
 
-@pytest.fixture(scope="module")
-def spark_cluster(tmp_path_factory):
-    cluster = SparkCluster.start(tmp_path_factory.mktemp("spark-cluster"), workers=2)
+@contextmanager
+def _cluster(root):
+    cluster = SparkCluster.start(root, workers=2)
     try:
         if cluster.fallback:
             warnings.warn(f"Spark cluster tests ran on ONE host (fallback): {cluster.fallback}", stacklevel=1)
+        yield cluster
+    finally:
+        cluster.close()
+
+
+@pytest.fixture(scope="module")
+def bare_spark_cluster(tmp_path_factory):
+    with _cluster(tmp_path_factory.mktemp("spark-cluster")) as cluster:
+        yield cluster
+
+
+@pytest.fixture(scope="module")
+def spark_cluster(tmp_path_factory):
+    with _cluster(tmp_path_factory.mktemp("spark-cluster")) as cluster:
         broker = ApacheKafkaBroker(host=cluster.service_address(BROKER)).start()
         try:
             yield ClusterWithBroker(cluster, broker)
         finally:
             broker.stop()
-    finally:
-        cluster.close()

@@ -1,4 +1,4 @@
-"""Both sources on a real Spark standalone cluster: workers on hosts of their own, executors lost, links cut.
+"""samza-kafka on a real Spark standalone cluster: workers on hosts of their own, executors lost, links cut.
 
 One cluster for the module (``spark_cluster``: a master, two two-core workers each in a network namespace of
 its own; Apache Kafka, and for samza-kinesis moto, on addresses of their own on the cluster's bridge). Every
@@ -9,20 +9,17 @@ log, against every write the broker (or Kinesis) acknowledged: each record exact
 
 from __future__ import annotations
 
-import json
 import uuid
 from collections import Counter
 from pathlib import Path
 
 import pytest
 
-from samza_devkit import kinesis_helpers as kh
-from samza_devkit.aws_fixtures import DUMMY_AWS_ENV
 from samza_devkit.checkpoint_log import committed_batches, offset_log, startpoint_rebases
+from samza_devkit.cluster_tasks import kill_the_executor_of_a_task_in_flight, marked
 from samza_devkit.fault_harness import exactly_once, startpoints_left, wait_for
 from samza_devkit.kafka_helpers import create_topic, produce, unique_topic
-from samza_devkit.moto_server import MotoServerProcess
-from samza_devkit.spark_cluster import MOTO, CutUnsupported, committed_parquet_rows
+from samza_devkit.spark_cluster import CutUnsupported, committed_parquet_rows
 from spark_samza_source.core.model import SystemStreamPartition
 from spark_samza_source.core.startpoint import StartpointSpecific
 from spark_samza_source.core.startpoint_manager import StartpointManager
@@ -52,32 +49,6 @@ class Job:
         return Counter(committed_parquet_rows(self.sink, ["partition", "offset"]))
 
 
-def _marked(markers: Path) -> list[dict]:
-    """The task attempts the slow stage saw: {"task": [stage, partition, attempt], "host": worker, "pid": ...}."""
-    if not markers.is_dir():
-        return []
-    out = []
-    for path in sorted(markers.iterdir()):
-        text = path.read_text()
-        if text:
-            out.append({**json.loads(text), "pid": int(path.name.split("-")[1])})
-    return out
-
-
-def _kill_the_executor_of_a_task_in_flight(cluster, markers: Path) -> dict:
-    """SIGKILL the executor JVM of a task attempt the slow stage holds; that attempt's marker."""
-    def a_task_in_flight():
-        for mark in _marked(markers):
-            found = cluster.executor_of(mark["pid"])
-            if found is not None:
-                return mark, found
-        return None
-
-    mark, (_host, executor) = wait_for(a_task_in_flight, timeout=180, what="a task attempt inside the slow stage")
-    cluster.kill_executor(executor)
-    return mark
-
-
 def _topic(bootstrap: str, prefix: str, partitions: int, per_partition: int):
     topic = create_topic(bootstrap, unique_topic(prefix), partitions)
     acks = produce(bootstrap, topic, [(f"k{i % 5}".encode(), f"{p}-{i}".encode(), None, p)
@@ -101,13 +72,13 @@ def test_executor_sigkilled_mid_read_task_retried_on_another_worker_exactly_once
     job = Job(tmp_path, spark_cluster.bootstrap, topic)
     driver = cluster.driver("exkill", None, *job.args("1", "--max-offsets", "400", "--slow-ms", "2000"))
 
-    mark = _kill_the_executor_of_a_task_in_flight(cluster, job.markers("1"))
+    mark = kill_the_executor_of_a_task_in_flight(cluster, job.markers("1"))
     assert driver.wait(240) == 0, driver.log_tail()
     assert driver.has("done")
     assert exactly_once(job.sink_counts(), [(a.partition, a.offset) for a in acks]) == []
     stage, partition, _ = mark["task"]
-    retries = [m for m in _marked(job.markers("1")) if m["task"][:2] == [stage, partition] and m["task"][2] > 0]
-    assert retries, f"task {partition} of stage {stage} was not retried: {_marked(job.markers('1'))}"
+    retries = [m for m in marked(job.markers("1")) if m["task"][:2] == [stage, partition] and m["task"][2] > 0]
+    assert retries, f"task {partition} of stage {stage} was not retried: {marked(job.markers('1'))}"
     log = offset_log(job.checkpoint)
     assert len(log) == 2 and committed_batches(job.checkpoint) == set(log)  # 800 records, 400 a batch
 
@@ -141,10 +112,10 @@ def test_worker_cut_off_from_the_broker_past_the_poll_timeout_then_healed_exactl
             driver.log_path.read_text(errors="replace"), driver.log_tail(60)
     finally:
         cluster.heal(cut_host, spark_cluster.broker_address)
-        healed_at = len(_marked(job.markers("1")))
+        healed_at = len(marked(job.markers("1")))
     assert driver.wait(240) == 0, driver.log_tail()
     # the slow stage (1 ms) marks every task attempt that got rows: the healed worker read again
-    assert cut_host in {m["host"] for m in _marked(job.markers("1"))[healed_at:]}, _marked(job.markers("1"))
+    assert cut_host in {m["host"] for m in marked(job.markers("1"))[healed_at:]}, marked(job.markers("1"))
     assert exactly_once(job.sink_counts(), [(a.partition, a.offset) for a in acks]) == []
     log = offset_log(job.checkpoint)
     assert len(log) == 2 and committed_batches(job.checkpoint) == set(log)  # 600 records, 300 a batch
@@ -180,7 +151,7 @@ def test_driver_sigkilled_restarted_on_another_host_with_a_startpoint_and_an_int
     try:
         try:
             wait_for(lambda: (0 in offset_log(job.checkpoint) and 0 not in committed_batches(job.checkpoint)
-                              and _marked(job.markers("1"))), timeout=180, interval=0.05, what="batch 0 in flight")
+                              and marked(job.markers("1"))), timeout=180, interval=0.05, what="batch 0 in flight")
         finally:
             first.kill()
         assert 0 not in committed_batches(job.checkpoint), "the kill came too late: batch 0 had committed"
@@ -215,46 +186,3 @@ def test_driver_sigkilled_restarted_on_another_host_with_a_startpoint_and_an_int
     log = offset_log(job.checkpoint)
     assert startpoint_rebases(log) == [(1, "Partition 0", f"kafka.{topic}.0", 250, startpoint.creation_timestamp)]
     assert startpoints_left(tmp_path / "metadata", job.name) == []
-
-
-@pytest.fixture(scope="module")
-def cluster_moto(spark_cluster):
-    """moto (Kinesis and DynamoDB) on its own address of the cluster's bridge; this process's AWS clients get
-    dummy credentials (the drivers pass theirs as options)."""
-    with pytest.MonkeyPatch.context() as mp:
-        for name, value in DUMMY_AWS_ENV.items():
-            mp.setenv(name, value)
-        mp.delenv("AWS_PROFILE", raising=False)
-        with MotoServerProcess(host=spark_cluster.cluster.service_address(MOTO)) as endpoint:
-            yield endpoint
-
-
-def test_kinesis_executor_sigkilled_after_recording_its_batch_end_retried_to_that_end_exactly_once(
-        spark_cluster, cluster_moto, tmp_path):
-    """samza-kinesis: an executor is SIGKILLed while its task hands over a shard's rows, after the task recorded
-    the shard's batch end (``put_if_absent``, before its first rows); the retry (on another executor) finds that end
-    and reads exactly to it, so the sink (compared on shard, sequence and subsequence numbers) holds every
-    acknowledged put exactly once (a retry reading past or short of the recorded end would duplicate or lose
-    rows of that batch or the next)."""
-    cluster = spark_cluster.cluster
-    client = kh.kinesis_client(cluster_moto)
-    stream = kh.create_stream(client, kh.unique_stream_name("clk"), 2)
-    acks = []
-    for shard in kh.list_shards(client, stream):
-        key = shard["HashKeyRange"]["StartingHashKey"]
-        acks += kh.put_records(client, stream, [(f"pk-{i % 7}", f"{shard['ShardId']}-{i}".encode(), key)
-                                                for i in range(200)])
-    root, name = tmp_path, f"clk-{uuid.uuid4().hex[:6]}"
-    driver = cluster.driver("kinesis-exkill", None, "--kinesis-endpoint", cluster_moto, "--stream", stream,
-                            "--job", name, "--store", f"file://{root}/metadata", "--checkpoint", str(root / "ck"),
-                            "--sink", str(root / "sink"), "--markers", str(root / "inflight"),
-                            "--max-offsets", "100", "--slow-ms", "2000")
-
-    mark = _kill_the_executor_of_a_task_in_flight(cluster, root / "inflight")
-    assert driver.wait(240) == 0, driver.log_tail()
-    got = Counter(committed_parquet_rows(root / "sink", ["shardId", "sequenceNumber", "subSequenceNumber"]))
-    assert exactly_once(got, [(a.shard_id, a.sequence, 0) for a in acks]) == []
-    retries = [m for m in _marked(root / "inflight") if m["task"][:2] == mark["task"][:2] and m["task"][2] > 0]
-    assert retries, _marked(root / "inflight")  # where: the scheduler's choice (see the Kafka executor test)
-    log = offset_log(root / "ck")
-    assert len(log) >= 2 and committed_batches(root / "ck") == set(log)  # 200 a shard, 100 a batch
