@@ -1,5 +1,6 @@
-"""What the cluster tests see of task attempts: the markers ``fault_driver``'s slow stage leaves, and a SIGKILL of
-the executor that runs one of them (see ``samza_devkit.spark_cluster``)."""
+"""What the cluster tests see of task attempts: the markers ``fault_driver``'s slow stage leaves, a SIGKILL of the
+executor that runs one of them, and the Kafka clients a worker's Python processes hold (see
+``samza_devkit.spark_cluster``)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from pathlib import Path
 
 from .fault_harness import wait_for
 
-__all__ = ["kill_the_executor_of_a_task_in_flight", "marked"]
+__all__ = ["kafka_clients_per_process", "kill_the_executor_of_a_task_in_flight", "marked"]
 
 
 def marked(markers: Path) -> list[dict]:
@@ -35,3 +36,18 @@ def kill_the_executor_of_a_task_in_flight(cluster, markers: Path) -> dict:
     mark, (_host, executor) = wait_for(a_task_in_flight, timeout=180, what="a task attempt inside the slow stage")
     cluster.kill_executor(executor)
     return mark
+
+
+def kafka_clients_per_process(cluster, host: str) -> dict[int, int]:
+    """Python process pid -> the librdkafka clients alive in it (one ``rdk:main`` thread each), for every Python
+    process under ``host``'s executors."""
+    out = {}
+    for pid in cluster.python_workers(host):
+        names = []
+        for comm in Path(f"/proc/{pid}/task").glob("*/comm"):
+            try:
+                names.append(comm.read_text().strip())
+            except OSError:
+                continue
+        out[pid] = names.count("rdk:main")
+    return out

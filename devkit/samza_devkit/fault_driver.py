@@ -7,7 +7,7 @@ run it again from the same checkpoint::
     python -m samza_devkit.fault_driver --bootstrap HOST:PORT --topic orders --job orders-etl \\
         --store file:///tmp/meta --checkpoint /tmp/ck --sink /tmp/sink --markers /tmp/inflight \\
         [--startpoint 0:specific:100] [--starting-offsets earliest] [--max-offsets 150] [--slow-ms 2000] \\
-        [--fail-on-data-loss false] [--trigger available-now | --trigger processing:500] \\
+        [--slow-host w0] [--fail-on-data-loss false] [--trigger available-now | --trigger processing:500] \\
         [--master spark://HOST:PORT --conf KEY=VALUE ...] [--start-file PATH] [--stop-file PATH]
 
 With ``--kinesis-endpoint URL --stream NAME`` (instead of ``--bootstrap`` and ``--topic``) it reads a Kinesis stream
@@ -17,7 +17,7 @@ credentials are the emulator's).
 It runs a samza-kafka (or samza-kinesis) query that writes Parquet files (Spark's file sink, exactly once through its
 ``_spark_metadata`` log). Between the source and the sink sits a deliberately slow filter (a Python UDF keeping
 every row): the first row of each task attempt creates a file in ``--markers`` (the test's sign that a batch is in
-flight) and sleeps ``--slow-ms``.
+flight) and sleeps ``--slow-ms`` (with ``--slow-host``, only on that cluster host: a straggler).
 
 ``--startpoint PARTITION:TYPE[:VALUE]`` writes a Startpoint for that partition of the topic (SSP-only key) into the
 metadata store *before* the query starts (TYPE: ``specific`` with an offset, ``oldest``, ``upcoming``, ``timestamp``
@@ -56,8 +56,9 @@ def emit(event: str, **fields) -> None:
 _IN_FLIGHT: set[tuple[int, int, int]] = set()
 
 
-def slow_stage(markers: str, slow_ms: int, _value) -> bool:
-    """A row filter keeping every row; the first row of each task attempt marks the task as in flight and sleeps."""
+def slow_stage(markers: str, slow_ms: int, slow_host: str | None, _value) -> bool:
+    """A row filter keeping every row; the first row of each task attempt marks the task as in flight and sleeps
+    (only on ``slow_host`` when one is named: a straggling machine)."""
     from pyspark import TaskContext
 
     ctx = TaskContext.get()
@@ -67,7 +68,8 @@ def slow_stage(markers: str, slow_ms: int, _value) -> bool:
         with open(os.path.join(markers, f"{time.time_ns()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"), "w") as f:
             # the host: on a cluster (samza_devkit.spark_cluster) each worker's processes carry their host's name
             f.write(json.dumps({"task": list(key), "host": os.environ.get("SAMZA_DEVKIT_HOST")}))
-        time.sleep(slow_ms / 1000)
+        if slow_host is None or os.environ.get("SAMZA_DEVKIT_HOST") == slow_host:
+            time.sleep(slow_ms / 1000)
     return True
 
 
@@ -182,6 +184,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--starting-offsets", default="earliest")
     parser.add_argument("--max-offsets", type=int, default=None)
     parser.add_argument("--slow-ms", type=int, default=0)
+    parser.add_argument("--slow-host", default=None,
+                        help="sleep --slow-ms only in tasks on this cluster host (the others only mark)")
     parser.add_argument("--fail-on-data-loss", default="true", choices=("true", "false"))
     parser.add_argument("--trigger", default="available-now")
     parser.add_argument("--timeout", type=float, default=300)
@@ -237,7 +241,7 @@ def main(argv: list[str] | None = None) -> int:
         from pyspark.sql.functions import udf
 
         # a plain (pickled-rows) Python UDF: needs no pandas; nondeterministic, so it stays where it is
-        slow = udf(partial(slow_stage, args.markers, args.slow_ms), "boolean").asNondeterministic()
+        slow = udf(partial(slow_stage, args.markers, args.slow_ms, args.slow_host), "boolean").asNondeterministic()
         df = df.filter(slow(df["sequenceNumber" if kinesis else "offset"]))
     return run_parquet(args, df)
 

@@ -11,12 +11,15 @@ and ``heal`` then raise :class:`CutUnsupported`. ``SAMZA_TEST_CLUSTER_ONE_HOST=1
 - ``driver(name, host, *args)``: ``samza_devkit.fault_driver`` on this cluster, from ``host``'s namespace (None:
   the root namespace), in a process group of its own (``ClusterDriver.kill()`` is a SIGKILL of it all);
 - ``executors(host)`` / ``kill_executor(pid)``: the executor JVMs a worker launched, SIGKILLed like a lost machine;
+- ``python_workers(host)``: the Python processes under a worker's executors (what a leak check looks into);
+- ``kill_worker(host)`` / ``start_worker(host)``: a worker host lost (its Worker and executors SIGKILLed) and back;
 - ``cut(host, address)`` / ``heal(...)``: see ``netlab``;
 - ``close()``: every process stopped (the master, workers and drivers also die with the process that started them:
   ``PR_SET_PDEATHSIG``; executors exit when their worker goes), then the namespaces and links removed.
 
 ``committed_parquet_rows(sink, columns)`` reads a Parquet sink through its ``_spark_metadata`` log only: the files
-of a killed task attempt stay in the directory but are not part of the output.
+of a killed task attempt stay in the directory but are not part of the output (``committed_parquet_batches``: the
+same, batch by batch).
 """
 
 from __future__ import annotations
@@ -37,7 +40,7 @@ from pathlib import Path
 from .child_process import popen_dying_with_this_process
 from .netlab import NetLab, available
 
-__all__ = ["ClusterDriver", "CutUnsupported", "SparkCluster", "committed_parquet_rows"]
+__all__ = ["ClusterDriver", "CutUnsupported", "SparkCluster", "committed_parquet_batches", "committed_parquet_rows"]
 
 _REPO_CONF = Path(__file__).resolve().parents[2] / "conf"
 _LAUNCHER = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="spark-cluster-launcher")
@@ -204,6 +207,8 @@ class SparkCluster:
                     "spark.executor.memory": "512m", "spark.executor.cores": "1", "spark.cores.max": "2",
                     # a lost executor's tasks are retried at once; a slow one is not given up on
                     "spark.task.maxFailures": "4", "spark.locality.wait": "0s", "spark.ui.showConsoleProgress": "false",
+                    # the cluster's logging (task attempts logged, see _base_env), not the devkit's quieter one
+                    "spark.driver.extraJavaOptions": f"-Dlog4j.configurationFile=file:{self._log4j}",
                     **(conf or {})}
         cmd = [sys.executable, "-m", "samza_devkit.fault_driver", "--master", self.master_url,
                *[f"--conf={k}={v}" for k, v in settings.items()], *args]
@@ -231,8 +236,47 @@ class SparkCluster:
                     return host, executor
         return None
 
+    def python_workers(self, host: str) -> list[int]:
+        """The pids of the Python processes (PySpark's daemon and its workers) under ``host``'s executors."""
+        found, todo = [], list(self.executors(host))
+        while todo:
+            pid = todo.pop()
+            for child in _children(pid):
+                todo.append(child)
+                if "python" in _cmdline(child).split(" ", 1)[0]:
+                    found.append(child)
+        return found
+
     def kill_executor(self, pid: int) -> None:
         os.kill(pid, signal.SIGKILL)
+
+    def kill_worker(self, host: str) -> None:
+        """SIGKILL ``host``'s Worker and its executors at once: the host is lost (``start_worker`` brings it back)."""
+        executors = self.executors(host)
+        _stop(self.workers[host], signal.SIGKILL)
+        for pid in executors:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+    def start_worker(self, host: str, timeout: float = 120.0) -> None:
+        """Restart ``host``'s Worker (after ``kill_worker``); returns once the master has it alive."""
+        address = self.address(host)
+        before = self._alive_worker_ids(address)
+        # the master refuses a worker at an address it still has alive: wait until it has seen the old one go
+        _poll(lambda: not before or not self._alive_worker_ids(address), timeout,
+              f"the master forgetting the lost worker at {address}")
+        self._start_worker(host)
+        _poll(lambda: self._alive_worker_ids(address), timeout, f"the restarted worker at {address} registered")
+
+    def _alive_worker_ids(self, address: str) -> set[str]:
+        try:
+            with urllib.request.urlopen(self._status_url, timeout=2) as answer:
+                status = json.load(answer)
+        except OSError:
+            return set()
+        return {w["id"] for w in status.get("workers", []) if w.get("state") == "ALIVE" and w.get("host") == address}
 
     def cut(self, host: str, address: str) -> None:
         if self.lab is None:
@@ -244,11 +288,19 @@ class SparkCluster:
             self.lab.heal(host, address)
 
     # ------------------------------------------------------------------------------ internals
+    @property
+    def _log4j(self) -> Path:
+        return self.root / "spark-conf" / "log4j2.properties"
+
     def _base_env(self) -> dict[str, str]:
         conf_dir = self.root / "spark-conf"
         conf_dir.mkdir(exist_ok=True)
         if (_REPO_CONF / "log4j2.properties").exists():
             shutil.copy(_REPO_CONF / "log4j2.properties", conf_dir / "log4j2.properties")
+            with open(conf_dir / "log4j2.properties", "a") as conf:
+                # every task attempt's start, speculation and kill in the driver's log: what a test reads of them
+                conf.write("logger.tasks.name = org.apache.spark.scheduler.TaskSetManager\n"
+                           "logger.tasks.level = info\n")
         env = dict(os.environ)
         env.update({"SPARK_CONF_DIR": str(conf_dir), "SPARK_DAEMON_MEMORY": "256m",
                     "PYSPARK_PYTHON": os.environ.get("PYSPARK_PYTHON", sys.executable),
@@ -303,6 +355,15 @@ class SparkCluster:
                            f"logs in {self.root}")
 
 
+def _poll(condition, timeout: float, what: str):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return
+        time.sleep(0.2)
+    raise RuntimeError(f"timed out after {timeout:.0f} s waiting for {what}")
+
+
 def _descends_from(pid: int, ancestor: int) -> bool:
     for _ in range(20):
         if pid == ancestor:
@@ -317,8 +378,9 @@ def _descends_from(pid: int, ancestor: int) -> bool:
     return False
 
 
-def committed_parquet_rows(sink: str | os.PathLike, columns: list[str]) -> list[tuple]:
-    """The rows (``columns`` only) of the files a Parquet sink's ``_spark_metadata`` log says are its output."""
+def committed_parquet_batches(sink: str | os.PathLike, columns: list[str]) -> list[tuple[int, list[tuple]]]:
+    """``(batch id, rows)`` of each batch a Parquet sink's ``_spark_metadata`` log lists, rows of ``columns`` only,
+    read from the files that log says the batch added (a compacted entry's files count for the compacted batch)."""
     import pyarrow.parquet as pq
 
     meta = Path(sink) / "_spark_metadata"
@@ -330,17 +392,22 @@ def committed_parquet_rows(sink: str | os.PathLike, columns: list[str]) -> list[
         if stem.isdigit():
             batches[int(stem)] = entry
     compacted = max((b for b, p in batches.items() if p.name.endswith(".compact")), default=-1)
-    files: set[str] = set()
+    files: dict[str, int] = {}
     for batch in sorted(b for b in batches if b >= compacted):
         for line in batches[batch].read_text().splitlines()[1:]:
             record = json.loads(line)
             path = record["path"].removeprefix("file://")
             if record.get("action", "add") == "add":
-                files.add(path)
+                files[path] = batch
             else:
-                files.discard(path)
-    rows: list[tuple] = []
-    for path in sorted(files):
+                files.pop(path, None)
+    out: dict[int, list[tuple]] = {}
+    for path, batch in sorted(files.items()):
         table = pq.read_table(path.removeprefix("file:"), columns=columns)
-        rows.extend(zip(*(table.column(c).to_pylist() for c in columns), strict=True))
-    return rows
+        out.setdefault(batch, []).extend(zip(*(table.column(c).to_pylist() for c in columns), strict=True))
+    return sorted(out.items())
+
+
+def committed_parquet_rows(sink: str | os.PathLike, columns: list[str]) -> list[tuple]:
+    """The rows (``columns`` only) of the files a Parquet sink's ``_spark_metadata`` log says are its output."""
+    return [row for _batch, rows in committed_parquet_batches(sink, columns) for row in rows]

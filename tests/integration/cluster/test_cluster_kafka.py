@@ -12,14 +12,16 @@ from __future__ import annotations
 import uuid
 from collections import Counter
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
 from samza_devkit.checkpoint_log import committed_batches, offset_log, startpoint_rebases
-from samza_devkit.cluster_tasks import kill_the_executor_of_a_task_in_flight, marked
+from samza_devkit.cluster_tasks import kafka_clients_per_process, kill_the_executor_of_a_task_in_flight, marked
 from samza_devkit.fault_harness import exactly_once, startpoints_left, wait_for
-from samza_devkit.kafka_helpers import create_topic, produce, unique_topic
-from samza_devkit.spark_cluster import CutUnsupported, committed_parquet_rows
+from samza_devkit.kafka_helpers import add_partitions, create_topic, produce, unique_topic
+from samza_devkit.key_order import ahead_of_key_order, keyed_rounds
+from samza_devkit.spark_cluster import CutUnsupported, committed_parquet_batches, committed_parquet_rows
 from spark_samza_source.core.model import SystemStreamPartition
 from spark_samza_source.core.startpoint import StartpointSpecific
 from spark_samza_source.core.startpoint_manager import StartpointManager
@@ -186,3 +188,94 @@ def test_driver_sigkilled_restarted_on_another_host_with_a_startpoint_and_an_int
     log = offset_log(job.checkpoint)
     assert startpoint_rebases(log) == [(1, "Partition 0", f"kafka.{topic}.0", 250, startpoint.creation_timestamp)]
     assert startpoints_left(tmp_path / "metadata", job.name) == []
+
+
+def test_speculative_copy_of_a_straggler_commits_once_and_leaks_no_consumer(spark_cluster, tmp_path):
+    """Speculative execution on, one worker straggling (the slow stage sleeps 60 s there only): Spark starts a
+    copy of the straggling task on the other worker, which reads the same offset range with its own consumer; the
+    copy's output is committed, the straggler is killed, and the sink holds every acknowledged record exactly once
+    (a killed attempt's files stay out of the sink's log; a copy reading past or short of the planned range would
+    repeat or lose records).
+
+    Leak check, with the query still running and idle after the kill: a Python process reads one task at a time
+    with one consumer, which goes back to the process's consumer cache when the read ends (or its generator is
+    closed), so no process on either worker holds more than one Kafka client; a killed attempt whose consumer
+    was never given back would leave its process with one more at its next read."""
+    cluster = spark_cluster.cluster
+    topic, acks = _topic(spark_cluster.bootstrap, "spec", 2, 300)
+    job = Job(tmp_path, spark_cluster.bootstrap, topic)
+    straggler = cluster.worker_hosts[0]
+    speculation = {"spark.speculation": "true", "spark.speculation.interval": "200ms",
+                   "spark.speculation.quantile": "0.5", "spark.speculation.multiplier": "2",
+                   "spark.speculation.minTaskRuntime": "2s",
+                   # the batch starts once both executors are there: a task on each worker, one of them the straggler
+                   "spark.scheduler.minRegisteredResourcesRatio": "1.0",
+                   "spark.scheduler.maxRegisteredResourcesWaitingTime": "120s"}
+    stop = tmp_path / "stop"
+    driver = cluster.driver("spec", None, *job.args("1", "--max-offsets", "300", "--slow-ms", "60000",
+                                                    "--slow-host", straggler, "--trigger", "processing:300",
+                                                    "--stop-file", str(stop), "--timeout", "300"), conf=speculation)
+    try:
+        wanted = [(a.partition, a.offset) for a in acks]
+        wait_for(lambda: set(job.sink_counts()) >= set(wanted), timeout=240, interval=0.5,
+                 what="every acknowledged record in the sink")
+        clients = {host: kafka_clients_per_process(cluster, host) for host in cluster.worker_hosts}
+        stop.touch()
+        assert driver.wait(120) == 0, driver.log_tail()
+    finally:
+        driver.kill()
+    assert exactly_once(job.sink_counts(), wanted) == []
+    attempts = marked(job.markers("1"))
+    slow = [m for m in attempts if m["host"] == straggler]
+    copies = [m for m in attempts if m["host"] != straggler and m["task"][2] > 0
+              and any(m["task"][:2] == s["task"][:2] for s in slow)]
+    assert copies, f"no copy of a task straggling on {straggler}: {attempts}"
+    log = driver.log_path.read_text(errors="replace")
+    assert "as speculatable" in log and "Killing attempt 0 for task" in log, driver.log_tail(60)
+    assert any(clients.values()) and all(n <= 1 for per_host in clients.values() for n in per_host.values()), clients
+
+
+def test_partitions_added_while_a_worker_is_lost_keep_key_order_exactly_once(spark_cluster, tmp_path):
+    """A worker host is lost (its Worker and executor SIGKILLed) while a batch is in flight there; while it is down
+    the topic grows 2 -> 4 and a keyed producer writes a second round of the same keys, some of which now hash to
+    the new partitions. The query, behind (``maxOffsetsPerTrigger``), runs on the one worker left: the lost task is
+    retried, the new partitions are found and held back until the old ones are read up to the growth, so the sink
+    holds every acknowledged record exactly once and no key's record came in a batch before an earlier write of
+    that key. The worker comes back at the end (the module's later tests want two)."""
+    cluster = spark_cluster.cluster
+    bootstrap = spark_cluster.bootstrap
+    keys = [f"user-{i}".encode() for i in range(20)]
+    topic = create_topic(bootstrap, unique_topic("grow"), 2)
+    acks = produce(bootstrap, topic, keyed_rounds(keys, 0, 20))
+    job = Job(tmp_path, bootstrap, topic)
+    lost = cluster.worker_hosts[1]
+    stop = tmp_path / "stop"
+    driver = cluster.driver("grow", None, *job.args("1", "--max-offsets", "100", "--slow-ms", "1500", "--trigger",
+                                                    "processing:300", "--stop-file", str(stop), "--timeout", "400",
+                                                    # this producer has the new count at once: no settling
+                                                    "--source-option", "expansion.settleTime=0"),
+                            conf={"spark.sql.streaming.fileSink.log.compactInterval": "1000"})
+    try:
+        wait_for(lambda: any(m["host"] == lost and cluster.executor_of(m["pid"]) for m in marked(job.markers("1"))),
+                 timeout=180, interval=0.1, what=f"a task in flight on {lost}")
+        cluster.kill_worker(lost)
+        add_partitions(bootstrap, topic, 4)
+        more = produce(bootstrap, topic, keyed_rounds(keys, 20, 10))
+        assert {a.partition for a in more} == {0, 1, 2, 3}, "no key moved to a new partition"
+        acks += more
+        wanted = [(a.partition, a.offset) for a in acks]
+        wait_for(lambda: set(job.sink_counts()) >= set(wanted), timeout=240, interval=0.5,
+                 what="every acknowledged record in the sink, on the one worker left")
+        assert cluster.executors(cluster.worker_hosts[0]), "the query ran on no executor?"
+        stop.touch()
+        assert driver.wait(120) == 0, driver.log_tail()
+    finally:
+        driver.kill()
+        cluster.start_worker(lost)
+    assert exactly_once(job.sink_counts(), wanted) == []
+    lost_task = [m for m in marked(job.markers("1")) if m["host"] == lost][0]["task"]
+    assert [m for m in marked(job.markers("1")) if m["task"][:2] == lost_task[:2] and m["task"][2] > 0], \
+        f"the task lost with {lost} ({lost_task}) was not retried"
+    batches = [(batch, [SimpleNamespace(key=k, value=v) for k, v in rows])
+               for batch, rows in committed_parquet_batches(job.sink, ["key", "value"])]
+    assert ahead_of_key_order(batches) == {}

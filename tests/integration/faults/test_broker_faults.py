@@ -33,7 +33,7 @@ def _slow(markers, ms):
     from pyspark.sql.functions import udf
 
     markers.mkdir(parents=True, exist_ok=True)
-    slow = udf(partial(slow_stage, str(markers), ms), "boolean").asNondeterministic()
+    slow = udf(partial(slow_stage, str(markers), ms, None), "boolean").asNondeterministic()
     return lambda df: df.filter(slow(df["offset"]))
 
 
