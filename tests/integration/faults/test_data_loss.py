@@ -77,7 +77,7 @@ def test_a_replayed_first_batch_reads_the_range_it_planned(kafka_broker, tmp_pat
     Spark's runner calls the reader. A replay read from that *new* start would silently lose the records of batch 0
     (latest), or skip them without a data-loss error even with failOnDataLoss=true (earliest).
 
-    Backs README Guarantees: "A replay of an uncommitted first batch reads the range it planned".
+    Backs docs/guarantees.md: "A replay of an uncommitted first batch reads the range it planned".
     """
     bootstrap = kafka_broker.bootstrap_servers
     topic = create_topic(bootstrap, unique_topic("replay0"), 1)

@@ -52,7 +52,7 @@ def test_driver_sigkilled_mid_batch_resumes_exactly_once_and_applies_its_startpo
     sink then holds every record exactly once and the Startpoint's effect exactly once (p0 from 100, nothing of p0
     twice); the Startpoint is recorded as applied in batch 0 only and is gone from the store.
 
-    Backs README Guarantees: exactly once "when the Spark driver is SIGKILLed mid-batch and restarted from its
+    Backs docs/guarantees.md: exactly once "when the Spark driver is SIGKILLed mid-batch and restarted from its
     checkpoint, with a startpoint applied exactly once and deleted".
     """
     bootstrap = kafka_broker.bootstrap_servers
@@ -110,7 +110,7 @@ def test_python_worker_killed_inside_read_is_retried_exactly_once(kafka_broker, 
     """A Python worker dies (``os._exit``) inside ``read()`` after handing Spark its first Arrow batch: Spark fails
     that attempt, retries the task, and the Parquet sink holds every record exactly once.
 
-    Backs README Guarantees: exactly once "when a Python worker dies inside read() (the task is retried)".
+    Backs docs/guarantees.md: exactly once "when a Python worker dies inside read() (the task is retried)".
     """
     q = fault_queries(kafka_broker.bootstrap_servers)
     topic = create_topic(q.bootstrap, unique_topic("wdie"), 2)
@@ -146,7 +146,7 @@ def test_kinesis_driver_sigkilled_mid_batch_resumes_exactly_once(moto_server, sp
     """SIGKILL of the whole samza-kinesis driver (Python, JVM, workers) while batch 0 is in flight, then a restart
     from the same checkpoint into the same Parquet sink, with more records put between the kill and the restart.
 
-    Backs README Guarantees: "Every record reaches an idempotent sink (Parquet) exactly once across query stops and
+    Backs docs/guarantees.md: "Every record reaches an idempotent sink (Parquet) exactly once across query stops and
     restarts" for Kinesis, with the stop a SIGKILL of the driver mid-batch (the graceful twin:
     ``kinesis/test_kinesis_source_reads.py::test_reads_4_shards_exactly_across_restarts``). The sink is compared
     with the acknowledged puts on (shard id, sequence number, subsequence number).

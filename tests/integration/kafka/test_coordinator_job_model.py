@@ -1,7 +1,7 @@
 """The driver's job model against Apache Kafka (no Spark needed to see what Spark would get):
 broadcast topics that grow, and the stored job model that a new checkpoint starts from (SEP-5, SEP-11).
 
-Backs README "Guarantees": "Growing a broadcast topic adds no task" and "A new checkpoint keeps the job's tasks".
+Backs docs/guarantees.md: "Growing a broadcast topic adds no task" and "A new checkpoint keeps the job's tasks".
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """samza-kafka over compacted topics (``cleanup.policy=compact``), streaming and batch, compacted by Kafka's own log
 cleaner (the latest record of each key at its original offset, the active segment never cleaned).  What the
-README's "Guarantees" state for them:
+docs/guarantees.md states for them:
 
 - exactly the surviving records, at their offsets; a range that ends inside a gap (or lies wholly in one)
   finishes as soon as a record at or past its end arrives, without waiting out the stall timeout;

@@ -1,6 +1,6 @@
 """SEP-5 on a live query: partition expansion keeps the task set, and drain-first keeps per-key order.
 
-Backs README "Guarantees": "Partition expansion keeps every task and per-key order" (growth by any count the
+Backs docs/guarantees.md: "Partition expansion keeps every task and per-key order" (growth by any count the
 grouper accepts, while the query is behind) and "Producers with stale metadata" (expansion.settleTime).
 """
 
@@ -59,7 +59,7 @@ def assert_per_key_order(kq, name: str, rounds: int) -> dict[bytes, set[int]]:
 
 
 def test_expansion_2_4_8_keeps_two_tasks_and_per_key_order(kq):
-    """Backs README Guarantees: "Task identity survives Kafka partition expansion ... as well as 2 -> 4 -> 8"."""
+    """Backs docs/guarantees.md: "Task identity survives Kafka partition expansion ... as well as 2 -> 4 -> 8"."""
     topic = create_topic(kq.bootstrap, unique_topic("grow"), 2)
     acks = produce(kq.bootstrap, topic, keyed_round(0, 30))
     query = kq.start_collecting("grow", subscribe=topic, maxOffsetsPerTrigger="500")
@@ -97,7 +97,7 @@ def test_growth_while_far_behind_keeps_the_initial_tasks_exactly_once_in_per_key
     """4 -> 6 is a multiple of the initial count (2) but not of the previous one (4): keys also move between
     partitions that existed before (hash 6: partition 2 of 4 -> partition 0 of 6), which the barriers must hold.
 
-    Backs README Guarantees: "Task identity survives Kafka partition expansion by any count the grouper accepts (2
+    Backs docs/guarantees.md: "Task identity survives Kafka partition expansion by any count the grouper accepts (2
     -> 4 -> 6 ...), while the query is far behind, exactly once".
     """
     per_round = 20
@@ -136,7 +136,7 @@ def test_a_producer_with_stale_metadata_is_drained_first_within_the_settle_time(
     (librdkafka's topic.metadata.refresh.interval.ms, Java's metadata.max.age.ms: 5 min by default). Its records
     were produced before the fresh producer's, so they must be read first: the cut waits expansion.settleTime.
 
-    Backs README Guarantees: "growth by a multiple of the current count (4 -> 8) ... a producer with stale metadata
+    Backs docs/guarantees.md: "growth by a multiple of the current count (4 -> 8) ... a producer with stale metadata
     ... is drained first".
     """
     per_round = 10

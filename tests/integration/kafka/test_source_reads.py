@@ -45,7 +45,7 @@ def produced_set(acks):
 
 
 def test_reads_every_record_exactly_across_restarts(kq):
-    """Backs README Guarantees: every record reaches an idempotent sink (Parquet) exactly once across query stops and
+    """Backs docs/guarantees.md: every record reaches an idempotent sink (Parquet) exactly once across query stops and
     restarts.
     """
     # 1 MiB values plus key and headers exceed Kafka's default max.message.bytes (1 MiB + 12), as on a real cluster.

@@ -1,7 +1,7 @@
 """samza-kafka over transactional topics: commit and abort markers, aborted records, open transactions and
 producers that die inside one, written by confluent-kafka's transactional producer into Apache Kafka.
 
-Backs README "Guarantees", "Transactional topics": at ``read_uncommitted`` (the default) aborted records are read,
+Backs docs/guarantees.md, "Transactional topics": at ``read_uncommitted`` (the default) aborted records are read,
 markers never come back as rows and a range ending on markers finishes at once; at ``read_committed`` no aborted
 record is returned and the planned end never passes the last stable offset, so an open transaction holds only its
 partition (other partitions go on), until it commits, aborts or times out.

@@ -16,7 +16,7 @@ pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
 @pytest.mark.both_emulators
 def test_a_stream_recreated_while_stopped_is_data_loss_or_read_from_its_start(ks):
-    """Backs README Guarantees: "A Kinesis stream deleted and re-created under the same name ... stops the query
+    """Backs docs/guarantees.md: "A Kinesis stream deleted and re-created under the same name ... stops the query
     naming the stream, or is read from TRIM_HORIZON with the loss reported"."""
     stream = ks.create_stream(1, "recreated")
     kh.put_records(ks.client, stream, [f"old-{i}".encode() for i in range(5)])
@@ -40,7 +40,7 @@ def test_a_stream_recreated_while_stopped_is_data_loss_or_read_from_its_start(ks
 
 
 def test_an_offset_the_source_cannot_use_fails_naming_the_file(ks):
-    """Backs README Guarantees: "A damaged or hand-edited offset in the checkpoint fails with the source's own
+    """Backs docs/guarantees.md: "A damaged or hand-edited offset in the checkpoint fails with the source's own
     error ... never re-reads silently"."""
     stream = ks.create_stream(1, "damaged")
     kh.put_records(ks.client, stream, [b"a", b"b"])
@@ -61,7 +61,7 @@ def test_an_offset_the_source_cannot_use_fails_naming_the_file(ks):
 
 
 def test_an_offset_file_that_is_not_json_fails_with_the_sources_error(ks):
-    """Backs README Guarantees: "A damaged or hand-edited offset in the checkpoint fails with the source's own
+    """Backs docs/guarantees.md: "A damaged or hand-edited offset in the checkpoint fails with the source's own
     error": PySpark's runner decodes the offset before the source sees it, and the shared guard turns its
     ``JSONDecodeError`` into an error naming the offset and the file."""
     stream = ks.create_stream(1, "notjson")

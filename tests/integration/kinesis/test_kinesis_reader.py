@@ -272,7 +272,7 @@ def test_a_closed_shard_read_as_if_open_drains_on_the_null_iterator(kinesis, mak
     GetRecords. moto (patched as AWS documents) returns the null NextShardIterator with the last records; kinesalite
     returns them with an iterator and null one call later. Both orders end in SHARD_END without loss or repeat.
 
-    Backs README Guarantees: "Kinesis children are read only after every parent is drained ... real Kinesis ends a
+    Backs docs/guarantees.md: "Kinesis children are read only after every parent is drained ... real Kinesis ends a
     closed shard with a null NextShardIterator".
     """
     stream = make_stream(1)
@@ -603,7 +603,7 @@ def test_an_attempt_past_the_winners_end_fails_and_its_retry_is_exact(kinesis, s
 
 
 def test_concurrent_streaming_attempts_yield_the_recorded_range_or_fail(kinesis, stream5000, ends):
-    """Backs README Guarantees: concurrent (speculative) attempts of one Kinesis batch each yield exactly the range
+    """Backs docs/guarantees.md: concurrent (speculative) attempts of one Kinesis batch each yield exactly the range
     the first recorded, or fail; on file:, dynamodb:// and s3:// stores."""
     stream, _ = stream5000
     start = ShardPosition.trim_horizon()

@@ -31,7 +31,7 @@ def run_available_now_until_read(ks, name, stream, acks, **options):
 
 @pytest.mark.kinesis_mock_too
 def test_reads_4_shards_exactly_across_restarts(ks):
-    """Backs README Guarantees: every record reaches an idempotent sink (Parquet) exactly once across query stops and
+    """Backs docs/guarantees.md: every record reaches an idempotent sink (Parquet) exactly once across query stops and
     restarts.
 
     AvailableNow runs from one checkpoint into a Parquet sink, with records put between them; the sink is
@@ -68,7 +68,7 @@ def test_bad_option_fails_with_our_message(ks):
 
 
 def test_a_task_failing_after_recording_its_end_is_retried_with_exactly_that_range(ks, tmp_path):
-    """Backs README Guarantees: "a Kinesis task that fails after recording its end is retried with exactly that
+    """Backs docs/guarantees.md: "a Kinesis task that fails after recording its end is retried with exactly that
     range".
 
     The first attempt reads every shard to its end (caught up: 100 records, the limit 1000), records that end and

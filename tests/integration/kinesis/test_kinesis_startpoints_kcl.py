@@ -31,7 +31,7 @@ def slot_of(stream, n=0):
 def test_startpoints_of_every_type_on_a_stopped_query(ks):
     """Each type applies where it says: Oldest replays the shard, Specific starts at its sequence number, Upcoming
     skips what is in the shard when applied and reads what comes after, Timestamp starts after its instant; each is
-    applied once and deleted (README Guarantees: "A startpoint is applied once, recorded in the offset, and deleted
+    applied once and deleted (docs/guarantees.md: "A startpoint is applied once, recorded in the offset, and deleted
     only if unchanged")."""
     stream = ks.create_stream(1, "sp")
     first = put_to_shard(ks, stream, "shardId-000000000000", "a", 30)

@@ -258,7 +258,7 @@ def store_uri(request: pytest.FixtureRequest, tmp_path) -> str:
 
 
 def test_concurrent_writer_processes_keep_every_invariant(store_uri, tmp_path) -> None:
-    """Backs README Guarantees: racing writer processes keep every invariant, on file: and s3://."""
+    """Backs docs/guarantees.md: racing writer processes keep every invariant, on file: and s3://."""
     started = time.monotonic()
     # S3 over HTTP on a 2-core machine: fewer operations per writer, the same races (every claim is contended)
     assert run_harness(store_uri, naive=False, ops=200 if store_uri.startswith("file:") else 80) == []
@@ -346,7 +346,7 @@ def kill_rounds(uri: str, *, naive: bool, rounds: int, writers: int = 4) -> list
 
 
 def test_sigkilled_writers_never_leave_a_torn_value_or_a_stuck_lock(store_uri) -> None:
-    """Backs README Guarantees: a SIGKILLed writer never leaves a torn value (nor, on file:, a stuck lock)."""
+    """Backs docs/guarantees.md: a SIGKILLed writer never leaves a torn value (nor, on file:, a stuck lock)."""
     uri = store_uri
     assert kill_rounds(uri, naive=False, rounds=6) == []
     store = open_store(uri, JOB)
@@ -422,7 +422,7 @@ def race_claims(uri: str, *, naive: bool | str, racers: int = 8, rounds: int = 6
 
 
 def test_synchronized_put_if_absent_races_have_exactly_one_winner(store_uri) -> None:
-    """Backs README Guarantees: racing put_if_absent (eight processes at once) never both win; only the winner's
+    """Backs docs/guarantees.md: racing put_if_absent (eight processes at once) never both win; only the winner's
     delete_if_equal matches. On file: and s3://."""
     assert race_claims(store_uri, naive=False) == []
     assert open_store(store_uri, JOB).list(NS) == {}

@@ -218,7 +218,7 @@ def test_cli_kinesis_startpoint_by_shard_and_lag(ks):
 
 def test_startpoint_list_marks_malformed_startpoints(tmp_path):
     """An unknown @type and a negative Kafka offset are listed as malformed (the query skips both), next to a valid
-    startpoint that is listed as usual. Backs README Guarantees: "Malformed startpoints are listed as
+    startpoint that is listed as usual. Backs docs/guarantees.md: "Malformed startpoints are listed as
     malformed by `samza-source startpoint list`"."""
     from spark_samza_source.core.model import SystemStreamPartition
     from spark_samza_source.core.startpoint import StartpointSpecific

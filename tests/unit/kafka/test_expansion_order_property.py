@@ -10,7 +10,7 @@ batch by batch, tasks in order, each task's SSPs in order, offsets ascending.
 
 Producers switch to the new partition count (a) at any moment between the growth and the cut when the new
 count is a multiple of the previous one, (b) at the cut otherwise (records of keys that move between old
-partitions are ambiguous before it; README "Guarantees" says so). The query sees every growth before the next
+partitions are ambiguous before it; docs/guarantees.md says so). The query sees every growth before the next
 one (two growths between two triggers look like one to it). Within those rules every key must come out
 in produce order, every SSP must stay in its first task, and once production stops everything is read.
 """
@@ -171,7 +171,7 @@ CONFIG = "config"
 )
 def test_a_growing_broadcast_topic_adds_no_task_and_every_task_reads_every_record_once_in_order(
         initial, config_counts, steps):
-    """Backs README Guarantees: "Growing a topic read only as broadcast input adds its new partitions to every task
+    """Backs docs/guarantees.md: "Growing a topic read only as broadcast input adds its new partitions to every task
     and adds no task". Planned batch after batch with the real grouper, broadcast rule and planner."""
     from spark_samza_source.core.broadcast import effective_broadcast
     from spark_samza_source.core.model import SystemStream
