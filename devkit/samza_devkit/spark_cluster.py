@@ -148,6 +148,7 @@ class SparkCluster:
     master_url: str = ""
     master_host: str = "127.0.0.1"
     workers: dict[str, subprocess.Popen] = field(default_factory=dict)
+    worker_ports: dict[str, int] = field(default_factory=dict)
     drivers: list[ClusterDriver] = field(default_factory=list)
     _master: subprocess.Popen | None = None
     _status_url: str = ""
@@ -262,21 +263,24 @@ class SparkCluster:
 
     def start_worker(self, host: str, timeout: float = 120.0) -> None:
         """Restart ``host``'s Worker (after ``kill_worker``); returns once the master has it alive."""
-        address = self.address(host)
-        before = self._alive_worker_ids(address)
+        before = self._alive_worker_ids(host)
         # the master refuses a worker at an address it still has alive: wait until it has seen the old one go
-        _poll(lambda: not before or not self._alive_worker_ids(address), timeout,
-              f"the master forgetting the lost worker at {address}")
+        _poll(lambda: not before or not self._alive_worker_ids(host), timeout,
+              f"the master forgetting the lost worker {host}")
         self._start_worker(host)
-        _poll(lambda: self._alive_worker_ids(address), timeout, f"the restarted worker at {address} registered")
+        _poll(lambda: self._alive_worker_ids(host), timeout, f"the restarted worker {host} registered")
 
-    def _alive_worker_ids(self, address: str) -> set[str]:
+    def _alive_worker_ids(self, host: str) -> set[str]:
+        """The ids of the workers the master has alive at ``host``'s address and port (the fallback's workers
+        share an address)."""
+        where = (self.address(host), self.worker_ports[host])
         try:
             with urllib.request.urlopen(self._status_url, timeout=2) as answer:
                 status = json.load(answer)
-        except OSError:
+        except (OSError, ValueError):
             return set()
-        return {w["id"] for w in status.get("workers", []) if w.get("state") == "ALIVE" and w.get("host") == address}
+        return {w["id"] for w in status.get("workers", [])
+                if w.get("state") == "ALIVE" and (w.get("host"), w.get("port")) == where}
 
     def cut(self, host: str, address: str) -> None:
         if self.lab is None:
@@ -324,6 +328,7 @@ class SparkCluster:
         work.mkdir(exist_ok=True)
         # in a namespace of its own every port is free; on the fallback's shared loopback, ask for free ones
         port, web = (7078, 8081) if self.lab is not None else (_free_port(address), _free_port(address))
+        self.worker_ports[host] = port
         cmd = [_spark_class(), "org.apache.spark.deploy.worker.Worker", "--host", address, "--port", str(port),
                "--webui-port", str(web), "--cores", "2", "--memory", "1g", "--work-dir", str(work), self.master_url]
         if self.lab is not None:
@@ -348,7 +353,7 @@ class SparkCluster:
                 last = status
                 if sum(w.get("state") == "ALIVE" for w in status.get("workers", [])) >= count:
                     return
-            except OSError:
+            except (OSError, ValueError):  # not listening yet, or a page cut short while the master starts
                 pass
             time.sleep(0.2)
         raise RuntimeError(f"{count} Spark workers not registered within {timeout:.0f} s (master said {last}); "
