@@ -12,6 +12,7 @@ and ``heal`` then raise :class:`CutUnsupported`. ``SAMZA_TEST_CLUSTER_ONE_HOST=1
   the root namespace), in a process group of its own (``ClusterDriver.kill()`` is a SIGKILL of it all);
 - ``executors(host)`` / ``kill_executor(pid)``: the executor JVMs a worker launched, SIGKILLed like a lost machine;
 - ``cut(host, address)`` / ``heal(...)``: see ``netlab``;
+- ``connections(host, address, port)``: the TCP connections ``host`` holds open to a service now (``ss``);
 - ``close()``: every process stopped (the master, workers and drivers also die with the process that started them:
   ``PR_SET_PDEATHSIG``; executors exit when their worker goes), then the namespaces and links removed.
 
@@ -43,6 +44,10 @@ _REPO_CONF = Path(__file__).resolve().parents[2] / "conf"
 _LAUNCHER = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="spark-cluster-launcher")
 #: the bridge addresses of the root namespace: what each is for
 MASTER, BROKER, MOTO, KINESIS_MOCK = 0, 1, 2, 3
+#: a network metadata store (a second moto, DynamoDB), apart from the streams' endpoint so a cut can single it out
+STORE = 4
+#: addresses the root namespace binds on the bridge (.1 to .10, before the hosts' .11 on): the roles above and spares
+_SERVICE_ADDRESSES = 10
 
 
 class CutUnsupported(RuntimeError):
@@ -158,7 +163,7 @@ class SparkCluster:
         reason = ("one host asked for (SAMZA_TEST_CLUSTER_ONE_HOST)" if os.environ.get("SAMZA_TEST_CLUSTER_ONE_HOST")
                   else available())
         names = [f"w{i}" for i in range(workers)] + ["d0", "d1"]  # worker hosts, then two hosts for drivers
-        lab = NetLab.create(names) if reason is None else None
+        lab = NetLab.create(names, services=_SERVICE_ADDRESSES) if reason is None else None
         cluster = cls(root, lab, reason)
         try:
             cluster._start_master()
@@ -233,6 +238,16 @@ class SparkCluster:
 
     def kill_executor(self, pid: int) -> None:
         os.kill(pid, signal.SIGKILL)
+
+    def connections(self, host: str, address: str, port: int | None = None) -> int:
+        """How many TCP connections from ``host``'s namespace to ``address`` (and ``port``) are established now
+        (``ss`` run in that namespace); :class:`CutUnsupported` in the one-host fallback, where hosts share one."""
+        if self.lab is None:
+            raise CutUnsupported(f"no namespace of its own for {host}: {self.fallback}")
+        where = f"{address}:{port}" if port is not None else address
+        done = subprocess.run(self.lab.in_host(host, ["ss", "-Htn", "state", "established", "dst", where]),
+                              capture_output=True, text=True, timeout=30, check=True)
+        return len([line for line in done.stdout.splitlines() if line.strip()])
 
     def cut(self, host: str, address: str) -> None:
         if self.lab is None:

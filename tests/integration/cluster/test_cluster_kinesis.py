@@ -18,9 +18,10 @@ from samza_devkit import kinesis_helpers as kh
 from samza_devkit.aws_fixtures import DUMMY_AWS_ENV
 from samza_devkit.checkpoint_log import committed_batches, offset_log
 from samza_devkit.cluster_tasks import kill_the_executor_of_a_task_in_flight, marked
-from samza_devkit.fault_harness import exactly_once
+from samza_devkit.fault_harness import exactly_once, wait_for
 from samza_devkit.moto_server import MotoServerProcess
-from samza_devkit.spark_cluster import MOTO, committed_parquet_rows
+from samza_devkit.spark_cluster import KINESIS_MOCK, MOTO, CutUnsupported, committed_parquet_rows
+from spark_samza_source.kinesis.executor.parked_subscriptions import PARKED_TTL_S
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
@@ -66,3 +67,113 @@ def test_kinesis_executor_sigkilled_after_recording_its_batch_end_retried_to_tha
     assert retries, marked(root / "inflight")  # where: the scheduler's choice (see the Kafka executor test)
     log = offset_log(root / "ck")
     assert len(log) >= 2 and committed_batches(root / "ck") == set(log)  # 200 a shard, 100 a batch
+
+
+@pytest.fixture(scope="module")
+def cluster_fan_out(bare_spark_cluster):
+    """kinesis-mock (the emulator with enhanced fan-out) behind the devkit's bridge, which makes it behave as AWS
+    documents ``SubscribeToShard``; the bridge binds the cluster's ``KINESIS_MOCK`` address, kinesis-mock itself
+    only loopback, so every connection of the workers to it is one to that address."""
+    from samza_devkit.kinesis_mock import KinesisMockNotAvailable, KinesisMockProcess, ensure_kinesis_mock
+    from samza_devkit.kinesis_mock_bridge import KinesisMockBridge
+
+    try:
+        modules = ensure_kinesis_mock()
+    except KinesisMockNotAvailable as err:
+        pytest.skip(f"kinesis-mock (the Kinesis emulator with enhanced fan-out) cannot be installed: {err}")
+    with pytest.MonkeyPatch.context() as mp:
+        for name, value in DUMMY_AWS_ENV.items():
+            mp.setenv(name, value)
+        mp.delenv("AWS_PROFILE", raising=False)
+        with KinesisMockProcess(modules=modules) as upstream, \
+                KinesisMockBridge(upstream, host=bare_spark_cluster.service_address(KINESIS_MOCK)) as bridge:
+            yield bridge
+
+
+def test_fan_out_executor_lost_with_subscriptions_parked_read_on_elsewhere_exactly_once_and_none_leaked(
+        bare_spark_cluster, cluster_fan_out, tmp_path):
+    """Enhanced fan-out (``consumerType=SubscribeToShard``), a processing-time query over two shards. Once a batch
+    has committed and no other batch is planned, every connection a worker host holds to the Kinesis endpoint is a
+    subscription parked by a read of the last batch (a fan-out read makes no other call from an executor), so the
+    host found holding one has subscriptions parked in its executor: that executor JVM is SIGKILLed (its Python
+    workers go with it). The records put next are read by the other executor or the replacement (a subscription
+    from elsewhere takes the dead one over, or waits out AWS's 5-second rule a batch at a time), and the sink holds
+    every acknowledged put exactly once.
+
+    Leak check, over the batches of two more rounds of records: every sample of the connections a worker host
+    holds to the endpoint is at most ``2 * (shards + 1)`` per executor the host runs. Why that bound: an executor
+    has one core, so it runs one task at a time and at most two Python workers for this query (the source's reader
+    and the slow filter's UDF); in one Python worker the parked registry keeps at most one subscription per
+    (client, consumer, shard) (``parked_subscriptions``: parking a newer one closes the older, taking one removes
+    it; ``MAX_PARKED`` 64 and ``PARKED_TTL_S`` 60 s are the bounds of the general case), a read holds at most one
+    for its shard besides, and the client's pool keeps at most one idle connection per call made at once (a
+    refused subscription's answer returns its connection to the pool; a task here reads one shard). A parked
+    subscription leaked per batch would pass the bound within a few batches. Once the query is stopped (stop file)
+    the application ends, its executors exit, and every worker host's count drops to 0 (within ``PARKED_TTL_S``
+    at most, were an executor to stay)."""
+    cluster, bridge = bare_spark_cluster, cluster_fan_out
+    address, port = cluster.service_address(KINESIS_MOCK), int(bridge.endpoint.rsplit(":", 1)[1])
+    client = kh.kinesis_client(bridge.endpoint)
+    shards = 2
+    stream = kh.create_stream(client, kh.unique_stream_name("cle"), shards)
+    acks = kh.put_round(client, stream, 50, "a")
+    root, name = tmp_path, f"cle-{uuid.uuid4().hex[:6]}"
+    stop = root / "stop"
+    driver = cluster.driver("kinesis-efo", None, "--kinesis-endpoint", bridge.endpoint, "--stream", stream,
+                            "--job", name, "--store", f"file://{root}/metadata", "--checkpoint", str(root / "ck"),
+                            "--sink", str(root / "sink"), "--markers", str(root / "inflight"), "--slow-ms", "1",
+                            "--trigger", "processing:500", "--stop-file", str(stop), "--timeout", "300",
+                            "--source-option", "consumerType=SubscribeToShard",
+                            "--source-option", f"consumerName={name}-efo")
+
+    def sunk() -> Counter:
+        return Counter(committed_parquet_rows(root / "sink", ["shardId", "sequenceNumber", "subSequenceNumber"]))
+
+    def connections() -> dict[str, int]:
+        try:
+            return {host: cluster.connections(host, address, port) for host in cluster.worker_hosts}
+        except CutUnsupported as exc:
+            pytest.skip(str(exc))
+
+    def quiet() -> bool:
+        """Every batch planned so far has committed (the offset log is written before a batch's tasks run)."""
+        log = offset_log(root / "ck")
+        return bool(log) and committed_batches(root / "ck") == set(log)
+
+    wait_for(lambda: len(sunk()) == len(acks), timeout=180, what="the first round in the sink")
+
+    def parked_somewhere():
+        if not quiet():
+            return None
+        held, planned = connections(), set(offset_log(root / "ck"))
+        if not quiet() or set(offset_log(root / "ck")) != planned:
+            return None  # a batch started meanwhile: its reads may hold these
+        return max(held, key=held.get) if max(held.values()) > 0 and bridge.open_subscriptions() else None
+
+    victim = wait_for(parked_somewhere, timeout=60, interval=0.2, what="a subscription parked between batches")
+    executors = cluster.executors(victim)
+    assert executors, f"no executor on {victim}"
+    killed_at = len(marked(root / "inflight"))
+    for pid in executors:
+        cluster.kill_executor(pid)
+    acks += kh.put_round(client, stream, 50, "b")
+    wait_for(lambda: len(sunk()) >= len(acks), timeout=120, what="the second round read after the executor loss")
+    assert marked(root / "inflight")[killed_at:], "no task read after the executor loss"
+
+    samples: list[tuple[str, int, int]] = []  # (host, connections, executors of this application there)
+
+    def sampled_until_sunk() -> bool:
+        for host, held in connections().items():
+            samples.append((host, held, len(cluster.executors(host))))
+        return len(sunk()) >= len(acks)
+
+    for tag in "cd":
+        acks += kh.put_round(client, stream, 5, tag)
+        wait_for(sampled_until_sunk, timeout=60, interval=0.2, what=f"round {tag} in the sink")
+    per_executor = 2 * (shards + 1)
+    assert [s for s in samples if s[1] > per_executor * max(1, s[2])] == [], samples
+    stop.touch()
+    assert driver.wait(60) == 0, driver.log_tail()
+    wait_for(lambda: not any(connections().values()), timeout=PARKED_TTL_S + 30, interval=0.5,
+             what="no connection to Kinesis left from a worker host")
+    assert exactly_once(sunk(), [(a.shard_id, a.sequence, 0) for a in acks]) == []
