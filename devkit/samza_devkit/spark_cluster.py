@@ -38,7 +38,8 @@ from pathlib import Path
 from .child_process import popen_dying_with_this_process
 from .netlab import NetLab, available
 
-__all__ = ["ClusterDriver", "CutUnsupported", "SparkCluster", "committed_parquet_rows"]
+__all__ = ["ClusterDriver", "CutUnsupported", "SparkCluster", "committed_parquet_rows",
+           "committed_parquet_rows_by_batch"]
 
 _REPO_CONF = Path(__file__).resolve().parents[2] / "conf"
 _LAUNCHER = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="spark-cluster-launcher")
@@ -358,4 +359,30 @@ def committed_parquet_rows(sink: str | os.PathLike, columns: list[str]) -> list[
     for path in sorted(files):
         table = pq.read_table(path.removeprefix("file:"), columns=columns)
         rows.extend(zip(*(table.column(c).to_pylist() for c in columns), strict=True))
+    return rows
+
+
+def committed_parquet_rows_by_batch(sink: str | os.PathLike, columns: list[str]) -> dict[int, list[tuple]]:
+    """:func:`committed_parquet_rows` by the batch whose ``_spark_metadata`` entry added each file ({batch id:
+    rows}); for sinks whose log has not been compacted yet (Spark compacts every 10 batches by default)."""
+    import pyarrow.parquet as pq
+
+    meta = Path(sink) / "_spark_metadata"
+    if not meta.is_dir():
+        return {}
+    if any(entry.name.endswith(".compact") for entry in meta.iterdir()):
+        raise ValueError(f"{meta}: a compacted log no longer says which batch added which file")
+    files: dict[str, int] = {}
+    for entry in sorted((e for e in meta.iterdir() if e.name.isdigit()), key=lambda e: int(e.name)):
+        for line in entry.read_text().splitlines()[1:]:
+            record = json.loads(line)
+            path = record["path"].removeprefix("file://")
+            if record.get("action", "add") == "add":
+                files[path] = int(entry.name)
+            else:
+                files.pop(path, None)
+    rows: dict[int, list[tuple]] = {}
+    for path, batch in sorted(files.items()):
+        table = pq.read_table(path.removeprefix("file:"), columns=columns)
+        rows.setdefault(batch, []).extend(zip(*(table.column(c).to_pylist() for c in columns), strict=True))
     return rows

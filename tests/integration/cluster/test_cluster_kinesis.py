@@ -20,7 +20,14 @@ from samza_devkit.checkpoint_log import committed_batches, offset_log
 from samza_devkit.cluster_tasks import kill_the_executor_of_a_task_in_flight, marked
 from samza_devkit.fault_harness import exactly_once, wait_for
 from samza_devkit.moto_server import MotoServerProcess
-from samza_devkit.spark_cluster import KINESIS_MOCK, MOTO, CutUnsupported, committed_parquet_rows
+from samza_devkit.spark_cluster import (
+    KINESIS_MOCK,
+    MOTO,
+    STORE,
+    CutUnsupported,
+    committed_parquet_rows,
+    committed_parquet_rows_by_batch,
+)
 from spark_samza_source.kinesis.executor.parked_subscriptions import PARKED_TTL_S
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
@@ -36,6 +43,14 @@ def cluster_moto(bare_spark_cluster):
         mp.delenv("AWS_PROFILE", raising=False)
         with MotoServerProcess(host=bare_spark_cluster.service_address(MOTO)) as endpoint:
             yield endpoint
+
+
+@pytest.fixture(scope="module")
+def cluster_store(bare_spark_cluster, cluster_moto):
+    """A second moto, the metadata store's DynamoDB, on the cluster's ``STORE`` address: apart from the streams'
+    endpoint, so a worker can lose the store alone."""
+    with MotoServerProcess(host=bare_spark_cluster.service_address(STORE)) as endpoint:
+        yield endpoint
 
 
 def test_kinesis_executor_sigkilled_after_recording_its_batch_end_retried_to_that_end_exactly_once(
@@ -177,3 +192,86 @@ def test_fan_out_executor_lost_with_subscriptions_parked_read_on_elsewhere_exact
     wait_for(lambda: not any(connections().values()), timeout=PARKED_TTL_S + 30, interval=0.5,
              what="no connection to Kinesis left from a worker host")
     assert exactly_once(sunk(), [(a.shard_id, a.sequence, 0) for a in acks]) == []
+
+
+def _batch_ranges(checkpoint, sink, acks) -> list[str]:
+    """Problems (empty if none) with what each batch delivered, found from Spark's logs alone: the offset log of
+    batch N says where each shard's read starts (the batch ends the tasks of batch N-1 recorded), so batch N's rows
+    of a shard must be exactly the acknowledged records after its start and up to batch N+1's start (the last
+    batch: all after its start). A batch end recorded twice with different values, or a retry reading past or
+    short of the recorded end, breaks this for the batch read to one end and planned on from the other."""
+    log = offset_log(checkpoint)
+    rows = committed_parquet_rows_by_batch(sink, ["shardId", "sequenceNumber"])
+    acked: dict[str, list[int]] = {}
+    for ack in acks:
+        acked.setdefault(ack.shard_id, []).append(int(ack.sequence))
+
+    def after(start: dict) -> int:
+        if start["type"] == "TRIM_HORIZON":
+            return -1
+        assert start["type"] == "AFTER_SEQUENCE_NUMBER" and start["sub"] == -1, start
+        return int(start["sequence"])
+
+    problems = []
+    for batch in sorted(log):
+        for shard, state in log[batch]["shards"].items():
+            low = after(state["start"])
+            high = after(log[batch + 1]["shards"][shard]["start"]) if batch + 1 in log else float("inf")
+            want = sorted(seq for seq in acked.get(shard, []) if low < seq <= high)
+            got = sorted(int(seq) for sid, seq in rows.get(batch, []) if sid == shard)
+            if got != want:
+                problems.append(f"batch {batch} shard {shard}: {len(got)} rows, {len(want)} between its start and "
+                                f"the next batch's")
+    return problems
+
+
+def test_worker_cut_off_from_the_metadata_store_fails_its_task_within_the_store_timeouts_then_healed_exactly_once(
+        bare_spark_cluster, cluster_moto, cluster_store, tmp_path):
+    """The metadata store is DynamoDB on an address of its own (``cluster_store``); one worker loses it (its packets
+    there silently dropped: connections time out) before the query starts. A task there fails at its first store
+    call -- the lookup of the batch end an earlier attempt may have recorded, which every task makes before it
+    reads and records its own (``stream_and_record``) -- within the store client's timeouts: connect 10 s times
+    ``max_attempts`` (1 here: measured 10.0 s, 20.0 s with 2; with the default 8 attempts botocore's backoff adds
+    to 8 x 10 s), never hanging. Spark retries it; once one has failed there the link is healed and the worker reads
+    again. The sink holds every acknowledged put exactly once, and every batch delivered exactly the records
+    between its planned start and the next batch's (``_batch_ranges``): the batch ends recorded in the store are
+    the ones the next batches started from."""
+    cluster = bare_spark_cluster
+    client = kh.kinesis_client(cluster_moto)
+    stream = kh.create_stream(client, kh.unique_stream_name("cls"), 2)
+    acks = kh.put_round(client, stream, 200, "a")
+    root, name = tmp_path, f"cls-{uuid.uuid4().hex[:6]}"
+    table = f"meta-{uuid.uuid4().hex[:8]}"
+    store = (f"dynamodb://{table}?region=us-east-1&endpoint={cluster_store}&max_attempts=1"
+             "&aws_access_key_id=testing&aws_secret_access_key=testing")
+    cut_host, store_address = cluster.worker_hosts[0], cluster.service_address(STORE)
+    try:
+        cluster.cut(cut_host, store_address)
+    except CutUnsupported as exc:
+        pytest.skip(str(exc))
+    cut_address = cluster.address(cut_host)
+    try:
+        driver = cluster.driver("kinesis-storecut", None, "--kinesis-endpoint", cluster_moto, "--stream", stream,
+                                "--job", name, "--store", store, "--checkpoint", str(root / "ck"),
+                                "--sink", str(root / "sink"), "--markers", str(root / "inflight"),
+                                "--max-offsets", "100", "--slow-ms", "1")
+
+        def a_task_failed_on_the_cut_host():
+            text = driver.log_path.read_text(errors="replace")
+            return [line for line in text.splitlines() if "Lost task" in line and f"({cut_address}" in line]
+
+        wait_for(a_task_failed_on_the_cut_host, timeout=180, interval=0.5,
+                 what=f"a task on {cut_host} failing while cut off from the store")
+        text = driver.log_path.read_text(errors="replace")
+        assert f"DynamoDB table '{table}'" in text and "Connect timeout on endpoint URL" in text, driver.log_tail(80)
+        assert "aws_secret_access_key=testing" not in text  # the URI's secret stays out of errors
+    finally:
+        cluster.heal(cut_host, store_address)
+        healed_at = len(marked(root / "inflight"))
+    assert driver.wait(240) == 0, driver.log_tail()
+    assert cut_host in {m["host"] for m in marked(root / "inflight")[healed_at:]}, marked(root / "inflight")
+    got = Counter(committed_parquet_rows(root / "sink", ["shardId", "sequenceNumber", "subSequenceNumber"]))
+    assert exactly_once(got, [(a.shard_id, a.sequence, 0) for a in acks]) == []
+    assert _batch_ranges(root / "ck", root / "sink", acks) == []
+    log = offset_log(root / "ck")
+    assert len(log) >= 2 and committed_batches(root / "ck") == set(log)  # 200 a shard, 100 a batch
