@@ -108,14 +108,13 @@ def cluster_fan_out(bare_spark_cluster):
 def test_fan_out_executor_lost_with_subscriptions_parked_read_on_elsewhere_exactly_once_and_none_leaked(
         bare_spark_cluster, cluster_fan_out, tmp_path):
     """Enhanced fan-out (``consumerType=SubscribeToShard``), a processing-time query over two shards. Once a batch
-    has committed and no other batch is planned, every connection a worker host holds to the Kinesis endpoint is a
-    subscription parked by a read of the last batch (a fan-out read makes no other call from an executor), so the
-    host found holding one has subscriptions parked in its executor: that executor JVM is SIGKILLed (its Python
-    workers go with it). The records put next are read by the other executor or the replacement (a subscription
-    from elsewhere takes the dead one over, or waits out AWS's 5-second rule a batch at a time), and the sink holds
-    every acknowledged put exactly once.
+    has committed and no other batch is planned, a subscription still open is one parked by a read of the last
+    batch; the bridge says which worker host holds it (the subscriber's address), and that host's executor JVM is
+    SIGKILLed (its Python workers go with it). The records put next are read by the other executor or the
+    replacement (a subscription from elsewhere takes the dead one over, or waits out AWS's 5-second rule a batch at
+    a time), and the sink holds every acknowledged put exactly once.
 
-    Leak check, over the batches of two more rounds of records: every sample of the connections a worker host
+    Leak check, over the batches of that round and of one more: every sample of the connections a worker host
     holds to the endpoint is at most ``2 * (shards + 1)`` per executor the host runs. Why that bound: an executor
     has one core, so it runs one task at a time and at most two Python workers for this query (the source's reader
     and the slow filter's UDF); in one Python worker the parked registry keeps at most one subscription per
@@ -158,23 +157,23 @@ def test_fan_out_executor_lost_with_subscriptions_parked_read_on_elsewhere_exact
     wait_for(lambda: len(sunk()) == len(acks), timeout=180, what="the first round in the sink")
 
     def parked_somewhere():
+        """A worker host holding an open subscription (the bridge names each subscriber's address) while no batch
+        runs, before and after the look: a subscription parked there by a read of the last batch."""
         if not quiet():
             return None
-        held, planned = connections(), set(offset_log(root / "ck"))
-        if not quiet() or set(offset_log(root / "ck")) != planned:
-            return None  # a batch started meanwhile: its reads may hold these
-        return max(held, key=held.get) if max(held.values()) > 0 and bridge.open_subscriptions() else None
+        planned = set(offset_log(root / "ck"))
+        holders = {sub.client[0] for sub in bridge.open_subscriptions() if sub.client is not None}
+        found = [host for host in cluster.worker_hosts if cluster.address(host) in holders]
+        if not found or not quiet() or set(offset_log(root / "ck")) != planned:
+            return None  # none, or a batch started meanwhile: its reads may hold them
+        return found[0]
 
     victim = wait_for(parked_somewhere, timeout=60, interval=0.2, what="a subscription parked between batches")
     executors = cluster.executors(victim)
-    assert executors, f"no executor on {victim}"
+    assert executors and connections()[victim] > 0, f"no executor or no connection on {victim}"
     killed_at = len(marked(root / "inflight"))
     for pid in executors:
         cluster.kill_executor(pid)
-    acks += kh.put_round(client, stream, 50, "b")
-    wait_for(lambda: len(sunk()) >= len(acks), timeout=120, what="the second round read after the executor loss")
-    assert marked(root / "inflight")[killed_at:], "no task read after the executor loss"
-
     samples: list[tuple[str, int, int]] = []  # (host, connections, executors of this application there)
 
     def sampled_until_sunk() -> bool:
@@ -182,9 +181,10 @@ def test_fan_out_executor_lost_with_subscriptions_parked_read_on_elsewhere_exact
             samples.append((host, held, len(cluster.executors(host))))
         return len(sunk()) >= len(acks)
 
-    for tag in "cd":
-        acks += kh.put_round(client, stream, 5, tag)
-        wait_for(sampled_until_sunk, timeout=60, interval=0.2, what=f"round {tag} in the sink")
+    for tag, count in (("b", 50), ("c", 5)):
+        acks += kh.put_round(client, stream, count, tag)
+        wait_for(sampled_until_sunk, timeout=120, interval=0.2, what=f"round {tag} in the sink")
+    assert marked(root / "inflight")[killed_at:], "no task read after the executor loss"
     per_executor = 2 * (shards + 1)
     assert [s for s in samples if s[1] > per_executor * max(1, s[2])] == [], samples
     stop.touch()
