@@ -73,6 +73,7 @@ class Subscription:
     consumer_arn: str
     shard_id: str
     started: float = field(default_factory=time.monotonic)
+    client: tuple[str, int] | None = None  # the subscriber's (address, port): which host holds the subscription
     cut_requested: threading.Event = field(default_factory=threading.Event)
     taken_over: threading.Event = field(default_factory=threading.Event)
     released: threading.Event = field(default_factory=threading.Event)
@@ -105,7 +106,8 @@ class _Registry:
         self._last_call: dict[tuple[str, str], float] = {}
         self._counts: dict[tuple[str, str], SubscriptionCounts] = {}
 
-    def admit(self, consumer_arn: str, shard_id: str, takeover_after_s: float) -> Subscription | None:
+    def admit(self, consumer_arn: str, shard_id: str, takeover_after_s: float,
+              client: tuple[str, int] | None = None) -> Subscription | None:
         """A new subscription, the earlier one told to give way; None if AWS would refuse the call."""
         now, key = time.monotonic(), (consumer_arn, shard_id)
         with self._lock:
@@ -119,7 +121,7 @@ class _Registry:
             if earlier is not None:
                 earlier.taken_over.set()
                 counts.taken_over += 1
-            subscription = Subscription(consumer_arn, shard_id, started=now)
+            subscription = Subscription(consumer_arn, shard_id, started=now, client=client)
             self._open[key] = subscription
         if earlier is not None:
             earlier.released.wait(_UPSTREAM_RELEASE_S)
@@ -410,7 +412,8 @@ class _SubscriptionSession:
     def serve(self) -> None:
         if self._refused_as_missing_shard():
             return
-        subscription = self.bridge.registry.admit(self.consumer_arn, self.shard_id, self.bridge.takeover_after_s)
+        subscription = self.bridge.registry.admit(self.consumer_arn, self.shard_id, self.bridge.takeover_after_s,
+                                                  tuple(self.handler.client_address[:2]))
         if subscription is None:
             self.handler.send_error_json(400, "ResourceInUseException", self._in_use_message())
             return

@@ -14,12 +14,13 @@ and ``heal`` then raise :class:`CutUnsupported`. ``SAMZA_TEST_CLUSTER_ONE_HOST=1
 - ``python_workers(host)``: the Python processes under a worker's executors (what a leak check looks into);
 - ``kill_worker(host)`` / ``start_worker(host)``: a worker host lost (its Worker and executors SIGKILLed) and back;
 - ``cut(host, address)`` / ``heal(...)``: see ``netlab``;
+- ``connections(host, address, port)``: the TCP connections ``host`` holds open to a service now (``ss``);
 - ``close()``: every process stopped (the master, workers and drivers also die with the process that started them:
   ``PR_SET_PDEATHSIG``; executors exit when their worker goes), then the namespaces and links removed.
 
 ``committed_parquet_rows(sink, columns)`` reads a Parquet sink through its ``_spark_metadata`` log only: the files
-of a killed task attempt stay in the directory but are not part of the output (``committed_parquet_batches``: the
-same, batch by batch).
+of a killed task attempt stay in the directory but are not part of the output (``committed_parquet_rows_by_batch``:
+the same, batch by batch).
 """
 
 from __future__ import annotations
@@ -40,12 +41,17 @@ from pathlib import Path
 from .child_process import popen_dying_with_this_process
 from .netlab import NetLab, available
 
-__all__ = ["ClusterDriver", "CutUnsupported", "SparkCluster", "committed_parquet_batches", "committed_parquet_rows"]
+__all__ = ["ClusterDriver", "CutUnsupported", "SparkCluster", "committed_parquet_rows",
+           "committed_parquet_rows_by_batch"]
 
 _REPO_CONF = Path(__file__).resolve().parents[2] / "conf"
 _LAUNCHER = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="spark-cluster-launcher")
 #: the bridge addresses of the root namespace: what each is for
 MASTER, BROKER, MOTO, KINESIS_MOCK = 0, 1, 2, 3
+#: a network metadata store (a second moto, DynamoDB), apart from the streams' endpoint so a cut can single it out
+STORE = 4
+#: addresses the root namespace binds on the bridge (.1 to .10, before the hosts' .11 on): the roles above and spares
+_SERVICE_ADDRESSES = 10
 
 
 class CutUnsupported(RuntimeError):
@@ -162,7 +168,7 @@ class SparkCluster:
         reason = ("one host asked for (SAMZA_TEST_CLUSTER_ONE_HOST)" if os.environ.get("SAMZA_TEST_CLUSTER_ONE_HOST")
                   else available())
         names = [f"w{i}" for i in range(workers)] + ["d0", "d1"]  # worker hosts, then two hosts for drivers
-        lab = NetLab.create(names) if reason is None else None
+        lab = NetLab.create(names, services=_SERVICE_ADDRESSES) if reason is None else None
         cluster = cls(root, lab, reason)
         try:
             cluster._start_master()
@@ -282,6 +288,16 @@ class SparkCluster:
         return {w["id"] for w in status.get("workers", [])
                 if w.get("state") == "ALIVE" and (w.get("host"), w.get("port")) == where}
 
+    def connections(self, host: str, address: str, port: int | None = None) -> int:
+        """How many TCP connections from ``host``'s namespace to ``address`` (and ``port``) are established now
+        (``ss`` run in that namespace); :class:`CutUnsupported` in the one-host fallback, where hosts share one."""
+        if self.lab is None:
+            raise CutUnsupported(f"no namespace of its own for {host}: {self.fallback}")
+        where = f"{address}:{port}" if port is not None else address
+        done = subprocess.run(self.lab.in_host(host, ["ss", "-Htn", "state", "established", "dst", where]),
+                              capture_output=True, text=True, timeout=30, check=True)
+        return len([line for line in done.stdout.splitlines() if line.strip()])
+
     def cut(self, host: str, address: str) -> None:
         if self.lab is None:
             raise CutUnsupported(f"no link to cut: {self.fallback}")
@@ -383,9 +399,8 @@ def _descends_from(pid: int, ancestor: int) -> bool:
     return False
 
 
-def committed_parquet_batches(sink: str | os.PathLike, columns: list[str]) -> list[tuple[int, list[tuple]]]:
-    """``(batch id, rows)`` of each batch a Parquet sink's ``_spark_metadata`` log lists, rows of ``columns`` only,
-    read from the files that log says the batch added (a compacted entry's files count for the compacted batch)."""
+def committed_parquet_rows(sink: str | os.PathLike, columns: list[str]) -> list[tuple]:
+    """The rows (``columns`` only) of the files a Parquet sink's ``_spark_metadata`` log says are its output."""
     import pyarrow.parquet as pq
 
     meta = Path(sink) / "_spark_metadata"
@@ -397,22 +412,43 @@ def committed_parquet_batches(sink: str | os.PathLike, columns: list[str]) -> li
         if stem.isdigit():
             batches[int(stem)] = entry
     compacted = max((b for b, p in batches.items() if p.name.endswith(".compact")), default=-1)
-    files: dict[str, int] = {}
+    files: set[str] = set()
     for batch in sorted(b for b in batches if b >= compacted):
         for line in batches[batch].read_text().splitlines()[1:]:
             record = json.loads(line)
             path = record["path"].removeprefix("file://")
             if record.get("action", "add") == "add":
-                files[path] = batch
+                files.add(path)
+            else:
+                files.discard(path)
+    rows: list[tuple] = []
+    for path in sorted(files):
+        table = pq.read_table(path.removeprefix("file:"), columns=columns)
+        rows.extend(zip(*(table.column(c).to_pylist() for c in columns), strict=True))
+    return rows
+
+
+def committed_parquet_rows_by_batch(sink: str | os.PathLike, columns: list[str]) -> dict[int, list[tuple]]:
+    """:func:`committed_parquet_rows` by the batch whose ``_spark_metadata`` entry added each file ({batch id:
+    rows}); for sinks whose log has not been compacted yet (Spark compacts every 10 batches by default)."""
+    import pyarrow.parquet as pq
+
+    meta = Path(sink) / "_spark_metadata"
+    if not meta.is_dir():
+        return {}
+    if any(entry.name.endswith(".compact") for entry in meta.iterdir()):
+        raise ValueError(f"{meta}: a compacted log no longer says which batch added which file")
+    files: dict[str, int] = {}
+    for entry in sorted((e for e in meta.iterdir() if e.name.isdigit()), key=lambda e: int(e.name)):
+        for line in entry.read_text().splitlines()[1:]:
+            record = json.loads(line)
+            path = record["path"].removeprefix("file://")
+            if record.get("action", "add") == "add":
+                files[path] = int(entry.name)
             else:
                 files.pop(path, None)
-    out: dict[int, list[tuple]] = {}
+    rows: dict[int, list[tuple]] = {}
     for path, batch in sorted(files.items()):
         table = pq.read_table(path.removeprefix("file:"), columns=columns)
-        out.setdefault(batch, []).extend(zip(*(table.column(c).to_pylist() for c in columns), strict=True))
-    return sorted(out.items())
-
-
-def committed_parquet_rows(sink: str | os.PathLike, columns: list[str]) -> list[tuple]:
-    """The rows (``columns`` only) of the files a Parquet sink's ``_spark_metadata`` log says are its output."""
-    return [row for _batch, rows in committed_parquet_batches(sink, columns) for row in rows]
+        rows.setdefault(batch, []).extend(zip(*(table.column(c).to_pylist() for c in columns), strict=True))
+    return rows

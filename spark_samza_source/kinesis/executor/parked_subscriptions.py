@@ -13,9 +13,13 @@ The registry is per process, keyed by (Kinesis client, consumer ARN, shard id) -
 endpoint and credentials of the client that opened it; clients are cached per process and settings, so a query's
 reads share one -- and bounded: a subscription not taken within
 :data:`PARKED_TTL_S` is closed, and at most :data:`MAX_PARKED` are kept (the oldest is closed first). Expired ones
-are reaped whenever a read parks or takes one, so no thread of its own is needed. Taking removes the entry, so two
-readers never share an event stream. Executor side only: it holds no driver state and imports nothing but the pure
-position type.
+are reaped whenever a read parks or takes one, and by a daemon thread that runs while anything is parked (checking
+every :data:`REAP_INTERVAL_S` at most): reads alone cannot bound the wait, because after a query stops in a session
+that lives on, or when Spark sends a shard's reads to other Python workers for good, no read comes to this
+process again, and its parked subscriptions would hold their connections, pump threads and queued events for as
+long as the Python worker lives (a pump whose queue is full waits for a reader even after AWS ends the stream).
+Taking removes the entry, so two readers never share an event stream. Executor side only: it holds no driver state
+and imports nothing but the pure position type.
 """
 
 from __future__ import annotations
@@ -29,7 +33,7 @@ from typing import Any
 
 from ..positions import ShardPosition
 
-__all__ = ["MAX_PARKED", "PARKED", "PARKED_TTL_S", "ParkedSubscription", "ParkedSubscriptions"]
+__all__ = ["MAX_PARKED", "PARKED", "PARKED_TTL_S", "REAP_INTERVAL_S", "ParkedSubscription", "ParkedSubscriptions"]
 
 log = logging.getLogger(__name__)
 
@@ -44,6 +48,9 @@ PARKED_TTL_S = 60.0
 #: turn (a task reads at most 16 at once). Beyond it the oldest is closed, which costs only a new subscription
 #: when its shard is read again.
 MAX_PARKED = 64
+#: how often, at most, the reaper thread looks for expired subscriptions while some are parked (it sleeps until the
+#: oldest expires, but never longer than this, so a TTL lowered at run time takes effect soon)
+REAP_INTERVAL_S = 1.0
 
 
 @dataclass
@@ -69,12 +76,16 @@ class ParkedSubscriptions:
     """The parked subscriptions of this process (see the module documentation)."""
 
     def __init__(self, ttl_s: float = PARKED_TTL_S, max_parked: int = MAX_PARKED,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic, background_reaper: bool = True) -> None:
+        """``clock`` and ``background_reaper=False``: for tests that drive expiry with a clock of their own, through
+        ``park`` and ``take`` only."""
         self.ttl_s = ttl_s
         self.max_parked = max_parked
         self.clock = clock
+        self.background_reaper = background_reaper
         self._lock = threading.Lock()
         self._parked: dict[tuple, ParkedSubscription] = {}
+        self._reaper: threading.Thread | None = None
 
     def park(self, key: tuple, parked: ParkedSubscription) -> None:
         """Keep ``parked`` for the next read of ``key`` = (client, consumer ARN, shard id)."""
@@ -89,6 +100,7 @@ class ParkedSubscriptions:
                 dropped.append((self._parked.pop(oldest), f"more than {self.max_parked} parked in this process"))
             if self.max_parked > 0:
                 self._parked[key] = parked
+                self._start_reaper_locked()
             else:
                 dropped.append((parked, "parking is off (max_parked 0)"))
         _close(dropped)
@@ -113,6 +125,31 @@ class ParkedSubscriptions:
     def __len__(self) -> int:
         with self._lock:
             return len(self._parked)
+
+    def _start_reaper_locked(self) -> None:
+        """A reaper thread while anything is parked (one at a time; a forked child has none: threads do not survive
+        a fork)."""
+        if not self.background_reaper or (self._reaper is not None and self._reaper.is_alive()):
+            return
+        self._reaper = threading.Thread(target=self._reap_until_empty, name="parked-subscriptions-reaper",
+                                        daemon=True)
+        self._reaper.start()
+
+    def _reap_until_empty(self) -> None:
+        """Close expired subscriptions as they expire, until none is parked."""
+        while True:
+            with self._lock:
+                dropped = self._expired_locked()
+                if not self._parked:
+                    self._reaper = None  # under the lock: a park from now on starts a new reaper
+                    wait = None
+                else:
+                    oldest = min(p.parked_at for p in self._parked.values())
+                    wait = min(max(oldest + self.ttl_s - self.clock(), 0.0), REAP_INTERVAL_S)
+            _close(dropped)
+            if wait is None:
+                return
+            time.sleep(wait + 0.01)
 
     def _expired_locked(self) -> list[tuple[ParkedSubscription, str]]:
         now = self.clock()

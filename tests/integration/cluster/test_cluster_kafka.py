@@ -21,7 +21,7 @@ from samza_devkit.cluster_tasks import kafka_clients_per_process, kill_the_execu
 from samza_devkit.fault_harness import exactly_once, startpoints_left, wait_for
 from samza_devkit.kafka_helpers import add_partitions, create_topic, produce, unique_topic
 from samza_devkit.key_order import ahead_of_key_order, keyed_rounds
-from samza_devkit.spark_cluster import CutUnsupported, committed_parquet_batches, committed_parquet_rows
+from samza_devkit.spark_cluster import CutUnsupported, committed_parquet_rows, committed_parquet_rows_by_batch
 from spark_samza_source.core.model import SystemStreamPartition
 from spark_samza_source.core.startpoint import StartpointSpecific
 from spark_samza_source.core.startpoint_manager import StartpointManager
@@ -279,5 +279,5 @@ def test_partitions_added_while_a_worker_is_lost_keep_key_order_exactly_once(spa
     assert [m for m in marked(job.markers("1")) if m["task"][:2] == lost_task[:2] and m["task"][2] > 0], \
         f"the task lost with {lost} ({lost_task}) was not retried"
     batches = [(batch, [SimpleNamespace(key=k, value=v) for k, v in rows])
-               for batch, rows in committed_parquet_batches(job.sink, ["key", "value"])]
+               for batch, rows in sorted(committed_parquet_rows_by_batch(job.sink, ["key", "value"]).items())]
     assert ahead_of_key_order(batches) == {}
