@@ -126,6 +126,8 @@ def test_fan_out_executor_lost_with_subscriptions_parked_read_on_elsewhere_exact
     the application ends, its executors exit, and every worker host's count drops to 0 (within ``PARKED_TTL_S``
     at most, were an executor to stay)."""
     cluster, bridge = bare_spark_cluster, cluster_fan_out
+    if cluster.fallback:
+        pytest.skip(f"the leak check counts connections per host: {cluster.fallback}")
     address, port = cluster.service_address(KINESIS_MOCK), int(bridge.endpoint.rsplit(":", 1)[1])
     client = kh.kinesis_client(bridge.endpoint)
     shards = 2
