@@ -23,8 +23,11 @@ A rule matches a request by operation (the part of ``X-Amz-Target`` after the do
 that must occur in the request body (a stream or table name). ``skip`` lets that many matching requests pass
 first; ``times`` is how many are then failed (-1: all). ``status`` is the HTTP status (400 for throttling,
 500/503 for an endpoint in trouble); ``applied`` has moto carry the request out before the error is answered
-(the answer of a write got lost). Rules are checked in the order they were added; the first that fails a
-request answers it, every matching rule counts it.
+(the answer of a write got lost). ``remote`` limits a rule to requests from one client address (a cluster test's
+worker host). ``hold`` fails nothing: moto carries the request out at once and its real answer waits until the
+test calls ``release(rule)`` (at most 120 s), so a test can act -- cut the client's link, say -- between a write
+and its answer. Rules are checked in the order they were added; the first that fails (or holds) a request
+answers it, every matching rule counts it.
 """
 
 from __future__ import annotations
@@ -56,6 +59,7 @@ class FaultInjectionMiddleware:
         self.app = app
         self._lock = threading.Lock()
         self._rules: list[dict[str, Any]] = []
+        self._released: dict[int, threading.Event] = {}  # hold rules: set when the test releases their answers
         self._ids = itertools.count(1)
 
     # ---- WSGI ---------------------------------------------------------------------------------------------
@@ -67,9 +71,11 @@ class FaultInjectionMiddleware:
             return self.app(environ, start_response)
         body = self._read_body(environ)
         service, _, operation = target.partition(".")
-        failing = self._decide(service, operation, body)
+        failing = self._decide(service, operation, body, environ.get("REMOTE_ADDR", ""))
         if failing is None:
             return self.app(environ, start_response)
+        if failing["hold"]:
+            return self._held(failing, environ, start_response)
         if failing["applied"]:  # the service did the work, but its answer is lost: an error goes back instead
             answer = self.app(environ, lambda *args, **kwargs: None)
             try:
@@ -88,6 +94,21 @@ class FaultInjectionMiddleware:
         ])
         return [payload]
 
+    def _held(self, rule: dict[str, Any], environ: dict[str, Any], start_response: Callable[..., Any]) -> list[bytes]:
+        """Carry the request out now, answer it once the test releases ``rule``."""
+        started: list[tuple] = []
+        answer = self.app(environ, lambda *args, **kwargs: started.append(args))
+        try:
+            payload = b"".join(answer)
+        finally:
+            close = getattr(answer, "close", None)
+            if close is not None:
+                close()
+        self._released[rule["id"]].wait(120)
+        status, headers = started[0][:2]
+        start_response(status, headers)
+        return [payload]
+
     @staticmethod
     def _read_body(environ: dict[str, Any]) -> bytes:
         """The request body, put back so that moto reads it as if nobody had."""
@@ -101,14 +122,14 @@ class FaultInjectionMiddleware:
         environ["wsgi.input"] = io.BytesIO(body)
         return body
 
-    def _decide(self, service: str, operation: str, body: bytes) -> dict[str, Any] | None:
+    def _decide(self, service: str, operation: str, body: bytes, remote: str) -> dict[str, Any] | None:
         text = body.decode("utf-8", errors="replace")
         failing = None
         with self._lock:
             for rule in self._rules:
                 if rule["operation"] not in ("", operation) or not service.startswith(rule["service"]):
                     continue
-                if rule["match"] and rule["match"] not in text:
+                if (rule["match"] and rule["match"] not in text) or (rule["remote"] and rule["remote"] != remote):
                     continue
                 rule["seen"] += 1
                 if failing is not None or rule["seen"] <= rule["skip"]:
@@ -130,14 +151,20 @@ class FaultInjectionMiddleware:
                         "code": str(spec.get("code") or "ProvisionedThroughputExceededException"),
                         "message": str(spec.get("message") or ""), "status": int(spec.get("status", 400)),
                         "times": int(spec.get("times", -1)), "skip": int(spec.get("skip", 0)),
-                        "applied": bool(spec.get("applied", False)),
-                        "seen": 0, "failed": 0}
+                        "applied": bool(spec.get("applied", False)), "remote": str(spec.get("remote") or ""),
+                        "hold": bool(spec.get("hold", False)), "seen": 0, "failed": 0}
                 with self._lock:
                     self._rules.append(rule)
+                    self._released[rule["id"]] = threading.Event()
                 answer = {"id": rule["id"]}
+            elif method == "PUT":  # {"release": rule id}: the answers that rule holds go out
+                self._released[int(json.loads(self._read_body(environ))["release"])].set()
             elif method == "DELETE":
                 with self._lock:
                     self._rules.clear()
+                    for released in self._released.values():
+                        released.set()
+                    self._released.clear()
             else:
                 with self._lock:
                     answer = {"rules": [dict(r) for r in self._rules]}
@@ -165,13 +192,20 @@ class AwsFaults:
 
     def add(self, operation: str, *, code: str = "ProvisionedThroughputExceededException", times: int = -1,
             skip: int = 0, status: int = 400, service: str = "", match: str = "", message: str = "",
-            applied: bool = False) -> int:
+            applied: bool = False, remote: str = "", hold: bool = False) -> int:
         """Fail ``times`` requests of ``operation`` (after ``skip`` passed) with ``code``; returns the rule id.
         ``applied=True``: moto carries the request out first and only its answer is replaced by the error (a
-        write that happened although the caller was told it failed, as after a timeout or a 5xx)."""
+        write that happened although the caller was told it failed, as after a timeout or a 5xx). ``remote``:
+        only requests from that client address. ``hold=True``: carry the request out and hold its real answer
+        until :meth:`release` (no error)."""
         return int(self._request("POST", {"operation": operation, "code": code, "times": times, "skip": skip,
                                           "status": status, "service": service, "match": match,
-                                          "message": message, "applied": applied})["id"])
+                                          "message": message, "applied": applied, "remote": remote,
+                                          "hold": hold})["id"])
+
+    def release(self, rule: int) -> None:
+        """Send the answers a ``hold`` rule holds (and let later matches pass at once)."""
+        self._request("PUT", {"release": rule})
 
     def watch(self, operation: str, *, service: str = "", match: str = "") -> int:
         """Only count the requests of ``operation`` (a rule that fails none)."""

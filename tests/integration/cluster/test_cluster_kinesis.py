@@ -15,6 +15,7 @@ from collections import Counter
 import pytest
 
 from samza_devkit import kinesis_helpers as kh
+from samza_devkit.aws_faults import AwsFaults
 from samza_devkit.aws_fixtures import DUMMY_AWS_ENV
 from samza_devkit.checkpoint_log import committed_batches, offset_log
 from samza_devkit.cluster_tasks import kill_the_executor_of_a_task_in_flight, marked
@@ -29,6 +30,7 @@ from samza_devkit.spark_cluster import (
     committed_parquet_rows_by_batch,
 )
 from spark_samza_source.kinesis.executor.parked_subscriptions import PARKED_TTL_S
+from spark_samza_source.options.namespaces import BATCH_ENDS
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
@@ -229,17 +231,24 @@ def _batch_ranges(checkpoint, sink, acks) -> list[str]:
     return problems
 
 
-def test_worker_cut_off_from_the_metadata_store_fails_its_task_within_the_store_timeouts_then_healed_exactly_once(
+def test_worker_cut_off_from_the_metadata_store_before_a_read_and_while_recording_its_end_exactly_once(
         bare_spark_cluster, cluster_moto, cluster_store, tmp_path):
-    """The metadata store is DynamoDB on an address of its own (``cluster_store``); one worker loses it (its packets
-    there silently dropped: connections time out) before the query starts. A task there fails at its first store
-    call -- the lookup of the batch end an earlier attempt may have recorded, which every task makes before it
-    reads and records its own (``stream_and_record``) -- within the store client's timeouts: connect 10 s times
-    ``max_attempts`` (1 here: measured 10.0 s, 20.0 s with 2; with the default 8 attempts botocore's backoff adds
-    to 8 x 10 s), never hanging. Spark retries it; once one has failed there the link is healed and the worker reads
-    again. The sink holds every acknowledged put exactly once, and every batch delivered exactly the records
-    between its planned start and the next batch's (``_batch_ranges``): the batch ends recorded in the store are
-    the ones the next batches started from."""
+    """The metadata store is DynamoDB on an address of its own (``cluster_store``); one worker loses it twice
+    (its packets there silently dropped: connections time out, nothing is refused), each time healed once a task
+    there has failed:
+
+    1. before the query starts: a task there fails at its first store call -- the lookup of the batch end an
+       earlier attempt may have recorded, which every task makes before it reads (``stream_and_record``) --
+       within the store client's connect timeout (10 s times ``max_attempts``, 1 here: measured 10.0 s, 20.0 s
+       with 2, ~82 s with the default 8), never hanging;
+    2. while it records a batch end: the store carries the worker's ``put_if_absent`` out and the link is cut
+       before the answer reaches the worker (the devkit's moto holds that answer until the task has given up on
+       it), so the write happened but the task never hears it; it fails within the client's read timeout (30 s),
+       and the retry finds the end the lost answer belonged to and reads exactly to it.
+
+    The sink holds every acknowledged put exactly once, and every batch delivered exactly the records between its
+    planned start and the next batch's (``_batch_ranges``): the ends in the store, the one whose answer was lost
+    included, are the ones the next batches started from."""
     cluster = bare_spark_cluster
     client = kh.kinesis_client(cluster_moto)
     stream = kh.create_stream(client, kh.unique_stream_name("cls"), 2)
@@ -254,28 +263,58 @@ def test_worker_cut_off_from_the_metadata_store_fails_its_task_within_the_store_
     except CutUnsupported as exc:
         pytest.skip(str(exc))
     cut_address = cluster.address(cut_host)
+    # the first batch-end write from the cut host once it is healed: carried out, its answer held for the test
+    faults = AwsFaults(cluster_store)
+    held = faults.add("PutItem", service="DynamoDB", match=BATCH_ENDS, remote=cut_address, hold=True, times=1)
+    stop = root / "stop"
+
+    def failures_on_the_cut_host() -> list[str]:
+        text = driver.log_path.read_text(errors="replace")
+        return [line for line in text.splitlines() if "Lost task" in line and f"({cut_address}" in line]
+
     try:
         driver = cluster.driver("kinesis-storecut", None, "--kinesis-endpoint", cluster_moto, "--stream", stream,
                                 "--job", name, "--store", store, "--checkpoint", str(root / "ck"),
                                 "--sink", str(root / "sink"), "--markers", str(root / "inflight"),
-                                "--max-offsets", "100", "--slow-ms", "1")
-
-        def a_task_failed_on_the_cut_host():
-            text = driver.log_path.read_text(errors="replace")
-            return [line for line in text.splitlines() if "Lost task" in line and f"({cut_address}" in line]
-
-        wait_for(a_task_failed_on_the_cut_host, timeout=180, interval=0.5,
+                                "--max-offsets", "100", "--slow-ms", "1", "--trigger", "processing:500",
+                                "--stop-file", str(stop), "--timeout", "400")
+        wait_for(failures_on_the_cut_host, timeout=180, interval=0.5,
                  what=f"a task on {cut_host} failing while cut off from the store")
         text = driver.log_path.read_text(errors="replace")
         assert f"DynamoDB table '{table}'" in text and "Connect timeout on endpoint URL" in text, driver.log_tail(80)
-        assert "aws_secret_access_key=testing" not in text  # the URI's secret stays out of errors
     finally:
         cluster.heal(cut_host, store_address)
-        healed_at = len(marked(root / "inflight"))
-    assert driver.wait(240) == 0, driver.log_tail()
+    healed_at, failed_before = len(marked(root / "inflight")), len(failures_on_the_cut_host())
+
+    def a_batch_end_write_held() -> bool:
+        if faults.counts(held)["failed"]:
+            return True
+        acks.extend(kh.put_round(client, stream, 20, f"r{len(acks)}"))  # more batches, until one ends on the host
+        return False
+
+    try:
+        wait_for(a_batch_end_write_held, timeout=180, interval=2, what=f"a batch end recorded from {cut_host}")
+        # the write is done and its answer not yet sent: the link goes now, so the answer never arrives (the cut
+        # drops the host's own packets only; the held answer goes out once the task has given up on it)
+        cluster.cut(cut_host, store_address)
+        wait_for(lambda: len(failures_on_the_cut_host()) > failed_before, timeout=120, interval=0.5,
+                 what=f"the task on {cut_host} failing without the answer to its write")
+        assert "Read timeout on endpoint URL" in driver.log_path.read_text(errors="replace"), driver.log_tail(80)
+    finally:
+        cluster.heal(cut_host, store_address)
+        faults.release(held)
+    acks += kh.put_round(client, stream, 20, "last")
+    wanted = [(a.shard_id, a.sequence, 0) for a in acks]
+
+    def sunk() -> Counter:
+        return Counter(committed_parquet_rows(root / "sink", ["shardId", "sequenceNumber", "subSequenceNumber"]))
+
+    wait_for(lambda: set(sunk()) >= set(wanted), timeout=180, interval=0.5, what="every put in the sink")
+    stop.touch()
+    assert driver.wait(120) == 0, driver.log_tail()
+    text = driver.log_path.read_text(errors="replace")
+    assert "aws_secret_access_key=testing" not in text  # the URI's secret stays out of errors
     assert cut_host in {m["host"] for m in marked(root / "inflight")[healed_at:]}, marked(root / "inflight")
-    got = Counter(committed_parquet_rows(root / "sink", ["shardId", "sequenceNumber", "subSequenceNumber"]))
-    assert exactly_once(got, [(a.shard_id, a.sequence, 0) for a in acks]) == []
+    assert exactly_once(sunk(), wanted) == []
     assert _batch_ranges(root / "ck", root / "sink", acks) == []
-    log = offset_log(root / "ck")
-    assert len(log) >= 2 and committed_batches(root / "ck") == set(log)  # 200 a shard, 100 a batch
+    assert committed_batches(root / "ck") >= set(offset_log(root / "ck")) - {max(offset_log(root / "ck"))}

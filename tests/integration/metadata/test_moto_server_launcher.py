@@ -114,3 +114,34 @@ def test_fault_injection_answers_aws_errors_over_http_counts_and_clears(moto_ser
     finally:
         client.delete_table(TableName=table)
         client.close()
+
+
+def test_a_hold_rule_applies_the_write_and_answers_it_only_when_released(moto_server, aws_faults) -> None:
+    """``hold``: moto carries the matching request out at once and its real answer waits for ``release`` (what
+    the cluster test cuts a link in between); ``remote`` limits a rule to one client address."""
+    import threading
+
+    client = boto3.client("dynamodb", endpoint_url=moto_server, region_name="us-east-1")
+    table = f"hold-{time.time_ns()}"
+    client.create_table(TableName=table, KeySchema=[{"AttributeName": "k", "KeyType": "HASH"}],
+                        AttributeDefinitions=[{"AttributeName": "k", "AttributeType": "S"}],
+                        BillingMode="PAY_PER_REQUEST")
+    try:
+        elsewhere = aws_faults.add("PutItem", match=table, remote="198.18.0.99", hold=True)
+        held = aws_faults.add("PutItem", match=table, remote="127.0.0.1", hold=True, times=1)
+        answered = threading.Event()
+        writer = threading.Thread(target=lambda: (client.put_item(TableName=table, Item={"k": {"S": "held"}}),
+                                                  answered.set()), daemon=True)
+        writer.start()
+        deadline = time.monotonic() + 30
+        while not aws_faults.counts(held)["failed"] and time.monotonic() < deadline:
+            time.sleep(0.05)
+        reader = boto3.client("dynamodb", endpoint_url=moto_server, region_name="us-east-1")
+        item = reader.get_item(TableName=table, Key={"k": {"S": "held"}}, ConsistentRead=True).get("Item")
+        assert item == {"k": {"S": "held"}} and not answered.is_set()  # written, the answer still held
+        aws_faults.release(held)
+        assert answered.wait(30)
+        client.put_item(TableName=table, Item={"k": {"S": "after"}})  # times=1: later writes are not held
+        assert aws_faults.counts(elsewhere) == {"seen": 0, "failed": 0}
+    finally:
+        client.delete_table(TableName=table)
