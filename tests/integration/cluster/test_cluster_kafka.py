@@ -1,10 +1,10 @@
 """samza-kafka on a real Spark standalone cluster: workers on hosts of their own, executors lost, links cut.
 
 One cluster for the module (``spark_cluster``: a master, two two-core workers each in a network namespace of
-its own; Apache Kafka, and for samza-kinesis moto, on addresses of their own on the cluster's bridge). Every
-query is a driver process (``samza_devkit.fault_driver --master spark://...``) writing Spark's Parquet sink, an
-idempotent sink (exactly once through its ``_spark_metadata`` log); each test checks that sink, read through that
-log, against every write the broker (or Kinesis) acknowledged: each record exactly once.
+its own; Apache Kafka on an address of its own on the cluster's bridge). Every query is a driver process
+(``samza_devkit.fault_driver --master spark://...``) writing Spark's Parquet sink, an idempotent sink (exactly once
+through its ``_spark_metadata`` log); each test checks that sink, read through that log, against every write the
+broker acknowledged: each record exactly once.
 """
 
 from __future__ import annotations
