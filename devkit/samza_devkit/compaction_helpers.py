@@ -43,7 +43,7 @@ def produce_batches(bootstrap: str, topic: str, batches: Sequence[Sequence[tuple
     out = []
     for records in batches:
         rows = [(key, value, None, partition, rest[0] if rest else None) for key, value, *rest in records]
-        out.append(produce(bootstrap, topic, rows, extra_conf={**ONE_BATCH, **(extra_conf or {})}))
+        out.append(produce(bootstrap, topic, rows, extra_conf={**ONE_BATCH, **(extra_conf or {})}, metadata_first=True))
     return out
 
 

@@ -112,11 +112,15 @@ def produce(
     records: Iterable[tuple],
     *,
     extra_conf: dict[str, str] | None = None,
+    metadata_first: bool = False,
 ) -> list[Produced]:
     """Produce ``(key, value[, headers[, partition[, timestamp_ms]]])`` tuples and wait for every ack.
 
     Without an explicit partition librdkafka's default partitioner picks one (murmur2-compatible hash of the key
     modulo the partition count, as SEP-5 requires). Returns what the broker acknowledged, in produce order.
+    ``metadata_first``: learn the topic's partitions before producing, so every record goes straight to its
+    partition's queue; otherwise records wait in a queue of their own until the metadata comes, and are moved one by
+    one, so a flush under way can send the first of them before the rest have arrived (one batch becomes two).
     """
     # Idempotent, as Kafka's own producer is by default: a request the broker refused (NOT_LEADER_OR_FOLLOWER while
     # a new partition's leader takes over, a timeout under load) is sent again in its place, so the log holds the
@@ -126,6 +130,8 @@ def produce(
             "partitioner": "murmur2_random", "message.max.bytes": 8 * 1024 * 1024}
     conf.update(extra_conf or {})
     producer = Producer(conf)
+    if metadata_first:
+        producer.list_topics(topic, timeout=TIMEOUT_S)
     acked: dict[int, Produced] = {}
     errors: list[str] = []
 
