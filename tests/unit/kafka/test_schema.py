@@ -2,37 +2,19 @@
 
 from __future__ import annotations
 
-import inspect
-
 import pyarrow as pa
-import pyspark
 import pytest
-from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.worker.plan_data_source_read import records_to_arrow_batches
 
+from samza_devkit.spark_arrow import CHECKS_READ_TYPES, spark_derived_arrow_schema
 from spark_samza_source.kafka.schema import kafka_arrow_schema, kafka_schema
-
-
-def spark_derived(schema) -> pa.Schema:
-    """The Arrow schema PySpark's ``records_to_arrow_batches`` derives: ``to_arrow_schema(schema, timezone="UTC")``
-    from 4.2, ``to_arrow_schema(schema)`` on 4.0 / 4.1 (whose ``to_arrow_schema`` has no ``timezone`` and makes
-    timestamps UTC by default)."""
-    if "timezone" in inspect.signature(to_arrow_schema).parameters:
-        return to_arrow_schema(schema, timezone="UTC")
-    return to_arrow_schema(schema)
-
-
-#: PySpark 4.2.1 and 4.3 check every type of a read()'s first batch (SPARK-55583); 4.0 and 4.1 only its column
-#: count and names, so there a wrong type would fail later in the JVM: the schema must be exact on every version
-CHECKS_TYPES = tuple(int(x) for x in pyspark.__version__.split(".")[:2]) >= (4, 2)
-
 
 SPARK_KAFKA_COLUMNS = ["key", "value", "topic", "partition", "offset", "timestamp", "timestampType"]
 
 
 @pytest.mark.parametrize("include_headers", [False, True])
 def test_arrow_schema_is_what_spark_derives(include_headers):
-    expected = spark_derived(kafka_schema(include_headers))
+    expected = spark_derived_arrow_schema(kafka_schema(include_headers))
     assert kafka_arrow_schema(include_headers).equals(expected)
 
 
@@ -86,7 +68,7 @@ def test_pyspark_rejects_a_naive_timestamp():
     """The check is real: the same batch with a timezone-less timestamp is refused (PySpark 4.2.1+)."""
     batch = _batch(False)
     naive = batch.set_column(5, "timestamp", batch.column(5).cast(pa.timestamp("us")))
-    if not CHECKS_TYPES:  # 4.0 / 4.1 pass it on: the exact schema is this package's to keep there
+    if not CHECKS_READ_TYPES:  # 4.0 / 4.1 pass it on: the exact schema is this package's to keep there
         assert list(records_to_arrow_batches(iter([naive]), 10_000, kafka_schema(False), _FakeSource())) == [naive]
         return
     with pytest.raises(Exception, match="DATA_SOURCE_RETURN_SCHEMA_MISMATCH"):

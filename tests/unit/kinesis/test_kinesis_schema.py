@@ -2,37 +2,20 @@
 
 from __future__ import annotations
 
-import inspect
 from datetime import UTC, datetime
 
 import pyarrow as pa
-import pyspark
 import pytest
-from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.worker.plan_data_source_read import records_to_arrow_batches
 
+from samza_devkit.spark_arrow import CHECKS_READ_TYPES, spark_derived_arrow_schema
 from spark_samza_source.kinesis.schema import COLUMNS, kinesis_arrow_schema, kinesis_schema
-
-
-def spark_derived(schema) -> pa.Schema:
-    """The Arrow schema PySpark's ``records_to_arrow_batches`` derives: ``to_arrow_schema(schema, timezone="UTC")``
-    from 4.2, ``to_arrow_schema(schema)`` on 4.0 / 4.1 (whose ``to_arrow_schema`` has no ``timezone`` and makes
-    timestamps UTC by default)."""
-    if "timezone" in inspect.signature(to_arrow_schema).parameters:
-        return to_arrow_schema(schema, timezone="UTC")
-    return to_arrow_schema(schema)
-
-
-#: PySpark 4.2.1 and 4.3 check every type of a read()'s first batch (SPARK-55583); 4.0 and 4.1 only its column
-#: count and names, so there a wrong type would fail later in the JVM: the schema must be exact on every version
-CHECKS_TYPES = tuple(int(x) for x in pyspark.__version__.split(".")[:2]) >= (4, 2)
-
 
 AWS_CONNECTOR_COLUMNS = ["data", "streamName", "partitionKey", "sequenceNumber", "approximateArrivalTimestamp"]
 
 
 def test_arrow_schema_is_what_spark_derives():
-    assert kinesis_arrow_schema().equals(spark_derived(kinesis_schema()))
+    assert kinesis_arrow_schema().equals(spark_derived_arrow_schema(kinesis_schema()))
 
 
 def test_columns_types_and_nullability():
@@ -78,7 +61,7 @@ def test_pyspark_rejects_a_naive_timestamp():
     """The check is real: the same batch with a timezone-less timestamp is refused (PySpark 4.2.1+)."""
     batch = _batch()
     naive = batch.set_column(5, "approximateArrivalTimestamp", batch.column(5).cast(pa.timestamp("us")))
-    if not CHECKS_TYPES:  # 4.0 / 4.1 pass it on: the exact schema is this package's to keep there
+    if not CHECKS_READ_TYPES:  # 4.0 / 4.1 pass it on: the exact schema is this package's to keep there
         assert list(records_to_arrow_batches(iter([naive]), 10_000, kinesis_schema(), _FakeSource())) == [naive]
         return
     with pytest.raises(Exception, match="DATA_SOURCE_RETURN_SCHEMA_MISMATCH"):
