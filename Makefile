@@ -14,7 +14,7 @@ STAMP  := $(VENV)/.installed
 export PYSPARK_PYTHON := $(abspath $(PY))
 export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
 
-.PHONY: setup test demo lint options-doc wheel package clean check-java compat sanitize bench-tools
+.PHONY: setup test test-under-load demo lint options-doc wheel package clean check-java compat sanitize bench-tools
 
 NATIVE_STAMP := $(VENV)/.native-reader
 NATIVE_SRC   := setup.py $(wildcard spark_samza_source/kafka/executor/_native/*)
@@ -43,6 +43,19 @@ TEST_WORKERS ?= 2
 # pytest exits 5 when it collected no test: that must fail, never pass silently.
 test: setup
 	$(PY) -m pytest $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile) $(PYTEST_ARGS)
+
+# The suite's slowest modules (the Spark cluster, the KCL worker, the fault injections, the secrets scan) beside a
+# CPU hog: LOAD_PER_CORE busy processes per core at normal priority, the load a machine shared with other builds
+# has. The devkit scales every wait with the load it sees (samza_devkit.time_scale), so a test fails only when
+# what it waits for does not happen, never because the machine is slow. LOAD_TESTS selects; the load seen is
+# printed at the end (every sample in build/load.log).
+LOAD_PER_CORE ?= 3
+LOAD_TESTS    ?= tests/integration/cluster tests/integration/faults tests/integration/test_secrets.py \
+                 tests/integration/kinesis/test_kinesis_kcl_worker.py tests/integration/kinesis/test_kinesis_startpoints_kcl.py
+test-under-load: setup
+	mkdir -p build
+	$(PY) -m samza_devkit.cpu_load --per-core $(LOAD_PER_CORE) --log build/load.log -- \
+	  $(PY) -m pytest $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile) $(LOAD_TESTS) $(PYTEST_ARGS)
 
 # The native Kafka reader under AddressSanitizer and UndefinedBehaviorSanitizer (not part of `make test`): the
 # extension rebuilt instrumented (-fno-wrapv: Python's -fwrapv would define away the signed overflows UBSan is to

@@ -45,6 +45,7 @@ from pathlib import Path
 
 from .child_process import popen_dying_with_this_process
 from .maven_jars import fetch_jars
+from .waits import deadline_after
 
 __all__ = ["KAFKA_VERSION", "ApacheKafkaBroker", "kafka_jars"]
 
@@ -298,7 +299,7 @@ class ApacheKafkaBroker:
 
         admin = AdminClient({"bootstrap.servers": self.plaintext_bootstrap_servers, "socket.timeout.ms": 2000,
                              "logger": _QUIET})  # 'connection refused' until the broker listens: expected
-        deadline = time.monotonic() + self.start_timeout
+        deadline = deadline_after(self.start_timeout)
         probe = f"__samza-devkit-ready-{uuid.uuid4().hex[:8]}"
         last: Exception | None = None
         while time.monotonic() < deadline:

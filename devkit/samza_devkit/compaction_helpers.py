@@ -21,6 +21,7 @@ from collections.abc import Iterable, Sequence
 from confluent_kafka import Consumer, KafkaError, TopicPartition
 
 from .kafka_helpers import Produced, create_topic, produce, unique_topic
+from .waits import deadline_after
 
 __all__ = ["CLEANER_NOW", "GAPPED_BASE_TS", "GAPPED_BATCHES", "GAPPED_SURVIVORS", "compact", "compacted_partition",
            "consume_partition", "expected_after_compaction", "produce_batches"]
@@ -64,7 +65,7 @@ def consume_partition(bootstrap: str, topic: str, partition: int, start: int, ti
     try:
         consumer.assign([TopicPartition(topic, partition, start)])
         rows: list = []
-        deadline = time.monotonic() + timeout
+        deadline = deadline_after(timeout)
         while time.monotonic() < deadline:
             msg = consumer.poll(0.2)
             if msg is None:
@@ -101,7 +102,7 @@ def compact(broker, topic: str, gone: Iterable[int], partition: int = 0, timeout
         broker.compact(topic)
         return
     gone = set(gone)
-    deadline = time.monotonic() + timeout
+    deadline = deadline_after(timeout)
     while True:
         rows, _ = consume_partition(broker.bootstrap_servers, topic, partition, 0)
         left = gone & {offset for offset, _, _ in rows}

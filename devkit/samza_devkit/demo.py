@@ -23,6 +23,8 @@ import threading
 import time
 from pathlib import Path
 
+from .waits import deadline_after
+
 TOPIC = "orders"
 KEYS = [f"customer-{i}" for i in range(20)]
 
@@ -32,7 +34,7 @@ def say(text: str) -> None:
 
 
 def wait_for(condition, timeout: float, what: str):
-    deadline = time.monotonic() + timeout
+    deadline = deadline_after(timeout)
     while time.monotonic() < deadline:
         if condition():
             return

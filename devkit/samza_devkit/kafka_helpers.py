@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from confluent_kafka import KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic, OffsetSpec
 
+from .waits import deadline_after
+
 TIMEOUT_S = 30
 
 
@@ -56,7 +58,7 @@ def create_topic(bootstrap: str, name: str, partitions: int = 1, config: dict[st
 
 
 def _wait_for_leaders(client, name: str, partitions: int) -> None:
-    deadline = time.monotonic() + TIMEOUT_S
+    deadline = deadline_after(TIMEOUT_S)
     while True:
         topic = client.list_topics(name, timeout=TIMEOUT_S).topics.get(name)
         if topic is not None and topic.error is None and len(topic.partitions) == partitions \
@@ -69,7 +71,7 @@ def _wait_for_leaders(client, name: str, partitions: int) -> None:
 
 def _wait_for_served(client, name: str, partitions: int) -> None:
     """Until ListOffsets answers for every partition (its leader check is Produce's)."""
-    deadline = time.monotonic() + TIMEOUT_S
+    deadline = deadline_after(TIMEOUT_S)
     pending = [TopicPartition(name, p) for p in range(partitions)]
     while True:
         futures = client.list_offsets({tp: OffsetSpec.latest() for tp in pending}, request_timeout=TIMEOUT_S)

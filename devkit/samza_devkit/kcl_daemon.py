@@ -40,6 +40,7 @@ from typing import Any
 from .child_process import popen_dying_with_this_process
 from .kcl_record_processor import COMMAND_FILE, EVENTS_FILE
 from .maven_jars import JarsNotAvailable, fetch_jars
+from .waits import deadline_after
 
 __all__ = ["KCL_VERSION", "KclNotAvailable", "KclWorker", "ensure_kcl_jars"]
 
@@ -201,7 +202,7 @@ class KclWorker:
     def wait_for(self, condition: Callable[[], Any], timeout_s: float = 90.0, what: str = "a condition") -> Any:
         """Poll ``condition`` until truthy (returned); RuntimeError naming the daemon's log if the daemon exits or
         the time runs out."""
-        deadline = time.monotonic() + timeout_s
+        deadline = deadline_after(timeout_s)
         while True:
             value = condition()
             if value:

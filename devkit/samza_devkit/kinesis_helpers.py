@@ -47,6 +47,8 @@ import boto3
 
 from spark_samza_source.kinesis import kpl
 
+from .waits import deadline_after
+
 __all__ = [
     "put_round",
     "Put",
@@ -99,7 +101,7 @@ def unique_stream_name(prefix: str = "s") -> str:
 
 
 def wait_active(client, stream: str, timeout_s: float = TIMEOUT_S) -> None:
-    deadline = time.monotonic() + timeout_s
+    deadline = deadline_after(timeout_s)
     while True:
         status = client.describe_stream_summary(StreamName=stream)["StreamDescriptionSummary"]["StreamStatus"]
         if status == "ACTIVE":
@@ -128,7 +130,7 @@ def recreate_stream(client, name: str, shards: int, *, timeout_s: float = TIMEOU
     delete_stream(client, name)
     while int(time.time()) <= int(created.timestamp()):
         time.sleep(0.05)
-    deadline = time.monotonic() + timeout_s
+    deadline = deadline_after(timeout_s)
     while True:
         try:
             create_stream(client, name, shards, timeout_s=timeout_s)

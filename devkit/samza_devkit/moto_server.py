@@ -33,6 +33,8 @@ import urllib.request
 from abc import ABC, abstractmethod
 from pathlib import Path
 
+from .waits import deadline_after
+
 __all__ = ["MotoServerProcess", "wait_until_answering", "main"]
 
 _LISTENING = "listening on "
@@ -41,7 +43,7 @@ _LISTENING = "listening on "
 def wait_until_answering(endpoint: str, timeout: float = 30.0) -> None:
     """Block until an HTTP request to ``endpoint`` gets any HTTP answer; RuntimeError after ``timeout``."""
     opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # loopback: never via a proxy
-    deadline = time.monotonic() + timeout
+    deadline = deadline_after(timeout)
     last: Exception | None = None
     while time.monotonic() < deadline:
         try:
@@ -94,7 +96,7 @@ class ListeningChildProcess(ABC):
             lines.put("")  # EOF
 
         threading.Thread(target=pump, name=f"{self.name}-stdout", daemon=True).start()
-        deadline = time.monotonic() + self.startup_timeout
+        deadline = deadline_after(self.startup_timeout)
         while True:
             try:
                 line = lines.get(timeout=max(deadline - time.monotonic(), 0.01))

@@ -34,3 +34,18 @@ def pytest_runtest_makereport(item, call):
         if logs:
             report.sections.append(("Kafka broker log", "\n".join(sorted(logs))))
     return report
+
+
+@pytest.hookimpl(hookwrapper=True, tryfirst=True)
+def pytest_runtest_protocol(item, nextitem):
+    """A test's own time limit (pytest-timeout's, from its marker or the ini) scales like every wait in it
+    (:mod:`samza_devkit.waits`): on a busy machine the limit a quiet one needs would stop a test that is only slow.
+    Runs before pytest-timeout reads the limit, as a marker of the item's own that comes first."""
+    from .waits import time_scale
+
+    scale = time_scale()
+    marker = item.get_closest_marker("timeout")
+    base = marker.args[0] if marker is not None and marker.args else getattr(item.config, "_env_timeout", None)
+    if scale > 1 and isinstance(base, (int, float)) and base > 0:
+        item.add_marker(pytest.mark.timeout(base * scale), append=False)
+    yield

@@ -23,6 +23,8 @@ from spark_samza_source.core.startpoint_manager import StartpointManager
 from spark_samza_source.metadata import open_store
 from spark_samza_source.metadata.lease import KEY, NAMESPACE
 
+from .waits import scaled, wait_until
+
 
 class QueryHarness:
     """Queries of one job (a fresh ``job.name``) whose metadata store, checkpoints and sinks all live under ``root``.
@@ -99,23 +101,21 @@ class QueryHarness:
         return StartpointManager(open_store(self.store_uri, self.job))
 
     @staticmethod
-    def wait_for(condition, timeout: float = 120, interval: float = 0.25, what: str = "condition"):
-        """``condition()``'s first truthy value, polled every ``interval`` s; AssertionError after ``timeout`` s."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            value = condition()
-            if value:
-                return value
-            time.sleep(interval)
-        raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+    def wait_for(condition, timeout: float = 120, interval: float = 0.25, what: str = "condition", seen=None):
+        """``condition()``'s first truthy value, polled every ``interval`` s; AssertionError naming ``what`` and
+        what was seen (``seen()``, or the last answer) after ``timeout`` s of a quiet machine
+        (:func:`samza_devkit.waits.wait_until`)."""
+        return wait_until(condition, timeout, what, interval, seen)
 
 
 def await_available_now(query, name: str, timeout: float) -> None:
     """Wait for an AvailableNow ``query`` to finish; stop it and fail if it does not within ``timeout`` s, and
     raise its error if it failed."""
-    if not query.awaitTermination(timeout):
+    if not query.awaitTermination(scaled(timeout)):
+        progress = query.lastProgress
         query.stop()
-        raise AssertionError(f"AvailableNow query {name} did not finish within {timeout}s")
+        raise AssertionError(f"AvailableNow query {name} did not finish within {scaled(timeout):.0f}s "
+                             f"({timeout:g}s scaled to the machine's load); its last progress: {progress}")
     if query.exception() is not None:
         raise query.exception()
 
@@ -153,12 +153,14 @@ def stop_active_queries(spark) -> None:
 def failure_of(query, timeout: float = 120) -> str:
     """The text of the error ``query`` fails with (it must fail within ``timeout``)."""
     try:
-        finished = query.awaitTermination(timeout)
+        finished = query.awaitTermination(scaled(timeout))
     except Exception as err:  # noqa: BLE001 - StreamingQueryException: what we want to read
         return str(err)
     if not finished:
+        progress = query.lastProgress
         query.stop()
-        raise AssertionError(f"query did not fail within {timeout}s")
+        raise AssertionError(f"query did not fail within {scaled(timeout):.0f}s ({timeout:g}s scaled to the "
+                             f"machine's load); its last progress: {progress}")
     assert query.exception() is not None, "query ended without an error"
     return str(query.exception())
 

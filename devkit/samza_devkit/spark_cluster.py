@@ -40,6 +40,7 @@ from pathlib import Path
 
 from .child_process import popen_dying_with_this_process
 from .netlab import NetLab, available
+from .waits import deadline_after
 
 __all__ = ["ClusterDriver", "CutUnsupported", "SparkCluster", "committed_parquet_rows",
            "committed_parquet_rows_by_batch"]
@@ -355,7 +356,7 @@ class SparkCluster:
         self.workers[host] = _launch(cmd, env, self.root / f"worker-{host}.log")
 
     def _wait_workers(self, count: int, timeout: float) -> None:
-        deadline = time.monotonic() + timeout
+        deadline = deadline_after(timeout)
         last = None
         while time.monotonic() < deadline:
             for name, proc in [("master", self._master), *self.workers.items()]:
@@ -377,7 +378,7 @@ class SparkCluster:
 
 
 def _poll(condition, timeout: float, what: str):
-    deadline = time.monotonic() + timeout
+    deadline = deadline_after(timeout)
     while time.monotonic() < deadline:
         if condition():
             return

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from pathlib import Path
@@ -56,9 +57,41 @@ def make_local_spark(app_name: str = "spark-samza-source-tests", extra_conf: dic
         builder = builder.config(map=spark_kafka_connector_conf())
     for key, value in (extra_conf or {}).items():
         builder = builder.config(key, value)
-    session = builder.getOrCreate()
+    with _workers_forked_from_a_preloaded_interpreter():
+        session = builder.getOrCreate()
     session.sparkContext.setLogLevel("WARN")
     return session
+
+
+_fork_server_env: dict[str, str] | None = None
+_fork_server_started = False
+
+
+@contextlib.contextmanager
+def _workers_forked_from_a_preloaded_interpreter():
+    """While the session (its JVM and SparkContext) starts, ``PYSPARK_PYTHON`` is the fork server's client
+    (:mod:`samza_devkit.python_fork_server`: why Spark's driver-side Python workers need it on a busy machine); the
+    JVM keeps that environment. Afterwards this process's environment is as before, so the drivers, spark-submit
+    runs and packaged environments that tests start as subprocesses run the interpreter they name. Only under
+    pytest (and the drivers its tests start): the demo and the benchmarks run Spark's workers as users get them."""
+    global _fork_server_env, _fork_server_started
+    if "PYTEST_CURRENT_TEST" not in os.environ:  # the demo and the benchmarks run Spark as users do
+        yield
+        return
+    if not _fork_server_started:
+        from .python_fork_server import start
+
+        _fork_server_env, _fork_server_started = start(os.environ["PYSPARK_PYTHON"]), True
+    saved = {key: os.environ.get(key) for key in (_fork_server_env or {})}
+    os.environ.update(_fork_server_env or {})
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
 
 
 @pytest.fixture(scope="session")

@@ -32,6 +32,7 @@ import pytest
 
 from samza_devkit import kinesis_helpers as kh
 from samza_devkit.kafka_helpers import create_topic, produce, unique_topic
+from samza_devkit.query_harness import failure_of
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
@@ -98,18 +99,6 @@ def assert_nowhere(secrets: list[str], texts: dict[str, str | bytes]) -> None:
         for secret in secrets:
             found = secret.encode() in text if isinstance(text, bytes) else secret in text
             assert not found, f"secret {secret[:6]}... found in {where}"
-
-
-def failure_of(query, timeout: float = 120) -> str:
-    try:
-        finished = query.awaitTermination(timeout)
-    except Exception as err:  # noqa: BLE001 - StreamingQueryException: its text is what we scan
-        return str(err)
-    if not finished:
-        query.stop()
-        raise AssertionError("query did not fail")
-    assert query.exception() is not None
-    return str(query.exception())
 
 
 def run_driver_cycle_in_process(source, options: dict[str, str]) -> int:

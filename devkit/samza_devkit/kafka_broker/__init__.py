@@ -172,6 +172,7 @@ import threading
 import time
 from pathlib import Path
 
+from ..waits import deadline_after
 from . import protocol as _protocol  # noqa: F401 - loads kafka-python's schemas with warnings silenced
 
 __all__ = ["KafkaDevBroker"]
@@ -274,7 +275,7 @@ class KafkaDevBroker:
             cmd += ["--sasl-oauthbearer-secret", self.sasl_oauthbearer_secret]
         if self.compaction_interval_s:
             cmd += ["--compaction-interval-s", str(self.compaction_interval_s)]
-        deadline = time.monotonic() + self.start_timeout
+        deadline = deadline_after(self.start_timeout)
         while True:
             proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                     stderr=self._log_file, close_fds=True)

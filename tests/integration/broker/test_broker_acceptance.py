@@ -45,6 +45,8 @@ from confluent_kafka.admin import (
     ResourceType,
 )
 
+from samza_devkit.waits import deadline_after
+
 TIMEOUT = 30.0
 REAL_CLUSTER_ENV = "SAMZA_TEST_KAFKA_BOOTSTRAP"
 
@@ -62,7 +64,7 @@ def _admin(bootstrap: str) -> AdminClient:
 
 
 def _wait_for(predicate, what: str, timeout: float = TIMEOUT, interval: float = 0.05):
-    deadline = time.monotonic() + timeout
+    deadline = deadline_after(timeout)
     while True:
         value = predicate()
         if value:
@@ -143,7 +145,7 @@ def _produce_all(producer: Producer, messages) -> list[tuple[int, int]]:
 def _consume_exactly(consumer: Consumer, count: int, timeout: float = TIMEOUT) -> list:
     """Poll until ``count`` messages arrived (errors fail the test), then check nothing more comes."""
     out = []
-    deadline = time.monotonic() + timeout
+    deadline = deadline_after(timeout)
     while len(out) < count:
         assert time.monotonic() < deadline, f"got {len(out)} of {count} messages"
         for m in consumer.consume(num_messages=min(10_000, count - len(out)), timeout=0.5):
@@ -417,7 +419,7 @@ def test_delete_records_moves_log_start_and_below_it_is_out_of_range(bootstrap):
 
     # Fetching below the new start: auto.offset.reset=error surfaces the out-of-range fetch.
     consumer.assign([TopicPartition(topic, 0, 10)])
-    deadline = time.monotonic() + TIMEOUT
+    deadline = deadline_after(TIMEOUT)
     error = None
     while error is None:
         assert time.monotonic() < deadline, "no OFFSET_OUT_OF_RANGE error below the log start"
@@ -561,7 +563,7 @@ def test_concurrent_producers_and_consumers_account_for_everything(bootstrap):
             consumer = _consumer(bootstrap)
             consumer.assign([TopicPartition(topic, p, 0) for p in assignment[cid]])
             counts = dict.fromkeys(assignment[cid], 0)
-            deadline = time.monotonic() + 90
+            deadline = deadline_after(90)
             while not (producers_done.is_set() and all(counts[p] >= targets[p] for p in counts)):
                 if time.monotonic() > deadline or errors:
                     raise AssertionError(f"consumer {cid} stuck at {counts}")

@@ -28,6 +28,7 @@ from confluent_kafka import (
 from confluent_kafka.admin import AdminClient, NewPartitions, OffsetSpec
 
 from samza_devkit.kafka_broker import KafkaDevBroker
+from samza_devkit.waits import deadline_after
 
 TIMEOUT = 30
 
@@ -66,7 +67,7 @@ def _produce_all(producer, messages):
 
 def _consume(consumer, count, timeout=TIMEOUT):
     out = []
-    deadline = time.monotonic() + timeout
+    deadline = deadline_after(timeout)
     while len(out) < count and time.monotonic() < deadline:
         for m in consumer.consume(num_messages=min(10000, count - len(out)), timeout=0.5):
             assert m.error() is None, m.error()
@@ -190,7 +191,7 @@ def test_create_partitions_live(kafka_broker, kafka_topic):
     with pytest.raises(Exception, match="INVALID_PARTITIONS|partitions"):
         admin.create_partitions([NewPartitions(topic, 3)])[topic].result(TIMEOUT)
 
-    deadline = time.monotonic() + TIMEOUT
+    deadline = deadline_after(TIMEOUT)
     while len(producer.list_topics(topic, timeout=TIMEOUT).topics[topic].partitions) < 4:
         assert time.monotonic() < deadline
         time.sleep(0.2)
@@ -216,7 +217,7 @@ def test_delete_records_and_offset_out_of_range(kafka_broker, kafka_topic):
     consumer = _consumer(kafka_broker.bootstrap_servers, **{"auto.offset.reset": "error"})
     assert consumer.get_watermark_offsets(TopicPartition(topic, 0), TIMEOUT) == (20, 50)
     consumer.assign([TopicPartition(topic, 0, 5)])
-    deadline = time.monotonic() + TIMEOUT
+    deadline = deadline_after(TIMEOUT)
     error = None
     while error is None and time.monotonic() < deadline:
         m = consumer.poll(0.5)
@@ -513,7 +514,7 @@ def test_produce_with_each_acks_setting(kafka_broker, kafka_topic, acks):
     producer = _producer(kafka_broker.bootstrap_servers, acks=acks)
     _produce_all(producer, [{"topic": topic, "value": b"%d" % i} for i in range(200)])
     consumer = _consumer(kafka_broker.bootstrap_servers)
-    deadline = time.monotonic() + TIMEOUT  # acks=0: the delivery report does not wait for the broker
+    deadline = deadline_after(TIMEOUT)  # acks=0: the delivery report does not wait for the broker
     while consumer.get_watermark_offsets(TopicPartition(topic, 0), TIMEOUT) != (0, 200):
         assert time.monotonic() < deadline
         time.sleep(0.1)

@@ -16,6 +16,7 @@ from samza_devkit import compaction_helpers, kafka_helpers
 from samza_devkit.compaction_helpers import consume_partition, expected_after_compaction
 from samza_devkit.kafka_broker import KafkaDevBroker
 from samza_devkit.kafka_helpers import create_topic, unique_topic
+from samza_devkit.waits import deadline_after
 
 #: the batches here come from plain (not idempotent) producers, whose emptied batches compaction drops; an idempotent
 #: producer's last batch stays as an empty batch (test_idempotent_producers_last_batch_stays_as_an_empty_batch)
@@ -164,7 +165,7 @@ def test_background_compaction_runs_without_being_asked(tmp_path):
     with KafkaDevBroker(data_dir=tmp_path, in_process=True, compaction_interval_s=0.2) as broker:
         topic = compacted_topic(broker)
         produce_batches(broker.bootstrap_servers, topic, [[(b"k", b"old")], [(b"k", b"new")]])
-        deadline = time.monotonic() + 30
+        deadline = deadline_after(30)
         while consume_partition(broker.bootstrap_servers, topic, 0, 0)[0] != [(1, b"k", b"new")]:
             assert time.monotonic() < deadline, "the background pass never ran"
             time.sleep(0.2)

@@ -22,6 +22,7 @@ from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, Consumer, KafkaError, 
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from samza_devkit.rdkafka_mock_cluster import RdkafkaMockCluster
+from samza_devkit.waits import deadline_after
 
 TIMEOUT = 30.0
 PARTITIONS = 3
@@ -69,7 +70,7 @@ def _consumer(bootstrap: str, group: str, **extra) -> Consumer:
 
 def _read(consumer: Consumer, count: int) -> list[tuple]:
     out = []
-    deadline = time.monotonic() + TIMEOUT
+    deadline = deadline_after(TIMEOUT)
     while len(out) < count and time.monotonic() < deadline:
         for m in consumer.consume(num_messages=count - len(out), timeout=0.3):
             out.append(("error", m.error().code()) if m.error() is not None else _record(m))
@@ -79,7 +80,7 @@ def _read(consumer: Consumer, count: int) -> list[tuple]:
 
 
 def _first_event(consumer: Consumer) -> tuple:
-    deadline = time.monotonic() + TIMEOUT
+    deadline = deadline_after(TIMEOUT)
     while time.monotonic() < deadline:
         m = consumer.poll(0.2)
         if m is not None:
@@ -127,7 +128,7 @@ def run_script(bootstrap: str) -> dict:
     tail = _consumer(bootstrap, "reader")
     tail.assign([TopicPartition(TOPIC, p, OFFSET_END) for p in range(PARTITIONS)])
     # librdkafka resolves OFFSET_END with a ListOffsets of its own; give it time before producing.
-    deadline = time.monotonic() + 1.5
+    deadline = deadline_after(1.5)
     while time.monotonic() < deadline:
         assert tail.poll(0.1) is None
     for p in range(PARTITIONS):
@@ -183,7 +184,7 @@ def dev_results(kafka_broker_fresh_module):
     bootstrap = kafka_broker_fresh_module.bootstrap_servers
     admin = AdminClient({"bootstrap.servers": bootstrap})
     admin.create_topics([NewTopic(TOPIC, num_partitions=PARTITIONS, replication_factor=1)])[TOPIC].result(TIMEOUT)
-    deadline = time.monotonic() + TIMEOUT
+    deadline = deadline_after(TIMEOUT)
     while len(admin.list_topics(TOPIC, timeout=TIMEOUT).topics[TOPIC].partitions) != PARTITIONS:
         assert time.monotonic() < deadline
         time.sleep(0.05)

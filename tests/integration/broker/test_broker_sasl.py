@@ -20,6 +20,7 @@ from confluent_kafka.admin import AdminClient
 from samza_devkit.kafka_broker import KafkaDevBroker
 from samza_devkit.kafka_broker.sasl import make_token
 from samza_devkit.oauth import DEV_OAUTH_SECRET
+from samza_devkit.waits import deadline_after
 
 PASSWORD = "dev-plain-password"
 
@@ -38,7 +39,7 @@ def _metadata(conf: dict, timeout: float = 8.0):
     it is reported instead of after the whole timeout (a refused client never gets metadata)."""
     errors: list[KafkaError] = []
     admin = AdminClient({**conf, "error_cb": errors.append})
-    deadline = time.monotonic() + timeout
+    deadline = deadline_after(timeout)
     while True:
         try:
             return admin.list_topics(timeout=0.5), None

@@ -23,6 +23,7 @@ from samza_devkit.kafka_helpers import (
     transactional_producer,
     unique_topic,
 )
+from samza_devkit.waits import deadline_after
 
 INVALID_PRODUCER_EPOCH, INVALID_TXN_STATE, PRODUCER_FENCED = 47, 48, 90
 
@@ -40,7 +41,7 @@ def read_all(bootstrap: str, topic: str, partition: int, isolation: str, *, grou
     try:
         consumer.assign([TopicPartition(topic, partition, 0)])
         rows = []
-        deadline = time.monotonic() + TIMEOUT_S
+        deadline = deadline_after(TIMEOUT_S)
         while time.monotonic() < deadline:
             msg = consumer.poll(0.5)
             if msg is None:
@@ -179,7 +180,7 @@ def test_background_check_aborts_without_the_hook(broker):
     topic = create_topic(bs, unique_topic("bg"), 1)
     gone = transactional_producer(bs, transaction_timeout_ms=1000)
     produce_in_transaction(gone, topic, [(None, b"lost", 0)], end="open")
-    deadline = time.monotonic() + 30
+    deadline = deadline_after(30)
     while stable_offsets(bs, topic, 1) != [(2, 2)]:
         assert time.monotonic() < deadline, "the broker never aborted the timed-out transaction"
         time.sleep(0.2)

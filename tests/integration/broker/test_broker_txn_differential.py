@@ -19,6 +19,7 @@ from confluent_kafka import Consumer, KafkaException, TopicPartition
 from samza_devkit.kafka_broker import KafkaDevBroker
 from samza_devkit.kafka_helpers import TIMEOUT_S, create_topic, produce_in_transaction, transactional_producer
 from samza_devkit.rdkafka_mock_cluster import RdkafkaMockCluster
+from samza_devkit.waits import deadline_after
 
 TOPIC = "txn-differential"
 PARTITIONS = 2
@@ -41,7 +42,7 @@ def run_script(bootstrap: str) -> dict:
                   for p in range(PARTITIONS)]
     consumer.assign([TopicPartition(TOPIC, p, 0) for p in range(PARTITIONS)])
     rows, at_end = [], set()
-    deadline = time.monotonic() + TIMEOUT_S
+    deadline = deadline_after(TIMEOUT_S)
     while len(at_end) < PARTITIONS and time.monotonic() < deadline:
         msg = consumer.poll(0.5)
         if msg is None:

@@ -19,6 +19,7 @@ from samza_devkit.checkpoint_log import committed_batches, offset_log
 from samza_devkit.fault_driver import slow_stage
 from samza_devkit.fault_harness import exactly_once, wait_for
 from samza_devkit.kafka_helpers import create_topic, produce, unique_topic
+from samza_devkit.waits import scaled
 from spark_samza_source.kinesis.client import AwsClientSettings, kinesis_client
 from spark_samza_source.kinesis.driver.admin import KinesisAdmin
 from spark_samza_source.kinesis.errors import KinesisSourceError
@@ -73,7 +74,7 @@ def test_kafka_broker_restarted_and_killed_mid_batch(kafka_broker_fresh, fault_q
     query = q.start_parquet("brk", trigger={"availableNow": True}, transform=_slow(markers, 1500), subscribe=topic,
                             maxOffsetsPerTrigger="2000", **small_prefetch)
     try:
-        finished = query.awaitTermination(150)
+        finished = query.awaitTermination(scaled(150))
     except Exception:  # noqa: BLE001 - it failed: judged below from query.exception()
         finished = True
     injector.join(60)
@@ -84,7 +85,7 @@ def test_kafka_broker_restarted_and_killed_mid_batch(kafka_broker_fresh, fault_q
         text = str(failure)
         assert q.bootstrap in text or "broker" in text.lower(), text[-2000:]
         again = q.start_parquet("brk", trigger={"availableNow": True}, subscribe=topic, maxOffsetsPerTrigger="2000")
-        assert again.awaitTermination(120) and again.exception() is None
+        assert again.awaitTermination(scaled(120)) and again.exception() is None
     took = time.monotonic() - began
     assert exactly_once(q.sink_offsets("brk"), [(p, o) for p in (0, 1) for o in range(3000)]) == []
     log = offset_log(q.checkpoint("brk"))

@@ -27,6 +27,7 @@ from samza_devkit import kinesis_helpers as kh
 from samza_devkit.checkpoint_log import offset_log
 from samza_devkit.fault_harness import exactly_once, wait_for
 from samza_devkit.kafka_helpers import create_topic, delete_records_before, produce, unique_topic
+from samza_devkit.waits import scaled
 from spark_samza_source.kafka.errors import KafkaDataLossError
 from spark_samza_source.kafka.options import KafkaSourceOptions
 from spark_samza_source.kafka.source import SamzaKafkaStreamReader
@@ -43,12 +44,12 @@ def test_fail_on_data_loss_false_goes_on_and_counts_the_skipped_records(kafka_br
     topic = create_topic(q.bootstrap, unique_topic("lossc"), 2)
     produce(q.bootstrap, topic, [(b"k", f"{p}-{i}".encode(), None, p) for i in range(30) for p in (0, 1)])
     first = q.start_parquet("lossc", trigger={"availableNow": True}, subscribe=topic, failOnDataLoss="false")
-    assert first.awaitTermination(120) and first.exception() is None
+    assert first.awaitTermination(scaled(120)) and first.exception() is None
     produce(q.bootstrap, topic, [(b"k", f"{p}-{i}".encode(), None, p) for i in range(30, 100) for p in (0, 1)])
     delete_records_before(q.bootstrap, topic, 0, 75)  # p0: 30..74 never read, gone
     second = q.start_parquet("lossc", trigger={"availableNow": True}, subscribe=topic, failOnDataLoss="false",
                              maxOffsetsPerTrigger="40")
-    assert second.awaitTermination(120) and second.exception() is None
+    assert second.awaitTermination(scaled(120)) and second.exception() is None
 
     wanted = [(0, o) for o in [*range(30), *range(75, 100)]] + [(1, o) for o in range(100)]
     assert exactly_once(q.sink_offsets("lossc"), wanted) == []
@@ -159,7 +160,7 @@ def test_kinesis_records_trimmed_while_the_query_runs_fail_it_or_are_skipped(ks_
 
     query, read = run("strict", True)
     with pytest.raises(Exception) as err:
-        query.awaitTermination(120)
+        query.awaitTermination(scaled(120))
     message = str(err.value)
     assert "shardId-000000000000" in message and stream in message and "failOnDataLoss" in message, message[-2000:]
     assert [int(r.sequenceNumber) for r in read] == seqs[:100]

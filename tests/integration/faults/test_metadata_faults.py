@@ -20,6 +20,7 @@ from samza_devkit import kinesis_helpers as kh
 from samza_devkit.checkpoint_log import offset_log
 from samza_devkit.fault_harness import wait_for
 from samza_devkit.kafka_helpers import create_topic, produce, unique_topic
+from samza_devkit.waits import scaled
 from spark_samza_source.core.errors import FormatVersionError, MetadataStoreError
 from spark_samza_source.core.model import SystemStreamPartition
 from spark_samza_source.core.startpoint import StartpointOldest
@@ -64,7 +65,7 @@ def test_kafka_store_replaced_by_a_file_mid_run_stops_the_query_then_resumes_exa
     wait_for(lambda: len(q.collected("mvan")) >= 100, timeout=120, what="the first batch")
     kept = _vanish(q.store_dir)
     with pytest.raises(Exception) as err:
-        query.awaitTermination(120)
+        query.awaitTermination(scaled(120))
     text = str(err.value)
     assert "MetadataStoreError" in text and _store_named(text, q.store_dir), text[-3000:]
     assert "NotADirectoryError" in text and "namespace" in text
@@ -104,7 +105,7 @@ def test_kinesis_batch_end_that_cannot_be_recorded_fails_the_task_before_it_yiel
     ks.proxy.before = vanish_during_get_records
     query = ks.start_collecting("mend", stream, on_batch=after_batch, maxRecordsPerShard="100")
     with pytest.raises(Exception) as err:
-        query.awaitTermination(120)
+        query.awaitTermination(scaled(120))
     assert state["kept"] is not None, "the store never vanished"
     text = str(err.value)
     assert "MetadataStoreError" in text and _store_named(text, ks.store_dir), text[-3000:]
@@ -142,7 +143,7 @@ def test_kinesis_store_emptied_between_batches_stops_instead_of_re_reading(ks_pr
 
     query = ks.start_collecting("mwipe", stream, on_batch=after_batch, maxRecordsPerShard="100")
     with pytest.raises(Exception) as err:
-        query.awaitTermination(120)
+        query.awaitTermination(scaled(120))
     text = str(err.value)
     assert "batch 2 of stream" in text and "shardId-000000000000" in text and "kinesis-batch-ends" in text, text[-3000:]
     assert len(ks.collected("mwipe")) == 200  # batches 0 and 1, nothing twice

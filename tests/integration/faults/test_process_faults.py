@@ -21,6 +21,7 @@ import pytest
 from samza_devkit.checkpoint_log import committed_batches, offset_log, startpoint_rebases
 from samza_devkit.fault_harness import exactly_once, kill_process_group, startpoints_left, wait_for
 from samza_devkit.kafka_helpers import create_topic, produce, unique_topic
+from samza_devkit.waits import scaled
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
@@ -90,7 +91,7 @@ def test_driver_sigkilled_mid_batch_resumes_exactly_once_and_applies_its_startpo
                          "startpoint.pollInterval": "0", "maxRowsPerArrowBatch": "50"}).load()
              .writeStream.format("parquet").option("path", str(tmp_path / "sink"))
              .option("checkpointLocation", str(ck)).trigger(availableNow=True).start())
-    assert rerun.awaitTermination(180), "the restarted query did not finish"
+    assert rerun.awaitTermination(scaled(180)), "the restarted query did not finish"
     assert rerun.exception() is None
 
     sink = Counter((r.partition, r.offset) for r in spark.read.parquet(str(tmp_path / "sink"))
@@ -119,7 +120,7 @@ def test_python_worker_killed_inside_read_is_retried_exactly_once(kafka_broker, 
     query = q.start_parquet("wdie", trigger={"availableNow": True}, subscribe=topic, maxOffsetsPerTrigger="1000",
                             maxRowsPerArrowBatch="100", **{"testing.faultHooks": "samza_devkit.fault_hooks",
                                                             "testing.failInReadOnce": str(marker)})
-    assert query.awaitTermination(180), "query did not finish"
+    assert query.awaitTermination(scaled(180)), "query did not finish"
     assert query.exception() is None
     assert marker.exists(), "the fault hook never fired"
     task, pid = marker.read_text().split("\t")
@@ -182,7 +183,7 @@ def test_kinesis_driver_sigkilled_mid_batch_resumes_exactly_once(moto_server, sp
                          "maxRecordsPerShard": "100"}).load()
              .writeStream.format("parquet").option("path", str(sink))
              .option("checkpointLocation", str(ck)).trigger(availableNow=True).start())
-    assert rerun.awaitTermination(240), "the restarted query did not finish"
+    assert rerun.awaitTermination(scaled(240)), "the restarted query did not finish"
     assert rerun.exception() is None
     got = sorted((r.shardId, r.sequenceNumber, r.subSequenceNumber)
                  for r in spark.read.parquet(str(sink)).select("shardId", "sequenceNumber", "subSequenceNumber")

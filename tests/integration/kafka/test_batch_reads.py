@@ -15,6 +15,7 @@ from pyspark.errors import PySparkException
 from samza_devkit.frames import assert_same_rows
 from samza_devkit.kafka_broker import KafkaDevBroker
 from samza_devkit.kafka_helpers import add_partitions, create_topic, delete_records_before, produce, unique_topic
+from samza_devkit.waits import scaled
 from spark_samza_source.source.pyspark_compat import has_filter_pushdown
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
@@ -207,7 +208,7 @@ def test_streaming_refuses_batch_only_options(spark, broker):
             "kafka.bootstrap.servers": broker.bootstrap_servers, "subscribe": "x", "job.name": "j", name: value,
         }).load()
         with pytest.raises(Exception, match=f"option '{name}' is not valid in streaming queries"):
-            df.writeStream.format("noop").start().awaitTermination(60)
+            df.writeStream.format("noop").start().awaitTermination(scaled(60))
 
 
 def test_batch_refuses_latest_start_and_earliest_end(spark, broker):

@@ -21,6 +21,7 @@ from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, C
 
 from samza_devkit.kafka_helpers import TIMEOUT_S, create_topic, delete_records_before, produce, unique_topic
 from samza_devkit.query_harness import failure_of
+from samza_devkit.waits import deadline_after
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
@@ -44,7 +45,7 @@ def set_retention(bootstrap: str, topic: str, retention_ms: int) -> None:
 def wait_for_log_starts(bootstrap: str, topic: str, wanted: dict[int, int], timeout: float = 60) -> None:
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "log-start-probe"})
     try:
-        deadline = time.monotonic() + timeout
+        deadline = deadline_after(timeout)
         while True:
             starts = {p: consumer.get_watermark_offsets(TopicPartition(topic, p), TIMEOUT_S, cached=False)[0]
                       for p in wanted}

@@ -30,6 +30,7 @@ from samza_devkit.compaction_helpers import (
     produce_batches,
 )
 from samza_devkit.kafka_helpers import delete_records_before
+from samza_devkit.waits import scaled
 from spark_samza_source.core.model import SystemStreamPartition
 from spark_samza_source.core.startpoint import StartpointSpecific, StartpointTimestamp
 from spark_samza_source.ops.metrics import lag_from_progress
@@ -59,7 +60,7 @@ def group_offsets(bootstrap: str, group: str, topic: str) -> dict[int, int]:
 
 def run_available_now(kq, name: str, **options: str):
     query = kq.start_parquet(name, trigger={"availableNow": True}, **NO_STALL, **options)
-    assert query.awaitTermination(180), f"{name} did not finish: a reader waiting at a gap?"
+    assert query.awaitTermination(scaled(180)), f"{name} did not finish: a reader waiting at a gap?"
     assert query.exception() is None, query.exception()
     return query
 
@@ -117,7 +118,7 @@ def test_records_deleted_before_they_were_read_are_loss_and_gaps_are_not(kq, kaf
     delete_records_before(kq.bootstrap, topic, 0, 16)
     strict = kq.start_parquet("loss", trigger={"availableNow": True}, **NO_STALL, subscribe=topic)
     with pytest.raises(PySparkException, match="failOnDataLoss"):
-        strict.awaitTermination(180)
+        strict.awaitTermination(scaled(180))
     lenient = run_available_now(kq, "loss", subscribe=topic, failOnDataLoss="false")
     assert offsets(kq.sink_rows("loss")) == SURVIVORS + [16, 17, 18, 19, 20]
     reported = [json.loads(p["sources"][0]["latestOffset"]) for p in lenient.recentProgress

@@ -17,6 +17,7 @@ from confluent_kafka import Consumer, ConsumerGroupState, ConsumerGroupTopicPart
 from confluent_kafka.admin import AdminClient
 
 from samza_devkit.kafka_helpers import create_topic, produce, unique_topic
+from samza_devkit.waits import deadline_after
 
 TIMEOUT = 30
 
@@ -27,7 +28,7 @@ def _member_of(bootstrap: str, group: str, topic: str):
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False,
                          "auto.offset.reset": "latest"})
     consumer.subscribe([topic])
-    deadline = time.monotonic() + TIMEOUT
+    deadline = deadline_after(TIMEOUT)
     while not consumer.assignment():
         assert time.monotonic() < deadline, f"the consumer never joined {group}"
         consumer.poll(0.2)

@@ -3,6 +3,7 @@ the schema and Spark skips ``schema()``, the query's start) with our message, be
 
 import pytest
 
+from samza_devkit.waits import scaled
 from spark_samza_source.kafka.schema import kafka_schema
 
 pytestmark = [pytest.mark.spark]
@@ -23,7 +24,7 @@ def test_a_misspelt_option_fails_load_naming_the_option_meant(kq):
 def test_with_a_given_schema_the_misspelt_option_fails_the_start(kq):
     df = (kq.spark.readStream.format("samza-kafka").schema(kafka_schema(False))
           .options(**kq.options(subscribe="orders", startingOffset="earliest")).load())
-    message = _error(lambda: df.writeStream.format("noop").start().awaitTermination(60))
+    message = _error(lambda: df.writeStream.format("noop").start().awaitTermination(scaled(60)))
     assert "unknown option 'startingoffset'" in message and "did you mean 'startingOffsets'" in message
 
 

@@ -4,6 +4,7 @@ import pytest
 
 from samza_devkit.kafka_helpers import create_topic, produce, unique_topic
 from samza_devkit.query_harness import failure_of
+from samza_devkit.waits import scaled
 from spark_samza_source.core.model import SystemStreamPartition
 from spark_samza_source.core.startpoint import StartpointOldest
 from spark_samza_source.source.pyspark_compat import has_admission_control
@@ -86,7 +87,7 @@ def test_max_offsets_per_trigger_bounds_every_batch_and_available_now_stops(kq):
     topic = create_topic(kq.bootstrap, unique_topic("limit"), 4)
     acks = produce(kq.bootstrap, topic, [(f"k{i}".encode(), f"{i}".encode()) for i in range(10_000)])
     query = kq.start_collecting("limit", trigger={"availableNow": True}, subscribe=topic, maxOffsetsPerTrigger="1000")
-    assert query.awaitTermination(240)
+    assert query.awaitTermination(scaled(240))
     sizes = [len(rows) for _, rows in kq.batches["limit"]]
     read = {(r.partition, r.offset) for r in kq.collected("limit")}
     if not BOUNDED_AVAILABLE_NOW:
@@ -163,7 +164,7 @@ def test_available_now_reads_only_the_backlog_present_at_its_start(kq):
 
     query = kq.start_collecting("an", trigger={"availableNow": True}, on_batch=produce_more, subscribe=topic,
                                 maxOffsetsPerTrigger="100")
-    assert query.awaitTermination(240)
+    assert query.awaitTermination(scaled(240))
     values = [_bytes(r.value) for r in kq.collected("an")]
     assert len(late) == 50 and b"late" not in values
     assert len(values) == (300 if BOUNDED_AVAILABLE_NOW else 100)  # 4.0 / 4.1: one batch, bounded by the limit
@@ -201,12 +202,12 @@ def test_available_now_with_sparks_wrapper_setting(kq):
     kq.spark.conf.set(wrapper, "true")
     try:
         first = kq.start_collecting("wrap", trigger={"availableNow": True}, subscribe=topic)
-        assert first.awaitTermination(120) and first.exception() is None
+        assert first.awaitTermination(scaled(120)) and first.exception() is None
         assert len(kq.collected("wrap")) == 40
         produce(kq.bootstrap, topic, [(b"k", b"more") for _ in range(10)])
         again = kq.start_collecting("wrap", trigger={"availableNow": True}, subscribe=topic)
         if BOUNDED_AVAILABLE_NOW:
-            assert again.awaitTermination(120) and again.exception() is None
+            assert again.awaitTermination(scaled(120)) and again.exception() is None
             assert len(kq.collected("wrap")) == 50
         else:
             failure = failure_of(again)

@@ -11,6 +11,7 @@ import pytest
 
 from samza_devkit import kinesis_helpers as kh
 from samza_devkit.frames import assert_same_collected_rows
+from samza_devkit.waits import scaled
 from spark_samza_source.kinesis.schema import kinesis_schema
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow, pytest.mark.both_emulators]
@@ -220,4 +221,4 @@ def test_streaming_refuses_ending_position(ks):
     stream = ks.create_stream(1, "bref")
     df = ks.stream(stream, endingPosition="LATEST")
     with pytest.raises(Exception, match="option 'endingPosition' is not valid in streaming queries"):
-        df.writeStream.format("noop").start().awaitTermination(60)
+        df.writeStream.format("noop").start().awaitTermination(scaled(60))

@@ -17,6 +17,7 @@ import time
 import pytest
 
 from samza_devkit import kinesis_helpers as kh
+from samza_devkit.waits import deadline_after
 from spark_samza_source.kinesis.calls import KinesisCalls
 from spark_samza_source.kinesis.driver.consumers import StreamConsumers
 from spark_samza_source.kinesis.executor.fanout import STOP_SUBSCRIPTION_IN_USE
@@ -223,7 +224,7 @@ def test_a_closed_shard_is_read_to_its_end_by_a_new_subscription_not_the_parked_
 
 
 def _wait_for(condition, what: str, timeout_s: float = 30) -> None:
-    deadline = time.monotonic() + timeout_s
+    deadline = deadline_after(timeout_s)
     while not condition():
         assert time.monotonic() < deadline, f"no {what} within {timeout_s} s"
         time.sleep(0.05)

@@ -18,6 +18,7 @@ import pytest
 
 from samza_devkit import kinesis_helpers as kh
 from samza_devkit.query_harness import QueryHarness, await_available_now, stop_active_queries
+from samza_devkit.waits import scaled
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
@@ -383,7 +384,7 @@ def test_a_fan_out_driver_sigkilled_mid_batch_resumes_exactly_once(fo, tmp_path)
     rerun = (fo.spark.readStream.format("samza-kinesis").options(**options).load()
              .writeStream.format("parquet").option("path", str(sink)).option("checkpointLocation", str(ck))
              .trigger(availableNow=True).start())
-    assert rerun.awaitTermination(240), "the restarted query did not finish"
+    assert rerun.awaitTermination(scaled(240)), "the restarted query did not finish"
     assert rerun.exception() is None
     got = sorted((r.shardId, r.sequenceNumber, r.subSequenceNumber)
                  for r in fo.spark.read.parquet(str(sink)).select("shardId", "sequenceNumber", "subSequenceNumber")

@@ -20,6 +20,7 @@ from botocore.parsers import ResponseParserError
 
 from samza_devkit import kinesis_helpers as kh
 from samza_devkit.kinesis_shard_catalog import ENDING_PLACEHOLDER
+from samza_devkit.waits import deadline_after
 
 # a cut connection surfaces from the event stream as one of these
 _CUT_ERRORS = (urllib3.exceptions.ProtocolError, ResponseStreamingError, ConnectionError)
@@ -54,7 +55,7 @@ def register(kinesis, stream: str, name: str) -> str:
     """A registered, ACTIVE stream consumer's ARN."""
     arn = kinesis.describe_stream_summary(StreamName=stream)["StreamDescriptionSummary"]["StreamARN"]
     consumer = kinesis.register_stream_consumer(StreamARN=arn, ConsumerName=name)["Consumer"]["ConsumerARN"]
-    deadline = time.monotonic() + 30
+    deadline = deadline_after(30)
     while kinesis.describe_stream_consumer(ConsumerARN=consumer)["ConsumerDescription"]["ConsumerStatus"] != "ACTIVE":
         assert time.monotonic() < deadline, f"consumer {name} not ACTIVE after 30s"
         time.sleep(0.05)
@@ -76,7 +77,7 @@ def subscribe(kinesis, consumer: str, shard: str = "shardId-000000000000", **pos
 def subscribe_when_allowed(kinesis, consumer: str, shard: str = "shardId-000000000000", **position):
     """(event stream, the ResourceInUseException refusals met first): subscribes as a reader renewing a subscription
     does, waiting out AWS's 5-second rule."""
-    refusals, deadline = [], time.monotonic() + 30
+    refusals, deadline = [], deadline_after(30)
     while True:
         try:
             return subscribe(kinesis, consumer, shard, **position), refusals

@@ -10,6 +10,7 @@ import pytest
 
 from samza_devkit import kinesis_helpers as kh
 from samza_devkit.query_harness import failure_of
+from samza_devkit.waits import scaled
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
@@ -31,7 +32,7 @@ def test_a_stream_recreated_while_stopped_is_data_loss_or_read_from_its_start(ks
     assert "testing" not in message  # the AWS keys of the harness
 
     query = ks.start_collecting("q", stream, trigger={"availableNow": True}, failOnDataLoss="false")
-    assert query.awaitTermination(240) and query.exception() is None
+    assert query.awaitTermination(scaled(240)) and query.exception() is None
     after = [r.data for r in ks.collected("q")][5:]
     assert sorted(after) == sorted(new)  # every record of the new stream, none skipped
     reported = [p["sources"][0].get("latestOffset") for p in query.recentProgress]

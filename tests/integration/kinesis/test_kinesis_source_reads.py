@@ -3,6 +3,7 @@
 import pytest
 
 from samza_devkit import kinesis_helpers as kh
+from samza_devkit.waits import scaled
 from spark_samza_source.source.pyspark_compat import has_admission_control
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow, pytest.mark.both_emulators]
@@ -117,7 +118,7 @@ def test_available_now_reads_what_arrived_before_it_started_and_stops(ks):
 
     query = ks.start_collecting("an", stream, trigger={"availableNow": True}, on_batch=put_late,
                                 maxRecordsPerShard="50")
-    assert query.awaitTermination(240)
+    assert query.awaitTermination(scaled(240))
     assert query.exception() is None
     rows = ks.collected("an")
     if not BOUNDED_AVAILABLE_NOW:  # 4.0 / 4.1: one batch, at most maxRecordsPerShard per shard, none of the late

@@ -33,6 +33,7 @@ import pytest
 
 from samza_devkit.s3_fixtures import drop_s3_bucket, make_s3_bucket, s3_uri
 from samza_devkit.s3_without_conditionals import S3WithoutConditionals
+from samza_devkit.waits import deadline_after
 from spark_samza_source.core.errors import MetadataStoreError
 from spark_samza_source.kinesis.executor.microbatch_ends import BatchEnds
 from spark_samza_source.metadata import open_store
@@ -352,7 +353,7 @@ def test_sigkilled_writers_never_leave_a_torn_value_or_a_stuck_lock(store_uri) -
     store = open_store(uri, JOB)
     listed = store.list(NS)
     assert listed, "the writers never wrote anything before being killed"
-    deadline = time.monotonic() + 10  # the locks of killed writers are gone: every operation completes
+    deadline = deadline_after(10)  # the locks of killed writers are gone: every operation completes
     for key, value in listed.items():
         assert store.delete_if_equal(NS, key, value) is True
         store.put(NS, key, {"after": "crash"})

@@ -11,6 +11,7 @@ import time
 import boto3
 
 from samza_devkit.moto_server import MotoServerProcess, wait_until_answering
+from samza_devkit.waits import deadline_after
 
 
 def test_command_line_prints_endpoint_serves_aws_and_stops_on_sigterm() -> None:
@@ -61,7 +62,7 @@ def test_server_exits_when_its_parent_dies() -> None:
     wait_until_answering(endpoint, timeout=30)
     parent.kill()
     parent.wait()
-    deadline = time.monotonic() + 15
+    deadline = deadline_after(15)
     while time.monotonic() < deadline:
         try:
             wait_until_answering(endpoint, timeout=0.5)
@@ -133,7 +134,7 @@ def test_a_hold_rule_applies_the_write_and_answers_it_only_when_released(moto_se
         writer = threading.Thread(target=lambda: (client.put_item(TableName=table, Item={"k": {"S": "held"}}),
                                                   answered.set()), daemon=True)
         writer.start()
-        deadline = time.monotonic() + 30
+        deadline = deadline_after(30)
         while not aws_faults.counts(held)["failed"] and time.monotonic() < deadline:
             time.sleep(0.05)
         reader = boto3.client("dynamodb", endpoint_url=moto_server, region_name="us-east-1")

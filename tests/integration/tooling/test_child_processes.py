@@ -18,6 +18,7 @@ import time
 import pytest
 
 from samza_devkit.child_process import popen_dying_with_this_process
+from samza_devkit.waits import deadline_after
 
 
 def _jvm_view(spark) -> tuple[int, bool, str]:
@@ -67,14 +68,14 @@ def test_the_child_is_the_command_and_dies_with_its_parent(tmp_path):
     try:
         child_pid = int(parent.stdout.readline())
         cmdline = f"/proc/{child_pid}/cmdline"
-        deadline = time.monotonic() + 30
+        deadline = deadline_after(30)
         while open(cmdline, "rb").read().split(b"\0")[0] != b"sleep" and time.monotonic() < deadline:
             time.sleep(0.05)  # the interpreter in between takes a moment to exec
         assert open(cmdline, "rb").read().split(b"\0")[:2] == [b"sleep", b"600"]
     finally:
         parent.kill()
         parent.wait()
-    deadline = time.monotonic() + 30
+    deadline = deadline_after(30)
     while _alive(child_pid) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not _alive(child_pid), "the child outlived its parent"

@@ -49,7 +49,7 @@ CLIENT = textwrap.dedent('''
         query = (spark.readStream.format(fmt).options(**options).load()
                  .writeStream.format("parquet").option("path", out).option("checkpointLocation", chk)
                  .trigger(availableNow=True).start())
-        query.awaitTermination(240)
+        query.awaitTermination(scaled(240))
         assert not query.isActive, name + " did not finish"
         return spark.read.parquet(out)
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import threading
 import time
 
+from samza_devkit.waits import deadline_after
 from spark_samza_source.kinesis.executor.parked_subscriptions import ParkedSubscription, ParkedSubscriptions
 from spark_samza_source.kinesis.positions import ShardPosition
 
@@ -63,7 +64,7 @@ def test_expired_ones_are_closed_when_a_read_parks_or_takes_and_the_oldest_go_be
 
 
 def _until(condition, what: str, timeout_s: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout_s
+    deadline = deadline_after(timeout_s)
     while not condition():
         assert time.monotonic() < deadline, f"not {what} within {timeout_s} s"
         time.sleep(0.01)

@@ -11,6 +11,7 @@ import uuid
 
 import pytest
 
+from samza_devkit.waits import deadline_after
 from spark_samza_source.core.errors import JobLeaseError
 from spark_samza_source.kafka.options import KafkaSourceOptions
 from spark_samza_source.kinesis.options import KinesisSourceOptions
@@ -252,7 +253,7 @@ def test_heartbeat_renews_in_the_background_and_stops_on_release(tmp_path):
         assert record is not None, "lease missing"
         return record["renewedMs"]
 
-    deadline = time.monotonic() + 10
+    deadline = deadline_after(10)
     while renewed_ms() == first and time.monotonic() < deadline:
         time.sleep(0.05)
     assert renewed_ms() > first  # renewed every ttl/3 without any driver call
