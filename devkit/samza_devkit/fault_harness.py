@@ -22,13 +22,15 @@ from pathlib import Path
 from samza_devkit import kinesis_helpers as kh
 from samza_devkit.cuttable_proxy import CuttableProxy
 from samza_devkit.query_harness import QueryHarness
+from samza_devkit.waits import wait_until
 from spark_samza_source.core.startpoint_manager import StartpointManager
 from spark_samza_source.metadata import open_store
 
 
 def wait_for(condition, timeout: float = 60, interval: float = 0.1, what: str = "condition"):
-    """:meth:`QueryHarness.wait_for`, polling faster and giving up sooner by default (fault windows are short)."""
-    return QueryHarness.wait_for(condition, timeout, interval, what)
+    """:func:`samza_devkit.waits.wait_until`, polling faster and giving up sooner by default (fault windows are
+    short)."""
+    return wait_until(condition, timeout, what, interval)
 
 
 def startpoints_left(store_dir: str | Path, job: str) -> list[str]:

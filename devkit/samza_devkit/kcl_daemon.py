@@ -202,7 +202,7 @@ class KclWorker:
     def wait_for(self, condition: Callable[[], Any], timeout_s: float = 90.0, what: str = "a condition") -> Any:
         """Poll ``condition`` until truthy (returned); RuntimeError naming the daemon's log if the daemon exits or
         the time runs out."""
-        deadline = deadline_after(timeout_s)
+        started, deadline = time.monotonic(), deadline_after(timeout_s)
         while True:
             value = condition()
             if value:
@@ -211,6 +211,7 @@ class KclWorker:
                 raise RuntimeError(f"the KCL daemon exited with code {self._proc.returncode} while waiting for "
                                    f"{what}; its log: {self.log_path}\n{self.log_text()[-3000:]}")
             if time.monotonic() > deadline:
-                raise RuntimeError(f"timed out after {timeout_s:.0f}s waiting for {what}; the KCL daemon's log: "
+                raise RuntimeError(f"timed out after {time.monotonic() - started:.0f}s ({timeout_s:g}s scaled to the "
+                                   f"machine's load) waiting for {what}; last seen: {value!r}; the KCL daemon's log: "
                                    f"{self.log_path}\n{self.log_text()[-3000:]}")
             time.sleep(0.2)

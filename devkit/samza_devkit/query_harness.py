@@ -45,6 +45,7 @@ class QueryHarness:
         self.store_uri = f"file://{self.store_dir}"
         # query name -> [(batch id, rows)] in the order the batches ran; foreachBatch calls run on Spark's threads
         self.batches: dict[str, list[tuple[int, list]]] = {}
+        self.started: list = []  # every query this harness started, for what a timed-out wait saw
         self._lock = threading.Lock()
 
     # ---- options ----------------------------------------------------------------------------------------------
@@ -82,13 +83,17 @@ class QueryHarness:
 
         writer = (df.writeStream.foreachBatch(collect).option("checkpointLocation", self.checkpoint(name))
                   .queryName(self.query_name(name)))
-        return writer.trigger(**(trigger or self.default_trigger)).start()
+        return self._started(writer.trigger(**(trigger or self.default_trigger)).start())
 
     def write_parquet(self, name: str, df, trigger: dict | None = None):
         """Start ``df`` into a Parquet sink at ``sink_path(name)``, checkpoint ``checkpoint(name)``."""
         writer = (df.writeStream.format("parquet").option("path", self.sink_path(name))
                   .option("checkpointLocation", self.checkpoint(name)).queryName(self.query_name(name)))
-        return writer.trigger(**(trigger or self.default_trigger)).start()
+        return self._started(writer.trigger(**(trigger or self.default_trigger)).start())
+
+    def _started(self, query):
+        self.started.append(query)
+        return query
 
     # ---- reading back -----------------------------------------------------------------------------------------
     def collected(self, name: str) -> list:
@@ -100,12 +105,26 @@ class QueryHarness:
         """The startpoints of this harness's job, in its metadata store (as a user would set them)."""
         return StartpointManager(open_store(self.store_uri, self.job))
 
-    @staticmethod
-    def wait_for(condition, timeout: float = 120, interval: float = 0.25, what: str = "condition", seen=None):
-        """``condition()``'s first truthy value, polled every ``interval`` s; AssertionError naming ``what`` and
-        what was seen (``seen()``, or the last answer) after ``timeout`` s of a quiet machine
-        (:func:`samza_devkit.waits.wait_until`)."""
-        return wait_until(condition, timeout, what, interval, seen)
+    def wait_for(self, condition, timeout: float = 120, interval: float = 0.25, what: str = "condition", seen=None):
+        """``condition()``'s first truthy value, polled every ``interval`` s; AssertionError after ``timeout`` s of a
+        quiet machine (:func:`samza_devkit.waits.wait_until`) naming ``what``, what was seen (``seen()``, or the
+        last answer) and how this harness's queries stand (a query that died is why many a wait runs out)."""
+        def observed():
+            return {"seen": seen() if seen is not None else condition(), "queries": self.query_states()}
+
+        return wait_until(condition, timeout, what, interval, observed)
+
+    def query_states(self) -> list[str]:
+        """One line per query this harness started: its name, whether it runs, its error or last progress."""
+        states = []
+        for query in self.started:
+            error = query.exception()
+            progress = query.lastProgress
+            state = (f"failed: {str(error)[:600]}" if error is not None else
+                     f"{'active' if query.isActive else 'stopped'}, last batch "
+                     f"{progress.get('batchId') if progress else None}")
+            states.append(f"{query.name}: {state}")
+        return states
 
 
 def await_available_now(query, name: str, timeout: float) -> None:

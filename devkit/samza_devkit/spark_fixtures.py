@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from .waits import scaled
+
 __all__ = ["spark", "make_local_spark", "no_query_outlives_its_test"]
 
 _REPO_CONF = Path(__file__).resolve().parents[2] / "conf"
@@ -37,7 +39,8 @@ def make_local_spark(app_name: str = "spark-samza-source-tests", extra_conf: dic
         .config("spark.sql.shuffle.partitions", "2")
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.driver.memory", "2g")
-        .config("spark.sql.streaming.stopTimeout", "30s")
+        # a query stopping on a loaded machine may need longer than a quiet one's 30 s (samza_devkit.waits)
+        .config("spark.sql.streaming.stopTimeout", f"{round(scaled(30))}s")
         # Python workers (and collect's result socket) on Unix domain sockets, not loopback TCP: a TCP port the
         # driver opens for a worker to connect back to comes from the ephemeral range, where a client of a server
         # a test stopped (moto, kinesalite, a bridge) may still be reconnecting; meeting it, Spark fails the
