@@ -32,6 +32,7 @@ import stat
 import struct
 import sys
 import tempfile
+import time
 import traceback
 from pathlib import Path
 
@@ -200,6 +201,25 @@ _servers: list = []  # the servers this process started (each ends by itself onc
 def ready(env: dict[str, str]) -> bool:
     """Whether the server :func:`start` returned ``env`` for listens yet (until then clients run the interpreter)."""
     return os.path.exists(env[ENV_SOCKET])
+
+
+def wait_ready(env: dict[str, str] | None, timeout: float = 60.0) -> dict[str, str] | None:
+    """``env`` once its server listens (its imports done: seconds on a busy machine); None, and one line saying so,
+    if it died or did not listen within ``timeout`` s of a quiet machine (the workers then start as usual)."""
+    if env is None:
+        return None
+    from .waits import deadline_after
+
+    deadline = deadline_after(timeout)
+    server = _servers[-1]
+    while not ready(env):
+        if server.poll() is not None or time.monotonic() > deadline:
+            why = f"exited {server.returncode}" if server.poll() is not None else "not listening in time"
+            print(f"fork server not used ({why}): Spark's Python workers start as fresh interpreters",
+                  file=sys.stderr, flush=True)
+            return None
+        time.sleep(0.05)
+    return env
 
 
 def start(python: str = sys.executable) -> dict[str, str] | None:

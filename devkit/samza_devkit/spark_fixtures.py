@@ -82,9 +82,12 @@ def _workers_forked_from_a_preloaded_interpreter():
         yield
         return
     if not _fork_server_started:
-        from .python_fork_server import start
+        from .python_fork_server import start, wait_ready
 
         _fork_server_env, _fork_server_started = start(os.environ["PYSPARK_PYTHON"]), True
+        # before the JVM asks for its first worker: a client that finds no server yet runs a fresh interpreter,
+        # the very start that misses Spark's 10 s on a busy machine
+        _fork_server_env = wait_ready(_fork_server_env)
     saved = {key: os.environ.get(key) for key in (_fork_server_env or {})}
     os.environ.update(_fork_server_env or {})
     try:

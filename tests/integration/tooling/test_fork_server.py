@@ -37,7 +37,8 @@ def server_env(tmp_path_factory):
     env = fork_server.start(sys.executable)
     if env is None:
         pytest.skip("the fork server needs Linux's pidfd_open and socket.send_fds (Python 3.9+ on Linux 5.3+)")
-    wait_until(lambda: fork_server.ready(env), 60, "the fork server to listen")
+    env = fork_server.wait_ready(env)
+    assert env is not None, "the fork server did not start listening"
     modules = tmp_path_factory.mktemp("modules")
     (modules / "fork_test_worker.py").write_text(_WORKER)
     return {**os.environ, **env, "PYTHONPATH": str(modules), "FORK_TEST_VALUE": "from-the-client"}
