@@ -49,3 +49,29 @@ def pytest_runtest_protocol(item, nextitem):
     if scale > 1 and isinstance(base, (int, float)) and base > 0:
         item.add_marker(pytest.mark.timeout(base * scale), append=False)
     yield
+
+
+def pytest_addoption(parser):
+    parser.addoption("--cpu-report", metavar="FILE", default=None,
+                     help="append each test module's wall and CPU seconds (this process and its descendants) to FILE "
+                          "(samza_devkit.cpu_accounting; python -m samza_devkit.cpu_accounting FILE sums it up)")
+
+
+def pytest_configure(config):
+    report = config.getoption("--cpu-report", default=None)
+    if report:
+        from .cpu_accounting import ModuleCpu
+
+        config._samza_module_cpu = ModuleCpu(report)
+
+
+def pytest_runtest_setup(item):
+    accounting = getattr(item.config, "_samza_module_cpu", None)
+    if accounting is not None:
+        accounting.test_starts(item.nodeid.split("::", 1)[0])
+
+
+def pytest_unconfigure(config):
+    accounting = getattr(config, "_samza_module_cpu", None)
+    if accounting is not None:
+        accounting.flush()
