@@ -45,8 +45,8 @@ test: setup
 	$(PY) -m pytest $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile) $(PYTEST_ARGS)
 
 # The suite's slowest modules (the Spark cluster, the KCL worker, the fault injections, the secrets scan) beside a
-# CPU hog: LOAD_PER_CORE busy processes per core at normal priority, the load a machine shared with other builds
-# has. The devkit scales every wait with the load it sees (samza_devkit.time_scale), so a test fails only when
+# CPU hog holding the run queue at LOAD_PER_CORE runnable threads per core (busy processes at normal priority
+# make up what the machine's other work leaves short), the load a machine shared with other builds has. The devkit scales every wait with the load it sees (samza_devkit.time_scale), so a test fails only when
 # what it waits for does not happen, never because the machine is slow. LOAD_TESTS selects; the load seen is
 # printed at the end (every sample in build/load.log).
 LOAD_PER_CORE ?= 3

@@ -1,11 +1,14 @@
 """Run a command beside a CPU hog: the suite on a busy machine, on purpose.
 
-``python -m samza_devkit.cpu_load [--per-core 3] [--max-seconds 5400] [--log FILE] -- COMMAND...`` starts
-``per-core x cores`` busy processes at the same priority as everything else (a machine shared with other builds
-does not nice them either), runs COMMAND, and stops the hogs when it ends, when this process dies (each hog
-watches its parent), or after ``--max-seconds`` at the latest. It exits with COMMAND's status and prints the load
-seen while it ran (min, median and max of the 1-minute load average, sampled every 15 s), so a run's figures carry
-the load they were measured under.
+``python -m samza_devkit.cpu_load [--per-core 3] [--max-seconds 5400] [--log FILE] -- COMMAND...`` holds the
+machine's run queue at about ``per-core x cores`` runnable threads while COMMAND runs: busy processes at the same
+priority as everything else (a machine shared with other builds does not nice them either) make up whatever
+COMMAND and the machine's other work leave short of that. Every 5 s it reads how many threads were runnable
+(``procs_running`` of ``/proc/stat``, sampled 10 times a second) and starts or pauses (SIGSTOP / SIGCONT) hogs
+accordingly, so the load is the one asked for whether the machine was quiet or already busy; already past it, no
+hog runs. The hogs stop when COMMAND ends, when this process dies (each watches its parent), or after
+``--max-seconds`` at the latest. It exits with COMMAND's status and prints the load seen while it ran (min, median
+and max of the 1-minute load average, sampled every 15 s), so a run's figures carry the load they ran under.
 
 Pure Python on purpose: nothing to install (``stress-ng`` would be a Debian package on every machine that runs
 it), and a loop of bytecode keeps a core as busy as any other runnable thread does.
@@ -14,8 +17,10 @@ it), and a loop of bytecode keeps a core as busy as any other runnable thread do
 from __future__ import annotations
 
 import argparse
+import contextlib
 import multiprocessing
 import os
+import signal
 import statistics
 import subprocess
 import sys
@@ -43,9 +48,49 @@ def start_hogs(count: int, max_seconds: float) -> list[multiprocessing.Process]:
 
 def stop_hogs(hogs: list[multiprocessing.Process]) -> None:
     for hog in hogs:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(hog.pid, signal.SIGCONT)  # a paused hog must run to see its SIGTERM
         hog.terminate()
     for hog in hogs:
         hog.join(5)
+
+
+def runnable_threads() -> int:
+    """Threads runnable right now on the machine (``procs_running``), this one included."""
+    with open("/proc/stat") as stat:
+        for line in stat:
+            if line.startswith("procs_running "):
+                return int(line.split()[1])
+    return 0
+
+
+class LoadHolder(threading.Thread):
+    """Keeps ``target`` threads runnable: as many of ``hogs`` running as the rest of the machine leaves short."""
+
+    def __init__(self, hogs: list[multiprocessing.Process], target: float, period: float = 5.0):
+        super().__init__(daemon=True, name="load-holder")
+        self.hogs, self.target, self.period = hogs, target, period
+        self.running = len(hogs)
+        self._stop_event = threading.Event()
+
+    def run(self) -> None:
+        while not self._stop_event.is_set():
+            samples = []
+            for _ in range(int(self.period * 10)):
+                if self._stop_event.wait(0.1):
+                    return
+                samples.append(runnable_threads() - 1)  # not this sampling thread itself
+            others = statistics.mean(samples) - self.running
+            self._set_running(max(0, min(len(self.hogs), round(self.target - others))))
+
+    def _set_running(self, count: int) -> None:
+        for index, hog in enumerate(self.hogs):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(hog.pid, signal.SIGCONT if index < count else signal.SIGSTOP)
+        self.running = count
+
+    def stop(self) -> None:
+        self._stop_event.set()
 
 
 class LoadSampler(threading.Thread):
@@ -84,14 +129,18 @@ def main(argv: list[str] | None = None) -> int:
     if not command:
         parser.error("no command given: python -m samza_devkit.cpu_load [options] -- COMMAND ARGS...")
     count = max(1, round(args.per_core * (os.cpu_count() or 1)))
-    print(f"cpu_load: {count} busy processes beside: {' '.join(command)}", flush=True)
+    print(f"cpu_load: up to {count} busy processes holding about {count} runnable threads beside: "
+          f"{' '.join(command)}", flush=True)
     sampler = LoadSampler(log=args.log)
     hogs = start_hogs(count, args.max_seconds)
+    holder = LoadHolder(hogs, target=args.per_core * (os.cpu_count() or 1))
     sampler.start()
+    holder.start()
     started = time.monotonic()
     try:
         status = subprocess.call(command)
     finally:
+        holder.stop()
         stop_hogs(hogs)
         summary = sampler.stop()
     print(f"cpu_load: command exited {status} after {time.monotonic() - started:.0f} s; {summary}", flush=True)
