@@ -15,7 +15,7 @@ export PYSPARK_PYTHON := $(abspath $(PY))
 export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
 
 .PHONY: setup test test-under-load demo lint options-doc wheel package clean check-java compat sanitize bench-tools \
-        dist dist-tools dist-check
+        dist dist-tools dist-check dist-arm64
 
 NATIVE_STAMP := $(VENV)/.native-reader
 NATIVE_SRC   := setup.py $(wildcard spark_samza_source/kafka/executor/_native/*)
@@ -238,14 +238,56 @@ dist: $(DIST_TOOLS)/.installed
 # venv-pack. Its bin/python links to the interpreter that made it: that Python must be at the same path on
 # every node. pip's cache makes a rebuild take about a minute. The archive (about 525 MiB) holds PySpark (the wheel's
 # `spark` extra, PACKAGE_EXTRAS); where the cluster provides Spark, PACKAGE_EXTRAS= leaves it out.
-package: wheel
+# PACKAGE_WHEEL=<file> packs that wheel (a release wheel of `make dist`) instead of building one with `make wheel`.
+PACKAGE_WHEEL ?=
+package: $(if $(PACKAGE_WHEEL),$(STAMP),wheel)
 	rm -rf $(PACKAGE_VENV) $(PACKAGE)
 	$(PYTHON) -m venv $(PACKAGE_VENV)
 	$(PACKAGE_VENV)/bin/python -m pip install --quiet --upgrade pip
-	$(PACKAGE_VENV)/bin/python -m pip install --quiet "$$(ls $(DIST)/spark_samza_source-*.whl)$(PACKAGE_EXTRAS)"
+	$(PACKAGE_VENV)/bin/python -m pip install --quiet "$(or $(PACKAGE_WHEEL),$$(ls $(DIST)/spark_samza_source-*.whl))$(PACKAGE_EXTRAS)"
 	$(VENV)/bin/venv-pack --prefix $(PACKAGE_VENV) --output $(PACKAGE) --quiet $(VENV_PACK_FLAGS)
 	chmod 644 $(PACKAGE)
 	@echo "packed $(PACKAGE)"
+
+# An arm64 Python to run the aarch64 wheel under emulation (`make dist-check`): qemu-user-static and Debian's own
+# arm64 build of Python 3.11 (bookworm's python3.11, the Python the wheel names) with the libraries it loads,
+# unpacked into $(ARM64_ROOT)/sysroot. The arm64 package lists are kept in a private apt state under
+# $(ARM64_ROOT)/apt, so the machine's apt configuration is not changed (no `dpkg --add-architecture`). Where apt,
+# root or those packages are missing it says so and stops without failing: the tests then check the wheel's ELF
+# header and symbol versions only, naming why.
+ARM64_ROOT ?= build/arm64
+ARM64_DEBS := python3.11-minimal libpython3.11-minimal libpython3.11-stdlib libc6 libgcc-s1 libstdc++6 libexpat1 \
+              libffi8 libssl3 zlib1g libbz2-1.0 liblzma5 libcrypt1 libuuid1 libzstd1 libtinfo6 libncursesw6 libreadline8 \
+              libsqlite3-0 libnsl2 libtirpc3 libgssapi-krb5-2 libkrb5-3 libk5crypto3 libkrb5support0 libcom-err2 \
+              libkeyutils1 libdb5.3 libgdbm6
+ARM64_APT = -o Dir::State=$(abspath $(ARM64_ROOT))/apt/state -o Dir::State::status=$(abspath $(ARM64_ROOT))/apt/state/status \
+            -o Dir::Cache=$(abspath $(ARM64_ROOT))/apt/cache -o APT::Architecture=arm64 -o APT::Architectures=arm64 \
+            -o Debug::NoLocking=1
+
+dist-arm64:
+	@if [ -x $(ARM64_ROOT)/sysroot/usr/bin/python3.11 ] && command -v qemu-aarch64-static >/dev/null; then exit 0; fi; \
+	if ! command -v apt-get >/dev/null || [ "$$(id -u)" != 0 ]; then \
+	  echo "make dist-arm64: needs Debian's apt-get as root: the aarch64 wheel will be checked without emulation"; exit 0; fi; \
+	command -v qemu-aarch64-static >/dev/null || apt-get install -y -q qemu-user-static >/dev/null \
+	  || { echo "make dist-arm64: qemu-user-static could not be installed: no emulation"; exit 0; }; \
+	rm -rf $(ARM64_ROOT); mkdir -p $(ARM64_ROOT)/apt/state/lists/partial $(ARM64_ROOT)/apt/cache/archives/partial \
+	  $(ARM64_ROOT)/debs $(ARM64_ROOT)/sysroot; touch $(ARM64_ROOT)/apt/state/status; \
+	apt-get $(ARM64_APT) update -q >/dev/null \
+	  && (cd $(ARM64_ROOT)/debs && apt-get $(ARM64_APT) download $(ARM64_DEBS) >/dev/null 2>&1) \
+	  || { echo "make dist-arm64: Debian's arm64 python3.11 packages could not be fetched: no emulation"; \
+	       rm -rf $(ARM64_ROOT); exit 0; }; \
+	for deb in $(ARM64_ROOT)/debs/*.deb; do dpkg -x $$deb $(ARM64_ROOT)/sysroot; done; \
+	qemu-aarch64-static -L $(ARM64_ROOT)/sysroot $(ARM64_ROOT)/sysroot/usr/bin/python3.11 -c \
+	  'import platform, sys; print("make dist-arm64:", platform.machine(), "Python", sys.version.split()[0])'
+
+# The release artifacts put to use (tests/integration/tooling/test_release_artifacts.py and the release part of
+# test_spark_submit.py): what each holds, auditwheel's verdict, the x86_64 manylinux wheel and the pure wheel
+# each installed into a clean virtualenv and read through their path, the aarch64 wheel under emulation, and
+# spark-submit with the packed environment of each. Not in `make test`: building and packing twice takes minutes.
+DIST_CHECK_TESTS ?= tests/integration/tooling/test_release_artifacts.py tests/integration/tooling/test_spark_submit.py
+dist-check: dist dist-arm64 setup
+	SAMZA_RELEASE_DIST=$(abspath $(RELEASE)) SAMZA_ARM64_ROOT=$(abspath $(ARM64_ROOT)) \
+	  $(PY) -m pytest -p no:cacheprovider $(DIST_CHECK_TESTS) -k "release" $(PYTEST_ARGS)
 
 clean:
 	rm -rf $(VENV) dist build *.egg-info .pytest_cache
