@@ -242,6 +242,7 @@ dist: $(DIST_TOOLS)/.installed
 PACKAGE_WHEEL ?=
 package: $(if $(PACKAGE_WHEEL),$(STAMP),wheel)
 	rm -rf $(PACKAGE_VENV) $(PACKAGE)
+	mkdir -p $(dir $(PACKAGE))
 	$(PYTHON) -m venv $(PACKAGE_VENV)
 	$(PACKAGE_VENV)/bin/python -m pip install --quiet --upgrade pip
 	$(PACKAGE_VENV)/bin/python -m pip install --quiet "$(or $(PACKAGE_WHEEL),$$(ls $(DIST)/spark_samza_source-*.whl))$(PACKAGE_EXTRAS)"
