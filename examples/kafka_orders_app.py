@@ -37,6 +37,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--metadata-store", required=True, help="metadata.store URI, e.g. file:///tmp/samza")
     parser.add_argument("--checkpoint", required=True, help="the query's checkpointLocation")
     parser.add_argument("--max-per-trigger", type=int, default=None, help="maxOffsetsPerTrigger (default: none)")
+    parser.add_argument("--read-path", choices=("auto", "native", "python"), default="auto",
+                        help="readPath: 'native' fails the tasks where the wheel has no native reader for the "
+                             "executors' platform (default: auto, the native reader where it can run)")
     parser.add_argument("--starting-offsets", default="earliest", help="startingOffsets for a new checkpoint")
     return parser.parse_args(argv)
 
@@ -73,6 +76,7 @@ def main(argv: list[str] | None = None) -> int:
         .option("job.name", args.job)
         .option("metadata.store", args.metadata_store)
         .option("startingOffsets", args.starting_offsets)
+        .option("readPath", args.read_path)
     )
     if args.max_per_trigger:
         reader = reader.option("maxOffsetsPerTrigger", str(args.max_per_trigger))

@@ -39,14 +39,23 @@ __all__ = ["native_unavailable_reason", "choose_read_path", "NativeBackend", "na
 
 log = logging.getLogger(__name__)
 
-_HOW_TO_FIX = ("reinstall spark-samza-source from the platform wheel (or run `make setup` where a C compiler "
-               "exists) and confluent-kafka from its wheel, or set the option "
+_HOW_TO_FIX = ("reinstall spark-samza-source from the platform wheel for this OS and CPU (a manylinux wheel: "
+               "docs/deployment.md, 'Which wheel'), not the pure py3-none-any one (or run `make setup` where a C "
+               "compiler exists), and confluent-kafka from its wheel, or set the option "
                f"'{READ_PATH.name}' to 'auto' or 'python'")
 
 # librdkafka's log lines go where the Python path's go (consumer_cache gives confluent-kafka this logger)
 _LIBRDKAFKA_LOG = logging.getLogger("spark_samza_source.kafka.executor.consumer_cache")
 _SYSLOG_TO_LOGGING = {0: logging.CRITICAL, 1: logging.CRITICAL, 2: logging.CRITICAL, 3: logging.ERROR,
                       4: logging.WARNING, 5: logging.INFO, 6: logging.INFO, 7: logging.DEBUG}
+
+#: set when this installation has no compiled reader at all: the pure ``py3-none-any`` wheel, or a build from the
+#: sdist where no C compiler or Python headers were found. Said once, at import, at INFO: the read path is then
+#: known before any read runs, and ``readPath=native`` is refused with this reason.
+NOT_INSTALLED = ("the native reader extension is not built into this installation (the pure py3-none-any wheel, "
+                 "or a build from source without a C compiler)")
+if importlib.util.find_spec(f"{__package__}._native_reader") is None:
+    log.info("samza-kafka: %s; Kafka reads go through the Python path", NOT_INSTALLED)
 
 _state_lock = threading.Lock()
 _loaded: tuple[object | None, str | None] | None = None  # (extension module, why unavailable)
@@ -75,6 +84,8 @@ def _load() -> tuple[object | None, str | None]:
 
 
 def _load_extension() -> tuple[object | None, str | None]:
+    if importlib.util.find_spec(f"{__package__}._native_reader") is None:
+        return None, NOT_INSTALLED
     try:
         from . import _native_reader as ext
     except ImportError as err:

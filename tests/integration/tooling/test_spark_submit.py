@@ -13,6 +13,11 @@ and ``PYTHON`` lines that are checked here.
   executor is the driver JVM, Python workers start in the driver's working directory, and the archive is
   unpacked under SparkFiles' root instead (``./environment/bin/python``: "No such file or directory").
 - Control: the same application with a Python that lacks the wheel fails with ``DATA_SOURCE_NOT_FOUND``.
+- Release wheels (``make dist-check``, which names ``make dist``'s directory in ``SAMZA_RELEASE_DIST``; skipped
+  elsewhere): the x86_64 manylinux wheel and the pure wheel, each packed by ``make package PACKAGE_WHEEL=...``
+  into a clean virtualenv, read there through their own path (``release_probe.py``: native, and Python with the
+  reason said at import), and spark-submit ships each packed environment to an executor that reads every record
+  (``readPath=native`` for the manylinux wheel, so a reader that does not load fails the tasks).
 """
 
 from __future__ import annotations
@@ -35,6 +40,7 @@ pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
 REPO = Path(__file__).resolve().parents[3]
 APP = REPO / "examples" / "kafka_orders_app.py"
+PROBE = Path(__file__).with_name("release_probe.py")
 LOG4J = REPO / "conf" / "log4j2.properties"
 PARTITIONS, PER_PARTITION, MAX_PER_TRIGGER = 4, 50, 80
 SUBMIT_TIMEOUT_S = 300
@@ -92,7 +98,7 @@ def orders_topic(kafka_broker) -> str:
 
 
 def _submit(spark_submit: Path, master: str, cwd: Path, env: dict[str, str], bootstrap: str, topic: str,
-            extra: list[str] = ()) -> subprocess.CompletedProcess:
+            extra: list[str] = (), app_args: list[str] = ()) -> subprocess.CompletedProcess:
     java_opts = f"-Dlog4j.configurationFile=file:{LOG4J}"
     command = [
         str(spark_submit), "--master", master,
@@ -102,7 +108,7 @@ def _submit(spark_submit: Path, master: str, cwd: Path, env: dict[str, str], boo
         *extra,
         str(APP), "--bootstrap", bootstrap, "--topic", topic, "--job", "orders-report",
         "--metadata-store", f"file://{cwd}/metadata", "--checkpoint", str(cwd / "checkpoint"),
-        "--max-per-trigger", str(MAX_PER_TRIGGER),
+        "--max-per-trigger", str(MAX_PER_TRIGGER), *app_args,
     ]
     started = time.monotonic()
     proc = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=SUBMIT_TIMEOUT_S)
@@ -218,3 +224,85 @@ def test_without_the_wheel_in_the_python_environment_samza_kafka_is_not_found(pa
     assert proc.returncode != 0
     assert "[DATA_SOURCE_NOT_FOUND] Failed to find the data source: samza-kafka" in proc.stdout + proc.stderr
     assert "RESULT " not in proc.stdout
+
+
+# ---- release wheels (make dist-check) ------------------------------------------------------------------------------
+
+#: kind -> (file name pattern in make dist's directory, the readPath its spark-submit run asks for)
+RELEASE_KINDS = {"manylinux_x86_64": ("*-cp311-abi3-manylinux2014_x86_64.*.whl", "native"),
+                 "pure": ("*-py3-none-any.whl", "auto")}
+
+
+@pytest.fixture(scope="module", params=sorted(RELEASE_KINDS))
+def release_package(request, tmp_path_factory) -> tuple[str, Package]:
+    """A release wheel of ``make dist`` packed by ``make package PACKAGE_WHEEL=...`` (one kind at a time: each
+    packed environment is about 1.3 GB with its virtualenv)."""
+    where = os.environ.get("SAMZA_RELEASE_DIST")
+    if not where:
+        pytest.skip("release wheels are checked by `make dist-check` (it runs `make dist` and sets SAMZA_RELEASE_DIST)")
+    kind = request.param
+    wheels = sorted(Path(where).glob("spark_samza_source-" + RELEASE_KINDS[kind][0]))
+    assert len(wheels) == 1, (kind, wheels)
+    out = tmp_path_factory.mktemp(f"release-{kind}")
+    venv = Path(sys.prefix)
+    started = time.monotonic()
+    proc = subprocess.run(
+        ["make", "-C", str(REPO), "-o", str(venv / ".installed"), f"VENV={venv}", f"PYTHON={sys._base_executable}",
+         f"DIST={out / 'dist'}", f"PACKAGE_VENV={out / 'package-venv'}", f"PACKAGE_WHEEL={wheels[0]}", "package"],
+        capture_output=True, text=True, env=_clean_env(), timeout=900,
+    )
+    assert proc.returncode == 0, f"make package failed:\n{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}"
+    _say(f"make package PACKAGE_WHEEL={wheels[0].name}: {time.monotonic() - started:.0f} s")
+    yield kind, Package(wheels[0], out / "dist" / "spark-samza-source-env.tar.gz", out / "package-venv")
+    shutil.rmtree(out, ignore_errors=True)
+
+
+def _probe(python: Path, bootstrap: str, topic: str, count: int, read_path: str) -> dict:
+    proc = subprocess.run([str(python), str(PROBE), bootstrap, topic, str(count), read_path], capture_output=True,
+                          text=True, env=_clean_env(), timeout=300, cwd=python.parent)
+    return _lines(proc, "PROBE ")
+
+
+def test_release_wheel_in_a_clean_virtualenv_reads_through_its_own_path(release_package, kafka_broker,
+                                                                       orders_topic):
+    kind, package = release_package
+    python = package.venv / "bin" / "python"
+    site = next((package.venv / "lib").glob("python3*/site-packages"))
+    expected = [f"order-{i}" for i in range(PER_PARTITION)]  # partition 0's records, in offset order
+    if kind == "manylinux_x86_64":
+        probe = _probe(python, kafka_broker.bootstrap_servers, orders_topic, PER_PARTITION, "native")
+        assert probe.get("error") is None and probe["values"] == expected, probe
+        assert probe["extension"] == str(site / "spark_samza_source/kafka/executor/_native_reader.abi3.so"), probe
+        assert probe["log"] == ["samza-kafka executor reads through the native path (extension and librdkafka "
+                                "loaded)"], probe
+        return
+    probe = _probe(python, kafka_broker.bootstrap_servers, orders_topic, PER_PARTITION, "auto")
+    assert probe.get("error") is None and probe["values"] == expected and probe["extension"] is None, probe
+    not_built = ("the native reader extension is not built into this installation (the pure py3-none-any wheel, "
+                 "or a build from source without a C compiler)")
+    assert probe["log"] == [  # said once at import, and once by the read that chose its path
+        f"samza-kafka: {not_built}; Kafka reads go through the Python path",
+        f"samza-kafka executor reads through the python path (native reader unavailable: {not_built})"], probe
+    refused = _probe(python, kafka_broker.bootstrap_servers, orders_topic, PER_PARTITION, "native")
+    assert "values" not in refused, refused
+    assert refused["error"].startswith("KafkaSourceError: option 'readPath' is 'native' but the native Kafka reader "
+                                       f"cannot run here: {not_built}. To fix:"), refused
+
+
+def test_release_spark_submit_ships_the_packed_environment_of_each_wheel_kind(release_package, kafka_broker,
+                                                                              orders_topic, tmp_path):
+    kind, package = release_package
+    gateway = tmp_path / "gateway"
+    (gateway / "environment").mkdir(parents=True)
+    try:
+        subprocess.run(["tar", "-xzf", str(package.archive), "-C", str(gateway / "environment")], check=True)
+        proc = _submit(
+            Path(sys.prefix) / "bin" / "spark-submit", "local-cluster[1,2,1024]", gateway,
+            _clean_env(PYSPARK_PYTHON="./environment/bin/python"), kafka_broker.bootstrap_servers, orders_topic,
+            ["--archives", f"{package.archive}#environment"], ["--read-path", RELEASE_KINDS[kind][1]],
+        )
+    finally:
+        shutil.rmtree(gateway / "environment", ignore_errors=True)
+    _assert_every_record_read(proc, orders_topic)
+    worker = Path(_lines(proc, "PYTHON ")["worker"]["python"])
+    assert worker.parts[-3:] == ("environment", "bin", "python") and "work" in worker.parts, worker

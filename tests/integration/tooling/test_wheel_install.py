@@ -104,3 +104,27 @@ def test_the_wheel_is_a_platform_wheel_holding_the_native_kafka_reader(wheel):
         names = archive.namelist()
     assert [n for n in names if n.startswith("spark_samza_source/kafka/executor/_native_reader.") and n.endswith(".so")]
     assert "none-any" not in wheel.name
+
+
+def test_make_wheel_without_a_c_compiler_builds_the_pure_wheel(tmp_path):
+    """Where no C compiler exists, `make wheel` builds the pure py3-none-any wheel (the Python read path), not a
+    wheel named after this platform that lacks the reader. No compiler is simulated by CC naming a missing one;
+    the build runs in a copy of the tree, so no other test's build directory is touched."""
+    tree, out = tmp_path / "tree", tmp_path / "dist"
+    for part in (*SDIST_PARTS, "Makefile"):
+        source = REPO / part
+        if source.is_dir():
+            shutil.copytree(source, tree / part, ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "*.so"))
+        else:
+            tree.mkdir(exist_ok=True)
+            shutil.copy2(source, tree / part)
+    venv = Path(sys.prefix)
+    proc = subprocess.run(["make", "-C", str(tree), "-o", str(venv / ".installed"), f"VENV={venv}", f"DIST={out}",
+                           "wheel"], capture_output=True, text=True, timeout=600,
+                          env={**_env(), "CC": str(tmp_path / "no-such-compiler")})
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "no C compiler or Python headers: a pure py3-none-any wheel" in proc.stdout, proc.stdout
+    wheels = sorted(p.name for p in out.glob("*.whl"))
+    assert len(wheels) == 1 and wheels[0].endswith("-py3-none-any.whl"), wheels
+    with zipfile.ZipFile(out / wheels[0]) as archive:
+        assert not [n for n in archive.namelist() if n.endswith(".so")]

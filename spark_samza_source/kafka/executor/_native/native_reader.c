@@ -14,13 +14,31 @@
  * the part of its API used.
  */
 #define PY_SSIZE_T_CLEAN
+/* Python's stable ABI (the limited API of 3.11): one compiled reader serves every CPython from 3.11 on, so a
+ * release needs one wheel per platform, not one per Python version. setup.py defines Py_LIMITED_API; it is also
+ * set here so a build that forgets it fails to compile rather than producing a version-bound module. Nothing the
+ * limited API lacks sits in the per-record loops: the calls it changes (sequence items, the type's slots) run
+ * once per call from Python, and measured CPU per record is the same both ways (docs/performance.md). */
+#ifndef Py_LIMITED_API
+#define Py_LIMITED_API 0x030B0000
+#endif
 #include <Python.h>
 #include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <dlfcn.h>
 #include <pthread.h>
 
 #include "arrow_export.h"
 #include "rdkafka_subset.h"
+
+/* PySequence_Fast's result is a list or a tuple; the limited API has no PySequence_Fast_GET_* macros, so the
+ * items are read through the list or tuple functions (borrowed references, as the macros gave). */
+static Py_ssize_t fast_size(PyObject *seq) { return PyList_Check(seq) ? PyList_Size(seq) : PyTuple_Size(seq); }
+static PyObject *fast_item(PyObject *seq, Py_ssize_t i) {
+    return PyList_Check(seq) ? PyList_GetItem(seq, i) : PyTuple_GetItem(seq, i);
+}
 
 /* ---- librdkafka, resolved at run time ------------------------------------------------------------------- */
 #define DECLARE_POINTER(ret, name, params) static ret(*p_##name) params;
@@ -30,7 +48,7 @@ static void *rdkafka_handle = NULL;
 #define MIN_RDKAFKA_VERSION 0x010600ff /* incremental assign / unassign */
 
 static PyObject *load_library(PyObject *mod, PyObject *arg) {
-    const char *path = PyUnicode_AsUTF8(arg);
+    const char *path = PyUnicode_AsUTF8AndSize(arg, NULL);
     if (path == NULL) return NULL;
     if (rdkafka_handle != NULL) Py_RETURN_NONE;
     void *handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
@@ -202,13 +220,13 @@ static PyObject *consumer_logs(consumer_t *self, PyObject *unused) {
         PyObject *text = PyUnicode_DecodeUTF8(lines[k].text, (Py_ssize_t)strlen(lines[k].text), "replace");
         PyObject *item = text == NULL ? NULL : Py_BuildValue("(iN)", lines[k].level, text);
         if (item == NULL) Py_CLEAR(out);
-        else PyList_SET_ITEM(out, (Py_ssize_t)k, item);
+        else PyList_SetItem(out, (Py_ssize_t)k, item);
     }
     return out == NULL ? NULL : Py_BuildValue("(Nn)", out, (Py_ssize_t)dropped);
 }
 
 static PyObject *consumer_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
-    consumer_t *self = (consumer_t *)type->tp_alloc(type, 0);
+    consumer_t *self = (consumer_t *)((allocfunc)PyType_GetSlot(type, Py_tp_alloc))(type, 0);
     if (self != NULL) pthread_mutex_init(&self->log_lock, NULL);
     return (PyObject *)self;
 }
@@ -228,9 +246,9 @@ static int consumer_init(consumer_t *self, PyObject *args, PyObject *kw) {
     PyObject *seq = PySequence_Fast(items, "configuration must be a sequence of (name, value) pairs");
     if (seq == NULL) return -1;
     rd_kafka_conf_t *conf = p_rd_kafka_conf_new();
-    for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq); i++) {
+    for (Py_ssize_t i = 0; i < fast_size(seq); i++) {
         const char *name, *value;
-        if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(seq, i), "ss", &name, &value)) goto fail;
+        if (!PyArg_ParseTuple(fast_item(seq, i), "ss", &name, &value)) goto fail;
         if (p_rd_kafka_conf_set(conf, name, value, errstr, sizeof errstr) != RD_KAFKA_CONF_OK) {
             /* librdkafka's reason may quote the value (a password): only the property is named */
             PyErr_Format(PyExc_ValueError, "librdkafka refused the configuration property '%s'", name);
@@ -287,7 +305,9 @@ static void consumer_dealloc(consumer_t *self) {
     free(self->events);
     free(self->task);
     pthread_mutex_destroy(&self->log_lock);
-    Py_TYPE(self)->tp_free((PyObject *)self);
+    PyTypeObject *type = Py_TYPE((PyObject *)self);
+    ((freefunc)PyType_GetSlot(type, Py_tp_free))(self);
+    Py_DECREF(type); /* an instance of a heap type holds a reference to it */
 }
 
 /* set_ranges(task, include_headers, [(topic, partition, start, end), ...]): the read state of a new read. */
@@ -300,7 +320,7 @@ static PyObject *consumer_set_ranges_impl(consumer_t *self, PyObject *args) {
     PyObject *seq = PySequence_Fast(ranges, "ranges must be a sequence");
     if (seq == NULL) return NULL;
     clear_slots(self);
-    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    Py_ssize_t n = fast_size(seq);
     if (n > INT32_MAX) {
         Py_DECREF(seq);
         return PyErr_Format(PyExc_ValueError, "too many ranges (%zd)", n);
@@ -313,7 +333,7 @@ static PyObject *consumer_set_ranges_impl(consumer_t *self, PyObject *args) {
     for (Py_ssize_t i = 0; i < n; i++) {
         slot_t *s = &self->slots[i];
         const char *topic;
-        if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(seq, i), "siLL", &topic, &s->partition, &s->start, &s->end)) {
+        if (!PyArg_ParseTuple(fast_item(seq, i), "siLL", &topic, &s->partition, &s->start, &s->end)) {
             Py_DECREF(seq);
             return NULL;
         }
@@ -372,11 +392,11 @@ static PyObject *consumer_resume_impl(consumer_t *self, PyObject *arg) {
     if (self->rk == NULL) return PyErr_Format(PyExc_RuntimeError, "the native Kafka consumer is closed");
     PyObject *seq = PySequence_Fast(arg, "partitions must be a sequence of (topic, partition)");
     if (seq == NULL) return NULL;
-    rd_kafka_topic_partition_list_t *list = p_rd_kafka_topic_partition_list_new((int)PySequence_Fast_GET_SIZE(seq));
-    for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq); i++) {
+    rd_kafka_topic_partition_list_t *list = p_rd_kafka_topic_partition_list_new((int)fast_size(seq));
+    for (Py_ssize_t i = 0; i < fast_size(seq); i++) {
         const char *topic;
         int partition;
-        if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(seq, i), "si", &topic, &partition)) {
+        if (!PyArg_ParseTuple(fast_item(seq, i), "si", &topic, &partition)) {
             p_rd_kafka_topic_partition_list_destroy(list);
             Py_DECREF(seq);
             return NULL;
@@ -475,10 +495,10 @@ static PyObject *consumer_positions_impl(consumer_t *self, PyObject *arg) {
         Py_XDECREF(seq);
         return NULL;
     }
-    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    Py_ssize_t n = fast_size(seq);
     rd_kafka_topic_partition_list_t *list = p_rd_kafka_topic_partition_list_new((int)n);
     for (Py_ssize_t k = 0; k < n; k++) {
-        int i = (int)PyLong_AsLong(PySequence_Fast_GET_ITEM(seq, k));
+        int i = (int)PyLong_AsLong(fast_item(seq, k));
         if (check_slot(self, i) != 0) {
             Py_DECREF(seq);
             p_rd_kafka_topic_partition_list_destroy(list);
@@ -492,7 +512,7 @@ static PyObject *consumer_positions_impl(consumer_t *self, PyObject *arg) {
     Py_END_ALLOW_THREADS
     PyObject *out = err ? err_result(err, "position") : PyList_New(n);
     for (Py_ssize_t k = 0; out != NULL && !err && k < n; k++)
-        PyList_SET_ITEM(out, k, PyLong_FromLongLong(list->elems[k].offset));
+        if (PyList_SetItem(out, k, PyLong_FromLongLong(list->elems[k].offset)) < 0) Py_CLEAR(out);
     p_rd_kafka_topic_partition_list_destroy(list);
     return out;
 }
@@ -665,7 +685,7 @@ static PyObject *events_to_python(consumer_t *self) {
             Py_CLEAR(out);
             break;
         }
-        PyList_SET_ITEM(out, (Py_ssize_t)k, item);
+        PyList_SetItem(out, (Py_ssize_t)k, item);
     }
     free_events(self);
     return out;
@@ -1054,15 +1074,20 @@ static PyMethodDef consumer_methods[] = {
     {"logs", (PyCFunction)consumer_logs, METH_NOARGS, "logs() -> ([(syslog level, text), ...], lines dropped)"},
     {NULL, NULL, 0, NULL}};
 
-static PyTypeObject consumer_type = {
-    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "spark_samza_source.kafka.executor._native_reader.NativeConsumer",
-    .tp_basicsize = sizeof(consumer_t),
-    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE, /* tests subclass it to count calls */
-    .tp_doc = "A librdkafka consumer reading offset ranges into Arrow batches (one borrower at a time).",
-    .tp_new = consumer_new,
-    .tp_init = (initproc)consumer_init,
-    .tp_dealloc = (destructor)consumer_dealloc,
-    .tp_methods = consumer_methods,
+/* A heap type (PyType_FromSpec): the limited API has no static type objects */
+static PyType_Slot consumer_slots[] = {
+    {Py_tp_doc, (void *)"A librdkafka consumer reading offset ranges into Arrow batches (one borrower at a time)."},
+    {Py_tp_new, (void *)consumer_new},
+    {Py_tp_init, (void *)consumer_init},
+    {Py_tp_dealloc, (void *)consumer_dealloc},
+    {Py_tp_methods, (void *)consumer_methods},
+    {0, NULL}};
+
+static PyType_Spec consumer_spec = {
+    .name = "spark_samza_source.kafka.executor._native_reader.NativeConsumer",
+    .basicsize = sizeof(consumer_t),
+    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE, /* tests subclass it to count calls */
+    .slots = consumer_slots,
 };
 
 static PyMethodDef module_methods[] = {
@@ -1074,12 +1099,11 @@ static struct PyModuleDef module_def = {PyModuleDef_HEAD_INIT, "_native_reader",
                                         module_methods};
 
 PyMODINIT_FUNC PyInit__native_reader(void) {
-    if (PyType_Ready(&consumer_type) < 0) return NULL;
     PyObject *mod = PyModule_Create(&module_def);
     if (mod == NULL) return NULL;
-    Py_INCREF(&consumer_type);
-    if (PyModule_AddObject(mod, "NativeConsumer", (PyObject *)&consumer_type) < 0) {
-        Py_DECREF(&consumer_type);
+    PyObject *type = PyType_FromSpec(&consumer_spec);
+    if (type == NULL || PyModule_AddObject(mod, "NativeConsumer", type) < 0) {
+        Py_XDECREF(type);
         Py_DECREF(mod);
         return NULL;
     }
