@@ -22,6 +22,7 @@ from botocore.exceptions import ClientError
 from botocore.parsers import EventStreamJSONParser
 
 from samza_devkit.aws_event_stream import event_message, exception_message
+from samza_devkit.waits import scaled
 from spark_samza_source.kinesis import kpl
 from spark_samza_source.kinesis.errors import KinesisDataLossError, KinesisSourceError
 from spark_samza_source.kinesis.executor.fanout import STOP_SUBSCRIPTION_IN_USE
@@ -99,7 +100,8 @@ def client_error(code: str, message: str = "") -> ClientError:
 
 
 def read(client, start=None, *, recorded_end=None, ending=None, **settings):
-    settings.setdefault("max_fetch_time_ms", 5_000)
+    # the read's time budget is a wait for events already queued: a quiet machine's 5 s (samza_devkit.waits)
+    settings.setdefault("max_fetch_time_ms", int(scaled(5_000)))
     settings.setdefault("sleep", lambda s: None)
     request = ShardReadRequest("clicks", SHARD, start or ShardPosition.trim_horizon(), "Task-0",
                                ending_sequence=ending, recorded_end=recorded_end, consumer_arn=CONSUMER)
