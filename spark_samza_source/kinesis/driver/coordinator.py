@@ -252,6 +252,12 @@ class KinesisCoordinator(JobCoordinator[KinesisOffset]):
         return StreamIdentity(arn, created_ms)
 
     def _stream_recreated(self, offset: KinesisOffset, identity: StreamIdentity, when: str) -> None:
+        """Fail (failOnDataLoss) or log and count the re-creation, once per (old, new) stream: a restart that
+        replays its last batch finds it in ``batch_reads``, and the next plan, from that batch's end (which still
+        names the old stream), finds it again."""
+        change = f"{offset.stream_identity.describe()} -> {identity.describe()}"
+        if change in self.data_loss.get("streamRecreated", ()):
+            return
         what = (f"samza-kinesis stream {self.options.stream!r} was deleted and re-created since the query read it "
                 f"(found while {when}): the checkpoint's positions belong to {offset.stream_identity.describe()}, "
                 f"the stream now is {identity.describe()}. The old stream's unread records are gone, and its "
@@ -263,8 +269,7 @@ class KinesisCoordinator(JobCoordinator[KinesisOffset]):
                 "reported in the progress), or start a new checkpoint location")
         log.warning("data loss: %s; reading the new stream from TRIM_HORIZON (%s=false)", what,
                     FAIL_ON_DATA_LOSS.name)
-        self.data_loss.setdefault("streamRecreated", []).append(
-            f"{offset.stream_identity.describe()} -> {identity.describe()}")
+        self.data_loss.setdefault("streamRecreated", []).append(change)
 
     def _check_sequences_with_kinesis(self, named: Mapping[str, ShardPosition]) -> None:
         """Ask Kinesis for an iterator at every sequence number the per-shard option names: real Kinesis refuses
