@@ -1,7 +1,8 @@
 """The executor side of a samza-kinesis task: what ``SamzaKinesisStreamReader.read`` runs for one input partition.
 
 Apart from the DataSource glue (``source.py``, which imports the driver's coordinator) so that the task path
-imports executor modules only (docs/architecture.md §2): the reader, the recorded batch ends, the client.
+imports executor modules only (docs/architecture.md §2): the reader, the recorded batch ends, the client, the
+store check.
 
 A task that holds several shards reads them concurrently, one thread per shard on a bounded pool (at most the
 boto3 client's connection pool, ``max_pool_connections`` = 10, and :data:`MAX_SHARD_THREADS`): each shard is paced
@@ -28,6 +29,7 @@ from ..input_partition import KinesisTaskPartition, ShardRead
 from ..options import KinesisSourceOptions
 from .microbatch_ends import batch_ends_for, stream_and_record
 from .reader import ShardReadRequest, ShardReadSettings
+from .store_reach import check_store_shared_with_driver
 
 __all__ = ["read_task", "MAX_SHARD_THREADS"]
 
@@ -40,10 +42,22 @@ _BATCH, _DONE, _FAILED = "batch", "done", "failed"
 
 def read_task(options: KinesisSourceOptions, partition: KinesisTaskPartition) -> Iterator:
     """Read every shard read of ``partition`` (what the driver planned), recording where each shard
-    stopped; several shards are read concurrently (see the module documentation)."""
+    stopped; several shards are read concurrently (see the module documentation).
+
+    The metadata store is opened once per task and checked at once, before any row, to be the driver's
+    (``store_reach``): every shard's batch end is recorded in it."""
+    if not partition.reads:
+        return iter(())
+    store = open_store(options.metadata_store, options.job_name)
+    check_store_shared_with_driver(store)
+    return _read_shards(options, partition, store)
+
+
+def _read_shards(options: KinesisSourceOptions, partition: KinesisTaskPartition, store: Any) -> Iterator:
+    """The rows of every shard read, one shard after another or on a pool (a generator: nothing is read until
+    Spark asks for the first batch)."""
     settings = AwsClientSettings.from_settings(options.client_settings())
     client = kinesis_client(settings)
-    store = open_store(options.metadata_store, options.job_name)
     shard_settings = read_settings(options, settings)
     reads = list(partition.reads)
     threads = min(len(reads), MAX_SHARD_THREADS, max(1, settings.max_pool_connections))
