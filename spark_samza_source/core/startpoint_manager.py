@@ -6,8 +6,18 @@ goes through the ``MetadataStore`` it is given, so it stays in the pure core.
 
 Layout: namespace ``startpoint``, one key per startpoint (Samza's ``system.stream.partition[.taskName]``, with
 ``%`` -> ``%25`` and ``.`` -> ``%2E`` inside names so a key maps back to one (SSP, task)), value = Samza's JSON.
-Startpoints older than the TTL are ignored (``purge_expired`` removes them); a malformed value is an error for
-operator calls and a warning, reported in ``FanOutResult.malformed``, inside a live query.
+
+Fan-out (:meth:`StartpointManager.fan_out`), at every planning round:
+
+- precedence: an SSP-only startpoint is merged into the SSP+task key of every task holding the SSP in the job
+  model, and the newer ``creationTimestamp`` wins there (an SSP+task startpoint written later beats it, and the
+  other way round);
+- concurrency: every change is one conditional store operation (``put_if_absent``, ``delete_if_equal``), so a
+  startpoint written by a tool meanwhile is never lost: a merge re-reads and compares again, and an SSP-only key
+  that changed since it was read is kept and fans out at the next round;
+- expiry: startpoints older than the TTL are ignored with a warning (``purge_expired`` removes them);
+- malformed values: an error for operator calls; inside a live query a warning, once per value, and an entry
+  in ``FanOutResult.malformed``, never fatal.
 
 The life cycle (write, fan out, resolve, apply, delete only if unchanged) and its reasons: docs/architecture.md §6.
 """

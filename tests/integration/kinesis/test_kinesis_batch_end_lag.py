@@ -1,4 +1,4 @@
-"""MillisBehindLatest recorded with each shard's batch end (``batch_ends``), against moto and the real stores.
+"""MillisBehindLatest recorded with each shard's batch end (``microbatch_ends``), against moto and the real stores.
 
 The reader's figure where a shard's read stopped is what the driver reports as the query's Kinesis lag, so it must
 be Kinesis' own answer at that point (checked against a ``GetRecords`` that ends at the same record), the first
