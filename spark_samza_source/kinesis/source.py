@@ -3,8 +3,9 @@
 ``read`` runs on executors in a pickled reader that only holds the parsed options: each task reads its shards
 from the batch's start positions, yielding rows as they arrive, and records where each shard stopped
 (put-if-absent); a retried or speculative attempt reads exactly to the recorded end, and an attempt that read past
-an end another attempt recorded first fails, so Spark discards its rows (``executor/task.py``, ``microbatch_ends``,
-docs/architecture.md §8). The batches pass the fault-hook seam as samza-kafka's do (``source/fault_hooks.py``).
+an end another attempt recorded first fails, so Spark discards its rows (``executor/task.py``,
+``executor/recorded_reads.py``, docs/architecture.md §8). The batches pass the fault-hook seam as samza-kafka's
+do (``source/fault_hooks.py``).
 """
 
 from __future__ import annotations

@@ -27,8 +27,8 @@ from ...source.job_coordinator import JobCoordinator
 from ..calls import error_code, iterator_request
 from ..client import AwsClientSettings, dynamodb_client, kinesis_client
 from ..errors import KinesisDataLossError
-from ..executor.microbatch_ends import BatchEnds, batch_ends_for
 from ..input_partition import ShardRead
+from ..microbatch_ends import BatchEnds, batch_ends_for
 from ..options import SYSTEM, KinesisSourceOptions
 from ..positions import ShardPosition
 from ..shards import ShardInfo

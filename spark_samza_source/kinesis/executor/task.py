@@ -26,9 +26,10 @@ from ...metadata import open_store
 from ...source.fault_hooks import SHARD_END_RECORDED, report
 from ..client import AwsClientSettings, kinesis_client
 from ..input_partition import KinesisTaskPartition, ShardRead
+from ..microbatch_ends import batch_ends_for
 from ..options import KinesisSourceOptions
-from .microbatch_ends import batch_ends_for, stream_and_record
 from .reader import ShardReadRequest, ShardReadSettings
+from .recorded_reads import stream_and_record
 from .store_reach import check_store_shared_with_driver
 
 __all__ = ["read_task", "MAX_SHARD_THREADS"]

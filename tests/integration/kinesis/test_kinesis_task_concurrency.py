@@ -21,9 +21,9 @@ from samza_devkit import kinesis_helpers as kh
 from samza_devkit import moto_request_log
 from spark_samza_source.kinesis.errors import KinesisDataLossError
 from spark_samza_source.kinesis.executor import task as kinesis_task
-from spark_samza_source.kinesis.executor.microbatch_ends import batch_ends_for
 from spark_samza_source.kinesis.executor.task import read_task
 from spark_samza_source.kinesis.input_partition import KinesisTaskPartition, ShardRead
+from spark_samza_source.kinesis.microbatch_ends import batch_ends_for
 from spark_samza_source.kinesis.options import KinesisSourceOptions
 from spark_samza_source.kinesis.positions import ShardPosition
 from spark_samza_source.metadata import open_store
