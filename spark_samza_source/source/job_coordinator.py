@@ -27,6 +27,9 @@ log = logging.getLogger(__name__)
 Offset = TypeVar("Offset")
 Resolved = TypeVar("Resolved")
 
+#: the writes for tools a commit leaves to the write-behind thread (``JobCoordinator.commit``)
+WritesBehind = Callable[[], None]
+
 
 class JobCoordinator(ABC, Generic[Offset]):
     """Plans batches for one query, in Spark's long-lived driver-side Python runner.
@@ -74,14 +77,14 @@ class JobCoordinator(ABC, Generic[Offset]):
 
     @property
     def write_behind(self) -> WriteBehind:
-        """Where a system's ``commit_batch`` may hand its mirror writes (done off Spark's ``walCommit`` phase;
-        settled at the next ``latestOffset``)."""
+        """Where :meth:`commit` runs the writes for tools a system's ``commit_batch`` returns (off Spark's
+        ``walCommit`` phase; settled at the next ``latestOffset``)."""
         if self._write_behind is None:
             self._write_behind = WriteBehind(f"samza-mirrors-{self.options.job_name}")
         return self._write_behind
 
     def settle_writes(self) -> None:
-        """Wait for the mirror writes handed to :attr:`write_behind`; raise what one of them raised."""
+        """Wait for the writes :meth:`commit` handed to :attr:`write_behind`; raise what one of them raised."""
         if self._write_behind is not None:
             self._write_behind.settle()
 
@@ -105,8 +108,12 @@ class JobCoordinator(ABC, Generic[Offset]):
         """One entry per task of ``end``'s job model, in task order: what that task reads in the batch."""
 
     @abstractmethod
-    def commit_batch(self, end: Offset) -> None:
-        """Record that the batch ending at ``end`` is committed (mirror it with :meth:`mirror_checkpoint`)."""
+    def commit_batch(self, end: Offset) -> WritesBehind | None:
+        """The system's part of committing the batch ending at ``end`` (see :meth:`commit` for the rule).
+
+        Write here what must fail this very commit (a guard, such as the KCL lease table's check for a live
+        KCL worker); return the writes for tools (the checkpoint mirror with :meth:`mirror_checkpoint`, the
+        system's own mirrors, clean-up), built from ``end`` and this driver's state now: they run behind."""
 
     @abstractmethod
     def lease_identity(self, offset: Offset) -> str:
@@ -141,9 +148,19 @@ class JobCoordinator(ABC, Generic[Offset]):
         return self.batch_reads(start, end)
 
     def commit(self, end: Offset) -> None:
+        """The one commit path of both systems (docs/architecture.md §9).
+
+        Synchronous, on Spark's ``walCommit`` path, so a failure fails the commit: holding the lease, deleting the
+        startpoints ``end`` applied (only if unchanged) and the system's guards (``commit_batch``). Written
+        behind, while the next batch runs: the writes for tools ``commit_batch`` returns, on one thread, a newer
+        commit's writes replacing older ones still waiting (they are absolute). The next ``latestOffset`` waits
+        for them before it plans and raises what one raised, so a failed write fails the query one call later
+        and the mirrors never trail by more than the batch in flight."""
         self.lease.hold(self.lease_identity(end))
         self.delete_applied_startpoints(end)
-        self.commit_batch(end)
+        behind = self.commit_batch(end)
+        if behind is not None:
+            self.write_behind.submit(behind)
 
     def progress_report(self) -> dict[str, Any] | None:
         """``sources[i].latestOffset`` in Spark's progress: the system's figures, and ``"malformedStartpoints": N``

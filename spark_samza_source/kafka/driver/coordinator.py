@@ -4,7 +4,7 @@ Each trigger it discovers partitions (so expansion is seen at every trigger), re
 configured grouper, picks up Startpoints (at query start, then after each poll interval), resolves them with
 the Kafka visitor, and hands everything to the pure planner. ``commit`` deletes the startpoints a committed
 batch applied (only if unchanged since) and mirrors committed positions to the metadata store and,
-optionally, to the consumer group ``samza-<job.name>``.
+optionally, to the consumer group ``samza-<job.name>``, both written behind (``JobCoordinator.commit``).
 
 Spark calls ``commit`` one batch late and never for the last batch of a run, so the startpoints recorded as
 applied in the offset a run *starts from* are deleted on the first trigger too (the restart path); the offset
@@ -38,7 +38,7 @@ from ...options.kafka import (
     SUBSCRIBE_PATTERN,
 )
 from ...options.namespaces import JOB_MODEL, JOB_MODEL_CURRENT, JOB_MODEL_PREVIOUS
-from ...source.job_coordinator import JobCoordinator
+from ...source.job_coordinator import JobCoordinator, WritesBehind
 from ...source.limits import MinRowsGate
 from ..input_partition import KafkaRange
 from ..options import SYSTEM, KafkaSourceOptions
@@ -348,8 +348,8 @@ class KafkaCoordinator(JobCoordinator[KafkaOffset]):
             topic, growth.before, growth.after, growth.before, window, growth.before, 2 * growth.before,
             EXPANSION_SETTLE.name)
 
-    def commit_batch(self, end: KafkaOffset) -> None:
-        """Hand the mirrors of ``end`` to the write-behind thread: nothing here needs them before the next plan."""
+    def commit_batch(self, end: KafkaOffset) -> WritesBehind:
+        """Nothing guards a Kafka commit; both mirrors of ``end`` are for tools, so they are written behind."""
         checkpoint = Checkpoint.from_pairs(end.positions)
         group: dict[tuple[str, int], int] | None = None
         if self.options.commit_offsets_to_kafka:
@@ -357,7 +357,7 @@ class KafkaCoordinator(JobCoordinator[KafkaOffset]):
             for (_task, ssp), pos in end.positions.items():
                 tp = (ssp.stream, ssp.partition)
                 group[tp] = min(pos, group.get(tp, pos))
-        self.write_behind.submit(lambda: self._write_mirrors(checkpoint, group))
+        return lambda: self._write_mirrors(checkpoint, group)
 
     def _write_mirrors(self, checkpoint: Checkpoint, group: dict[tuple[str, int], int] | None) -> None:
         self.mirror_checkpoint(checkpoint)

@@ -23,7 +23,7 @@ from ...metadata.lease import offset_identity, query_identity
 from ...options.common import FAIL_ON_DATA_LOSS
 from ...options.kinesis import KCL_LEASE_TABLE, STARTING_POSITION
 from ...options.namespaces import STREAM_CONSUMERS
-from ...source.job_coordinator import JobCoordinator
+from ...source.job_coordinator import JobCoordinator, WritesBehind
 from ..calls import error_code, iterator_request
 from ..client import AwsClientSettings, dynamodb_client, kinesis_client
 from ..errors import KinesisDataLossError
@@ -197,31 +197,46 @@ class KinesisCoordinator(JobCoordinator[KinesisOffset]):
         if not expired:
             del self.data_loss["shardsExpired"]
 
-    def commit_batch(self, end: KinesisOffset) -> None:
+    def commit_batch(self, end: KinesisOffset) -> WritesBehind:
+        """The KCL lease table is written here, in the commit: a conflict means a live KCL worker uses the table,
+        and the query must fail before its next batch reads the shards beside it (docs/migration.md, "From a KCL
+        application"). The checkpoint mirror, the shard -> task map and the clean-up of the recorded ends of
+        committed batches are for tools and housekeeping: written behind."""
         ends = self.batch_ends(end).ends_for(end.batch)
-        positions = {}
-        lease = {}
-        for sid, state in end.shards.items():
-            reached = ends.get(sid, state.start)
+        reached = {sid: ends.get(sid, state.start) for sid, state in end.shards.items()}
+        if self.options.kcl_lease_table:
+            self._write_kcl_leases(reached)
+        checkpoint = self._checkpoint_of(end, reached)
+        return lambda: self._write_mirrors(end, checkpoint)
+
+    @staticmethod
+    def _checkpoint_of(end: KinesisOffset, reached: Mapping[str, ShardPosition]) -> Checkpoint:
+        """Every (task, slot SSP)'s reached position: a shard's, or {shard id: position} for an overloaded slot."""
+        positions: dict = {}
+        for sid, position in reached.items():
             task, ssp = end.task_of(sid), end.slot_ssp(sid)
             if task is not None and ssp is not None:
-                slot = positions.setdefault((task, ssp), {})
-                slot[sid] = reached.to_json()
-            info = self._shard_info.get(sid)
-            lease[sid] = (reached, info.parent_ids if info else ())
+                positions.setdefault((task, ssp), {})[sid] = position.to_json()
         checkpoint = {k: (next(iter(v.values())) if len(v) == 1 else v) for k, v in positions.items()}
-        self.mirror_checkpoint(Checkpoint.from_pairs(checkpoint, batch_id=end.batch))
+        return Checkpoint.from_pairs(checkpoint, batch_id=end.batch)
+
+    def _write_kcl_leases(self, reached: Mapping[str, ShardPosition]) -> None:
+        if self._lease_table is None:
+            table = KclLeaseTable(dynamodb_client(self.settings), self.options.kcl_lease_table,
+                                  settings=self.settings)
+            table.ensure_table()
+            self._lease_table = table
+        lease = {}
+        for sid, position in reached.items():
+            info = self._shard_info.get(sid)
+            lease[sid] = (position, info.parent_ids if info else ())
+        ranges = {sid: (i.hash_start, i.hash_end) for sid, i in self._shard_info.items()}
+        self._lease_table.write_checkpoints(lease, owner=f"samza-{self.options.job_name}", hash_ranges=ranges)
+
+    def _write_mirrors(self, end: KinesisOffset, checkpoint: Checkpoint) -> None:
+        """On the write-behind thread: ``end`` and ``checkpoint`` are immutable; nothing else of the driver's."""
+        self.mirror_checkpoint(checkpoint)
         self.shard_tasks.write(end)
-        if self.options.kcl_lease_table:
-            if self._lease_table is None:
-                table = KclLeaseTable(dynamodb_client(self.settings), self.options.kcl_lease_table,
-                                      settings=self.settings)
-                table.ensure_table()
-                self._lease_table = table
-            ranges = {sid: (i.hash_start, i.hash_end) for sid, i in self._shard_info.items()}
-            # A conflict means a live KCL worker uses the table (it moved a lease since we wrote it): the query
-            # fails, naming it, rather than read the shards beside it (docs/migration.md, "From a KCL application").
-            self._lease_table.write_checkpoints(lease, owner=f"samza-{self.options.job_name}", hash_ranges=ranges)
         self.batch_ends(end).cleanup_before(end.batch)
 
     def batch_reads(self, start: KinesisOffset, end: KinesisOffset):
