@@ -38,7 +38,7 @@ def plan_bounded_read(options: KafkaBoundedOptions, pushed: PushedFilters) -> li
 
 def _plan(coordinator: KafkaCoordinator, options: KafkaBoundedOptions, pushed: PushedFilters):
     source = options.source
-    stored = coordinator._stored_job_model(quiet=True) if options.use_stored_job_model else None
+    stored = coordinator.stored_job_model(quiet=True) if options.use_stored_job_model else None
     ssps, broadcast = coordinator.discover(stored)
     discovered = list(ssps)
     if stored is not None:

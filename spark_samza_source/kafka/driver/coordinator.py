@@ -25,6 +25,7 @@ from ...core.errors import ConfigError, PartitionExpansionError, SamzaSourceErro
 from ...core.expansion import resolve_expansion_algorithm
 from ...core.grouping import resolve_grouper
 from ...core.jobmodel import JobModel
+from ...core.jobmodel_store import JobModelStore
 from ...core.model import SystemStream, SystemStreamPartition, TaskName, TaskSsp
 from ...metadata.lease import offset_identity
 from ...options.common import BROADCAST, FAIL_ON_DATA_LOSS, JOB_NAME, RETRY_TIMEOUT
@@ -37,7 +38,6 @@ from ...options.kafka import (
     SUBSCRIBE,
     SUBSCRIBE_PATTERN,
 )
-from ...options.namespaces import JOB_MODEL, JOB_MODEL_CURRENT, JOB_MODEL_PREVIOUS
 from ...source.job_coordinator import JobCoordinator, WritesBehind
 from ...source.limits import MinRowsGate
 from ..input_partition import KafkaRange
@@ -70,6 +70,7 @@ class KafkaCoordinator(JobCoordinator[KafkaOffset]):
         self._grouper = resolve_grouper(options.grouper, expansion_algorithm=self._algorithm)
         self.latest_watermarks: dict[SystemStreamPartition, Watermarks] = {}
         self._last_model: JobModel | None = None
+        self._job_models: JobModelStore | None = None
         self._initial: KafkaOffset | None = None  # what initial_offset returned, until the first plan
         self._until: dict[SystemStreamPartition, int] | None = None  # Trigger.AvailableNow's end offsets
         self._gate: MinRowsGate | None = None  # minOffsetsPerTrigger / maxTriggerDelay
@@ -136,29 +137,40 @@ class KafkaCoordinator(JobCoordinator[KafkaOffset]):
             diff = model.diff(previous)
             if previous is not None:
                 log.info("job model changed for %s: %s", self.options.job_name, "; ".join(diff.describe()))
-            self._persist_job_model(model, previous)
+            self.job_models.write(model)
         return model
 
-    def _stored_job_model(self, quiet: bool = False) -> JobModel | None:
-        """The job model an earlier query of this job.name stored, unless jobModel.reset says to start afresh."""
-        value = self.store.get(JOB_MODEL, JOB_MODEL_CURRENT)
+    @property
+    def job_models(self) -> JobModelStore:
+        """The job model stored for this job.name (``core/jobmodel_store.py``)."""
+        if self._job_models is None:
+            self._job_models = JobModelStore(self.store)
+        return self._job_models
+
+    def stored_job_model(self, quiet: bool = False) -> JobModel | None:
+        """The job model an earlier query of this job.name stored, unless jobModel.reset says to start afresh
+        (logged unless ``quiet``: a batch read and Trigger.AvailableNow ask without starting anything)."""
         job = self.options.job_name
-        if value is None:
+        reset = self.options.job_model_reset
+        try:
+            model = self.job_models.current()
+            stored = model is not None
+        except SamzaSourceError as err:
+            if not reset:
+                raise SamzaSourceError(
+                    f"the job model stored for {JOB_NAME.name}={job} cannot be read ({err}); set "
+                    f"{JOB_MODEL_RESET.name}=true to replace it with a new one"
+                ) from None
+            model, stored = None, True  # unreadable, and replaced anyway
+        if not stored:
             if not quiet:
                 log.info("job model: none stored for %s=%s; grouping the current partitions", JOB_NAME.name, job)
             return None
-        if self.options.job_model_reset:
+        if reset:
             if not quiet:
                 log.warning("job model: the one stored for %s=%s is replaced (%s=true): tasks are regrouped "
                             "from the current partitions", JOB_NAME.name, job, JOB_MODEL_RESET.name)
             return None
-        try:
-            model = JobModel.from_json(value)
-        except SamzaSourceError as err:
-            raise SamzaSourceError(
-                f"the job model stored for {JOB_NAME.name}={job} cannot be read ({err}); set "
-                f"{JOB_MODEL_RESET.name}=true to replace it with a new one"
-            ) from None
         if not quiet:
             log.info("job model: restored the one stored for %s=%s (%d tasks); set %s=true to regroup",
                      JOB_NAME.name, job, len(model.tasks), JOB_MODEL_RESET.name)
@@ -214,14 +226,6 @@ class KafkaCoordinator(JobCoordinator[KafkaOffset]):
                 f"{JOB_MODEL_RESET.name}=true."
             ) from None
 
-    def _persist_job_model(self, model: JobModel, previous: JobModel | None) -> None:
-        current = self.store.get(JOB_MODEL, JOB_MODEL_CURRENT)
-        if current == model.to_json():
-            return
-        if current is not None:
-            self.store.put(JOB_MODEL, JOB_MODEL_PREVIOUS, current)
-        self.store.put(JOB_MODEL, JOB_MODEL_CURRENT, model.to_json())
-
     def topic_ids(self, model: JobModel, more=()) -> dict[str, str]:
         """The Kafka topic ID of every topic ``model`` (and the SSPs ``more``) reads."""
         topics = {s.stream for s in model.ssps()} | {s.stream for s in more}
@@ -251,7 +255,7 @@ class KafkaCoordinator(JobCoordinator[KafkaOffset]):
         the first plan, which handles them as an expansion.
         """
         self.lease.hold()
-        stored = self._stored_job_model()
+        stored = self.stored_job_model()
         ssps, broadcast = self.discover(stored)
         discovered = list(ssps)
         stored = self._without_dropped_topics(stored, ssps, stored_model=True)
@@ -390,7 +394,7 @@ class KafkaCoordinator(JobCoordinator[KafkaOffset]):
                 yield task, ssp, rebase.creation_timestamp
 
     def prepare_available_now(self) -> None:
-        marks = self.watermarks(self.discover(self._last_model or self._stored_job_model(quiet=True))[0])
+        marks = self.watermarks(self.discover(self._last_model or self.stored_job_model(quiet=True))[0])
         self._until = {s: m.high for s, m in marks.items()}
         log.info("Trigger.AvailableNow: reading up to the end offsets seen now (%d partitions)", len(self._until))
 
