@@ -89,6 +89,12 @@ class KafkaCoordinator(JobCoordinator[KafkaOffset]):
                                      timeout_option=RETRY_TIMEOUT.name)
         return self._admin
 
+    def close(self) -> None:
+        """Close the admin client if one was opened (a batch read's planner is done with the coordinator)."""
+        if self._admin is not None:
+            self._admin.close()
+            self._admin = None
+
     # ---- discovery ---------------------------------------------------------------------------------------
     def discover(self, previous: JobModel | None) -> tuple[list[SystemStreamPartition], frozenset]:
         """Every SSP the query reads now (broadcast ones included), and which of them are broadcast.
@@ -128,8 +134,14 @@ class KafkaCoordinator(JobCoordinator[KafkaOffset]):
         broadcast = effective_broadcast(opts.broadcast, previous, stream_counts)
         return sorted(set(ssps) | broadcast), broadcast
 
+    def group(self, previous: JobModel | None, ssps: list[SystemStreamPartition], broadcast) -> JobModel:
+        """The configured grouper's job model of ``ssps`` from ``previous``: neither checked nor stored (a batch
+        read groups with it and writes nothing)."""
+        return self._grouper.group(previous, ssps, broadcast)
+
     def job_model(self, previous: JobModel | None, ssps: list[SystemStreamPartition], broadcast) -> JobModel:
-        model = self._grouper.group(previous, ssps, broadcast)
+        """The next job model of the streaming query: grouped, checked for co-partitioning, stored when it changed."""
+        model = self.group(previous, ssps, broadcast)
         self._last_model = model
         if self.options.copartition:
             check_copartitioning(self.options.copartition, model, self._algorithm)
@@ -176,13 +188,14 @@ class KafkaCoordinator(JobCoordinator[KafkaOffset]):
                      JOB_NAME.name, job, len(model.tasks), JOB_MODEL_RESET.name)
         return model
 
-    def _without_dropped_topics(self, previous: JobModel | None, ssps, *, stored_model: bool = False,
-                                ) -> JobModel | None:
+    def without_dropped_topics(self, previous: JobModel | None, ssps, *, stored_model: bool = False,
+                               ) -> JobModel | None:
         """``previous`` without the topics that left the job: gone from the cluster or from the subscription.
 
         Only topics named in ``dropTopics`` may leave (their tasks and positions are forgotten, every other
         topic keeps its tasks and positions); any other topic that left fails here, naming the option, before
-        the grouper would report it as a stream that disappeared.
+        the grouper would report it as a stream that disappeared. The one rule for a streaming query and for a
+        batch read that starts from the stored job model (``bounded_read.py``).
         """
         if previous is None:
             return None
@@ -258,7 +271,7 @@ class KafkaCoordinator(JobCoordinator[KafkaOffset]):
         stored = self.stored_job_model()
         ssps, broadcast = self.discover(stored)
         discovered = list(ssps)
-        stored = self._without_dropped_topics(stored, ssps, stored_model=True)
+        stored = self.without_dropped_topics(stored, ssps, stored_model=True)
         if stored is not None:
             self._check_restorable(stored, ssps, broadcast)
             streams = {s.system_stream for s in stored.ssp_to_task()}
@@ -292,7 +305,7 @@ class KafkaCoordinator(JobCoordinator[KafkaOffset]):
 
     def _plan(self, start: KafkaOffset, max_rows: int | None) -> KafkaOffset:
         ssps, broadcast = self.discover(start.job_model)
-        previous = self._without_dropped_topics(start.job_model, ssps)
+        previous = self.without_dropped_topics(start.job_model, ssps)
         # the watermarks of the partitions just discovered and the topic IDs, in one round trip: the job model
         # is grouped from these very partitions, so it rarely needs any other
         asked = frozenset((s.stream, s.partition) for s in ssps)

@@ -1,6 +1,6 @@
 """The driver side of a samza-kinesis batch read: every shard of the stream's lineage, in its task, in range.
 
-It reuses the streaming query's pieces: ``ListShards`` through the coordinator's admin, the ``starting.py``
+It plans through the streaming coordinator's public methods: ``ListShards``, the ``starting.py``
 strategies (default ``TRIM_HORIZON`` for a batch), and the planner's first job model (``initial_offset``: the
 shard-to-task mapping a new streaming query starts with). With ``job.name``, the tasks the job's streaming query
 gave each shard (``shard_tasks.py``, read from its metadata store) come first, so a backfill's ``task`` column is
@@ -46,9 +46,7 @@ def plan_bounded_read(options: KinesisBoundedOptions, pushed: PushedFilters, *, 
     now = int(time.time() * 1000) if wall_ms is None else wall_ms
     coordinator = KinesisCoordinator(source, wall_ms=lambda: now)
     shards = coordinator.list_shards()
-    starts = source.starting.starts(shards, stream=source.stream, now_ms=lambda: now,
-                                    check_sequences=coordinator._check_sequences_with_kinesis,
-                                    kcl_checkpoints=coordinator._kcl_positions)
+    starts = coordinator.starting_positions(shards)
     stored = _stored_shard_tasks(coordinator) if options.use_stored_job_model else None
     offset = initial_offset(shards, stored.num_tasks if stored else source.tasks, starts.positions,
                             source.assignment, stream=source.stream, system=SYSTEM)

@@ -32,6 +32,7 @@ from ..microbatch_ends import BatchEnds, batch_ends_for
 from ..options import SYSTEM, KinesisSourceOptions
 from ..positions import ShardPosition
 from ..shards import ShardInfo
+from ..starting import Starts
 from .admin import KinesisAdmin
 from .consumers import StreamConsumer, StreamConsumers
 from .lease_table import KclLeaseTable
@@ -144,9 +145,7 @@ class KinesisCoordinator(JobCoordinator[KinesisOffset]):
         self.lease.hold()
         shards = self.list_shards()
         self.consumer_arn()  # fan-out: registered (and ACTIVE) before the first batch, a bad name fails the start
-        starts = self.options.starting.starts(shards, stream=self.options.stream, now_ms=self._wall_ms,
-                                              check_sequences=self._check_sequences_with_kinesis,
-                                              kcl_checkpoints=self._kcl_positions)
+        starts = self.starting_positions(shards)
         positions, latest_ms = starts.positions, starts.latest_timestamp_ms
         offset = initial_offset(
             shards, self.options.tasks, positions, self.options.assignment, stream=self.options.stream,
@@ -156,6 +155,14 @@ class KinesisCoordinator(JobCoordinator[KinesisOffset]):
         self._identity_checked = True
         log.info("samza-kinesis %s: %d shards, %d tasks", self.options.job_name, len(shards), offset.num_tasks)
         return offset
+
+    def starting_positions(self, shards: list[ShardInfo]) -> Starts:
+        """Where each of ``shards`` starts under the option ``startingPosition`` (``starting.py``), with its checks
+        against Kinesis (a sequence number of another shard is refused) and the KCL lease table for ``kcl``: for
+        a new checkpoint and for a batch read alike."""
+        return self.options.starting.starts(shards, stream=self.options.stream, now_ms=self._wall_ms,
+                                            check_sequences=self._check_sequences_with_kinesis,
+                                            kcl_checkpoints=self._kcl_positions)
 
     def plan_batch(self, start: KinesisOffset, *, max_rows: int | None) -> KinesisOffset:
         identity = self.stream_identity()
