@@ -21,7 +21,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from ..core.errors import MetadataStoreError
+from ..core.errors import InternalError, MetadataStoreError
 from ..core.store import MetadataStore
 from ..options.namespaces import BATCH_ENDS
 from .errors import PositionFormatError
@@ -61,7 +61,7 @@ class BatchEnds:
     # ---- keys -----------------------------------------------------------------------------------------------
     def _prefix(self, batch: int) -> str:
         if not isinstance(batch, int) or isinstance(batch, bool) or batch < 0:
-            raise ValueError(f"batch must be an int >= 0, got {batch!r}")
+            raise InternalError(f"batch must be an int >= 0, got {batch!r}")
         return f"{batch:0{_BATCH_DIGITS}d}/" + (f"{self.stream}/" if self.stream else "")
 
     def key(self, batch: int, shard_id: str) -> str:
