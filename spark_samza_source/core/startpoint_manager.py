@@ -24,6 +24,7 @@ The life cycle (write, fan out, resolve, apply, delete only if unchanged) and it
 
 from __future__ import annotations
 
+import builtins  # StartpointManager.list shadows the builtin in its class's annotations
 import logging
 import re
 from collections.abc import Iterator, Mapping
@@ -264,7 +265,7 @@ class StartpointManager:
             return False
         return self._store.delete_if_equal(NAMESPACE, key, raw)
 
-    def purge_expired(self) -> list[StartpointEntry]:
+    def purge_expired(self) -> builtins.list[StartpointEntry]:
         """Delete every expired startpoint (each only if unchanged since read); returns those deleted."""
         entries, _ = self._scan()
         return [
@@ -375,9 +376,9 @@ class StartpointManager:
         except StartpointFormatError as err:
             raise StartpointFormatError(f"{self._where()} key {key!r:.200}: {err}") from None
 
-    def _scan(self) -> tuple[list[StartpointEntry], list[MalformedStartpoint]]:
-        entries: list[StartpointEntry] = []
-        malformed: list[MalformedStartpoint] = []
+    def _scan(self) -> tuple[builtins.list[StartpointEntry], builtins.list[MalformedStartpoint]]:
+        entries: builtins.list[StartpointEntry] = []
+        malformed: builtins.list[MalformedStartpoint] = []
         for key, raw in self._store.list(NAMESPACE).items():
             try:
                 ssp, task = parse_startpoint_key(key)

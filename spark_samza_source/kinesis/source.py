@@ -52,7 +52,7 @@ class SamzaKinesisStreamReader(SamzaStreamReader):
         return None
 
     # ---- executors --------------------------------------------------------------------------------------
-    def read(self, partition: KinesisTaskPartition) -> Iterator:
+    def read(self, partition: KinesisTaskPartition) -> Iterator:  # type: ignore[override]  # ours
         from .executor.task import read_task
 
         return reporting_batches(self.options.fault_hooks, read_task(self.options, partition), task=partition.task,
@@ -78,7 +78,7 @@ class SamzaKinesisBoundedReader(SamzaBoundedReader):
 
         return plan_bounded_read(self.options, self.pushed)
 
-    def read(self, partition: KinesisTaskPartition) -> Iterator:
+    def read(self, partition: KinesisTaskPartition) -> Iterator:  # type: ignore[override]  # ours
         from .executor.bounded_task import read_bounded_task
 
         return read_bounded_task(self.options.source, partition)

@@ -8,6 +8,8 @@ code that needs one without parsing options (the lease, the startpoint manager, 
 
 from __future__ import annotations
 
+from typing import cast
+
 from .option import Duration, Flag, Namespace, Option, Text
 
 JOB_NAME = Option(
@@ -82,7 +84,7 @@ TESTING_OPTIONS_PREFIX = TESTING.prefix
 DEFAULT_STARTPOINT_TTL_MS: int = STARTPOINT_TTL.default
 DEFAULT_STARTPOINT_POLL_INTERVAL_MS: int = STARTPOINT_POLL_INTERVAL.default
 DEFAULT_JOB_LEASE_TTL_MS: int = JOB_LEASE_TTL.default
-MIN_JOB_LEASE_TTL_MS: int = JOB_LEASE_TTL.kind.minimum_ms
+MIN_JOB_LEASE_TTL_MS: int = cast(Duration, JOB_LEASE_TTL.kind).minimum_ms
 DEFAULT_RETRY_TIMEOUT_MS: int = RETRY_TIMEOUT.default
 
 # Spark's Kafka source has these; neither source does (a Spark input partition is one Samza task): each system's

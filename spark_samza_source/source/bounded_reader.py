@@ -98,12 +98,17 @@ class SamzaBoundedReader(DataSourceReader):
         self.schema = schema
         self.pushed = PushedFilters()
 
+    @staticmethod
+    @abstractmethod
+    def parse_options(raw: Any, use_stored_job_model: bool) -> Any:
+        """The system's bounded options from the raw options (``SamzaDataSource.bounded_read_options``)."""
+
     @abstractmethod
     def plan(self) -> list[tuple[Any, list]]:
         """Driver: (task, reads) for every task, narrowed by ``self.pushed``."""
 
     @abstractmethod
-    def read(self, partition: TaskInputPartition) -> Iterator:
+    def read(self, partition: TaskInputPartition) -> Iterator:  # type: ignore[override]  # Spark hands back ours
         """Executors: the rows of one task's reads."""
 
     def partitions(self) -> list[TaskInputPartition]:

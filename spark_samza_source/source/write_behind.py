@@ -58,7 +58,8 @@ class WriteBehind:
                 job, self._pending = self._pending, None
                 self._running = True
             try:
-                job()
+                if job is not None:  # always: the wait above returns only with a job pending
+                    job()
             except BaseException as err:  # noqa: BLE001 - handed to the caller of settle, which raises it
                 with self._cond:
                     if self._error is None:

@@ -17,11 +17,12 @@ import logging
 import re
 import time
 from collections.abc import Mapping
+from typing import overload
 
 from ...core.broadcast import effective_broadcast
 from ...core.checkpoint import Checkpoint
 from ...core.copartition import check_copartitioning
-from ...core.errors import ConfigError, PartitionExpansionError, SamzaSourceError
+from ...core.errors import ConfigError, InternalError, PartitionExpansionError, SamzaSourceError
 from ...core.expansion import resolve_expansion_algorithm
 from ...core.grouping import resolve_grouper
 from ...core.jobmodel import JobModel
@@ -59,7 +60,7 @@ from .startpoints import KafkaStartpointResolver, kafka_startpoint_problem
 log = logging.getLogger(__name__)
 
 
-class KafkaCoordinator(JobCoordinator[KafkaOffset]):
+class KafkaCoordinator(JobCoordinator[KafkaOffset, KafkaSourceOptions, KafkaRange]):
     """Plans batches for one query. Lives in Spark's long-lived driver-side Python runner."""
 
     def __init__(self, options: KafkaSourceOptions, *, clock=time.monotonic, wall_ms=None) -> None:
@@ -116,8 +117,10 @@ class KafkaCoordinator(JobCoordinator[KafkaOffset]):
         else:
             if opts.topics is not None:
                 counts = self.admin.list_partition_counts(topics=list(opts.topics))
-            else:
+            elif opts.pattern is not None:
                 counts = self.admin.list_partition_counts(pattern=re.compile(opts.pattern))
+            else:  # the options name exactly one of assign, subscribe, subscribePattern
+                raise InternalError("samza-kafka options without assign, subscribe or subscribePattern")
             ssps = [SystemStreamPartition(SYSTEM, t, p) for t, n in counts.items() for p in range(n)]
         broadcast_streams = {b.stream for b in opts.broadcast}
         if previous is not None:
@@ -166,27 +169,36 @@ class KafkaCoordinator(JobCoordinator[KafkaOffset]):
         reset = self.options.job_model_reset
         try:
             model = self.job_models.current()
-            stored = model is not None
         except SamzaSourceError as err:
             if not reset:
                 raise SamzaSourceError(
                     f"the job model stored for {JOB_NAME.name}={job} cannot be read ({err}); set "
                     f"{JOB_MODEL_RESET.name}=true to replace it with a new one"
                 ) from None
-            model, stored = None, True  # unreadable, and replaced anyway
-        if not stored:
+            self._log_reset(quiet)  # unreadable, and replaced anyway
+            return None
+        if model is None:
             if not quiet:
                 log.info("job model: none stored for %s=%s; grouping the current partitions", JOB_NAME.name, job)
             return None
         if reset:
-            if not quiet:
-                log.warning("job model: the one stored for %s=%s is replaced (%s=true): tasks are regrouped "
-                            "from the current partitions", JOB_NAME.name, job, JOB_MODEL_RESET.name)
+            self._log_reset(quiet)
             return None
         if not quiet:
             log.info("job model: restored the one stored for %s=%s (%d tasks); set %s=true to regroup",
                      JOB_NAME.name, job, len(model.tasks), JOB_MODEL_RESET.name)
         return model
+
+    def _log_reset(self, quiet: bool) -> None:
+        if not quiet:
+            log.warning("job model: the one stored for %s=%s is replaced (%s=true): tasks are regrouped "
+                        "from the current partitions", JOB_NAME.name, self.options.job_name, JOB_MODEL_RESET.name)
+
+    @overload
+    def without_dropped_topics(self, previous: JobModel, ssps, *, stored_model: bool = False) -> JobModel: ...
+
+    @overload
+    def without_dropped_topics(self, previous: None, ssps, *, stored_model: bool = False) -> None: ...
 
     def without_dropped_topics(self, previous: JobModel | None, ssps, *, stored_model: bool = False,
                                ) -> JobModel | None:
@@ -260,14 +272,13 @@ class KafkaCoordinator(JobCoordinator[KafkaOffset]):
         return marks
 
     # ---- Spark entry points ----------------------------------------------------------------------------
-    def initial_offset(self) -> KafkaOffset:
+    def first_offset(self) -> KafkaOffset:
         """Where a query with no checkpoint starts: startingOffsets, overridden by any Startpoint.
 
         The job model is the one stored for ``job.name`` when there is one (SEP-5: the previous model is the
         input of every grouper, so a new checkpoint keeps the same tasks); partitions added since are left to
         the first plan, which handles them as an expansion.
         """
-        self.lease.hold()
         stored = self.stored_job_model()
         ssps, broadcast = self.discover(stored)
         discovered = list(ssps)
@@ -473,7 +484,7 @@ def _log_barriers(start: KafkaOffset, result: PlanResult, now_ms: int) -> None:
             if b.settling:
                 log.info("partition expansion to %d: %s waits for %s; cut in %.1f s (%s)",
                          b.grown_to, ssp, ", ".join(map(str, b.feeders)),
-                         max(0, b.settle_until - now_ms) / 1000, EXPANSION_SETTLE.name)
+                         max(0, (b.settle_until or now_ms) - now_ms) / 1000, EXPANSION_SETTLE.name)
     for ssp, chain in after.items():
         for b in chain:
             if not b.settling and b not in before.get(ssp, ()):

@@ -109,6 +109,6 @@ def _narrowed(start: ShardPosition, min_ms: int | None) -> ShardPosition:
     """``start``, moved to ``AT_TIMESTAMP(min_ms)`` when that is later (a sequence position is kept)."""
     if min_ms is None:
         return start
-    if start.type == TRIM_HORIZON or (start.type == AT_TIMESTAMP and start.timestamp_ms < min_ms):
+    if start.type == TRIM_HORIZON or (start.type == AT_TIMESTAMP and (start.timestamp_ms or 0) < min_ms):
         return ShardPosition.at_timestamp(min_ms)
     return start

@@ -19,6 +19,7 @@ from botocore.exceptions import ClientError
 
 from ...core.checkpoint import Checkpoint
 from ...core.errors import ConfigError, SamzaSourceError
+from ...core.jobmodel import JobModel
 from ...metadata.lease import offset_identity, query_identity
 from ...options.common import FAIL_ON_DATA_LOSS
 from ...options.kinesis import KCL_LEASE_TABLE, STARTING_POSITION
@@ -53,7 +54,7 @@ log = logging.getLogger(__name__)
 PROBE_BUDGET_S = 0.25  # time one trigger may spend probing idle shards for new records
 
 
-class KinesisCoordinator(JobCoordinator[KinesisOffset]):
+class KinesisCoordinator(JobCoordinator[KinesisOffset, KinesisSourceOptions, ShardRead]):
     def __init__(self, options: KinesisSourceOptions, *, clock=time.monotonic, wall_ms=None) -> None:
         super().__init__(options, clock=clock)
         self.settings = AwsClientSettings.from_settings(options.client_settings())
@@ -64,7 +65,7 @@ class KinesisCoordinator(JobCoordinator[KinesisOffset]):
         self._listed_at: float | None = None  # when plan_batch last listed the shards (describeShardInterval)
         self._last_probe: dict[str, float] = {}
         self._job_model_key: tuple | None = None
-        self._job_model_cache = None
+        self._job_model_cache: JobModel | None = None
         self._available_now_started = False
         self._lease_table: KclLeaseTable | None = None
         self._shard_tasks: ShardTasksMirror | None = None
@@ -141,8 +142,7 @@ class KinesisCoordinator(JobCoordinator[KinesisOffset]):
         return shards
 
     # ---- Spark entry points ----------------------------------------------------------------------------
-    def initial_offset(self) -> KinesisOffset:
-        self.lease.hold()
+    def first_offset(self) -> KinesisOffset:
         shards = self.list_shards()
         self.consumer_arn()  # fan-out: registered (and ACTIVE) before the first batch, a bad name fails the start
         starts = self.starting_positions(shards)
@@ -167,7 +167,7 @@ class KinesisCoordinator(JobCoordinator[KinesisOffset]):
     def plan_batch(self, start: KinesisOffset, *, max_rows: int | None) -> KinesisOffset:
         identity = self.stream_identity()
         if start.stream_identity is not None and start.stream_identity != identity:
-            self._stream_recreated(start, identity, "planning the next batch")
+            self._stream_recreated(start.stream_identity, identity, "planning the next batch")
             shards = self.list_shards()
             self._identity_checked = True
             return recreated_stream_offset(start, shards, identity)
@@ -212,7 +212,7 @@ class KinesisCoordinator(JobCoordinator[KinesisOffset]):
         ends = self.batch_ends(end).ends_for(end.batch)
         reached = {sid: ends.get(sid, state.start) for sid, state in end.shards.items()}
         if self.options.kcl_lease_table:
-            self._write_kcl_leases(reached)
+            self._write_kcl_leases(self.options.kcl_lease_table, reached)
         checkpoint = self._checkpoint_of(end, reached)
         return lambda: self._write_mirrors(end, checkpoint)
 
@@ -227,10 +227,9 @@ class KinesisCoordinator(JobCoordinator[KinesisOffset]):
         checkpoint = {k: (next(iter(v.values())) if len(v) == 1 else v) for k, v in positions.items()}
         return Checkpoint.from_pairs(checkpoint, batch_id=end.batch)
 
-    def _write_kcl_leases(self, reached: Mapping[str, ShardPosition]) -> None:
+    def _write_kcl_leases(self, table_name: str, reached: Mapping[str, ShardPosition]) -> None:
         if self._lease_table is None:
-            table = KclLeaseTable(dynamodb_client(self.settings), self.options.kcl_lease_table,
-                                  settings=self.settings)
+            table = KclLeaseTable(dynamodb_client(self.settings), table_name, settings=self.settings)
             table.ensure_table()
             self._lease_table = table
         lease = {}
@@ -253,7 +252,7 @@ class KinesisCoordinator(JobCoordinator[KinesisOffset]):
             self._identity_checked = True
             identity = self.stream_identity()
             if end.stream_identity is not None and end.stream_identity != identity:
-                self._stream_recreated(end, identity, f"replaying batch {end.batch} after a restart")
+                self._stream_recreated(end.stream_identity, identity, f"replaying batch {end.batch} after a restart")
                 # failOnDataLoss=false: the replayed batch reads nothing (its positions belong to the old stream);
                 # the next plan starts the new stream from TRIM_HORIZON
                 return [(task, []) for task, _ in tasks_for_batch(end)]
@@ -273,15 +272,15 @@ class KinesisCoordinator(JobCoordinator[KinesisOffset]):
         arn, created_ms = self.admin.stream_identity(self.options.stream)
         return StreamIdentity(arn, created_ms)
 
-    def _stream_recreated(self, offset: KinesisOffset, identity: StreamIdentity, when: str) -> None:
+    def _stream_recreated(self, old: StreamIdentity, identity: StreamIdentity, when: str) -> None:
         """Fail (failOnDataLoss) or log and count the re-creation, once per (old, new) stream: a restart that
         replays its last batch finds it in ``batch_reads``, and the next plan, from that batch's end (which still
         names the old stream), finds it again."""
-        change = f"{offset.stream_identity.describe()} -> {identity.describe()}"
+        change = f"{old.describe()} -> {identity.describe()}"
         if change in self.data_loss.get("streamRecreated", ()):
             return
         what = (f"samza-kinesis stream {self.options.stream!r} was deleted and re-created since the query read it "
-                f"(found while {when}): the checkpoint's positions belong to {offset.stream_identity.describe()}, "
+                f"(found while {when}): the checkpoint's positions belong to {old.describe()}, "
                 f"the stream now is {identity.describe()}. The old stream's unread records are gone, and its "
                 "sequence numbers mean nothing in the new one")
         if self.options.fail_on_data_loss:
@@ -300,7 +299,7 @@ class KinesisCoordinator(JobCoordinator[KinesisOffset]):
         for sid, pos in sorted(named.items()):
             if pos.sequence is None:
                 continue
-            request = iterator_request(pos)
+            request = iterator_request(pos) or {}  # a sequence position always has one
             try:
                 self.admin.call(f"GetShardIterator for shard {sid}", self.admin.client.get_shard_iterator,
                                  StreamName=self.options.stream, ShardId=sid, **request)
@@ -374,11 +373,11 @@ class KinesisCoordinator(JobCoordinator[KinesisOffset]):
                 return True
         return False
 
-    def _job_model_of(self, offset: KinesisOffset):
+    def _job_model_of(self, offset: KinesisOffset) -> JobModel:
         """The offset's JobModel, built once per model shape: tasks x slots SSPs grow with the square of the
         shard count, and a new offset object arrives at every trigger."""
         key = (offset.stream, offset.generation, offset.num_tasks, offset.slots_per_task)
-        if self._job_model_key != key:
+        if self._job_model_key != key or self._job_model_cache is None:
             self._job_model_cache = offset.job_model
             self._job_model_key = key
         return self._job_model_cache

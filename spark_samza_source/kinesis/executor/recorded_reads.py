@@ -11,7 +11,7 @@ Why: docs/architecture.md §8.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Generator
 from dataclasses import replace
 from typing import Any
 
@@ -38,7 +38,7 @@ def _after(later: ShardPosition, earlier: ShardPosition) -> bool:
 
 
 def stream_and_record(ends: BatchEnds, batch: int, client: Any, request: ShardReadRequest,
-                      read: ShardReadSettings) -> Iterator[pa.RecordBatch]:
+                      read: ShardReadSettings) -> Generator[pa.RecordBatch, None, ShardReadResult]:
     """Yield one shard's rows for one batch as they are read, so that every attempt that succeeds yields the same.
 
     A generator (see the module doc for the protocol); its return value is the :class:`ShardReadResult` of the

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import queue
 import threading
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -28,7 +28,7 @@ from ..client import AwsClientSettings, kinesis_client
 from ..input_partition import KinesisTaskPartition, ShardRead
 from ..microbatch_ends import batch_ends_for
 from ..options import KinesisSourceOptions
-from .reader import ShardReadRequest, ShardReadSettings
+from .reader import ShardReadRequest, ShardReadResult, ShardReadSettings
 from .recorded_reads import stream_and_record
 from .store_reach import check_store_shared_with_driver
 
@@ -77,7 +77,7 @@ def read_settings(options: KinesisSourceOptions, settings: AwsClientSettings) ->
 
 
 def _read_shard(options: KinesisSourceOptions, partition: KinesisTaskPartition, client: Any, store: Any,
-                shard_settings: ShardReadSettings, read: ShardRead) -> Iterator:
+                shard_settings: ShardReadSettings, read: ShardRead) -> Generator[Any, None, ShardReadResult]:
     """One shard's rows for this batch (a generator; returns the shard's read result once its end is recorded)."""
     ends = batch_ends_for(store, options.stream, read.query_id)
     request = ShardReadRequest(options.stream, read.shard_id, read.start, partition.task,

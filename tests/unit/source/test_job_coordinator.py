@@ -41,15 +41,14 @@ class ToyOffset:
     applied: dict = field(default_factory=dict)
 
 
-class ToyCoordinator(JobCoordinator[ToyOffset]):
+class ToyCoordinator(JobCoordinator[ToyOffset, JobOptions, object]):
     """The smallest system: plans nothing, resolves a Specific startpoint to its position, refuses 'bad'."""
 
     def __init__(self, options, clock):
         super().__init__(options, clock=clock)
         self.committed: list[int] = []
 
-    def initial_offset(self):
-        self.lease.hold()
+    def first_offset(self):
         return ToyOffset(0)
 
     def plan_batch(self, start, *, max_rows):
@@ -210,4 +209,21 @@ def test_every_spark_call_holds_the_lease_with_the_offsets_identity():
     coordinator.commit(ToyOffset(7))
     held = coordinator.store.get(NAMESPACE, KEY)
     assert {"offset:toy-0", "offset:toy-1", "offset:toy-5", "offset:toy-7"} <= set(held["query"])
+    coordinator.lease.release()
+
+
+class LeaseCheckingToy(ToyCoordinator):
+    """A system that looks, when asked for its first offset, whether the job lease is in the store already."""
+
+    def first_offset(self):
+        self.lease_held_first = self.store.get(NAMESPACE, KEY) is not None
+        return super().first_offset()
+
+
+def test_a_new_checkpoint_holds_the_lease_before_the_system_plans_its_first_offset():
+    # the skeleton takes the lease: no system can forget it
+    coordinator, clock = make()
+    coordinator.__class__ = LeaseCheckingToy
+    assert coordinator.initial_offset() == ToyOffset(0)
+    assert coordinator.lease_held_first is True
     coordinator.lease.release()

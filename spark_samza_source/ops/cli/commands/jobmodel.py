@@ -93,7 +93,7 @@ def jobmodel_show(args: argparse.Namespace) -> Outcome:
     lines.append("broadcast SSPs: " + (", ".join(s.key for s in sorted(model.broadcast)) or "none"))
     if previous is None:
         lines.append("previous job model: none recorded")
-    elif diff is not None and diff.empty:
+    elif diff is None or diff.empty:  # diff is None only without a previous model
         lines.append("changes since the previous job model: none")
     else:
         lines.append("changes since the previous job model:")
