@@ -39,9 +39,10 @@ STARTPOINT_POLL_INTERVAL = Option(
     "how often a running query looks for new startpoints",
     default=10_000)
 JOB_LEASE_TTL = Option(
-    "job.ownership.ttl", Duration(minimum_ms=1000),
-    "one query per `job.name` and store: how long a driver's lease outlives its last renewal",
-    default=60_000)
+    "job.lease.ttl", Duration(minimum_ms=1000),
+    "one query per `job.name` and store: how long a driver's job lease outlives its last renewal (the job lease is "
+    "this package's own record in the metadata store, not a KCL lease)",
+    default=60_000, deprecated=("job.ownership.ttl",))
 RETRY_TIMEOUT = Option(
     "endpoint.retryTimeout", Duration(minimum_ms=1000),
     "how long the driver retries an endpoint that does not answer (refused, reset, timed out, HTTP 5xx, a leader "

@@ -43,8 +43,10 @@ def _aliases(option: Option, by_source: Iterable[tuple[str, Option]]) -> str:
     for source, variant in sources:
         for alias in variant.aliases:
             found.setdefault(alias, []).append(source)
-    return ", ".join(f"`{alias}`" + ("" if len(where) == len(sources) else f" ({', '.join(where)})")
-                     for alias, where in found.items())
+    named = [f"`{alias}`" + ("" if len(where) == len(sources) else f" ({', '.join(where)})")
+             for alias, where in found.items()]
+    former = sorted({name for _, variant in sources for name in variant.deprecated})
+    return ", ".join(named + [f"`{name}` (deprecated)" for name in former])
 
 
 def _table(options: Iterable[Option], specs: tuple[OptionSpec, ...]) -> list[str]:
