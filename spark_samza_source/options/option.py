@@ -160,7 +160,7 @@ class Option:
     """One option. ``default`` is the value used when it is not set (None: no value); ``default_doc`` says it in
     words where the value alone would mislead (``required``, "``endpointUrl``'s value"). ``aliases`` are other
     names accepted for it (the AWS connector's); ``deprecated`` are its former names, still accepted with a warning
-    that names the new one; ``batch_only`` options are for ``spark.read`` and refused by a streaming query."""
+    that names the new one; ``bounded_only`` options are for ``spark.read`` and refused by a streaming query."""
 
     name: str
     kind: Kind
@@ -168,7 +168,7 @@ class Option:
     default: Any = None
     default_doc: str | None = None
     aliases: tuple[str, ...] = ()
-    batch_only: bool = False
+    bounded_only: bool = False
     deprecated: tuple[str, ...] = ()
 
     def read(self, opts: Options) -> Any:
@@ -294,8 +294,8 @@ class OptionSpec:
         """Each alias -> the option's own name."""
         return {alias: option.name for option in self.options for alias in option.aliases}
 
-    def batch_only(self) -> tuple[str, ...]:
-        return tuple(option.name for option in self.options if option.batch_only)
+    def bounded_only(self) -> tuple[str, ...]:
+        return tuple(option.name for option in self.options if option.bounded_only)
 
 
 _WARNED_DEPRECATED: set[tuple[str, str]] = set()

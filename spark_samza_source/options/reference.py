@@ -68,9 +68,9 @@ def _refused(refused: dict[str, str]) -> list[str]:
 def _section(spec: OptionSpec, shared: set[str], refused: dict[str, str]) -> list[str]:
     own = [o for o in spec.options if o.name not in shared]
     lines = [f"## {spec.source}", "", "### Streaming queries and batch reads", ""]
-    lines += _table([o for o in own if not o.batch_only], (spec,))
+    lines += _table([o for o in own if not o.bounded_only], (spec,))
     lines += ["", "### Batch reads only (`spark.read`; a streaming query refuses them)", ""]
-    lines += _table([o for o in own if o.batch_only], (spec,))
+    lines += _table([o for o in own if o.bounded_only], (spec,))
     lines += ["", "### Open namespaces", "", "| prefix | what goes there |", "|---|---|"]
     lines += [f"| `{ns.prefix}*` | {_cell(ns.description)} |" for ns in spec.namespaces]
     lines += ["", f"### Refused by {spec.source}", ""]

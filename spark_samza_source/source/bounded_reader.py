@@ -23,7 +23,7 @@ from typing import Any
 
 from pyspark.sql.datasource import DataSourceReader
 
-from ..core.batch_filters import PushedFilters, push_filters
+from ..core.bounded_filters import PushedFilters, push_filters
 from ..core.errors import ConfigError
 from ..options.common import JOB_NAME, METADATA_STORE
 from .partition import TaskInputPartition
@@ -87,7 +87,7 @@ class SamzaBoundedReader(DataSourceReader):
     """``spark.read``: the plan of every task's reads on the driver, the system's read path on executors.
 
     Subclasses set ``partition_class`` and ``filter_columns`` (keyword arguments of
-    :func:`~spark_samza_source.core.batch_filters.push_filters`) and define ``plan`` and ``read``.
+    :func:`~spark_samza_source.core.bounded_filters.push_filters`) and define ``plan`` and ``read``.
     """
 
     partition_class: type[TaskInputPartition]

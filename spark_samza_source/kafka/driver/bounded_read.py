@@ -4,7 +4,7 @@ It plans through the streaming coordinator's public methods: partition discovery
 grouper, the job model stored for ``job.name`` (read, never written: a backfill gets the streaming query's fixed
 tasks, partitions added since grouped as the streaming query groups them, a topic no longer read refused unless
 ``dropTopics`` names it, as the streaming query does), and the ``starting.py`` strategies for both ends. Pushed
-filters (``core/batch_filters.py``) then narrow it: whole topic partitions and tasks are pruned, offset comparisons
+filters (``core/bounded_filters.py``) then narrow it: whole topic partitions and tasks are pruned, offset comparisons
 cut the ranges, and ``timestamp >=`` starts each partition at ``offsetsForTimes`` (only records that cannot match
 are skipped; Spark still applies the filter).
 """
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 
-from ...core.batch_filters import PushedFilters
+from ...core.bounded_filters import PushedFilters
 from ...core.errors import ConfigError
 from ...core.jobmodel import JobModel
 from ...core.model import SystemStreamPartition, TaskName

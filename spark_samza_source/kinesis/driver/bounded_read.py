@@ -6,7 +6,7 @@ shard-to-task mapping a new streaming query starts with). With ``job.name``, the
 gave each shard (``shard_tasks.py``, read from its metadata store) come first, so a backfill's ``task`` column is
 the streaming query's even after resharding changed the open-shard count. Closed and open shards are all read,
 parents before children within a task. The end is fixed here, once: ``LATEST`` is the planning time, so every task
-stops at the same instant. Pushed filters (``core/batch_filters.py``) prune shards and tasks, and
+stops at the same instant. Pushed filters (``core/bounded_filters.py``) prune shards and tasks, and
 ``approximateArrivalTimestamp >=`` starts each shard at ``AT_TIMESTAMP`` (Spark still applies the filter). Nothing
 is written to the metadata store.
 """
@@ -17,7 +17,7 @@ import logging
 import time
 from collections.abc import Callable
 
-from ...core.batch_filters import PushedFilters
+from ...core.bounded_filters import PushedFilters
 from ...core.model import TaskName
 from ...options.kinesis import ENDING_POSITION
 from ..bounded_options import KinesisBoundedOptions

@@ -11,7 +11,7 @@ from confluent_kafka.admin import AdminClient
 from pyspark.sql.streaming.datasource import ReadAllAvailable
 
 from samza_devkit.kafka_helpers import create_topic, produce, unique_topic
-from spark_samza_source.core.batch_filters import PushedFilters
+from spark_samza_source.core.bounded_filters import PushedFilters
 from spark_samza_source.core.errors import PartitionExpansionError
 from spark_samza_source.kafka.bounded_options import KafkaBoundedOptions
 from spark_samza_source.kafka.driver.bounded_read import plan_bounded_read
