@@ -31,15 +31,16 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+# Samza's StartpointManager default TTL (12 h): the option spec's default, named once there
+from ..options.common import DEFAULT_STARTPOINT_TTL_MS
 from ..options.namespaces import STARTPOINTS
 from .errors import ConfigError, MetadataStoreError, SamzaSourceError, StartpointFormatError
 from .jobmodel import JobModel
 from .model import SystemStreamPartition, TaskName
-from .startpoint import DEFAULT_STARTPOINT_TTL_MS, Clock, Startpoint, current_time_ms, truncate_json
+from .startpoint import Clock, Startpoint, current_time_ms, truncate_json
 from .store import MetadataStore
 
 __all__ = [
-    "DEFAULT_STARTPOINT_TTL_MS",
     "NAMESPACE",
     "FanOutResult",
     "MalformedStartpoint",

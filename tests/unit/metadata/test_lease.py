@@ -17,9 +17,6 @@ from spark_samza_source.kafka.options import KafkaSourceOptions
 from spark_samza_source.kinesis.options import KinesisSourceOptions
 from spark_samza_source.metadata import open_store
 from spark_samza_source.metadata.lease import (
-    DEFAULT_JOB_LEASE_TTL_MS as DEFAULT_TTL_MS,
-)
-from spark_samza_source.metadata.lease import (
     KEY,
     MAX_IDENTITIES,
     NAMESPACE,
@@ -27,6 +24,7 @@ from spark_samza_source.metadata.lease import (
     offset_identity,
     query_identity,
 )
+from spark_samza_source.options.common import DEFAULT_JOB_LEASE_TTL_MS as DEFAULT_TTL_MS
 
 TTL = 10_000
 
