@@ -143,6 +143,7 @@ bench-tools:
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check spark_samza_source pyspark_samza_kafka pyspark_samza_kinesis devkit tests benchmarks examples conftest.py
+	$(VENV)/bin/mypy
 
 # docs/options.md is generated from the option spec (spark_samza_source/options/); a unit test fails while it is stale.
 options-doc: $(STAMP)

@@ -96,6 +96,11 @@ def part_tasks(args, work: Path) -> None:
             kh.put_records(client, stream, [(f"pk-{i}", value, s["HashKeyRange"]["StartingHashKey"])
                                             for i in range(PER_SHARD)])
         store = f"file://{work}/tasks-store"
+        from spark_samza_source.metadata import open_store
+        from spark_samza_source.metadata.lease import JobLease
+
+        # a driver's job lease in the store, as while a query runs: each task checks it is there (store_reach)
+        JobLease(open_store(store, "bench-tasks"), heartbeat=False).hold("bench")
         per = SHARDS // TASKS
         groups = [ids[i * per:(i + 1) * per] for i in range(TASKS)]
         batch = 0

@@ -5,7 +5,7 @@ hook it wants; the product's seam (``spark_samza_source/source/fault_hooks.py``)
 executor paths to :func:`on_event`. Each hook fires once per query, across task retries and Python workers: a
 marker file (:func:`claim_once`) is that "once".
 
-- ``testing.failInReadOnce`` = a file path (samza-kafka): the first task attempt with records to read kills its
+- ``testing.failInReadOnce`` = a file path (both sources): the first task attempt with something to read kills its
   own Python worker with ``os._exit(1)`` right after handing Spark its first batch -- a worker dying in the middle
   of ``read()``, with part of the task's rows already sent. Spark fails the attempt and retries the task. The
   marker holds ``<task>\\t<pid>``.
@@ -48,7 +48,9 @@ def on_event(event: str, options: Mapping[str, str], **details: Any) -> None:
         marker = options.get(FAIL_IN_READ_ONCE)
         # after the first batch; or, when the task handed Spark no batch at all, at its end
         first = details["batch_number"] == 1 if event == TASK_HANDED_BATCH else details["batches"] == 0
-        if marker and first and details["planned_rows"] > 0:
+        # samza-kafka says how many rows the task was planned; samza-kinesis knows its shards only
+        planned = details.get("planned_rows", details.get("shards", 0))
+        if marker and first and planned > 0:
             _exit_once(marker, details["task"])
     elif event == SHARD_END_RECORDED:
         marker = options.get(FAIL_AFTER_RECORD)

@@ -452,7 +452,8 @@ def _check_growth(stream: SystemStream, previous_count: int, current: int, initi
 def _ranges(values: list[int]) -> str:
     """``[0, 1, 2, 5]`` -> ``0-2, 5`` (keeps messages short for streams with many partitions)."""
     parts: list[str] = []
-    start = prev = None
+    start: int | None = None
+    prev = 0
     for v in values:
         if start is None:
             start = prev = v

@@ -35,14 +35,10 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Generic, TypeVar
 
-# Samza's StartpointManager default TTL (12 h) and the poll interval: the option spec's defaults
-from ..options.common import DEFAULT_STARTPOINT_POLL_INTERVAL_MS, DEFAULT_STARTPOINT_TTL_MS
 from .errors import StartpointFormatError, UnsupportedStartpointError
 from .model import SystemStreamPartition
 
 __all__ = [
-    "DEFAULT_STARTPOINT_POLL_INTERVAL_MS",
-    "DEFAULT_STARTPOINT_TTL_MS",
     "Clock",
     "JAVA_LONG_MAX",
     "Startpoint",

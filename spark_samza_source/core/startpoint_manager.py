@@ -6,29 +6,41 @@ goes through the ``MetadataStore`` it is given, so it stays in the pure core.
 
 Layout: namespace ``startpoint``, one key per startpoint (Samza's ``system.stream.partition[.taskName]``, with
 ``%`` -> ``%25`` and ``.`` -> ``%2E`` inside names so a key maps back to one (SSP, task)), value = Samza's JSON.
-Startpoints older than the TTL are ignored (``purge_expired`` removes them); a malformed value is an error for
-operator calls and a warning, reported in ``FanOutResult.malformed``, inside a live query.
+
+Fan-out (:meth:`StartpointManager.fan_out`), at every planning round:
+
+- precedence: an SSP-only startpoint is merged into the SSP+task key of every task holding the SSP in the job
+  model, and the newer ``creationTimestamp`` wins there (an SSP+task startpoint written later beats it, and the
+  other way round);
+- concurrency: every change is one conditional store operation (``put_if_absent``, ``delete_if_equal``), so a
+  startpoint written by a tool meanwhile is never lost: a merge re-reads and compares again, and an SSP-only key
+  that changed since it was read is kept and fans out at the next round;
+- expiry: startpoints older than the TTL are ignored with a warning (``purge_expired`` removes them);
+- malformed values: an error for operator calls; inside a live query a warning, once per value, and an entry
+  in ``FanOutResult.malformed``, never fatal.
 
 The life cycle (write, fan out, resolve, apply, delete only if unchanged) and its reasons: docs/architecture.md §6.
 """
 
 from __future__ import annotations
 
+import builtins  # StartpointManager.list shadows the builtin in its class's annotations
 import logging
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+# Samza's StartpointManager default TTL (12 h): the option spec's default, named once there
+from ..options.common import DEFAULT_STARTPOINT_TTL_MS
 from ..options.namespaces import STARTPOINTS
 from .errors import ConfigError, MetadataStoreError, SamzaSourceError, StartpointFormatError
 from .jobmodel import JobModel
 from .model import SystemStreamPartition, TaskName
-from .startpoint import DEFAULT_STARTPOINT_TTL_MS, Clock, Startpoint, current_time_ms, truncate_json
+from .startpoint import Clock, Startpoint, current_time_ms, truncate_json
 from .store import MetadataStore
 
 __all__ = [
-    "DEFAULT_STARTPOINT_TTL_MS",
     "NAMESPACE",
     "FanOutResult",
     "MalformedStartpoint",
@@ -254,7 +266,7 @@ class StartpointManager:
             return False
         return self._store.delete_if_equal(NAMESPACE, key, raw)
 
-    def purge_expired(self) -> list[StartpointEntry]:
+    def purge_expired(self) -> builtins.list[StartpointEntry]:
         """Delete every expired startpoint (each only if unchanged since read); returns those deleted."""
         entries, _ = self._scan()
         return [
@@ -365,9 +377,9 @@ class StartpointManager:
         except StartpointFormatError as err:
             raise StartpointFormatError(f"{self._where()} key {key!r:.200}: {err}") from None
 
-    def _scan(self) -> tuple[list[StartpointEntry], list[MalformedStartpoint]]:
-        entries: list[StartpointEntry] = []
-        malformed: list[MalformedStartpoint] = []
+    def _scan(self) -> tuple[builtins.list[StartpointEntry], builtins.list[MalformedStartpoint]]:
+        entries: builtins.list[StartpointEntry] = []
+        malformed: builtins.list[MalformedStartpoint] = []
         for key, raw in self._store.list(NAMESPACE).items():
             try:
                 ssp, task = parse_startpoint_key(key)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..core.errors import InternalError
 from ..source.partition import TaskInputPartition
 
 
@@ -23,7 +24,7 @@ class KafkaRange:
 
     def __post_init__(self) -> None:
         if self.partition < 0 or self.start < 0 or self.end < self.start:
-            raise ValueError(f"invalid Kafka range {self}")
+            raise InternalError(f"invalid Kafka range {self}")
 
     @property
     def size(self) -> int:

@@ -44,7 +44,7 @@ class SamzaKafkaStreamReader(SamzaStreamReader):
         return self.options.max_offsets_per_trigger
 
     # ---- executors --------------------------------------------------------------------------------------
-    def read(self, partition: KafkaTaskPartition) -> Iterator:
+    def read(self, partition: KafkaTaskPartition) -> Iterator:  # type: ignore[override]  # ours
         return read_task_ranges(self.options, partition)
 
 
@@ -79,7 +79,7 @@ class SamzaKafkaBoundedReader(SamzaBoundedReader):
 
         return plan_bounded_read(self.options, self.pushed)
 
-    def read(self, partition: KafkaTaskPartition) -> Iterator:
+    def read(self, partition: KafkaTaskPartition) -> Iterator:  # type: ignore[override]  # ours
         return read_task_ranges(self.options.source, partition)
 
 

@@ -24,6 +24,7 @@ __all__ = [
     "KclLeaseConflictError",
     "KinesisPlanError",
     "MapperError",
+    "JobModelTooLargeError",
     "AttemptPassedRecordedEndError",
     "UnreachableStoreError",
     "ThrottledAtDeadlineError",
@@ -61,8 +62,14 @@ class KinesisPlanError(InternalError):
     planner was handed something that is not a listing, a position or a startpoint; a bug, never the user's."""
 
 
-class MapperError(SamzaSourceError, ValueError):
-    """The mapper was asked something inconsistent (bad counts, a slot out of range, unknown assignment)."""
+class MapperError(InternalError):
+    """The mapper was asked something inconsistent (bad counts, a slot out of range, unknown assignment): the
+    planner's bug, never the user's (a damaged offset that asks it is reported by the offset parser as damaged)."""
+
+
+class JobModelTooLargeError(KinesisSourceError):
+    """The job model would have more tasks or slots than a Spark query (or a Samza partition id) can hold: the
+    option ``tasks``, or a stream's shard count, is too large."""
 
 
 class AttemptPassedRecordedEndError(KinesisSourceError):
@@ -84,5 +91,5 @@ class ThrottledAtDeadlineError(KinesisThrottledError):
     """Still throttled when the caller's deadline came (the shard reader: ``maxFetchTimePerShard``)."""
 
 
-class PositionFormatError(SamzaSourceError, ValueError):
+class PositionFormatError(KinesisSourceError, ValueError):
     """A stored or supplied Kinesis shard position is malformed."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..core.errors import InternalError
 from ..source.partition import TaskInputPartition
 from .positions import ShardPosition
 
@@ -32,21 +33,21 @@ class ShardRead:
 
     def __post_init__(self) -> None:
         if not isinstance(self.batch, int) or isinstance(self.batch, bool) or self.batch < 0:
-            raise ValueError(f"ShardRead.batch must be an int >= 0, got {self.batch!r}")
+            raise InternalError(f"ShardRead.batch must be an int >= 0, got {self.batch!r}")
         if not isinstance(self.shard_id, str) or not self.shard_id:
-            raise ValueError(f"ShardRead.shard_id must be a non-empty string, got {self.shard_id!r}")
+            raise InternalError(f"ShardRead.shard_id must be a non-empty string, got {self.shard_id!r}")
         if not isinstance(self.start, ShardPosition):
-            raise ValueError(f"ShardRead.start must be a ShardPosition, got {type(self.start).__name__}")
+            raise InternalError(f"ShardRead.start must be a ShardPosition, got {type(self.start).__name__}")
         if self.query_id is not None and not isinstance(self.query_id, str):
-            raise ValueError(f"ShardRead.query_id must be a string or None, got {self.query_id!r}")
+            raise InternalError(f"ShardRead.query_id must be a string or None, got {self.query_id!r}")
         if self.ending_sequence is not None and not isinstance(self.ending_sequence, str):
-            raise ValueError(f"ShardRead.ending_sequence must be a string or None, got {self.ending_sequence!r}")
+            raise InternalError(f"ShardRead.ending_sequence must be a string or None, got {self.ending_sequence!r}")
         if self.until_arrival_ms is not None and (
             not isinstance(self.until_arrival_ms, int) or isinstance(self.until_arrival_ms, bool)
         ):
-            raise ValueError(f"ShardRead.until_arrival_ms must be an int or None, got {self.until_arrival_ms!r}")
+            raise InternalError(f"ShardRead.until_arrival_ms must be an int or None, got {self.until_arrival_ms!r}")
         if self.consumer_arn is not None and (not isinstance(self.consumer_arn, str) or not self.consumer_arn):
-            raise ValueError(f"ShardRead.consumer_arn must be a non-empty string or None, got {self.consumer_arn!r}")
+            raise InternalError(f"ShardRead.consumer_arn must be a non-empty string or None, got {self.consumer_arn!r}")
 
 
 class KinesisTaskPartition(TaskInputPartition):

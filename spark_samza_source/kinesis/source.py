@@ -3,7 +3,9 @@
 ``read`` runs on executors in a pickled reader that only holds the parsed options: each task reads its shards
 from the batch's start positions, yielding rows as they arrive, and records where each shard stopped
 (put-if-absent); a retried or speculative attempt reads exactly to the recorded end, and an attempt that read past
-an end another attempt recorded first fails, so Spark discards its rows (``batch_ends``, docs/architecture.md §8).
+an end another attempt recorded first fails, so Spark discards its rows (``executor/task.py``,
+``executor/recorded_reads.py``, docs/architecture.md §8). The batches pass the fault-hook seam as samza-kafka's
+do (``source/fault_hooks.py``).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from ..core.errors import OffsetFormatError
 from ..options.kinesis import BOUNDED_ONLY_OPTIONS
 from ..source.bounded_reader import PushdownBoundedReader, SamzaBoundedReader
 from ..source.data_source import SamzaDataSource
+from ..source.fault_hooks import reporting_batches
 from ..source.stream_reader import SamzaStreamReader
 from .driver.offset import KinesisOffset
 from .input_partition import KinesisTaskPartition
@@ -49,15 +52,11 @@ class SamzaKinesisStreamReader(SamzaStreamReader):
         return None
 
     # ---- executors --------------------------------------------------------------------------------------
-    def read(self, partition: KinesisTaskPartition) -> Iterator:
-        if not partition.reads:
-            return iter(())
-        from ..metadata import open_store
-        from .executor.store_reach import check_store_shared_with_driver
+    def read(self, partition: KinesisTaskPartition) -> Iterator:  # type: ignore[override]  # ours
         from .executor.task import read_task
 
-        check_store_shared_with_driver(open_store(self.options.metadata_store, self.options.job_name))
-        return read_task(self.options, partition)
+        return reporting_batches(self.options.fault_hooks, read_task(self.options, partition), task=partition.task,
+                                 shards=len(partition.reads))
 
 
 class SamzaKinesisBoundedReader(SamzaBoundedReader):
@@ -79,7 +78,7 @@ class SamzaKinesisBoundedReader(SamzaBoundedReader):
 
         return plan_bounded_read(self.options, self.pushed)
 
-    def read(self, partition: KinesisTaskPartition) -> Iterator:
+    def read(self, partition: KinesisTaskPartition) -> Iterator:  # type: ignore[override]  # ours
         from .executor.bounded_task import read_bounded_task
 
         return read_bounded_task(self.options.source, partition)

@@ -41,7 +41,6 @@ __all__ = [
     "JobLease",
     "NAMESPACE",
     "KEY",
-    "DEFAULT_JOB_LEASE_TTL_MS",
     "MIN_TTL_MS",
     "offset_identity",
     "query_identity",

@@ -8,6 +8,8 @@ code that needs one without parsing options (the lease, the startpoint manager, 
 
 from __future__ import annotations
 
+from typing import cast
+
 from .option import Duration, Flag, Namespace, Option, Text
 
 JOB_NAME = Option(
@@ -37,9 +39,10 @@ STARTPOINT_POLL_INTERVAL = Option(
     "how often a running query looks for new startpoints",
     default=10_000)
 JOB_LEASE_TTL = Option(
-    "job.ownership.ttl", Duration(minimum_ms=1000),
-    "one query per `job.name` and store: how long a driver's lease outlives its last renewal",
-    default=60_000)
+    "job.lease.ttl", Duration(minimum_ms=1000),
+    "one query per `job.name` and store: how long a driver's job lease outlives its last renewal (the job lease is "
+    "this package's own record in the metadata store, not a KCL lease)",
+    default=60_000, deprecated=("job.ownership.ttl",))
 RETRY_TIMEOUT = Option(
     "endpoint.retryTimeout", Duration(minimum_ms=1000),
     "how long the driver retries an endpoint that does not answer (refused, reset, timed out, HTTP 5xx, a leader "
@@ -82,7 +85,7 @@ TESTING_OPTIONS_PREFIX = TESTING.prefix
 DEFAULT_STARTPOINT_TTL_MS: int = STARTPOINT_TTL.default
 DEFAULT_STARTPOINT_POLL_INTERVAL_MS: int = STARTPOINT_POLL_INTERVAL.default
 DEFAULT_JOB_LEASE_TTL_MS: int = JOB_LEASE_TTL.default
-MIN_JOB_LEASE_TTL_MS: int = JOB_LEASE_TTL.kind.minimum_ms
+MIN_JOB_LEASE_TTL_MS: int = cast(Duration, JOB_LEASE_TTL.kind).minimum_ms
 DEFAULT_RETRY_TIMEOUT_MS: int = RETRY_TIMEOUT.default
 
 # Spark's Kafka source has these; neither source does (a Spark input partition is one Samza task): each system's

@@ -142,15 +142,15 @@ OAUTHBEARER_TOKEN_PROVIDER = Option(
 ENDING_OFFSETS = Option(
     "endingOffsets", Text('`latest` or JSON `{"orders":{"0":100,"1":-1}}`'),
     "where a batch read ends (exclusive; -1 latest per partition)",
-    default=LATEST, batch_only=True)
+    default=LATEST, bounded_only=True)
 ENDING_TIMESTAMP = Option(
     "endingTimestamp", Text("epoch ms"),
     "a batch read ends at each partition's first record at or after this time (exclusive), else at its end",
-    batch_only=True)
+    bounded_only=True)
 ENDING_OFFSETS_BY_TIMESTAMP = Option(
     "endingOffsetsByTimestamp", Text('JSON `{"orders":{"0":1700000000000}}`'),
     "as `endingTimestamp`, per partition",
-    batch_only=True)
+    bounded_only=True)
 
 #: the librdkafka pass-through: ``kafka.<property>`` goes to the client as ``<property>``, checked by librdkafka
 CLIENT = Namespace("kafka.", "librdkafka configuration properties, passed on without the prefix (Java client "
@@ -200,4 +200,4 @@ KAFKA = OptionSpec(
 
 # the names, for messages (f"option '{STARTING_OFFSETS.name}' ...")
 KAFKA_CLIENT_OPTIONS_PREFIX = CLIENT.prefix
-BOUNDED_ONLY_OPTIONS = KAFKA.batch_only()
+BOUNDED_ONLY_OPTIONS = KAFKA.bounded_only()

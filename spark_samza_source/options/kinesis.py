@@ -126,7 +126,7 @@ KCL_LEASE_TABLE = Option(
 ENDING_POSITION = Option(
     "endingPosition", Text("`LATEST`, `AT_TIMESTAMP:<ISO-8601>` or per-shard JSON"),
     "where a batch read ends (`LATEST`: fixed to the time the read is planned)",
-    default=LATEST, batch_only=True)
+    default=LATEST, bounded_only=True)
 
 # ---- refused: what Spark's or the AWS connector's sources have and this one deliberately does not ------------------
 _ONE_TASK = (f"a Spark input partition is one Samza task, which reads its shards in order, so a shard is never "
@@ -194,6 +194,6 @@ KINESIS = OptionSpec(
 
 # the names, for messages (f"option '{STARTING_POSITION.name}' ...")
 AWS_STREAM_NAME_OPTION = STREAM_NAME.aliases[0]
-BOUNDED_ONLY_OPTIONS = KINESIS.batch_only()
+BOUNDED_ONLY_OPTIONS = KINESIS.bounded_only()
 #: the AWS connector's name -> ours; giving both (or two names of one option) is an error
 AWS_CONNECTOR_ALIASES = KINESIS.aliases()

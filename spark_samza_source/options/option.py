@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import logging
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -158,8 +159,8 @@ Kind = Text | Flag | Count | Duration | OneOf
 class Option:
     """One option. ``default`` is the value used when it is not set (None: no value); ``default_doc`` says it in
     words where the value alone would mislead (``required``, "``endpointUrl``'s value"). ``aliases`` are other
-    names accepted for it (the AWS connector's); ``batch_only`` options are for ``spark.read`` and refused by a
-    streaming query."""
+    names accepted for it (the AWS connector's); ``deprecated`` are its former names, still accepted with a warning
+    that names the new one; ``bounded_only`` options are for ``spark.read`` and refused by a streaming query."""
 
     name: str
     kind: Kind
@@ -167,11 +168,22 @@ class Option:
     default: Any = None
     default_doc: str | None = None
     aliases: tuple[str, ...] = ()
-    batch_only: bool = False
+    bounded_only: bool = False
+    deprecated: tuple[str, ...] = ()
 
     def read(self, opts: Options) -> Any:
-        """The value given for this option, checked and typed, or its default; ConfigError naming it otherwise."""
-        return self.kind.read(opts, self)
+        """The value given for this option, checked and typed, or its default; ConfigError naming it otherwise.
+
+        A value given under a former name (``deprecated``) is read as this option's, with a warning; an error in
+        it names the name the user wrote. Both names at once is an error: which one was meant cannot be told."""
+        former = [name for name in self.deprecated if opts.has(name)]
+        if not former:
+            return self.kind.read(opts, self)
+        if opts.has(self.name):
+            raise ConfigError(f"options '{former[0]}' and '{self.name}' are the same option ('{former[0]}' is its "
+                              f"former name); give only '{self.name}'")
+        _warn_deprecated(former[0], self.name)
+        return self.kind.read(opts, dataclasses.replace(self, name=former[0]))
 
     def with_aliases(self, *aliases: str) -> Option:
         """This option accepted under more names (a system adds its connector's names to a common option)."""
@@ -262,14 +274,15 @@ class OptionSpec:
 
     def __post_init__(self) -> None:
         seen: set[str] = set()
-        for name in (n.lower() for option in self.options for n in (option.name, *option.aliases)):
+        for name in (n.lower() for option in self.options for n in (option.name, *option.aliases,
+                                                                      *option.deprecated)):
             if name in seen:
                 raise ValueError(f"{self.source}: option name {name!r} declared twice")
             seen.add(name)
 
     def names(self) -> OptionNames:
         """The names this source knows (aliases included), its namespaces and its refused names."""
-        known = sorted({n for option in self.options for n in (option.name, *option.aliases)})
+        known = sorted({n for option in self.options for n in (option.name, *option.aliases, *option.deprecated)})
         return OptionNames(source=self.source, known=tuple(known),
                            prefixes=tuple(sorted(ns.prefix for ns in self.namespaces)), refused=dict(self.refused))
 
@@ -281,5 +294,17 @@ class OptionSpec:
         """Each alias -> the option's own name."""
         return {alias: option.name for option in self.options for alias in option.aliases}
 
-    def batch_only(self) -> tuple[str, ...]:
-        return tuple(option.name for option in self.options if option.batch_only)
+    def bounded_only(self) -> tuple[str, ...]:
+        return tuple(option.name for option in self.options if option.bounded_only)
+
+
+_WARNED_DEPRECATED: set[tuple[str, str]] = set()
+
+
+def _warn_deprecated(former: str, name: str) -> None:
+    """Once per process and name: a query parses its options several times (load, the stream reader, spark.read)."""
+    if (former, name) in _WARNED_DEPRECATED:
+        return
+    _WARNED_DEPRECATED.add((former, name))
+    logging.getLogger(__name__).warning("option '%s' is deprecated: it is now '%s' (the old name is still accepted "
+                                        "for now); use '%s'", former, name, name)

@@ -43,8 +43,10 @@ def _aliases(option: Option, by_source: Iterable[tuple[str, Option]]) -> str:
     for source, variant in sources:
         for alias in variant.aliases:
             found.setdefault(alias, []).append(source)
-    return ", ".join(f"`{alias}`" + ("" if len(where) == len(sources) else f" ({', '.join(where)})")
-                     for alias, where in found.items())
+    named = [f"`{alias}`" + ("" if len(where) == len(sources) else f" ({', '.join(where)})")
+             for alias, where in found.items()]
+    former = sorted({name for _, variant in sources for name in variant.deprecated})
+    return ", ".join(named + [f"`{name}` (deprecated)" for name in former])
 
 
 def _table(options: Iterable[Option], specs: tuple[OptionSpec, ...]) -> list[str]:
@@ -66,9 +68,9 @@ def _refused(refused: dict[str, str]) -> list[str]:
 def _section(spec: OptionSpec, shared: set[str], refused: dict[str, str]) -> list[str]:
     own = [o for o in spec.options if o.name not in shared]
     lines = [f"## {spec.source}", "", "### Streaming queries and batch reads", ""]
-    lines += _table([o for o in own if not o.batch_only], (spec,))
+    lines += _table([o for o in own if not o.bounded_only], (spec,))
     lines += ["", "### Batch reads only (`spark.read`; a streaming query refuses them)", ""]
-    lines += _table([o for o in own if o.batch_only], (spec,))
+    lines += _table([o for o in own if o.bounded_only], (spec,))
     lines += ["", "### Open namespaces", "", "| prefix | what goes there |", "|---|---|"]
     lines += [f"| `{ns.prefix}*` | {_cell(ns.description)} |" for ns in spec.namespaces]
     lines += ["", f"### Refused by {spec.source}", ""]

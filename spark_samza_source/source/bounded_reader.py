@@ -23,7 +23,7 @@ from typing import Any
 
 from pyspark.sql.datasource import DataSourceReader
 
-from ..core.batch_filters import PushedFilters, push_filters
+from ..core.bounded_filters import PushedFilters, push_filters
 from ..core.errors import ConfigError
 from ..options.common import JOB_NAME, METADATA_STORE
 from .partition import TaskInputPartition
@@ -87,7 +87,7 @@ class SamzaBoundedReader(DataSourceReader):
     """``spark.read``: the plan of every task's reads on the driver, the system's read path on executors.
 
     Subclasses set ``partition_class`` and ``filter_columns`` (keyword arguments of
-    :func:`~spark_samza_source.core.batch_filters.push_filters`) and define ``plan`` and ``read``.
+    :func:`~spark_samza_source.core.bounded_filters.push_filters`) and define ``plan`` and ``read``.
     """
 
     partition_class: type[TaskInputPartition]
@@ -98,12 +98,17 @@ class SamzaBoundedReader(DataSourceReader):
         self.schema = schema
         self.pushed = PushedFilters()
 
+    @staticmethod
+    @abstractmethod
+    def parse_options(raw: Any, use_stored_job_model: bool) -> Any:
+        """The system's bounded options from the raw options (``SamzaDataSource.bounded_read_options``)."""
+
     @abstractmethod
     def plan(self) -> list[tuple[Any, list]]:
         """Driver: (task, reads) for every task, narrowed by ``self.pushed``."""
 
     @abstractmethod
-    def read(self, partition: TaskInputPartition) -> Iterator:
+    def read(self, partition: TaskInputPartition) -> Iterator:  # type: ignore[override]  # Spark hands back ours
         """Executors: the rows of one task's reads."""
 
     def partitions(self) -> list[TaskInputPartition]:

@@ -23,14 +23,15 @@ class SourceOffset(Protocol):
 
 
 OffsetT = TypeVar("OffsetT", bound=SourceOffset)
+OffsetCo = TypeVar("OffsetCo", bound=SourceOffset, covariant=True)
 OptionsT = TypeVar("OptionsT", bound=JobOptions, covariant=True)
 
 
 @runtime_checkable
-class OffsetCodec(Protocol[OffsetT]):
+class OffsetCodec(Protocol[OffsetCo]):
     """The offset class itself: ``from_json`` reads what ``to_json`` wrote (raising ``OffsetFormatError``)."""
 
-    def from_json(self, value: Any) -> OffsetT: ...
+    def from_json(self, value: Any) -> OffsetCo: ...
 
 
 @runtime_checkable

@@ -23,7 +23,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..core.errors import ConfigError
+from ..core.errors import ConfigError, InternalError
 from ..options.common import FAULT_HOOKS, TESTING_OPTIONS_PREFIX
 
 __all__ = [
@@ -107,6 +107,8 @@ def report(hooks: FaultHookOptions, event: str, **details: Any) -> None:
     """Tell the hook module that ``event`` happened (it may raise, or end the process). Nothing without hooks."""
     if not hooks:
         return
+    if hooks.module is None:  # FaultHookOptions.parse refuses testing.* options without the module
+        raise InternalError("fault-hook options without the hook module")
     module = importlib.import_module(hooks.module)
     on_event = getattr(module, "on_event", None)
     if on_event is None:

@@ -13,32 +13,46 @@ import logging
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from ..core.checkpoint import Checkpoint, CheckpointMirror
 from ..core.errors import SamzaSourceError
+from ..core.jobmodel import JobModel
 from ..core.model import SystemStreamPartition, TaskName
 from ..core.startpoint import Startpoint
 from ..core.startpoint_manager import StartpointManager, startpoint_key
+from ..core.store import MetadataStore
+from .job_options import JobOptions
 from .write_behind import WriteBehind
+
+if TYPE_CHECKING:
+    from ..metadata.lease import JobLease
 
 log = logging.getLogger(__name__)
 
 Offset = TypeVar("Offset")
+#: the system's options class: the common options (``JobOptions``) and its own
+Options = TypeVar("Options", bound=JobOptions)
+#: what one task reads in a batch (samza-kafka: a ``KafkaRange``; samza-kinesis: a ``ShardRead``)
+Read = TypeVar("Read")
 Resolved = TypeVar("Resolved")
 
+#: the writes for tools a commit leaves to the write-behind thread (``JobCoordinator.commit``)
+WritesBehind = Callable[[], None]
 
-class JobCoordinator(ABC, Generic[Offset]):
+
+class JobCoordinator(ABC, Generic[Offset, Options, Read]):
     """Plans batches for one query, in Spark's long-lived driver-side Python runner.
 
-    Needs ``options`` to be a :class:`~spark_samza_source.source.job_options.JobOptions`.
+    Typed by the system's offset, options (a :class:`~spark_samza_source.source.job_options.JobOptions`) and what
+    one task reads, so a type checker holds both systems to the same shape.
     """
 
-    def __init__(self, options: Any, *, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, options: Options, *, clock: Callable[[], float] = time.monotonic) -> None:
         self.options = options
         self._clock = clock
-        self._store = None
-        self._lease = None
+        self._store: MetadataStore | None = None
+        self._lease: JobLease | None = None
         self._startpoints: StartpointManager | None = None
         self._mirror: CheckpointMirror | None = None
         self._write_behind: WriteBehind | None = None
@@ -50,7 +64,7 @@ class JobCoordinator(ABC, Generic[Offset]):
 
     # ---- the job's resources, opened on first use ------------------------------------------------------
     @property
-    def store(self):
+    def store(self) -> MetadataStore:
         if self._store is None:
             from ..metadata import open_store
 
@@ -58,7 +72,7 @@ class JobCoordinator(ABC, Generic[Offset]):
         return self._store
 
     @property
-    def lease(self):
+    def lease(self) -> JobLease:
         """This driver's job lease (one query per job.name and store): held by every Spark call."""
         if self._lease is None:
             from ..metadata.lease import JobLease
@@ -74,14 +88,14 @@ class JobCoordinator(ABC, Generic[Offset]):
 
     @property
     def write_behind(self) -> WriteBehind:
-        """Where a system's ``commit_batch`` may hand its mirror writes (done off Spark's ``walCommit`` phase;
-        settled at the next ``latestOffset``)."""
+        """Where :meth:`commit` runs the writes for tools a system's ``commit_batch`` returns (off Spark's
+        ``walCommit`` phase; settled at the next ``latestOffset``)."""
         if self._write_behind is None:
             self._write_behind = WriteBehind(f"samza-mirrors-{self.options.job_name}")
         return self._write_behind
 
     def settle_writes(self) -> None:
-        """Wait for the mirror writes handed to :attr:`write_behind`; raise what one of them raised."""
+        """Wait for the writes :meth:`commit` handed to :attr:`write_behind`; raise what one of them raised."""
         if self._write_behind is not None:
             self._write_behind.settle()
 
@@ -93,20 +107,24 @@ class JobCoordinator(ABC, Generic[Offset]):
 
     # ---- what a system defines ----------------------------------------------------------------------------
     @abstractmethod
-    def initial_offset(self) -> Offset:
-        """Where a query with no checkpoint starts (hold the lease first: ``self.lease.hold()``)."""
+    def first_offset(self) -> Offset:
+        """Where a query with no checkpoint starts (``initial_offset`` holds the lease before it asks)."""
 
     @abstractmethod
     def plan_batch(self, start: Offset, *, max_rows: int | None) -> Offset:
         """The end of the next batch from ``start``, or ``start`` itself (the same object) for "no new batch"."""
 
     @abstractmethod
-    def batch_reads(self, start: Offset, end: Offset) -> list[tuple[TaskName, list]]:
+    def batch_reads(self, start: Offset, end: Offset) -> list[tuple[TaskName, list[Read]]]:
         """One entry per task of ``end``'s job model, in task order: what that task reads in the batch."""
 
     @abstractmethod
-    def commit_batch(self, end: Offset) -> None:
-        """Record that the batch ending at ``end`` is committed (mirror it with :meth:`mirror_checkpoint`)."""
+    def commit_batch(self, end: Offset) -> WritesBehind | None:
+        """The system's part of committing the batch ending at ``end`` (see :meth:`commit` for the rule).
+
+        Write here what must fail this very commit (a guard, such as the KCL lease table's check for a live
+        KCL worker); return the writes for tools (the checkpoint mirror with :meth:`mirror_checkpoint`, the
+        system's own mirrors, clean-up), built from ``end`` and this driver's state now: they run behind."""
 
     @abstractmethod
     def lease_identity(self, offset: Offset) -> str:
@@ -130,20 +148,36 @@ class JobCoordinator(ABC, Generic[Offset]):
         return {}
 
     # ---- the Spark entry points, in the order Spark calls them --------------------------------------------
+    def initial_offset(self) -> Offset:
+        """A new checkpoint: the lease first (one query per job.name and store, before anything is written),
+        then the system's ``first_offset``."""
+        self.lease.hold()
+        return self.first_offset()
+
     def latest_offset(self, start: Offset, *, max_rows: int | None = None) -> Offset:
         self.lease.hold(self.lease_identity(start))
         self.settle_writes()  # the previous commit's mirrors are written (or their error raised) before planning
         self.delete_applied_startpoints(start)  # Spark never calls commit for a run's last batch: catch up here
         return self.plan_batch(start, max_rows=max_rows)
 
-    def partitions(self, start: Offset, end: Offset) -> list[tuple[TaskName, list]]:
+    def partitions(self, start: Offset, end: Offset) -> list[tuple[TaskName, list[Read]]]:
         self.lease.hold(*self.batch_identities(start, end))
         return self.batch_reads(start, end)
 
     def commit(self, end: Offset) -> None:
+        """The one commit path of both systems (docs/architecture.md §9).
+
+        Synchronous, on Spark's ``walCommit`` path, so a failure fails the commit: holding the lease, deleting the
+        startpoints ``end`` applied (only if unchanged) and the system's guards (``commit_batch``). Written
+        behind, while the next batch runs: the writes for tools ``commit_batch`` returns, on one thread, a newer
+        commit's writes replacing older ones still waiting (they are absolute). The next ``latestOffset`` waits
+        for them before it plans and raises what one raised, so a failed write fails the query one call later
+        and the mirrors never trail by more than the batch in flight."""
         self.lease.hold(self.lease_identity(end))
         self.delete_applied_startpoints(end)
-        self.commit_batch(end)
+        behind = self.commit_batch(end)
+        if behind is not None:
+            self.write_behind.submit(behind)
 
     def progress_report(self) -> dict[str, Any] | None:
         """``sources[i].latestOffset`` in Spark's progress: the system's figures, and ``"malformedStartpoints": N``
@@ -160,7 +194,7 @@ class JobCoordinator(ABC, Generic[Offset]):
     # ---- startpoints: poll -> resolve -> (the planner applies) -> delete -----------------------------------
     def due_startpoints(
         self,
-        model: Any,
+        model: JobModel,
         applied: Mapping[tuple[TaskName, SystemStreamPartition], int],
         resolve: Callable[[TaskName, SystemStreamPartition, Startpoint], Mapping[Any, Resolved]],
         *,

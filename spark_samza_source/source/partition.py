@@ -12,6 +12,8 @@ from typing import Any, ClassVar
 
 from pyspark.sql.datasource import InputPartition
 
+from ..core.errors import InternalError
+
 
 @dataclass(frozen=True)
 class TaskInputPartition(InputPartition):
@@ -26,10 +28,10 @@ class TaskInputPartition(InputPartition):
         reads = tuple(reads)
         kind = type(self).__name__
         if not isinstance(task, str) or not task:
-            raise ValueError(f"{kind}.task must be a task name, got {task!r}")
+            raise InternalError(f"{kind}.task must be a task name, got {task!r}")
         for read in reads:
             if not isinstance(read, self.READ_TYPE):
-                raise ValueError(f"{kind} of {task} reads {self.READ_TYPE.__name__} values, got "
+                raise InternalError(f"{kind} of {task} reads {self.READ_TYPE.__name__} values, got "
                                  f"{type(read).__name__}")
         object.__setattr__(self, "task", task)
         object.__setattr__(self, "reads", reads)

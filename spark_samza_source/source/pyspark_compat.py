@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import re
 import sys
+from types import FrameType
 
 from ..core.errors import UnsupportedSparkError
 from .offset_json import COMMIT_END, LATEST_START, PARTITIONS_END, PARTITIONS_START, offset_problem
@@ -177,7 +178,7 @@ def install_offset_json_guard(source: str) -> None:
     """
     runner = sys.modules.get("__main__")
     spec = getattr(runner, "__spec__", None)
-    if getattr(spec, "name", None) != RUNNER:
+    if runner is None or getattr(spec, "name", None) != RUNNER:
         return
     current = getattr(runner, "json", None)
     if isinstance(current, _OffsetJson):
@@ -187,7 +188,7 @@ def install_offset_json_guard(source: str) -> None:
         raise UnsupportedSparkError(
             f"PySpark's streaming source runner ({RUNNER}) no longer has {', '.join(missing)}, which "
             f"spark-samza-source relies on (checked against PySpark {supported_range()}). Use a Spark in that range")
-    runner.json = _OffsetJson(current, source)
+    runner.json = _OffsetJson(current, source)  # type: ignore[attr-defined]  # the runner module's global
 
 
 def runner_layout_missing(runner) -> list[str]:
@@ -209,7 +210,7 @@ def has_filter_pushdown() -> bool:
 
 def called_for_filter_pushdown(max_depth: int = 12) -> bool:
     """Whether the caller of ``DataSource.reader`` is Spark's filter-pushdown worker (pushdown is on)."""
-    frame = sys._getframe(1)
+    frame: FrameType | None = sys._getframe(1)
     for _ in range(max_depth):
         if frame is None:
             return False

@@ -45,7 +45,7 @@ class SamzaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def __init__(self, options: Any, schema: Any) -> None:
         self.options = options
         self.schema = schema
-        self._coordinator = None  # driver only, created lazily (never pickled to executors)
+        self._coordinator: StreamCoordinator[Any] | None = None  # driver only, created lazily (never pickled)
         # PySpark 4.0 / 4.1 only (latestOffset without a start): where the next batch starts, and the initial offset
         # the first plan of a new checkpoint started from (Spark asks initialOffset() only after that plan)
         self._next_batch = NextBatchStart()
@@ -55,14 +55,14 @@ class SamzaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return {"options": self.options, "schema": self.schema}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__init__(state["options"], state["schema"])
+        type(self).__init__(self, state["options"], state["schema"])
 
     @abstractmethod
     def _make_coordinator(self) -> StreamCoordinator[Any]:
         """The system's driver-side coordinator for ``self.options``."""
 
     @abstractmethod
-    def read(self, partition: TaskInputPartition) -> Iterator:
+    def read(self, partition: TaskInputPartition) -> Iterator:  # type: ignore[override]  # Spark hands back ours
         """Executors: the rows of one Samza task's share of the batch."""
 
     @property

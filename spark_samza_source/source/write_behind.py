@@ -1,12 +1,14 @@
 """Write-behind for the driver's mirror writes: ``commit`` hands them over and returns, a daemon thread does them.
 
 Spark calls a source's ``commit`` inside its ``walCommit`` phase, on the critical path of every micro-batch;
-the mirrors for tools (checkpoint mirror, consumer group) are store and broker round trips with fsyncs that the
-batch does not need. Here they run on one thread while the batch runs, newest first: a job submitted while an
-older one still waits replaces it (the newer positions supersede the older ones, and both mirrors are absolute,
-never incremental). :meth:`WriteBehind.settle` is the barrier the coordinator passes at the next ``latestOffset``:
-it waits for the job in progress and raises what a job raised, so a failed write fails the query one call later
-exactly as it did when written in ``commit`` itself, and the mirrors never trail by more than one batch more.
+the writes for tools (the checkpoint mirror, the consumer group, the Kinesis shard -> task map and batch-end
+clean-up) are store and broker round trips with fsyncs that the batch does not need. ``JobCoordinator.commit``
+(the one commit path of both sources, docs/architecture.md §9) hands them here; they run on one thread while the
+batch runs, newest first: a job submitted while an older one still waits replaces it (the newer positions
+supersede the older ones, and every mirror is absolute, never incremental). :meth:`WriteBehind.settle` is the
+barrier the coordinator passes at the next ``latestOffset``: it waits for the job in progress and raises what a
+job raised, so a failed write fails the query one call later, and the mirrors never trail by more than one batch
+more.
 """
 
 from __future__ import annotations
@@ -56,7 +58,8 @@ class WriteBehind:
                 job, self._pending = self._pending, None
                 self._running = True
             try:
-                job()
+                if job is not None:  # always: the wait above returns only with a job pending
+                    job()
             except BaseException as err:  # noqa: BLE001 - handed to the caller of settle, which raises it
                 with self._cond:
                     if self._error is None:

@@ -74,3 +74,34 @@ def test_a_plan_that_cannot_fit_its_offset_is_a_bug_not_a_users_error():
     from spark_samza_source.kinesis.errors import KinesisPlanError
 
     assert issubclass(KinesisPlanError, InternalError) and not issubclass(KinesisPlanError, SamzaSourceError)
+
+
+def test_an_inconsistent_mapper_is_a_bug_and_a_malformed_position_a_kinesis_error():
+    from spark_samza_source.kinesis.errors import KinesisSourceError, MapperError, PositionFormatError
+
+    assert issubclass(MapperError, InternalError) and not issubclass(MapperError, SamzaSourceError)
+    assert issubclass(PositionFormatError, KinesisSourceError)
+
+
+def test_a_damaged_offset_that_asks_the_mapper_the_impossible_is_reported_as_damaged():
+    # the mapper's own error is a bug; an offset that makes it raise is the offset's fault
+    from spark_samza_source.core.errors import OffsetFormatError
+    from spark_samza_source.kinesis.driver.offset import KinesisOffset
+
+    damaged = {"batch": 1, "version": 2, "shards": {},
+               "jobModel": {"generation": 1, "numTasks": 0, "slotsPerTask": 1, "stream": "s", "system": "kinesis"}}
+    with pytest.raises(OffsetFormatError, match="num_tasks must be a positive int"):
+        KinesisOffset.from_json(damaged)
+
+
+@pytest.mark.parametrize("module", ["spark_samza_source.kinesis.input_partition",
+                                    "spark_samza_source.kafka.input_partition", "spark_samza_source.source.partition",
+                                    "spark_samza_source.kinesis.microbatch_ends"])
+def test_the_invariants_of_what_the_driver_builds_raise_internal_errors_not_bare_value_errors(module):
+    import ast
+
+    path = importlib.import_module(module).__file__
+    tree = ast.parse(open(path, encoding="utf-8").read())
+    raised = [node.exc.func.id for node in ast.walk(tree) if isinstance(node, ast.Raise)
+              and isinstance(node.exc, ast.Call) and isinstance(node.exc.func, ast.Name)]
+    assert raised and "ValueError" not in raised

@@ -1,10 +1,13 @@
-"""Executor modules never import driver modules, and no system imports another (docs/architecture.md §2).
+"""Executor modules never import driver modules nor driver modules executor ones, and no system imports another
+(docs/architecture.md §2).
 
 A Spark task carries everything it needs in its input partition; the code it runs must not reach the driver's
 coordinators, admins, planners or startpoint handling, or executors would pull in (and could call) driver logic.
 The roles come from the layout, not from a list kept by hand: each system's ``driver/`` holds what runs only on
 the driver, ``executor/`` what Spark's tasks run, and the package root what both import (plus the DataSource glue,
 ``source.py``, which imports its driver modules lazily). Executor and shared modules must reach no driver module.
+The other way round holds too: a driver module reaches no executor module, so what both sides use (the recorded
+Kinesis batch ends, say) lives at the system's root and planning never loads the executors' read path.
 The test reads the source of each executor module with ``ast`` and follows every import inside
 ``spark_samza_source`` transitively, module-level and lazy (inside a function) alike, plus the module-level
 imports of the packages Python runs on the way; it fails naming the import chain that reaches a driver module.
@@ -175,6 +178,27 @@ def test_the_walk_follows_relative_and_lazy_imports():
 def test_an_executor_or_shared_module_reaches_no_driver_module(module):
     chain = driver_chain(f"{PACKAGE}.{module}")
     assert chain is None, "executor or shared module imports a driver module: " + " -> ".join(chain)
+
+
+def executor_chain(start: str) -> list[str] | None:
+    """The import chain from ``start`` to the first module of a system's ``executor/`` it reaches, or None."""
+    executors = {f"{PACKAGE}.{name}" for system in SYSTEMS for name in role_modules(system, "executor")}
+    return import_chain(start, executors.__contains__)
+
+
+def test_the_driver_walk_would_see_an_executor_module():
+    # Guards the test below against passing vacuously: the glue reaches the executors (lazily), and the walk sees it
+    for system in SYSTEMS:
+        chain = executor_chain(f"{PACKAGE}.{system}.source")
+        assert chain is not None and chain[0] == f"{PACKAGE}.{system}.source"
+
+
+@pytest.mark.parametrize("module", DRIVER)
+def test_a_driver_module_reaches_no_executor_module(module):
+    # What both sides use lives at the system's root (e.g. kinesis/microbatch_ends.py, the recorded batch ends):
+    # planning on the driver never loads the executors' read path.
+    chain = executor_chain(f"{PACKAGE}.{module}")
+    assert chain is None, "driver module imports an executor module: " + " -> ".join(chain)
 
 
 def test_the_system_walk_sees_every_module_and_a_crossing():

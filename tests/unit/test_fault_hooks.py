@@ -22,8 +22,10 @@ from spark_samza_source.kafka.executor.reader import read_ranges
 from spark_samza_source.kafka.input_partition import KafkaRange, KafkaTaskPartition
 from spark_samza_source.kafka.options import KafkaSourceOptions
 from spark_samza_source.kafka.source import SamzaKafkaStreamReader
+from spark_samza_source.kinesis.input_partition import KinesisTaskPartition
 from spark_samza_source.kinesis.options import KinesisSourceOptions
 from spark_samza_source.kinesis.positions import ShardPosition
+from spark_samza_source.kinesis.source import SamzaKinesisStreamReader
 from spark_samza_source.source.fault_hooks import (
     NO_FAULT_HOOKS,
     SHARD_END_RECORDED,
@@ -115,6 +117,16 @@ def test_the_kafka_read_path_reports_its_batches_to_the_named_module(recording_h
         (TASK_HANDED_BATCH, {"task": "T", "planned_rows": 7, "batch_number": 2}),
         (TASK_READ_DONE, {"task": "T", "planned_rows": 7, "batches": 2}),
     ]
+
+
+def test_the_kinesis_read_path_reports_its_batches_to_the_named_module(recording_hooks):
+    # as samza-kafka's: a task with nothing to read still reports its end (TASK_HANDED_BATCH per batch: the
+    # worker-kill test in tests/integration/kinesis/test_kinesis_source_reads.py)
+    options = KinesisSourceOptions.parse({**KINESIS, "testing.faultHooks": recording_hooks})
+    reader = SamzaKinesisStreamReader(options, schema=None)
+    assert list(reader.read(KinesisTaskPartition("Task-0", ()))) == []
+    events = sys.modules[recording_hooks].events
+    assert [(e, d) for e, _, d in events] == [(TASK_READ_DONE, {"task": "Task-0", "shards": 0, "batches": 0})]
 
 
 def test_a_hook_module_without_on_event_fails_clearly(tmp_path, monkeypatch):

@@ -1,18 +1,19 @@
 """The driver side of a samza-kafka batch read: every task's offset ranges between the starting and ending options.
 
-It reuses the streaming query's pieces: the coordinator's partition discovery and admin calls, the configured
+It plans through the streaming coordinator's public methods: partition discovery and admin calls, the configured
 grouper, the job model stored for ``job.name`` (read, never written: a backfill gets the streaming query's fixed
-tasks, partitions added since grouped as the streaming query groups them), and the ``starting.py`` strategies for
-both ends. Pushed filters (``core/batch_filters.py``) then narrow it: whole topic partitions and tasks are pruned,
-offset comparisons cut the ranges, and ``timestamp >=`` starts each partition at ``offsetsForTimes`` (only records
-that cannot match are skipped; Spark still applies the filter).
+tasks, partitions added since grouped as the streaming query groups them, a topic no longer read refused unless
+``dropTopics`` names it, as the streaming query does), and the ``starting.py`` strategies for both ends. Pushed
+filters (``core/bounded_filters.py``) then narrow it: whole topic partitions and tasks are pruned, offset comparisons
+cut the ranges, and ``timestamp >=`` starts each partition at ``offsetsForTimes`` (only records that cannot match
+are skipped; Spark still applies the filter).
 """
 
 from __future__ import annotations
 
 import logging
 
-from ...core.batch_filters import PushedFilters
+from ...core.bounded_filters import PushedFilters
 from ...core.errors import ConfigError
 from ...core.jobmodel import JobModel
 from ...core.model import SystemStreamPartition, TaskName
@@ -32,21 +33,18 @@ def plan_bounded_read(options: KafkaBoundedOptions, pushed: PushedFilters) -> li
     try:
         return _plan(coordinator, options, pushed)
     finally:
-        if coordinator._admin is not None:
-            coordinator._admin.close()
+        coordinator.close()
 
 
 def _plan(coordinator: KafkaCoordinator, options: KafkaBoundedOptions, pushed: PushedFilters):
     source = options.source
-    stored = coordinator._stored_job_model(quiet=True) if options.use_stored_job_model else None
+    stored = coordinator.stored_job_model(quiet=True) if options.use_stored_job_model else None
     ssps, broadcast = coordinator.discover(stored)
     discovered = list(ssps)
-    if stored is not None:
-        gone = sorted({s.stream for s in stored.ssps()} - {s.stream for s in ssps})
-        # the stored model's streams keep their tasks; partitions added since are grouped as the streaming
-        # query's next plan groups them (an expansion)
-        stored = stored.without_streams(gone) if gone else stored
-    model: JobModel = coordinator._grouper.group(stored, ssps, broadcast)
+    # as the streaming query: a topic of the stored model that is no longer read leaves only through dropTopics;
+    # the others keep their tasks, and partitions added since are grouped as its next plan groups them
+    stored = coordinator.without_dropped_topics(stored, ssps, stored_model=True)
+    model: JobModel = coordinator.group(stored, ssps, broadcast)
     if stored is not None:
         log.info("batch read: tasks of the job model stored for %s (%d tasks)", source.job_name, len(model.tasks))
     marks = coordinator.watermarks(model.ssps())

@@ -4,7 +4,7 @@ Each trigger it discovers partitions (so expansion is seen at every trigger), re
 configured grouper, picks up Startpoints (at query start, then after each poll interval), resolves them with
 the Kafka visitor, and hands everything to the pure planner. ``commit`` deletes the startpoints a committed
 batch applied (only if unchanged since) and mirrors committed positions to the metadata store and,
-optionally, to the consumer group ``samza-<job.name>``.
+optionally, to the consumer group ``samza-<job.name>``, both written behind (``JobCoordinator.commit``).
 
 Spark calls ``commit`` one batch late and never for the last batch of a run, so the startpoints recorded as
 applied in the offset a run *starts from* are deleted on the first trigger too (the restart path); the offset
@@ -17,14 +17,16 @@ import logging
 import re
 import time
 from collections.abc import Mapping
+from typing import overload
 
 from ...core.broadcast import effective_broadcast
 from ...core.checkpoint import Checkpoint
 from ...core.copartition import check_copartitioning
-from ...core.errors import ConfigError, PartitionExpansionError, SamzaSourceError
+from ...core.errors import ConfigError, InternalError, PartitionExpansionError, SamzaSourceError
 from ...core.expansion import resolve_expansion_algorithm
 from ...core.grouping import resolve_grouper
 from ...core.jobmodel import JobModel
+from ...core.jobmodel_store import JobModelStore
 from ...core.model import SystemStream, SystemStreamPartition, TaskName, TaskSsp
 from ...metadata.lease import offset_identity
 from ...options.common import BROADCAST, FAIL_ON_DATA_LOSS, JOB_NAME, RETRY_TIMEOUT
@@ -37,8 +39,7 @@ from ...options.kafka import (
     SUBSCRIBE,
     SUBSCRIBE_PATTERN,
 )
-from ...options.namespaces import JOB_MODEL, JOB_MODEL_CURRENT, JOB_MODEL_PREVIOUS
-from ...source.job_coordinator import JobCoordinator
+from ...source.job_coordinator import JobCoordinator, WritesBehind
 from ...source.limits import MinRowsGate
 from ..input_partition import KafkaRange
 from ..options import SYSTEM, KafkaSourceOptions
@@ -59,7 +60,7 @@ from .startpoints import KafkaStartpointResolver, kafka_startpoint_problem
 log = logging.getLogger(__name__)
 
 
-class KafkaCoordinator(JobCoordinator[KafkaOffset]):
+class KafkaCoordinator(JobCoordinator[KafkaOffset, KafkaSourceOptions, KafkaRange]):
     """Plans batches for one query. Lives in Spark's long-lived driver-side Python runner."""
 
     def __init__(self, options: KafkaSourceOptions, *, clock=time.monotonic, wall_ms=None) -> None:
@@ -70,6 +71,7 @@ class KafkaCoordinator(JobCoordinator[KafkaOffset]):
         self._grouper = resolve_grouper(options.grouper, expansion_algorithm=self._algorithm)
         self.latest_watermarks: dict[SystemStreamPartition, Watermarks] = {}
         self._last_model: JobModel | None = None
+        self._job_models: JobModelStore | None = None
         self._initial: KafkaOffset | None = None  # what initial_offset returned, until the first plan
         self._until: dict[SystemStreamPartition, int] | None = None  # Trigger.AvailableNow's end offsets
         self._gate: MinRowsGate | None = None  # minOffsetsPerTrigger / maxTriggerDelay
@@ -87,6 +89,12 @@ class KafkaCoordinator(JobCoordinator[KafkaOffset]):
             self._admin = KafkaAdmin(self.options.client_conf, api_timeout_ms=self.options.retry_timeout_ms,
                                      timeout_option=RETRY_TIMEOUT.name)
         return self._admin
+
+    def close(self) -> None:
+        """Close the admin client if one was opened (a batch read's planner is done with the coordinator)."""
+        if self._admin is not None:
+            self._admin.close()
+            self._admin = None
 
     # ---- discovery ---------------------------------------------------------------------------------------
     def discover(self, previous: JobModel | None) -> tuple[list[SystemStreamPartition], frozenset]:
@@ -109,8 +117,10 @@ class KafkaCoordinator(JobCoordinator[KafkaOffset]):
         else:
             if opts.topics is not None:
                 counts = self.admin.list_partition_counts(topics=list(opts.topics))
-            else:
+            elif opts.pattern is not None:
                 counts = self.admin.list_partition_counts(pattern=re.compile(opts.pattern))
+            else:  # the options name exactly one of assign, subscribe, subscribePattern
+                raise InternalError("samza-kafka options without assign, subscribe or subscribePattern")
             ssps = [SystemStreamPartition(SYSTEM, t, p) for t, n in counts.items() for p in range(n)]
         broadcast_streams = {b.stream for b in opts.broadcast}
         if previous is not None:
@@ -127,8 +137,14 @@ class KafkaCoordinator(JobCoordinator[KafkaOffset]):
         broadcast = effective_broadcast(opts.broadcast, previous, stream_counts)
         return sorted(set(ssps) | broadcast), broadcast
 
+    def group(self, previous: JobModel | None, ssps: list[SystemStreamPartition], broadcast) -> JobModel:
+        """The configured grouper's job model of ``ssps`` from ``previous``: neither checked nor stored (a batch
+        read groups with it and writes nothing)."""
+        return self._grouper.group(previous, ssps, broadcast)
+
     def job_model(self, previous: JobModel | None, ssps: list[SystemStreamPartition], broadcast) -> JobModel:
-        model = self._grouper.group(previous, ssps, broadcast)
+        """The next job model of the streaming query: grouped, checked for co-partitioning, stored when it changed."""
+        model = self.group(previous, ssps, broadcast)
         self._last_model = model
         if self.options.copartition:
             check_copartitioning(self.options.copartition, model, self._algorithm)
@@ -136,41 +152,62 @@ class KafkaCoordinator(JobCoordinator[KafkaOffset]):
             diff = model.diff(previous)
             if previous is not None:
                 log.info("job model changed for %s: %s", self.options.job_name, "; ".join(diff.describe()))
-            self._persist_job_model(model, previous)
+            self.job_models.write(model)
         return model
 
-    def _stored_job_model(self, quiet: bool = False) -> JobModel | None:
-        """The job model an earlier query of this job.name stored, unless jobModel.reset says to start afresh."""
-        value = self.store.get(JOB_MODEL, JOB_MODEL_CURRENT)
+    @property
+    def job_models(self) -> JobModelStore:
+        """The job model stored for this job.name (``core/jobmodel_store.py``)."""
+        if self._job_models is None:
+            self._job_models = JobModelStore(self.store)
+        return self._job_models
+
+    def stored_job_model(self, quiet: bool = False) -> JobModel | None:
+        """The job model an earlier query of this job.name stored, unless jobModel.reset says to start afresh
+        (logged unless ``quiet``: a batch read and Trigger.AvailableNow ask without starting anything)."""
         job = self.options.job_name
-        if value is None:
+        reset = self.options.job_model_reset
+        try:
+            model = self.job_models.current()
+        except SamzaSourceError as err:
+            if not reset:
+                raise SamzaSourceError(
+                    f"the job model stored for {JOB_NAME.name}={job} cannot be read ({err}); set "
+                    f"{JOB_MODEL_RESET.name}=true to replace it with a new one"
+                ) from None
+            self._log_reset(quiet)  # unreadable, and replaced anyway
+            return None
+        if model is None:
             if not quiet:
                 log.info("job model: none stored for %s=%s; grouping the current partitions", JOB_NAME.name, job)
             return None
-        if self.options.job_model_reset:
-            if not quiet:
-                log.warning("job model: the one stored for %s=%s is replaced (%s=true): tasks are regrouped "
-                            "from the current partitions", JOB_NAME.name, job, JOB_MODEL_RESET.name)
+        if reset:
+            self._log_reset(quiet)
             return None
-        try:
-            model = JobModel.from_json(value)
-        except SamzaSourceError as err:
-            raise SamzaSourceError(
-                f"the job model stored for {JOB_NAME.name}={job} cannot be read ({err}); set "
-                f"{JOB_MODEL_RESET.name}=true to replace it with a new one"
-            ) from None
         if not quiet:
             log.info("job model: restored the one stored for %s=%s (%d tasks); set %s=true to regroup",
                      JOB_NAME.name, job, len(model.tasks), JOB_MODEL_RESET.name)
         return model
 
-    def _without_dropped_topics(self, previous: JobModel | None, ssps, *, stored_model: bool = False,
-                                ) -> JobModel | None:
+    def _log_reset(self, quiet: bool) -> None:
+        if not quiet:
+            log.warning("job model: the one stored for %s=%s is replaced (%s=true): tasks are regrouped "
+                        "from the current partitions", JOB_NAME.name, self.options.job_name, JOB_MODEL_RESET.name)
+
+    @overload
+    def without_dropped_topics(self, previous: JobModel, ssps, *, stored_model: bool = False) -> JobModel: ...
+
+    @overload
+    def without_dropped_topics(self, previous: None, ssps, *, stored_model: bool = False) -> None: ...
+
+    def without_dropped_topics(self, previous: JobModel | None, ssps, *, stored_model: bool = False,
+                               ) -> JobModel | None:
         """``previous`` without the topics that left the job: gone from the cluster or from the subscription.
 
         Only topics named in ``dropTopics`` may leave (their tasks and positions are forgotten, every other
         topic keeps its tasks and positions); any other topic that left fails here, naming the option, before
-        the grouper would report it as a stream that disappeared.
+        the grouper would report it as a stream that disappeared. The one rule for a streaming query and for a
+        batch read that starts from the stored job model (``bounded_read.py``).
         """
         if previous is None:
             return None
@@ -214,14 +251,6 @@ class KafkaCoordinator(JobCoordinator[KafkaOffset]):
                 f"{JOB_MODEL_RESET.name}=true."
             ) from None
 
-    def _persist_job_model(self, model: JobModel, previous: JobModel | None) -> None:
-        current = self.store.get(JOB_MODEL, JOB_MODEL_CURRENT)
-        if current == model.to_json():
-            return
-        if current is not None:
-            self.store.put(JOB_MODEL, JOB_MODEL_PREVIOUS, current)
-        self.store.put(JOB_MODEL, JOB_MODEL_CURRENT, model.to_json())
-
     def topic_ids(self, model: JobModel, more=()) -> dict[str, str]:
         """The Kafka topic ID of every topic ``model`` (and the SSPs ``more``) reads."""
         topics = {s.stream for s in model.ssps()} | {s.stream for s in more}
@@ -243,18 +272,17 @@ class KafkaCoordinator(JobCoordinator[KafkaOffset]):
         return marks
 
     # ---- Spark entry points ----------------------------------------------------------------------------
-    def initial_offset(self) -> KafkaOffset:
+    def first_offset(self) -> KafkaOffset:
         """Where a query with no checkpoint starts: startingOffsets, overridden by any Startpoint.
 
         The job model is the one stored for ``job.name`` when there is one (SEP-5: the previous model is the
         input of every grouper, so a new checkpoint keeps the same tasks); partitions added since are left to
         the first plan, which handles them as an expansion.
         """
-        self.lease.hold()
-        stored = self._stored_job_model()
+        stored = self.stored_job_model()
         ssps, broadcast = self.discover(stored)
         discovered = list(ssps)
-        stored = self._without_dropped_topics(stored, ssps, stored_model=True)
+        stored = self.without_dropped_topics(stored, ssps, stored_model=True)
         if stored is not None:
             self._check_restorable(stored, ssps, broadcast)
             streams = {s.system_stream for s in stored.ssp_to_task()}
@@ -288,7 +316,7 @@ class KafkaCoordinator(JobCoordinator[KafkaOffset]):
 
     def _plan(self, start: KafkaOffset, max_rows: int | None) -> KafkaOffset:
         ssps, broadcast = self.discover(start.job_model)
-        previous = self._without_dropped_topics(start.job_model, ssps)
+        previous = self.without_dropped_topics(start.job_model, ssps)
         # the watermarks of the partitions just discovered and the topic IDs, in one round trip: the job model
         # is grouped from these very partitions, so it rarely needs any other
         asked = frozenset((s.stream, s.partition) for s in ssps)
@@ -348,8 +376,8 @@ class KafkaCoordinator(JobCoordinator[KafkaOffset]):
             topic, growth.before, growth.after, growth.before, window, growth.before, 2 * growth.before,
             EXPANSION_SETTLE.name)
 
-    def commit_batch(self, end: KafkaOffset) -> None:
-        """Hand the mirrors of ``end`` to the write-behind thread: nothing here needs them before the next plan."""
+    def commit_batch(self, end: KafkaOffset) -> WritesBehind:
+        """Nothing guards a Kafka commit; both mirrors of ``end`` are for tools, so they are written behind."""
         checkpoint = Checkpoint.from_pairs(end.positions)
         group: dict[tuple[str, int], int] | None = None
         if self.options.commit_offsets_to_kafka:
@@ -357,7 +385,7 @@ class KafkaCoordinator(JobCoordinator[KafkaOffset]):
             for (_task, ssp), pos in end.positions.items():
                 tp = (ssp.stream, ssp.partition)
                 group[tp] = min(pos, group.get(tp, pos))
-        self.write_behind.submit(lambda: self._write_mirrors(checkpoint, group))
+        return lambda: self._write_mirrors(checkpoint, group)
 
     def _write_mirrors(self, checkpoint: Checkpoint, group: dict[tuple[str, int], int] | None) -> None:
         self.mirror_checkpoint(checkpoint)
@@ -390,7 +418,7 @@ class KafkaCoordinator(JobCoordinator[KafkaOffset]):
                 yield task, ssp, rebase.creation_timestamp
 
     def prepare_available_now(self) -> None:
-        marks = self.watermarks(self.discover(self._last_model or self._stored_job_model(quiet=True))[0])
+        marks = self.watermarks(self.discover(self._last_model or self.stored_job_model(quiet=True))[0])
         self._until = {s: m.high for s, m in marks.items()}
         log.info("Trigger.AvailableNow: reading up to the end offsets seen now (%d partitions)", len(self._until))
 
@@ -456,7 +484,7 @@ def _log_barriers(start: KafkaOffset, result: PlanResult, now_ms: int) -> None:
             if b.settling:
                 log.info("partition expansion to %d: %s waits for %s; cut in %.1f s (%s)",
                          b.grown_to, ssp, ", ".join(map(str, b.feeders)),
-                         max(0, b.settle_until - now_ms) / 1000, EXPANSION_SETTLE.name)
+                         max(0, (b.settle_until or now_ms) - now_ms) / 1000, EXPANSION_SETTLE.name)
     for ssp, chain in after.items():
         for b in chain:
             if not b.settling and b not in before.get(ssp, ()):

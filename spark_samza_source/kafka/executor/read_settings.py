@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ...core.errors import ConfigError
+from ...core.errors import ConfigError, InternalError
 from ...options.kafka import READ_PATH, READ_PATHS
 from ..options import DEFAULT_MAX_ROWS_PER_BATCH, DEFAULT_POLL_TIMEOUT_MS
 
@@ -37,9 +37,9 @@ class KafkaReadSettings:
 
     def __post_init__(self) -> None:
         if self.max_rows_per_batch < 1 or self.max_bytes_per_batch < 1 or self.poll_timeout_ms < 1:
-            raise ValueError("max_rows_per_batch, max_bytes_per_batch and poll_timeout_ms must be >= 1")
+            raise InternalError("max_rows_per_batch, max_bytes_per_batch and poll_timeout_ms must be >= 1")
         if not 1 <= self.max_column_bytes <= ARROW_COLUMN_BYTES_MAX:
-            raise ValueError(f"max_column_bytes must be in 1..{ARROW_COLUMN_BYTES_MAX} (Arrow's 32-bit offsets)")
+            raise InternalError(f"max_column_bytes must be in 1..{ARROW_COLUMN_BYTES_MAX} (Arrow's 32-bit offsets)")
         if self.read_path not in READ_PATHS:
             raise ConfigError(f"option '{READ_PATH.name}' must be one of {', '.join(READ_PATHS)}, "
                               f"got {self.read_path!r}")

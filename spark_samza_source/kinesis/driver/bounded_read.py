@@ -1,12 +1,12 @@
 """The driver side of a samza-kinesis batch read: every shard of the stream's lineage, in its task, in range.
 
-It reuses the streaming query's pieces: ``ListShards`` through the coordinator's admin, the ``starting.py``
+It plans through the streaming coordinator's public methods: ``ListShards``, the ``starting.py``
 strategies (default ``TRIM_HORIZON`` for a batch), and the planner's first job model (``initial_offset``: the
 shard-to-task mapping a new streaming query starts with). With ``job.name``, the tasks the job's streaming query
 gave each shard (``shard_tasks.py``, read from its metadata store) come first, so a backfill's ``task`` column is
 the streaming query's even after resharding changed the open-shard count. Closed and open shards are all read,
 parents before children within a task. The end is fixed here, once: ``LATEST`` is the planning time, so every task
-stops at the same instant. Pushed filters (``core/batch_filters.py``) prune shards and tasks, and
+stops at the same instant. Pushed filters (``core/bounded_filters.py``) prune shards and tasks, and
 ``approximateArrivalTimestamp >=`` starts each shard at ``AT_TIMESTAMP`` (Spark still applies the filter). Nothing
 is written to the metadata store.
 """
@@ -17,7 +17,7 @@ import logging
 import time
 from collections.abc import Callable
 
-from ...core.batch_filters import PushedFilters
+from ...core.bounded_filters import PushedFilters
 from ...core.model import TaskName
 from ...options.kinesis import ENDING_POSITION
 from ..bounded_options import KinesisBoundedOptions
@@ -46,9 +46,7 @@ def plan_bounded_read(options: KinesisBoundedOptions, pushed: PushedFilters, *, 
     now = int(time.time() * 1000) if wall_ms is None else wall_ms
     coordinator = KinesisCoordinator(source, wall_ms=lambda: now)
     shards = coordinator.list_shards()
-    starts = source.starting.starts(shards, stream=source.stream, now_ms=lambda: now,
-                                    check_sequences=coordinator._check_sequences_with_kinesis,
-                                    kcl_checkpoints=coordinator._kcl_positions)
+    starts = coordinator.starting_positions(shards)
     stored = _stored_shard_tasks(coordinator) if options.use_stored_job_model else None
     offset = initial_offset(shards, stored.num_tasks if stored else source.tasks, starts.positions,
                             source.assignment, stream=source.stream, system=SYSTEM)
@@ -111,6 +109,6 @@ def _narrowed(start: ShardPosition, min_ms: int | None) -> ShardPosition:
     """``start``, moved to ``AT_TIMESTAMP(min_ms)`` when that is later (a sequence position is kept)."""
     if min_ms is None:
         return start
-    if start.type == TRIM_HORIZON or (start.type == AT_TIMESTAMP and start.timestamp_ms < min_ms):
+    if start.type == TRIM_HORIZON or (start.type == AT_TIMESTAMP and (start.timestamp_ms or 0) < min_ms):
         return ShardPosition.at_timestamp(min_ms)
     return start

@@ -19,19 +19,21 @@ from botocore.exceptions import ClientError
 
 from ...core.checkpoint import Checkpoint
 from ...core.errors import ConfigError, SamzaSourceError
+from ...core.jobmodel import JobModel
 from ...metadata.lease import offset_identity, query_identity
 from ...options.common import FAIL_ON_DATA_LOSS
 from ...options.kinesis import KCL_LEASE_TABLE, STARTING_POSITION
 from ...options.namespaces import STREAM_CONSUMERS
-from ...source.job_coordinator import JobCoordinator
+from ...source.job_coordinator import JobCoordinator, WritesBehind
 from ..calls import error_code, iterator_request
 from ..client import AwsClientSettings, dynamodb_client, kinesis_client
 from ..errors import KinesisDataLossError
-from ..executor.microbatch_ends import BatchEnds, batch_ends_for
 from ..input_partition import ShardRead
+from ..microbatch_ends import BatchEnds, batch_ends_for
 from ..options import SYSTEM, KinesisSourceOptions
 from ..positions import ShardPosition
 from ..shards import ShardInfo
+from ..starting import Starts
 from .admin import KinesisAdmin
 from .consumers import StreamConsumer, StreamConsumers
 from .lease_table import KclLeaseTable
@@ -52,7 +54,7 @@ log = logging.getLogger(__name__)
 PROBE_BUDGET_S = 0.25  # time one trigger may spend probing idle shards for new records
 
 
-class KinesisCoordinator(JobCoordinator[KinesisOffset]):
+class KinesisCoordinator(JobCoordinator[KinesisOffset, KinesisSourceOptions, ShardRead]):
     def __init__(self, options: KinesisSourceOptions, *, clock=time.monotonic, wall_ms=None) -> None:
         super().__init__(options, clock=clock)
         self.settings = AwsClientSettings.from_settings(options.client_settings())
@@ -63,7 +65,7 @@ class KinesisCoordinator(JobCoordinator[KinesisOffset]):
         self._listed_at: float | None = None  # when plan_batch last listed the shards (describeShardInterval)
         self._last_probe: dict[str, float] = {}
         self._job_model_key: tuple | None = None
-        self._job_model_cache = None
+        self._job_model_cache: JobModel | None = None
         self._available_now_started = False
         self._lease_table: KclLeaseTable | None = None
         self._shard_tasks: ShardTasksMirror | None = None
@@ -140,13 +142,10 @@ class KinesisCoordinator(JobCoordinator[KinesisOffset]):
         return shards
 
     # ---- Spark entry points ----------------------------------------------------------------------------
-    def initial_offset(self) -> KinesisOffset:
-        self.lease.hold()
+    def first_offset(self) -> KinesisOffset:
         shards = self.list_shards()
         self.consumer_arn()  # fan-out: registered (and ACTIVE) before the first batch, a bad name fails the start
-        starts = self.options.starting.starts(shards, stream=self.options.stream, now_ms=self._wall_ms,
-                                              check_sequences=self._check_sequences_with_kinesis,
-                                              kcl_checkpoints=self._kcl_positions)
+        starts = self.starting_positions(shards)
         positions, latest_ms = starts.positions, starts.latest_timestamp_ms
         offset = initial_offset(
             shards, self.options.tasks, positions, self.options.assignment, stream=self.options.stream,
@@ -157,10 +156,18 @@ class KinesisCoordinator(JobCoordinator[KinesisOffset]):
         log.info("samza-kinesis %s: %d shards, %d tasks", self.options.job_name, len(shards), offset.num_tasks)
         return offset
 
+    def starting_positions(self, shards: list[ShardInfo]) -> Starts:
+        """Where each of ``shards`` starts under the option ``startingPosition`` (``starting.py``), with its checks
+        against Kinesis (a sequence number of another shard is refused) and the KCL lease table for ``kcl``: for
+        a new checkpoint and for a batch read alike."""
+        return self.options.starting.starts(shards, stream=self.options.stream, now_ms=self._wall_ms,
+                                            check_sequences=self._check_sequences_with_kinesis,
+                                            kcl_checkpoints=self._kcl_positions)
+
     def plan_batch(self, start: KinesisOffset, *, max_rows: int | None) -> KinesisOffset:
         identity = self.stream_identity()
         if start.stream_identity is not None and start.stream_identity != identity:
-            self._stream_recreated(start, identity, "planning the next batch")
+            self._stream_recreated(start.stream_identity, identity, "planning the next batch")
             shards = self.list_shards()
             self._identity_checked = True
             return recreated_stream_offset(start, shards, identity)
@@ -197,31 +204,45 @@ class KinesisCoordinator(JobCoordinator[KinesisOffset]):
         if not expired:
             del self.data_loss["shardsExpired"]
 
-    def commit_batch(self, end: KinesisOffset) -> None:
+    def commit_batch(self, end: KinesisOffset) -> WritesBehind:
+        """The KCL lease table is written here, in the commit: a conflict means a live KCL worker uses the table,
+        and the query must fail before its next batch reads the shards beside it (docs/migration.md, "From a KCL
+        application"). The checkpoint mirror, the shard -> task map and the clean-up of the recorded ends of
+        committed batches are for tools and housekeeping: written behind."""
         ends = self.batch_ends(end).ends_for(end.batch)
-        positions = {}
-        lease = {}
-        for sid, state in end.shards.items():
-            reached = ends.get(sid, state.start)
+        reached = {sid: ends.get(sid, state.start) for sid, state in end.shards.items()}
+        if self.options.kcl_lease_table:
+            self._write_kcl_leases(self.options.kcl_lease_table, reached)
+        checkpoint = self._checkpoint_of(end, reached)
+        return lambda: self._write_mirrors(end, checkpoint)
+
+    @staticmethod
+    def _checkpoint_of(end: KinesisOffset, reached: Mapping[str, ShardPosition]) -> Checkpoint:
+        """Every (task, slot SSP)'s reached position: a shard's, or {shard id: position} for an overloaded slot."""
+        positions: dict = {}
+        for sid, position in reached.items():
             task, ssp = end.task_of(sid), end.slot_ssp(sid)
             if task is not None and ssp is not None:
-                slot = positions.setdefault((task, ssp), {})
-                slot[sid] = reached.to_json()
-            info = self._shard_info.get(sid)
-            lease[sid] = (reached, info.parent_ids if info else ())
+                positions.setdefault((task, ssp), {})[sid] = position.to_json()
         checkpoint = {k: (next(iter(v.values())) if len(v) == 1 else v) for k, v in positions.items()}
-        self.mirror_checkpoint(Checkpoint.from_pairs(checkpoint, batch_id=end.batch))
+        return Checkpoint.from_pairs(checkpoint, batch_id=end.batch)
+
+    def _write_kcl_leases(self, table_name: str, reached: Mapping[str, ShardPosition]) -> None:
+        if self._lease_table is None:
+            table = KclLeaseTable(dynamodb_client(self.settings), table_name, settings=self.settings)
+            table.ensure_table()
+            self._lease_table = table
+        lease = {}
+        for sid, position in reached.items():
+            info = self._shard_info.get(sid)
+            lease[sid] = (position, info.parent_ids if info else ())
+        ranges = {sid: (i.hash_start, i.hash_end) for sid, i in self._shard_info.items()}
+        self._lease_table.write_checkpoints(lease, owner=f"samza-{self.options.job_name}", hash_ranges=ranges)
+
+    def _write_mirrors(self, end: KinesisOffset, checkpoint: Checkpoint) -> None:
+        """On the write-behind thread: ``end`` and ``checkpoint`` are immutable; nothing else of the driver's."""
+        self.mirror_checkpoint(checkpoint)
         self.shard_tasks.write(end)
-        if self.options.kcl_lease_table:
-            if self._lease_table is None:
-                table = KclLeaseTable(dynamodb_client(self.settings), self.options.kcl_lease_table,
-                                      settings=self.settings)
-                table.ensure_table()
-                self._lease_table = table
-            ranges = {sid: (i.hash_start, i.hash_end) for sid, i in self._shard_info.items()}
-            # A conflict means a live KCL worker uses the table (it moved a lease since we wrote it): the query
-            # fails, naming it, rather than read the shards beside it (docs/migration.md, "From a KCL application").
-            self._lease_table.write_checkpoints(lease, owner=f"samza-{self.options.job_name}", hash_ranges=ranges)
         self.batch_ends(end).cleanup_before(end.batch)
 
     def batch_reads(self, start: KinesisOffset, end: KinesisOffset):
@@ -231,7 +252,7 @@ class KinesisCoordinator(JobCoordinator[KinesisOffset]):
             self._identity_checked = True
             identity = self.stream_identity()
             if end.stream_identity is not None and end.stream_identity != identity:
-                self._stream_recreated(end, identity, f"replaying batch {end.batch} after a restart")
+                self._stream_recreated(end.stream_identity, identity, f"replaying batch {end.batch} after a restart")
                 # failOnDataLoss=false: the replayed batch reads nothing (its positions belong to the old stream);
                 # the next plan starts the new stream from TRIM_HORIZON
                 return [(task, []) for task, _ in tasks_for_batch(end)]
@@ -251,9 +272,15 @@ class KinesisCoordinator(JobCoordinator[KinesisOffset]):
         arn, created_ms = self.admin.stream_identity(self.options.stream)
         return StreamIdentity(arn, created_ms)
 
-    def _stream_recreated(self, offset: KinesisOffset, identity: StreamIdentity, when: str) -> None:
+    def _stream_recreated(self, old: StreamIdentity, identity: StreamIdentity, when: str) -> None:
+        """Fail (failOnDataLoss) or log and count the re-creation, once per (old, new) stream: a restart that
+        replays its last batch finds it in ``batch_reads``, and the next plan, from that batch's end (which still
+        names the old stream), finds it again."""
+        change = f"{old.describe()} -> {identity.describe()}"
+        if change in self.data_loss.get("streamRecreated", ()):
+            return
         what = (f"samza-kinesis stream {self.options.stream!r} was deleted and re-created since the query read it "
-                f"(found while {when}): the checkpoint's positions belong to {offset.stream_identity.describe()}, "
+                f"(found while {when}): the checkpoint's positions belong to {old.describe()}, "
                 f"the stream now is {identity.describe()}. The old stream's unread records are gone, and its "
                 "sequence numbers mean nothing in the new one")
         if self.options.fail_on_data_loss:
@@ -263,8 +290,7 @@ class KinesisCoordinator(JobCoordinator[KinesisOffset]):
                 "reported in the progress), or start a new checkpoint location")
         log.warning("data loss: %s; reading the new stream from TRIM_HORIZON (%s=false)", what,
                     FAIL_ON_DATA_LOSS.name)
-        self.data_loss.setdefault("streamRecreated", []).append(
-            f"{offset.stream_identity.describe()} -> {identity.describe()}")
+        self.data_loss.setdefault("streamRecreated", []).append(change)
 
     def _check_sequences_with_kinesis(self, named: Mapping[str, ShardPosition]) -> None:
         """Ask Kinesis for an iterator at every sequence number the per-shard option names: real Kinesis refuses
@@ -273,7 +299,7 @@ class KinesisCoordinator(JobCoordinator[KinesisOffset]):
         for sid, pos in sorted(named.items()):
             if pos.sequence is None:
                 continue
-            request = iterator_request(pos)
+            request = iterator_request(pos) or {}  # a sequence position always has one
             try:
                 self.admin.call(f"GetShardIterator for shard {sid}", self.admin.client.get_shard_iterator,
                                  StreamName=self.options.stream, ShardId=sid, **request)
@@ -347,11 +373,11 @@ class KinesisCoordinator(JobCoordinator[KinesisOffset]):
                 return True
         return False
 
-    def _job_model_of(self, offset: KinesisOffset):
+    def _job_model_of(self, offset: KinesisOffset) -> JobModel:
         """The offset's JobModel, built once per model shape: tasks x slots SSPs grow with the square of the
         shard count, and a new offset object arrives at every trigger."""
         key = (offset.stream, offset.generation, offset.num_tasks, offset.slots_per_task)
-        if self._job_model_key != key:
+        if self._job_model_key != key or self._job_model_cache is None:
             self._job_model_cache = offset.job_model
             self._job_model_key = key
         return self._job_model_cache

@@ -17,8 +17,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from ...core.errors import OffsetFormatError
 from ...core.model import SystemStreamPartition, TaskName
-from ..errors import MapperError
+from ..errors import JobModelTooLargeError, MapperError
 from ..shards import ShardInfo, lineage_order
 
 LINEAGE = "lineage"
@@ -71,7 +72,7 @@ class ShardPartitionMapper:
         self._num_tasks = _positive_int(num_tasks, "num_tasks")
         self._slots_per_task = _positive_int(slots_per_task, "slots_per_task")
         if num_tasks > MAX_TASKS or num_tasks * slots_per_task > MAX_SLOTS:
-            raise MapperError(
+            raise JobModelTooLargeError(
                 f"{num_tasks} tasks x {slots_per_task} slots is too large: at most {MAX_TASKS} tasks and "
                 f"{MAX_SLOTS} slots in all"
             )
@@ -284,15 +285,20 @@ class ShardPartitionMapper:
 
     @classmethod
     def from_json(cls, value: Any) -> ShardPartitionMapper:
+        """A mapper from JSON that was stored or handed over: what does not fit is the input's fault
+        (``OffsetFormatError``), not a bug."""
         if not isinstance(value, dict):
-            raise MapperError(f"mapper JSON must be an object, got {type(value).__name__}")
+            raise OffsetFormatError(f"mapper JSON must be an object, got {type(value).__name__}")
         slots = value.get("slots", {})
         if not isinstance(slots, dict):
-            raise MapperError("mapper JSON: 'slots' must be an object of shard id -> slot")
+            raise OffsetFormatError("mapper JSON: 'slots' must be an object of shard id -> slot")
         for shard, slot in slots.items():
             if not isinstance(slot, int) or isinstance(slot, bool):
-                raise MapperError(f"mapper JSON: slot of {shard!r:.80} must be an int, got {slot!r:.80}")
-        return cls(value.get("numTasks"), value.get("slotsPerTask"), slots)
+                raise OffsetFormatError(f"mapper JSON: slot of {shard!r:.80} must be an int, got {slot!r:.80}")
+        try:
+            return cls(value.get("numTasks"), value.get("slotsPerTask"), slots)
+        except MapperError as err:
+            raise OffsetFormatError(f"mapper JSON: {err}") from None
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, ShardPartitionMapper):

@@ -25,6 +25,7 @@ from ...core.errors import FormatVersionError, OffsetFormatError
 from ...core.jobmodel import JobModel
 from ...core.json_text import decode_offset, loads
 from ...core.model import SystemStream, SystemStreamPartition, TaskName, TaskSsp, by_task_json, parse_ssp_key
+from ..errors import MapperError
 from ..positions import ShardPosition
 from .mapper import ShardPartitionMapper, task_index, task_name
 
@@ -299,7 +300,7 @@ class KinesisOffset:
                 raise OffsetFormatError(f"jobModel lacks {key!r}")
         if not isinstance(model["stream"], str) or not isinstance(model["system"], str):
             raise OffsetFormatError("jobModel stream and system must be strings")
-        mapper = ShardPartitionMapper(model["numTasks"], model["slotsPerTask"])
+        mapper = _mapper(model["numTasks"], model["slotsPerTask"])
         per = mapper.slots_per_task
         shards: dict[str, ShardState] = {}
         for shard, entry in _obj(value.get("shards"), "shards").items():
@@ -320,7 +321,7 @@ class KinesisOffset:
                 slot = entry["slot"]
                 if not _is_int(slot, 0):
                     raise OffsetFormatError(f"shard {shard!r:.80}: slot must be an int >= 0")
-                mapper.assign(shard, slot)
+                _assign(mapper, shard, slot)
                 if entry["task"] != f"Task-{slot // per}":
                     raise OffsetFormatError(
                         f"shard {shard!r:.80}: slot {slot} belongs to Task-{slot // per}, not {entry['task']!r:.80}"
@@ -340,6 +341,21 @@ class KinesisOffset:
             stream_identity=(None if value.get("streamIdentity") is None
                              else StreamIdentity.from_json(value["streamIdentity"])),
         )
+
+
+def _mapper(num_tasks: Any, slots_per_task: Any) -> ShardPartitionMapper:
+    """The offset's mapper; counts the mapper refuses make the offset damaged (the mapper's own errors are bugs)."""
+    try:
+        return ShardPartitionMapper(num_tasks, slots_per_task)
+    except MapperError as err:
+        raise OffsetFormatError(f"jobModel: {err}") from None
+
+
+def _assign(mapper: ShardPartitionMapper, shard: str, slot: int) -> None:
+    try:
+        mapper.assign(shard, slot)
+    except MapperError as err:
+        raise OffsetFormatError(f"shard {shard!r:.80}: {err}") from None
 
 
 def slot_owned(

@@ -1,7 +1,7 @@
 """How far behind the tip samza-kinesis reads are, as ``sources[i].latestOffset`` in Spark's streaming progress.
 
 Every ``GetRecords`` answer carries ``MillisBehindLatest``; the executors record the one where each shard's read of
-batch N ended, beside the batch end (``batch_ends``), and the driver, planning batch N + 1 from those ends, reports
+batch N ended, beside the batch end (``microbatch_ends``), and the driver, planning batch N + 1 from those ends, reports
 them through ``reportLatestOffset`` (``KinesisCoordinator.system_progress``). A Python data source cannot fill
 ``sources[i].metrics``, so the figures go where it can write: ``latestOffset``. The min / avg / max carry the names
 Databricks' Kinesis source uses in its metrics; ``ops.metrics`` reads them back (key names defined here, once).

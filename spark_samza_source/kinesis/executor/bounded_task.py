@@ -20,13 +20,13 @@ __all__ = ["read_bounded_task"]
 
 #: a batch read reads its whole range: no per-shard record cap, and up to an hour of fetching per shard
 _NO_RECORD_CAP = 1 << 62
-_BATCH_FETCH_TIME_MS = 3_600_000
+_BOUNDED_FETCH_TIME_MS = 3_600_000
 
 
 def read_bounded_task(options: KinesisSourceOptions, partition: KinesisTaskPartition) -> Iterator:
     settings = AwsClientSettings.from_settings(options.client_settings())
     client = kinesis_client(settings)
-    shard_settings = ShardReadSettings(max_records=_NO_RECORD_CAP, max_fetch_time_ms=_BATCH_FETCH_TIME_MS,
+    shard_settings = ShardReadSettings(max_records=_NO_RECORD_CAP, max_fetch_time_ms=_BOUNDED_FETCH_TIME_MS,
                                        fail_on_data_loss=options.fail_on_data_loss, aws_settings=settings)
     for read in partition.reads:  # lineage order: parents before children
         request = ShardReadRequest(options.stream, read.shard_id, read.start, partition.task,

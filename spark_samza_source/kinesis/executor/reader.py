@@ -22,6 +22,7 @@ from typing import Any
 import pyarrow as pa
 from botocore.exceptions import ClientError
 
+from ...core.errors import InternalError
 from ...options.common import FAIL_ON_DATA_LOSS
 from .. import kpl
 from ..calls import (
@@ -136,7 +137,7 @@ class ShardReadSettings:
     def __post_init__(self) -> None:
         if (self.max_records < 1 or self.records_per_call < 1 or self.max_rows_per_batch < 1
                 or self.max_fetch_time_ms < 0):
-            raise ValueError("max_records, records_per_call and max_rows_per_batch must be >= 1, "
+            raise InternalError("max_records, records_per_call and max_rows_per_batch must be >= 1, "
                              "max_fetch_time_ms >= 0")
 
 

@@ -1,7 +1,7 @@
 """Which reader reads a shard: ``GetRecords`` polling (``reader.ShardStream``) or, for a task given a registered
 stream consumer, ``SubscribeToShard`` fan-out (``fanout.SubscribedShardStream``, built on the polling reader).
 
-Executor side: the micro-batch task (``microbatch_ends``), the bounded read (``bounded_task``), tools and tests
+Executor side: the micro-batch task (``recorded_reads``), the bounded read (``bounded_task``), tools and tests
 read a shard through :func:`stream_shard` or :func:`read_shard`, above both strategies, so neither strategy's
 module imports the other's users.
 """

@@ -1,9 +1,9 @@
 """Executors: refuse a metadata store the driver's Kinesis query cannot share with them.
 
 A samza-kinesis task records where each shard's read stopped in the metadata store, and the driver plans the next
-batch from those records (``batch_ends.py``). A local directory (``file:``, or a bare path such as the default
-``samza-metadata``, made absolute in each process's own working directory) is the same directory on the driver
-and the executors only in local mode, or on a filesystem every node mounts at the same path. Elsewhere each
+batch from those records (``kinesis/microbatch_ends.py``). A local directory (``file:``, or a bare path such as
+the default ``samza-metadata``, made absolute in each process's own working directory) is the same directory on
+the driver and the executors only in local mode, or on a filesystem every node mounts at the same path. Elsewhere each
 executor would record its ends in a directory of its own, the driver would never see them, and the query could
 not make progress. A Python data source cannot see Spark's master, so the check is made where the problem is: an
 executor opening a local store looks for the driver's job lease there (every streaming batch is planned by a

@@ -1,7 +1,8 @@
 """The executor side of a samza-kinesis task: what ``SamzaKinesisStreamReader.read`` runs for one input partition.
 
 Apart from the DataSource glue (``source.py``, which imports the driver's coordinator) so that the task path
-imports executor modules only (docs/architecture.md §2): the reader, the recorded batch ends, the client.
+imports executor modules only (docs/architecture.md §2): the reader, the recorded batch ends, the client, the
+store check.
 
 A task that holds several shards reads them concurrently, one thread per shard on a bounded pool (at most the
 boto3 client's connection pool, ``max_pool_connections`` = 10, and :data:`MAX_SHARD_THREADS`): each shard is paced
@@ -17,7 +18,7 @@ from __future__ import annotations
 
 import queue
 import threading
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -25,9 +26,11 @@ from ...metadata import open_store
 from ...source.fault_hooks import SHARD_END_RECORDED, report
 from ..client import AwsClientSettings, kinesis_client
 from ..input_partition import KinesisTaskPartition, ShardRead
+from ..microbatch_ends import batch_ends_for
 from ..options import KinesisSourceOptions
-from .microbatch_ends import batch_ends_for, stream_and_record
-from .reader import ShardReadRequest, ShardReadSettings
+from .reader import ShardReadRequest, ShardReadResult, ShardReadSettings
+from .recorded_reads import stream_and_record
+from .store_reach import check_store_shared_with_driver
 
 __all__ = ["read_task", "MAX_SHARD_THREADS"]
 
@@ -40,10 +43,22 @@ _BATCH, _DONE, _FAILED = "batch", "done", "failed"
 
 def read_task(options: KinesisSourceOptions, partition: KinesisTaskPartition) -> Iterator:
     """Read every shard read of ``partition`` (what the driver planned), recording where each shard
-    stopped; several shards are read concurrently (see the module documentation)."""
+    stopped; several shards are read concurrently (see the module documentation).
+
+    The metadata store is opened once per task and checked at once, before any row, to be the driver's
+    (``store_reach``): every shard's batch end is recorded in it."""
+    if not partition.reads:
+        return iter(())
+    store = open_store(options.metadata_store, options.job_name)
+    check_store_shared_with_driver(store)
+    return _read_shards(options, partition, store)
+
+
+def _read_shards(options: KinesisSourceOptions, partition: KinesisTaskPartition, store: Any) -> Iterator:
+    """The rows of every shard read, one shard after another or on a pool (a generator: nothing is read until
+    Spark asks for the first batch)."""
     settings = AwsClientSettings.from_settings(options.client_settings())
     client = kinesis_client(settings)
-    store = open_store(options.metadata_store, options.job_name)
     shard_settings = read_settings(options, settings)
     reads = list(partition.reads)
     threads = min(len(reads), MAX_SHARD_THREADS, max(1, settings.max_pool_connections))
@@ -62,7 +77,7 @@ def read_settings(options: KinesisSourceOptions, settings: AwsClientSettings) ->
 
 
 def _read_shard(options: KinesisSourceOptions, partition: KinesisTaskPartition, client: Any, store: Any,
-                shard_settings: ShardReadSettings, read: ShardRead) -> Iterator:
+                shard_settings: ShardReadSettings, read: ShardRead) -> Generator[Any, None, ShardReadResult]:
     """One shard's rows for this batch (a generator; returns the shard's read result once its end is recorded)."""
     ends = batch_ends_for(store, options.stream, read.query_id)
     request = ShardReadRequest(options.stream, read.shard_id, read.start, partition.task,

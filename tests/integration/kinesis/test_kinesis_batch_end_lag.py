@@ -1,4 +1,4 @@
-"""MillisBehindLatest recorded with each shard's batch end (``batch_ends``), against moto and the real stores.
+"""MillisBehindLatest recorded with each shard's batch end (``microbatch_ends``), against moto and the real stores.
 
 The reader's figure where a shard's read stopped is what the driver reports as the query's Kinesis lag, so it must
 be Kinesis' own answer at that point (checked against a ``GetRecords`` that ends at the same record), the first
@@ -13,8 +13,9 @@ import time
 import pytest
 
 from samza_devkit import kinesis_helpers as kh
-from spark_samza_source.kinesis.executor.microbatch_ends import NAMESPACE, BatchEnds, RecordedEnd, read_and_record
 from spark_samza_source.kinesis.executor.reader import read_request
+from spark_samza_source.kinesis.executor.recorded_reads import read_and_record
+from spark_samza_source.kinesis.microbatch_ends import NAMESPACE, BatchEnds, RecordedEnd
 from spark_samza_source.kinesis.positions import ShardPosition
 from spark_samza_source.metadata import open_store
 

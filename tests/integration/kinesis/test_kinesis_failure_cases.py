@@ -143,7 +143,7 @@ def test_throttled_writes_at_commit_are_retried_and_no_checkpoint_is_lost(ks, aw
 def test_a_store_unreachable_for_longer_than_the_ttl_stops_the_driver_with_a_clear_error(ks, aws_faults,
                                                                                           dynamodb_store_uri):
     """The DynamoDB metadata store stops answering (HTTP 503 from the server, to every request for its table) for
-    longer than ``job.ownership.ttl`` while the driver waits in a batch: the heartbeat cannot renew the lease, which
+    longer than ``job.lease.ttl`` while the driver waits in a batch: the heartbeat cannot renew the lease, which
     expires. When the store answers again the driver does not carry on as if it still owned the job (another query
     may have taken it over meanwhile): its next call, the batch's commit, stops the query naming the job, the
     store, the TTL and what to do."""
@@ -166,10 +166,10 @@ def test_a_store_unreachable_for_longer_than_the_ttl_stops_the_driver_with_a_cle
         aws_faults.clear()  # the store answers again
 
     query = ks.start_collecting("down", stream, on_batch=on_batch,
-                                **{"metadata.store": store, "job.ownership.ttl": f"{ttl_s}s"})
+                                **{"metadata.store": store, "job.lease.ttl": f"{ttl_s}s"})
     message = failure_of(query)
     assert outage["failed"] >= 4
     assert f"job.name '{ks.job}'" in message and store_table in message
-    assert "could not renew its lease on the job" in message and f"job.ownership.ttl = {ttl_s} s" in message
+    assert "could not renew its lease on the job" in message and f"job.lease.ttl = {ttl_s} s" in message
     assert "stops rather than run on without its lease" in message
     assert "testing" not in message  # the harness's AWS keys

@@ -18,11 +18,6 @@ from botocore.exceptions import ClientError
 from samza_devkit import kinesis_helpers as kh
 from spark_samza_source.core.errors import MetadataStoreError
 from spark_samza_source.kinesis.errors import AttemptPassedRecordedEndError, KinesisDataLossError, KinesisThrottledError
-from spark_samza_source.kinesis.executor.microbatch_ends import (
-    BatchEnds,
-    read_and_record,
-    stream_and_record,
-)
 from spark_samza_source.kinesis.executor.reader import (
     STOP_CAUGHT_UP,
     STOP_MAX_FETCH_TIME,
@@ -31,8 +26,10 @@ from spark_samza_source.kinesis.executor.reader import (
     STOP_SHARD_END,
     read_request,
 )
+from spark_samza_source.kinesis.executor.recorded_reads import read_and_record, stream_and_record
 from spark_samza_source.kinesis.executor.shard_reads import read_shard
 from spark_samza_source.kinesis.kpl import UserRecord
+from spark_samza_source.kinesis.microbatch_ends import BatchEnds
 from spark_samza_source.kinesis.positions import ShardPosition
 from spark_samza_source.kinesis.schema import kinesis_arrow_schema
 from spark_samza_source.metadata import open_store

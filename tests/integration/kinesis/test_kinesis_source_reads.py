@@ -107,6 +107,29 @@ def test_a_task_failing_after_recording_its_end_is_retried_with_exactly_that_ran
         sorted(int(a.sequence) for a in acks if a.shard_id == shard)
 
 
+def test_a_python_worker_killed_inside_read_is_retried_exactly_once(ks, tmp_path):
+    """Backs docs/guarantees.md: exactly once "when a Python worker dies inside read() (the task is retried)", for
+    samza-kinesis as for samza-kafka (``tests/integration/faults/test_process_faults.py``).
+
+    The first task attempt with shards to read kills its own Python worker right after handing Spark its first
+    batch, before its shard's end is recorded; the retry reads the shard again and records the end. The sink is
+    compared with the acknowledged puts on (shard id, sequence number, subsequence number).
+    """
+    import os
+
+    stream = ks.create_stream(2, "wdie")
+    acks = kh.put_round(ks.client, stream, 300, "a")
+    marker = tmp_path / "worker-died"
+    run_available_now_until_read(ks, "wdie", stream, acks, maxRecordsPerShard="1000",
+                                 **{"testing.faultHooks": "samza_devkit.fault_hooks",
+                                    "testing.failInReadOnce": str(marker)})
+    assert marker.exists(), "the fault hook never fired"
+    task, pid = marker.read_text().split("\t")
+    assert task.startswith("Task-")
+    with pytest.raises(ProcessLookupError):
+        os.kill(int(pid), 0)  # that worker process is really gone
+
+
 def test_available_now_reads_what_arrived_before_it_started_and_stops(ks):
     stream = ks.create_stream(2, "an")
     before = kh.put_round(ks.client, stream, 200, "before")

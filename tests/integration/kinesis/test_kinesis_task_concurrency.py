@@ -21,12 +21,13 @@ from samza_devkit import kinesis_helpers as kh
 from samza_devkit import moto_request_log
 from spark_samza_source.kinesis.errors import KinesisDataLossError
 from spark_samza_source.kinesis.executor import task as kinesis_task
-from spark_samza_source.kinesis.executor.microbatch_ends import batch_ends_for
 from spark_samza_source.kinesis.executor.task import read_task
 from spark_samza_source.kinesis.input_partition import KinesisTaskPartition, ShardRead
+from spark_samza_source.kinesis.microbatch_ends import batch_ends_for
 from spark_samza_source.kinesis.options import KinesisSourceOptions
 from spark_samza_source.kinesis.positions import ShardPosition
 from spark_samza_source.metadata import open_store
+from spark_samza_source.metadata.lease import JobLease
 
 SHARDS = 3
 PAGE = 50
@@ -35,6 +36,13 @@ CALLS_PER_SHARD = 5
 PACING_S = 0.2  # 5 GetRecords per second per shard
 # server-side arrival times of calls the client started >= 200 ms apart: allow the server's scheduling jitter
 PACING_SLACK_S = 0.3
+
+
+def _store_of_a_driver(store_uri: str) -> str:
+    """``store_uri`` holding a driver's job lease, as a store does while a query runs: a task checks it is there
+    before reading (``executor/store_reach.py``)."""
+    JobLease(open_store(store_uri, "concurrency"), heartbeat=False).hold("q")
+    return store_uri
 
 
 def _pages_of(records: int, monkeypatch) -> None:
@@ -52,7 +60,7 @@ def test_a_task_reads_its_shards_interleaved_each_paced(kinesis, make_stream, mo
         key = kh.hash_key_of(kinesis, stream, shard)
         kh.put_records(kinesis, stream, [b"%s-%05d" % (shard.encode(), i) for i in range(PER_SHARD)],
                        explicit_hash_key=key)
-    store_uri = f"file://{tmp_path}/store"
+    store_uri = _store_of_a_driver(f"file://{tmp_path}/store")
     options = KinesisSourceOptions.parse({
         "streamName": stream, "endpointUrl": moto_server, "region": "us-east-1", "job.name": "concurrency",
         "metadata.store": store_uri, "maxRecordsPerShard": "1000",
@@ -96,7 +104,7 @@ def _filled_task(kinesis, make_stream, moto_server, tmp_path, shards: int = SHAR
                        explicit_hash_key=kh.hash_key_of(kinesis, stream, shard))
     options = KinesisSourceOptions.parse({
         "streamName": stream, "endpointUrl": moto_server, "region": "us-east-1", "job.name": "concurrency",
-        "metadata.store": f"file://{tmp_path}/store", "maxRecordsPerShard": "1000",
+        "metadata.store": _store_of_a_driver(f"file://{tmp_path}/store"), "maxRecordsPerShard": "1000",
     })
     return options, ids
 

@@ -35,7 +35,7 @@ from samza_devkit.s3_fixtures import drop_s3_bucket, make_s3_bucket, s3_uri
 from samza_devkit.s3_without_conditionals import S3WithoutConditionals
 from samza_devkit.waits import deadline_after
 from spark_samza_source.core.errors import MetadataStoreError
-from spark_samza_source.kinesis.executor.microbatch_ends import BatchEnds
+from spark_samza_source.kinesis.microbatch_ends import BatchEnds
 from spark_samza_source.metadata import open_store
 
 # fork: the workers below live in this test module, which --import-mode=importlib makes unimportable by name

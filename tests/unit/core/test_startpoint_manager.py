@@ -20,9 +20,6 @@ from spark_samza_source.core.startpoint import (
     StartpointUpcoming,
 )
 from spark_samza_source.core.startpoint_manager import (
-    DEFAULT_STARTPOINT_TTL_MS as DEFAULT_TTL_MS,
-)
-from spark_samza_source.core.startpoint_manager import (
     NAMESPACE,
     FanOutResult,
     StartpointManager,
@@ -31,6 +28,7 @@ from spark_samza_source.core.startpoint_manager import (
 )
 from spark_samza_source.core.store import JsonValue, MetadataStore
 from spark_samza_source.metadata.memory import MemoryMetadataStore
+from spark_samza_source.options.common import DEFAULT_STARTPOINT_TTL_MS as DEFAULT_TTL_MS
 
 NOW = 1_700_000_000_000
 HOUR = 3600 * 1000

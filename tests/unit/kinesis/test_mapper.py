@@ -14,7 +14,7 @@ from spark_samza_source.kinesis.driver.mapper import (
     task_index,
     task_name,
 )
-from spark_samza_source.kinesis.errors import MapperError
+from spark_samza_source.kinesis.errors import JobModelTooLargeError, MapperError
 from spark_samza_source.kinesis.shards import ShardInfo, lineage_order
 
 H = 2**128
@@ -216,7 +216,7 @@ def test_lineage_order_puts_parents_first_regardless_of_input_order():
 
 
 def test_absurd_sizes_are_refused():
-    with pytest.raises(MapperError, match="too large"):
+    with pytest.raises(JobModelTooLargeError, match="too large"):
         ShardPartitionMapper(10**9, 1)
-    with pytest.raises(MapperError, match="too large"):
+    with pytest.raises(JobModelTooLargeError, match="too large"):
         ShardPartitionMapper(2, 2**31)

@@ -3,6 +3,7 @@ splits keyword options between the request and the settings, refusing unknown on
 
 import pytest
 
+from spark_samza_source.core.errors import InternalError
 from spark_samza_source.kinesis.executor.reader import ShardReadRequest, ShardReadSettings, read_request
 from spark_samza_source.kinesis.positions import ShardPosition
 
@@ -12,7 +13,7 @@ START = ShardPosition.trim_horizon()
 @pytest.mark.parametrize("bad", [{"max_records": 0}, {"records_per_call": 0}, {"max_rows_per_batch": 0},
                                  {"max_fetch_time_ms": -1}])
 def test_settings_refuse_limits_that_read_nothing(bad):
-    with pytest.raises(ValueError, match="max_records, records_per_call and max_rows_per_batch must be >= 1"):
+    with pytest.raises(InternalError, match="max_records, records_per_call and max_rows_per_batch must be >= 1"):
         ShardReadSettings(**bad)
 
 

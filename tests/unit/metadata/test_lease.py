@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
 import subprocess
 import sys
@@ -17,9 +18,6 @@ from spark_samza_source.kafka.options import KafkaSourceOptions
 from spark_samza_source.kinesis.options import KinesisSourceOptions
 from spark_samza_source.metadata import open_store
 from spark_samza_source.metadata.lease import (
-    DEFAULT_JOB_LEASE_TTL_MS as DEFAULT_TTL_MS,
-)
-from spark_samza_source.metadata.lease import (
     KEY,
     MAX_IDENTITIES,
     NAMESPACE,
@@ -27,6 +25,7 @@ from spark_samza_source.metadata.lease import (
     offset_identity,
     query_identity,
 )
+from spark_samza_source.options.common import DEFAULT_JOB_LEASE_TTL_MS as DEFAULT_TTL_MS
 
 TTL = 10_000
 
@@ -293,14 +292,30 @@ KINESIS = {"streamName": "clicks", "job.name": "clicks-etl", "region": "eu-west-
 
 
 @pytest.mark.parametrize("parse, base", [(KafkaSourceOptions.parse, KAFKA), (KinesisSourceOptions.parse, KINESIS)])
-def test_ownership_ttl_option(parse, base):
+def test_job_lease_ttl_option(parse, base):
     assert parse(base).job_lease_ttl_ms == DEFAULT_TTL_MS == 60_000
-    assert parse({**base, "job.ownership.ttl": "5m"}).job_lease_ttl_ms == 300_000
-    assert parse({**base, "JOB.OWNERSHIP.TTL": "2s"}).job_lease_ttl_ms == 2_000
-    with pytest.raises(Exception, match="'job.ownership.ttl' must be at least 1000 ms"):
+    assert parse({**base, "job.lease.ttl": "5m"}).job_lease_ttl_ms == 300_000
+    assert parse({**base, "JOB.LEASE.TTL": "2s"}).job_lease_ttl_ms == 2_000
+    with pytest.raises(Exception, match="'job.lease.ttl' must be at least 1000 ms"):
+        parse({**base, "job.lease.ttl": "500ms"})
+    with pytest.raises(Exception, match="'job.lease.ttl' must be a duration"):
+        parse({**base, "job.lease.ttl": "forever"})
+
+
+@pytest.mark.parametrize("parse, base", [(KafkaSourceOptions.parse, KAFKA), (KinesisSourceOptions.parse, KINESIS)])
+def test_the_former_name_job_ownership_ttl_is_read_with_a_warning(parse, base, caplog, monkeypatch):
+    from spark_samza_source.options import option
+
+    monkeypatch.setattr(option, "_WARNED_DEPRECATED", set())
+    with caplog.at_level(logging.WARNING, logger=option.__name__):
+        assert parse({**base, "job.ownership.ttl": "5m"}).job_lease_ttl_ms == 300_000
+    assert [r.getMessage() for r in caplog.records if r.name == option.__name__] == [
+        "option 'job.ownership.ttl' is deprecated: it is now 'job.lease.ttl' (the old name is still accepted for "
+        "now); use 'job.lease.ttl'"]
+    with pytest.raises(Exception, match="'job.ownership.ttl' must be at least 1000 ms"):  # the name written
         parse({**base, "job.ownership.ttl": "500ms"})
-    with pytest.raises(Exception, match="'job.ownership.ttl' must be a duration"):
-        parse({**base, "job.ownership.ttl": "forever"})
+    with pytest.raises(Exception, match="options 'job.ownership.ttl' and 'job.lease.ttl' are the same option"):
+        parse({**base, "job.ownership.ttl": "5m", "job.lease.ttl": "2m"})
 
 
 def test_a_newcomer_does_not_move_in_while_an_earlier_release_renews_in_two_steps(store_uri):
@@ -398,7 +413,7 @@ def test_a_store_unreachable_for_longer_than_the_ttl_stops_the_driver_for_good(r
     driver.hold(query_identity("q"))
     store.down = True
     clock.now += TTL + 1
-    expected = (r"could not renew its lease on the job for 10\.0 s, longer than job\.ownership\.ttl = 10 s: the "
+    expected = (r"could not renew its lease on the job for 10\.0 s, longer than job\.lease\.ttl = 10 s: the "
                 r"store did not answer \(.*no answer from the store.*\)\. .*stops rather than run on without its "
                 r"lease.*restart the query from its checkpoint")
     with pytest.raises(JobLeaseError, match=expected):

@@ -41,15 +41,14 @@ class ToyOffset:
     applied: dict = field(default_factory=dict)
 
 
-class ToyCoordinator(JobCoordinator[ToyOffset]):
+class ToyCoordinator(JobCoordinator[ToyOffset, JobOptions, object]):
     """The smallest system: plans nothing, resolves a Specific startpoint to its position, refuses 'bad'."""
 
     def __init__(self, options, clock):
         super().__init__(options, clock=clock)
         self.committed: list[int] = []
 
-    def initial_offset(self):
-        self.lease.hold()
+    def first_offset(self):
         return ToyOffset(0)
 
     def plan_batch(self, start, *, max_rows):
@@ -61,7 +60,8 @@ class ToyCoordinator(JobCoordinator[ToyOffset]):
 
     def commit_batch(self, end):
         self.committed.append(end.batch)
-        self.mirror_checkpoint(Checkpoint.from_pairs({(T0, SSP0): end.batch}))
+        checkpoint = Checkpoint.from_pairs({(T0, SSP0): end.batch})
+        return lambda: self.mirror_checkpoint(checkpoint)
 
     def lease_identity(self, offset):
         return f"offset:toy-{offset.batch}"
@@ -152,6 +152,7 @@ def test_commit_deletes_only_the_applied_startpoint_and_mirrors_the_checkpoint(c
     assert coordinator.startpoints.read(SSP0, T0) is None
     assert coordinator.startpoints.read(SSP1, T1).position == "9"  # survives, applies next
     assert coordinator.committed == [1]
+    coordinator.settle_writes()
     # positions only: the mirror stamps its own write time, which may be a millisecond after from_pairs's
     assert coordinator.checkpoint_mirror.read().positions == Checkpoint.from_pairs({(T0, SSP0): 1}).positions
     with caplog.at_level(logging.INFO, logger="spark_samza_source.source.job_coordinator"):
@@ -160,11 +161,11 @@ def test_commit_deletes_only_the_applied_startpoint_and_mirrors_the_checkpoint(c
 
 
 class WriteBehindToy(ToyCoordinator):
-    """A system that hands its mirror write to the write-behind thread, as samza-kafka does."""
+    """A system whose mirror write waits for a gate."""
 
     def commit_batch(self, end):
         checkpoint = Checkpoint.from_pairs({(T0, SSP0): end.batch})
-        self.write_behind.submit(lambda: self._write(checkpoint))
+        return lambda: self._write(checkpoint)
 
     def _write(self, checkpoint):
         self.gate.wait(10)
@@ -183,10 +184,18 @@ def test_mirror_writes_handed_to_the_write_behind_are_done_before_the_next_plan(
     assert coordinator.checkpoint_mirror.read().positions == Checkpoint.from_pairs({(T0, SSP0): 4}).positions
 
 
+class FailingWriteToy(ToyCoordinator):
+    """A system whose write behind fails."""
+
+    def commit_batch(self, end):
+        return lambda: (_ for _ in ()).throw(SamzaSourceError("metadata store unreachable"))
+
+
 def test_a_failed_mirror_write_fails_the_next_plan():
     coordinator, clock = make()
+    coordinator.__class__ = FailingWriteToy
     start = coordinator.initial_offset()
-    coordinator.write_behind.submit(lambda: (_ for _ in ()).throw(SamzaSourceError("metadata store unreachable")))
+    coordinator.commit(ToyOffset(3))  # the commit itself succeeds: its write runs behind
     with pytest.raises(SamzaSourceError, match="metadata store unreachable"):
         coordinator.latest_offset(start)
     assert coordinator.latest_offset(start) is start  # reported once; the query's next call goes on
@@ -200,4 +209,21 @@ def test_every_spark_call_holds_the_lease_with_the_offsets_identity():
     coordinator.commit(ToyOffset(7))
     held = coordinator.store.get(NAMESPACE, KEY)
     assert {"offset:toy-0", "offset:toy-1", "offset:toy-5", "offset:toy-7"} <= set(held["query"])
+    coordinator.lease.release()
+
+
+class LeaseCheckingToy(ToyCoordinator):
+    """A system that looks, when asked for its first offset, whether the job lease is in the store already."""
+
+    def first_offset(self):
+        self.lease_held_first = self.store.get(NAMESPACE, KEY) is not None
+        return super().first_offset()
+
+
+def test_a_new_checkpoint_holds_the_lease_before_the_system_plans_its_first_offset():
+    # the skeleton takes the lease: no system can forget it
+    coordinator, clock = make()
+    coordinator.__class__ = LeaseCheckingToy
+    assert coordinator.initial_offset() == ToyOffset(0)
+    assert coordinator.lease_held_first is True
     coordinator.lease.release()

@@ -9,11 +9,8 @@ from typing import Any
 
 from ....core.errors import ConfigError, SamzaSourceError
 from ....core.jobmodel import JobModel
+from ....core.jobmodel_store import JobModelStore
 from ....metadata import open_store, redact_uri
-from ....options.namespaces import (
-    JOB_MODEL,
-    JOB_MODEL_CURRENT,
-)
 from ..errors import UsageError
 
 KAFKA = "kafka"
@@ -46,8 +43,7 @@ def _where(args: argparse.Namespace) -> str:
 
 
 def _current_job_model(store) -> JobModel | None:
-    raw = store.get(JOB_MODEL, JOB_MODEL_CURRENT)
-    return None if raw is None else JobModel.from_json(raw)
+    return JobModelStore(store).current()
 
 
 def _parse_any_offset(line: str):

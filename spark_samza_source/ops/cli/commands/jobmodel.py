@@ -6,12 +6,8 @@ import argparse
 from typing import Any
 
 from ....core.jobmodel import JobModel
+from ....core.jobmodel_store import JobModelStore
 from ....metadata import redact_uri
-from ....options.namespaces import (
-    JOB_MODEL,
-    JOB_MODEL_CURRENT,
-    JOB_MODEL_PREVIOUS,
-)
 from ..errors import CommandError
 from ..render import render_table
 from .common import _JOB_MODEL_HISTORY, Outcome, _header, _open, _parse_any_offset, _where
@@ -60,17 +56,15 @@ def jobmodel_show(args: argparse.Namespace) -> Outcome:
     if args.checkpoint:
         model, previous, source, kinesis = _job_model_from_checkpoint(args)
     else:
-        store = _open(args)
-        current = store.get(JOB_MODEL, JOB_MODEL_CURRENT)
-        if current is None:
+        stored = JobModelStore(_open(args))
+        model = stored.current()
+        if model is None:
             raise CommandError(
                 f"no job model stored for {_where(args)}: the samza-kafka driver writes it when the query plans "
                 "its first batch (check --store and --job); samza-kinesis keeps its job model only in the Spark "
                 "offset: pass --checkpoint DIR"
             )
-        model = JobModel.from_json(current)
-        raw_previous = store.get(JOB_MODEL, JOB_MODEL_PREVIOUS)
-        previous = JobModel.from_json(raw_previous) if raw_previous is not None else None
+        previous = stored.previous()
         source = f"metadata store {redact_uri(args.store)}"
     diff = model.diff(previous) if previous is not None else None
     shards: dict[str, list[str]] = {}
@@ -99,7 +93,7 @@ def jobmodel_show(args: argparse.Namespace) -> Outcome:
     lines.append("broadcast SSPs: " + (", ".join(s.key for s in sorted(model.broadcast)) or "none"))
     if previous is None:
         lines.append("previous job model: none recorded")
-    elif diff is not None and diff.empty:
+    elif diff is None or diff.empty:  # diff is None only without a previous model
         lines.append("changes since the previous job model: none")
     else:
         lines.append("changes since the previous job model:")

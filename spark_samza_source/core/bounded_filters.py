@@ -106,7 +106,7 @@ def push_filters(
     for f in filters:
         col = column(f)
         kind = type(f).__name__  # pyspark.sql.datasource's filter classes, by name: core/ imports no pyspark
-        if col in value_columns and kind in ("EqualTo", "In"):
+        if col is not None and col in value_columns and kind in ("EqualTo", "In"):
             wanted = _typed(f.value if kind == "In" else (f.value,), value_columns[col])
             if wanted is None:
                 unhandled.append(f)

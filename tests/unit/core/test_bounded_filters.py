@@ -1,4 +1,4 @@
-"""Filter pushdown planning (core/batch_filters.py): what each of Spark's filters lets a batch read skip, and which
+"""Filter pushdown planning (core/bounded_filters.py): what each of Spark's filters lets a batch read skip, and which
 filters Spark must still apply. Pure: no Spark session, no broker."""
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from pyspark.sql.datasource import (  # noqa: E402 - after the skip: PySpark 4.0
     StringStartsWith,
 )
 
-from spark_samza_source.core.batch_filters import PushedFilters, push_filters, timestamp_micros
+from spark_samza_source.core.bounded_filters import PushedFilters, push_filters, timestamp_micros
 
 KAFKA = {"value_columns": {"topic": str, "partition": int, "task": str}, "timestamp_column": "timestamp",
          "offset_column": "offset"}

@@ -1,10 +1,11 @@
-"""Per-batch, per-shard end positions in the metadata store: how a Kinesis batch gets a deterministic end.
+"""The recorded micro-batch ends of samza-kinesis: their layout in the metadata store, and the one class both sides
+use to read and write them.
 
-Called by the executors' ``read()`` (:func:`stream_and_record`, :func:`read_and_record`) and by the driver's
-``latestOffset`` (:meth:`BatchEnds.ends_for` turns batch N's recorded ends into batch N+1's starts). The first
-task attempt that reads a shard records the end it reached with ``put_if_absent``; every other attempt of that
-batch (retry, speculative copy, replay) reads exactly to the recorded end; an attempt that already yielded rows
-past it raises :class:`AttemptPassedRecordedEndError` (Spark discards a failed attempt's rows).
+Executors record where each shard's read of a micro-batch ended (``executor/recorded_reads.py``: the first attempt
+records with ``put_if_absent``, every other attempt reads exactly to that end); the driver turns batch N's recorded
+ends into batch N+1's starts (:meth:`BatchEnds.recorded_for`), mirrors them at commit (:meth:`BatchEnds.ends_for`)
+and deletes those of committed batches (:meth:`BatchEnds.cleanup_before`). Shared, so the driver reads the record
+format without loading the executors' read path (reader, fan-out, pyarrow).
 
 Store layout (namespace ``kinesis-batch-ends``): key ``"<batch, 20 digits>/<shard id>"`` (or
 ``"<batch>/<stream scope>/<shard id>"``), value ``{"end": <ShardPosition JSON>, "task": ..., "recordedAtMs": ...,
@@ -17,22 +18,16 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
-import pyarrow as pa
+from ..core.errors import InternalError, MetadataStoreError
+from ..core.store import MetadataStore
+from ..options.namespaces import BATCH_ENDS
+from .errors import PositionFormatError
+from .positions import ShardPosition
 
-from ...core.errors import MetadataStoreError
-from ...core.store import MetadataStore
-from ...options.namespaces import BATCH_ENDS
-from ..errors import AttemptPassedRecordedEndError, PositionFormatError
-from ..positions import AFTER_SEQUENCE_NUMBER, ShardPosition
-from .reader import ShardReadRequest, ShardReadResult, ShardReadSettings
-from .shard_reads import stream_shard
-
-__all__ = ["BatchEnds", "NAMESPACE", "RecordedEnd", "batch_ends_for",
-           "read_and_record", "stream_and_record"]
+__all__ = ["BatchEnds", "NAMESPACE", "RecordedEnd", "batch_ends_for"]
 
 log = logging.getLogger(__name__)
 
@@ -66,7 +61,7 @@ class BatchEnds:
     # ---- keys -----------------------------------------------------------------------------------------------
     def _prefix(self, batch: int) -> str:
         if not isinstance(batch, int) or isinstance(batch, bool) or batch < 0:
-            raise ValueError(f"batch must be an int >= 0, got {batch!r}")
+            raise InternalError(f"batch must be an int >= 0, got {batch!r}")
         return f"{batch:0{_BATCH_DIGITS}d}/" + (f"{self.stream}/" if self.stream else "")
 
     def key(self, batch: int, shard_id: str) -> str:
@@ -156,74 +151,3 @@ def batch_ends_for(store: MetadataStore, stream: str, query_id: str | None) -> B
     """Where executors record batch ends for one query, and where the driver reads them: keyed by stream and the
     query id the batch's offset carries (so two runs never read each other's ends)."""
     return BatchEnds(store, stream=f"{stream}/{query_id}" if query_id else stream)
-
-
-def _after(later: ShardPosition, earlier: ShardPosition) -> bool:
-    """Whether reading on from the end ``earlier`` can reach the end ``later`` (both ends a read reached)."""
-    if earlier.type != AFTER_SEQUENCE_NUMBER:
-        return False  # SHARD_END: nothing follows; the start itself: no row was read
-    if later.is_shard_end:
-        return True
-    if later.type != AFTER_SEQUENCE_NUMBER:
-        return False
-    return later.sequence_order() > earlier.sequence_order()
-
-
-def stream_and_record(ends: BatchEnds, batch: int, client: Any, request: ShardReadRequest,
-                      read: ShardReadSettings) -> Iterator[pa.RecordBatch]:
-    """Yield one shard's rows for one batch as they are read, so that every attempt that succeeds yields the same.
-
-    A generator (see the module doc for the protocol); its return value is the :class:`ShardReadResult` of the
-    whole read (``end`` the recorded end, ``records`` the rows yielded; ``batches`` empty). ``request`` says
-    which shard from where (its ``recorded_end`` is set here from the store); ``read`` the task's read settings.
-    Raises :class:`AttemptPassedRecordedEndError` when a concurrent attempt recorded an end before this one and this
-    one had already yielded rows beyond it.
-    """
-    task, stream, shard_id, start = request.task, request.stream, request.shard_id, request.start
-    recorded = ends.get(batch, shard_id)
-    reading = stream_shard(client, replace(request, recorded_end=recorded), read)
-    yield from reading
-    result = reading.result
-    if recorded is not None:
-        return result
-    winner = ends.record(batch, shard_id, result.end, task=task, millis_behind_latest=_behind_at_end(result))
-    if winner == result.end:
-        return result
-    if result.records and not _after(winner, result.end):
-        raise AttemptPassedRecordedEndError(
-            f"task {task!r}: another attempt of batch {batch} recorded the end {winner} for shard {shard_id} of "
-            f"stream {stream!r} first, and this attempt had already read on to {result.end}; it fails so that "
-            "Spark discards its rows, and the retry reads exactly to the recorded end (this happens only when "
-            "two attempts of one batch run at once, e.g. with speculative execution)", winner)
-    resume = result.end if result.records else start
-    rest = stream_shard(client, replace(request, start=resume, recorded_end=winner), read)
-    yield from rest
-    rest.result.start = start
-    rest.result.records += result.records
-    return rest.result
-
-
-def _behind_at_end(result: ShardReadResult) -> int | None:
-    """How far behind the shard's tip the read ended: Kinesis' answer to its last GetRecords; 0 for a drained
-    shard (nothing will follow, whatever a closed shard's last answer said)."""
-    if result.end.is_shard_end:
-        return 0
-    return result.millis_behind_latest
-
-
-def read_and_record(ends: BatchEnds, batch: int, client: Any, request: ShardReadRequest,
-                    read: ShardReadSettings) -> ShardReadResult:
-    """:func:`stream_and_record` for a caller that holds every row until the end is recorded: returns the result
-    with its ``batches``, and when another attempt recorded an earlier end first, re-reads exactly to it (no row
-    had been handed out, so no failure is needed)."""
-    batches: list[pa.RecordBatch] = []
-    reading = stream_and_record(ends, batch, client, request, read)
-    try:
-        while True:
-            batches.append(next(reading))
-    except StopIteration as done:
-        result = done.value
-    except AttemptPassedRecordedEndError as passed:
-        return stream_shard(client, replace(request, recorded_end=passed.winner), read).run()
-    result.batches = batches
-    return result
