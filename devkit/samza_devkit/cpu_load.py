@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import ctypes
 import multiprocessing
 import os
 import signal
@@ -29,7 +30,10 @@ import time
 
 
 def _spin(parent: int, deadline: float) -> None:
-    """Keep one core busy until ``deadline`` or until ``parent`` is gone (never outlive the run)."""
+    """Keep one core busy until ``deadline`` or until ``parent`` is gone (never outlive the run). A hog the holder
+    has paused cannot look at its parent: the kernel kills it when the parent dies (Linux's PR_SET_PDEATHSIG)."""
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # 1 = PR_SET_PDEATHSIG
     while time.monotonic() < deadline and os.getppid() == parent:
         for _ in range(200_000):
             pass
@@ -137,8 +141,15 @@ def main(argv: list[str] | None = None) -> int:
     sampler.start()
     holder.start()
     started = time.monotonic()
+    child = subprocess.Popen(command)
+
+    def stop_command(signum, _frame):  # a run stopped from outside stops its command too, not only the hogs
+        child.send_signal(signum)
+
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(sig, stop_command)
     try:
-        status = subprocess.call(command)
+        status = child.wait()
     finally:
         holder.stop()
         stop_hogs(hogs)
