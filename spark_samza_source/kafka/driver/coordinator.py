@@ -22,7 +22,13 @@ from typing import overload
 from ...core.broadcast import effective_broadcast
 from ...core.checkpoint import Checkpoint
 from ...core.copartition import check_copartitioning
-from ...core.errors import ConfigError, InternalError, PartitionExpansionError, SamzaSourceError
+from ...core.errors import (
+    ConfigError,
+    InternalError,
+    MetadataStoreError,
+    PartitionExpansionError,
+    SamzaSourceError,
+)
 from ...core.expansion import resolve_expansion_algorithm
 from ...core.grouping import resolve_grouper
 from ...core.jobmodel import JobModel
@@ -171,7 +177,8 @@ class KafkaCoordinator(JobCoordinator[KafkaOffset, KafkaSourceOptions, KafkaRang
             model = self.job_models.current()
         except SamzaSourceError as err:
             if not reset:
-                raise SamzaSourceError(
+                # a store that cannot be read stays a MetadataStoreError, a value that cannot be parsed a user error
+                raise (MetadataStoreError if isinstance(err, MetadataStoreError) else SamzaSourceError)(
                     f"the job model stored for {JOB_NAME.name}={job} cannot be read ({err}); set "
                     f"{JOB_MODEL_RESET.name}=true to replace it with a new one"
                 ) from None
