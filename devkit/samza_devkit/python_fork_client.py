@@ -36,12 +36,38 @@ def _served(args):
         return None
     request = {"module": args[1], "args": args[2:], "env": dict(os.environ), "cwd": os.getcwd(),
                "client_pid": os.getpid()}
+    fds = [0, 1, 2]
+    back = _connect_back_to_spark()
+    if back is not None:
+        fds.append(back.fileno())
     try:
-        socket.send_fds(conn, [json.dumps(request).encode()], [0, 1, 2])
+        socket.send_fds(conn, [json.dumps(request).encode()], fds)
         return conn, _receive_int(conn)
     except (OSError, EOFError):
         conn.close()
         return None
+    finally:
+        if back is not None:
+            back.close()  # the worker holds its own copy: Spark sees the end of the connection when it exits
+
+
+def _connect_back_to_spark():
+    """The connection Spark's simple worker must open within 10 s, opened by this small process at once.
+
+    Only on a Unix domain socket without a secret (Spark's setting ``spark.python.unix.domain.socket.enabled``):
+    Spark then waits for the worker's first bytes (its pid) without a time limit, so the forked worker may take
+    what a busy machine gives it. A TCP connection is followed by an authentication with a time limit: the worker
+    connects by itself there. None when there is nothing to connect to."""
+    path = os.environ.get("PYTHON_WORKER_FACTORY_SOCK_PATH")
+    if not path or os.environ.get("PYTHON_WORKER_FACTORY_SECRET"):
+        return None
+    back = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        back.connect(path)
+    except OSError:
+        back.close()
+        return None
+    return back
 
 
 def _receive_int(conn):

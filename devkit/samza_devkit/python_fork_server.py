@@ -16,6 +16,11 @@ and arguments, and runs ``-m MODULE`` as ``__main__`` would; the client forwards
 status. A worker then costs a fork instead of an interpreter start: the suite saves that CPU at every query start
 too. It changes nothing a test checks: the same modules run, in a process of the same interpreter.
 
+Even a fork may wait seconds for a core on a machine loaded far past its cores. So on a Unix domain socket (the
+test sessions set ``spark.python.unix.domain.socket.enabled``) the client itself, a process that imports nothing,
+opens the connection back to Spark before it asks for the fork, and the worker writes on it: Spark's 10 s then
+cover only the client's start, and what follows the connection (the worker's pid) Spark waits for without a limit.
+
 The client runs the real interpreter itself (``exec``) whenever the server cannot serve it: no server, another
 network namespace (the cluster tests' workers live in their own, and a fork from here would live in this one), or
 arguments other than ``-m MODULE``. ``SAMZA_TEST_FORK_SERVER=0`` turns it off.
@@ -92,9 +97,11 @@ def _run_child(conn: socket.socket, listener: socket.socket, request: dict, fds:
         listener.close()
         for sig in (signal.SIGCHLD, signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
             signal.signal(sig, signal.SIG_DFL)
-        for target, fd in enumerate(fds):
+        for target, fd in enumerate(fds[:3]):
             os.dup2(fd, target)
             os.close(fd)
+        if len(fds) > 3:
+            _use_connection_to_spark(fds[3], request["env"].get("PYTHON_WORKER_FACTORY_SOCK_PATH"))
         os.chdir(request["cwd"])
         os.environ.clear()
         os.environ.update(request["env"])
@@ -121,6 +128,25 @@ def _run_child(conn: socket.socket, listener: socket.socket, request: dict, fds:
         except Exception:  # noqa: BLE001 - a closed pipe: nothing left to show
             pass
     os._exit(code)
+
+
+def _use_connection_to_spark(fd: int, path: str | None) -> None:
+    """The worker's first connection back to Spark is the one its client already opened (see
+    ``python_fork_client._connect_back_to_spark``): PySpark's workers all connect through
+    ``pyspark.worker_util.get_sock_file_to_executor``, which calls its module's ``local_connect_and_auth``."""
+    import pyspark.worker_util as worker_util
+
+    connect = worker_util.local_connect_and_auth
+    opened = [socket.socket(fileno=fd)]
+
+    def connected_already(conn_info, auth_secret):
+        if opened and conn_info == path and auth_secret is None:
+            sock = opened.pop()
+            sock.settimeout(int(os.environ.get("SPARK_AUTH_SOCKET_TIMEOUT", 15)))  # as PySpark's own connect
+            return sock.makefile("rwb", int(os.environ.get("SPARK_BUFFER_SIZE", 65536))), sock
+        return connect(conn_info, auth_secret)
+
+    worker_util.local_connect_and_auth = connected_already
 
 
 def _die_with_client(client_pid: int) -> None:
@@ -160,7 +186,7 @@ def serve(socket_path: str, parent: int) -> None:
 def _accept(listener: socket.socket, waiting: dict[int, socket.socket]) -> None:
     conn, _ = listener.accept()
     try:
-        raw, fds, _, _ = socket.recv_fds(conn, 1 << 20, 3)
+        raw, fds, _, _ = socket.recv_fds(conn, 1 << 20, 4)
         request = json.loads(raw)
     except (OSError, ValueError):
         conn.close()
@@ -236,8 +262,10 @@ def start(python: str = sys.executable) -> dict[str, str] | None:
 
     _servers.append(subprocess.Popen([python, "-m", "samza_devkit.python_fork_server", socket_path,
                                       str(os.getpid())], stdin=subprocess.DEVNULL, start_new_session=True))
-    return {"PYSPARK_PYTHON": str(launcher), ENV_SOCKET: socket_path, ENV_NETNS: network_namespace(),
-            ENV_PYTHON: python}
+    # PYSPARK_DRIVER_PYTHON too: Spark runs the workers of data sources it finds by entry point (samza-kafka,
+    # samza-kinesis) with that one (PythonUtils.defaultPythonExec), not with the session's PYSPARK_PYTHON
+    return {"PYSPARK_PYTHON": str(launcher), "PYSPARK_DRIVER_PYTHON": str(launcher), ENV_SOCKET: socket_path,
+            ENV_NETNS: network_namespace(), ENV_PYTHON: python}
 
 
 if __name__ == "__main__":

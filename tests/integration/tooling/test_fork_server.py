@@ -112,3 +112,96 @@ def test_the_client_is_the_interpreter_when_the_server_cannot_serve(server_env, 
     assert seen["preloaded"] == "False"  # a fresh interpreter: nothing imported before it ran
     assert int(seen["parent"]) == os.getpid()  # the client itself became the interpreter (exec, same process)
     assert client.returncode == (0 if case == "not -m" else 3)
+
+
+_CONNECTING_WORKER = textwrap.dedent('''
+    import os, sys, time
+    from pyspark.worker_util import get_sock_file_to_executor
+    go = sys.argv[1]
+    while not os.path.exists(go):  # held back until the test saw the connection arrive without it
+        time.sleep(0.05)
+    with get_sock_file_to_executor() as sock_file:
+        sock_file.write(b"from the worker")
+        sock_file.flush()
+''')
+
+
+def test_the_client_opens_the_connection_back_to_spark_before_the_worker_runs(server_env, tmp_path):
+    """Spark gives a simple worker 10 s to connect back, then waits for its pid without a limit: the client (a
+    process of milliseconds) connects at once, and the worker, however slow, writes on that very connection."""
+    import socket
+    import struct
+
+    module_dir = tmp_path / "m"
+    module_dir.mkdir()
+    (module_dir / "fork_test_connecting.py").write_text(_CONNECTING_WORKER)
+    spark_side = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    path = str(tmp_path / "spark.sock")
+    spark_side.bind(path)
+    spark_side.listen(1)
+    spark_side.settimeout(deadline_after(60) - time.monotonic())
+    go = tmp_path / "go"
+    env = {**server_env, "PYTHONPATH": str(module_dir), "PYTHON_WORKER_FACTORY_SOCK_PATH": path}
+    env.pop("PYTHON_WORKER_FACTORY_SECRET", None)
+    client = _start(env, "-m", "fork_test_connecting", str(go), cwd=tmp_path)
+    try:
+        connection, _ = spark_side.accept()  # the worker is still waiting for ``go``: the client connected
+        go.write_text("")
+        connection.settimeout(deadline_after(60) - time.monotonic())
+        received = b""
+        while len(received) < 4 + len(b"from the worker"):
+            chunk = connection.recv(4096)
+            assert chunk, f"the connection ended after {received!r}"
+            received += chunk
+        client.wait(timeout=deadline_after(60) - time.monotonic())
+    finally:
+        if client.poll() is None:
+            client.kill()
+    worker_pid = struct.unpack("!i", received[:4])[0]
+    assert worker_pid != client.pid  # the forked worker wrote its pid on the client's connection
+    assert received[4:] == b"from the worker"
+    assert client.returncode == 0
+
+
+def test_a_test_sessions_python_workers_for_our_sources_are_forked(spark, kafka_broker, tmp_path):
+    """Every Python process the session's JVM starts for a samza-kafka query (the source runner, the planners'
+    daemons) is the fork server's client: Spark takes the interpreter for sources it finds by entry point from
+    ``PYSPARK_DRIVER_PYTHON``, not from the session's ``PYSPARK_PYTHON``, and a fresh interpreter there is the start
+    that misses Spark's 10 s on a busy machine."""
+    from samza_devkit.kafka_helpers import create_topic, produce, unique_topic
+
+    if not fork_server.enabled():
+        pytest.skip("the fork server is switched off (SAMZA_TEST_FORK_SERVER=0)")
+    bootstrap = kafka_broker.bootstrap_servers
+    topic = create_topic(bootstrap, unique_topic("forked"), 1)
+    produce(bootstrap, topic, [(b"k", b"v", None, 0)])
+    query = (spark.readStream.format("samza-kafka")
+             .options(**{"kafka.bootstrap.servers": bootstrap, "subscribe": topic, "job.name": topic,
+                         "metadata.store": f"file://{tmp_path}/meta", "startingOffsets": "earliest"})
+             .load().writeStream.format("noop").option("checkpointLocation", str(tmp_path / "chk"))
+             .trigger(processingTime="1 second").start())
+    try:
+        wait_until(lambda: query.lastProgress and query.lastProgress["numInputRows"] >= 0, 120, "a first batch",
+                   seen=lambda: query.status)
+        jvm = spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid()
+        started = _python_children(jvm)
+    finally:
+        query.stop()
+    assert any("python_streaming_source_runner" in args for args in started), started
+    fresh = [args for args in started if "python_fork_client.py" not in args]
+    assert not fresh, f"the JVM started these as fresh interpreters: {fresh}"
+
+
+def _python_children(pid: int) -> list[str]:
+    children = []
+    for entry in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{entry}/stat") as stat:
+                ppid = int(stat.read().rsplit(")", 1)[1].split()[1])
+            with open(f"/proc/{entry}/cmdline", "rb") as cmdline:
+                args = cmdline.read().replace(b"\0", b" ").decode()
+        except (OSError, ValueError, IndexError):
+            continue
+        if ppid == pid and "python" in args:
+            children.append(args)
+    return children

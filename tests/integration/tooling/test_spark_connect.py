@@ -24,6 +24,7 @@ import pytest
 from samza_devkit import kinesis_helpers as kh
 from samza_devkit.frames import assert_same_rows
 from samza_devkit.kafka_helpers import create_topic, produce, unique_topic
+from samza_devkit.waits import scaled
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
@@ -49,7 +50,7 @@ CLIENT = textwrap.dedent('''
         query = (spark.readStream.format(fmt).options(**options).load()
                  .writeStream.format("parquet").option("path", out).option("checkpointLocation", chk)
                  .trigger(availableNow=True).start())
-        query.awaitTermination(scaled(240))
+        query.awaitTermination(args["timeout"])
         assert not query.isActive, name + " did not finish"
         return spark.read.parquet(out)
 
@@ -89,13 +90,13 @@ def connect_run(kafka_broker, moto_server, tmp_path_factory) -> Iterator[dict]:
     stream = kh.create_stream(client, kh.unique_stream_name("connect"), SHARDS)
     kh.put_records(client, stream, [f"kinesis-{i}".encode() for i in range(KINESIS_RECORDS)])
     args = {"root": str(root), "bootstrap": bootstrap, "topic": topic, "stream": stream, "endpoint": moto_server,
-            "log4j": str(REPO / "conf" / "log4j2.properties")}
+            "log4j": str(REPO / "conf" / "log4j2.properties"), "timeout": scaled(240)}
     unset = {"PYSPARK_SUBMIT_ARGS", "SPARK_REMOTE", "SPARK_CONNECT_MODE_ENABLED"}
     env = {k: v for k, v in os.environ.items() if k not in unset}
     env.update(PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable, SPARK_LOCAL_IP="127.0.0.1")
     try:
         proc = subprocess.run([sys.executable, "-c", CLIENT, json.dumps(args)], cwd=root, env=env,
-                              capture_output=True, text=True, timeout=600)
+                              capture_output=True, text=True, timeout=scaled(600))
         lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
         assert proc.returncode == 0 and len(lines) == 1, \
             f"exit {proc.returncode}\n{proc.stdout[-3000:]}\n{proc.stderr[-8000:]}"
