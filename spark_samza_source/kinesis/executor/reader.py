@@ -1,8 +1,9 @@
 """Executor side of ``samza-kinesis``: read one shard from a position, as Arrow RecordBatches, and say where it ended.
 
-Used through ``shard_reads`` (``stream_shard``, ``read_shard``) for each shard of a task. :class:`ShardStream` reads
-from ``start`` until the first stop condition (``recorded_end`` reached exactly, ``max_records`` user records,
-``max_fetch_time_ms``, caught up, or shard end), handing out rows as they are read, then reports the end.
+Used through ``shard_reads`` (``open_shard_reader``, ``read_shard``) for each shard of a task. :class:`ShardReader`
+reads a :class:`ShardRead` from ``start`` until the first stop condition (``recorded_end`` reached exactly,
+``max_records`` user records, ``max_fetch_time_ms``, caught up, or shard end), handing out rows as they are read,
+then reports the end.
 A retried or speculative attempt passes the recorded end back and gets exactly the same rows.
 
 Bounded robustness: throttling retried with exponential backoff, expired iterators renewed from the position
@@ -41,11 +42,11 @@ from ..positions import AFTER_SEQUENCE_NUMBER, AT_SEQUENCE_NUMBER, AT_TIMESTAMP,
 from ..schema import kinesis_arrow_schema
 
 __all__ = [
-    "ShardReadRequest",
+    "ShardRead",
     "ShardReadResult",
     "ShardReadSettings",
-    "read_request",
-    "ShardStream",
+    "shard_read_args",
+    "ShardReader",
     "DEFAULT_MAX_RECORDS",
     "DEFAULT_MAX_FETCH_TIME_MS",
     "DEFAULT_RECORDS_PER_CALL",
@@ -88,7 +89,7 @@ def _arrival_ms(record: dict[str, Any]) -> int:
 
 @dataclass
 class ShardReadResult:
-    """What :func:`read_shard` read: the rows (``batches``, schema ``kinesis_arrow_schema()``) and where it ended.
+    """What one :class:`ShardRead` read: the rows (``batches``, schema ``kinesis_arrow_schema()``) and where it ended.
 
     ``end`` is where the next batch starts: ``AFTER_SEQUENCE_NUMBER(last sequence, last sub or -1)``, ``SHARD_END``,
     or ``start`` itself when nothing was read.
@@ -142,8 +143,12 @@ class ShardReadSettings:
 
 
 @dataclass(frozen=True)
-class ShardReadRequest:
-    """One read of one shard: ``shard_id`` of ``stream`` from ``start``, its rows tagged with ``task``.
+class ShardRead:
+    """The request of one read of one shard: ``shard_id`` of ``stream`` from ``start``, its rows tagged with ``task``.
+
+    The executor builds it from the driver's plan (``input_partition.PlannedShardRead``) and the task's options;
+    how to read (limits, pacing) is in the task's :class:`ShardReadSettings`, what was read in a
+    :class:`ShardReadResult`.
 
     ``ending_sequence`` is the shard's ``EndingSequenceNumber`` when it is closed (``ShardInfo.ending_sequence``).
     ``recorded_end`` makes the read exact (a retried / speculative attempt reads to where the first one stopped).
@@ -165,20 +170,20 @@ class ShardReadRequest:
     consumer_arn: str | None = None
 
 
-_REQUEST_FIELDS = frozenset(f.name for f in fields(ShardReadRequest))
+_READ_FIELDS = frozenset(f.name for f in fields(ShardRead))
 _SETTINGS_FIELDS = frozenset(f.name for f in fields(ShardReadSettings))
 
 
-def read_request(stream: str, shard_id: str, start: ShardPosition, *, task: str,
-               **options: Any) -> tuple[ShardReadRequest, ShardReadSettings]:
-    """The request and settings of one read from keyword options (the fields of both), for callers that read
-    one shard by hand (tests, benchmarks, tools); an unknown option is a TypeError naming it."""
-    unknown = sorted(set(options) - _REQUEST_FIELDS - _SETTINGS_FIELDS)
+def shard_read_args(stream: str, shard_id: str, start: ShardPosition, *, task: str,
+                    **options: Any) -> tuple[ShardRead, ShardReadSettings]:
+    """The :class:`ShardRead` and :class:`ShardReadSettings` of one read (the arguments of ``open_shard_reader``)
+    from keyword options (the fields of both), for callers that read one shard by hand (tests, benchmarks, tools);
+    an unknown option is a TypeError naming it."""
+    unknown = sorted(set(options) - _READ_FIELDS - _SETTINGS_FIELDS)
     if unknown:
         raise TypeError(f"unknown shard read option(s): {', '.join(unknown)}")
-    request = ShardReadRequest(stream, shard_id, start, task,
-                               **{k: v for k, v in options.items() if k in _REQUEST_FIELDS})
-    return request, ShardReadSettings(**{k: v for k, v in options.items() if k in _SETTINGS_FIELDS})
+    read = ShardRead(stream, shard_id, start, task, **{k: v for k, v in options.items() if k in _READ_FIELDS})
+    return read, ShardReadSettings(**{k: v for k, v in options.items() if k in _SETTINGS_FIELDS})
 
 
 class _NotYet(Exception):
@@ -191,32 +196,34 @@ class _ShardGone(Exception):
         self.err = err
 
 
-class ShardStream:
-    """One read of one shard (built by :func:`stream_shard`): iterate for the rows, then look at ``result``."""
+class ShardReader:
+    """The reader of one :class:`ShardRead` by ``GetRecords`` polling (built by :func:`open_shard_reader`, which picks
+    it or fan-out's subclass): iterate for the rows, then look at ``result``; or ``run()`` for both at once."""
 
-    def __init__(self, client: Any, request: ShardReadRequest, read: ShardReadSettings) -> None:
-        settings = read.aws_settings
+    def __init__(self, client: Any, read: ShardRead, settings: ShardReadSettings) -> None:
+        aws_settings = settings.aws_settings
         self.client = client
-        self.calls = KinesisCalls(client, settings=settings, max_retries=read.max_retries, sleep=read.sleep)
-        self.scrub = settings.scrub if settings is not None else (lambda t: str(t)[:1000])
-        self.stream = request.stream
-        self.shard_id = request.shard_id
-        self.start = start = request.start
-        self.task = request.task
-        self.ending = int(request.ending_sequence) if request.ending_sequence is not None else None
-        self.recorded = recorded_end = request.recorded_end
+        self.calls = KinesisCalls(client, settings=aws_settings, max_retries=settings.max_retries,
+                                  sleep=settings.sleep)
+        self.scrub = aws_settings.scrub if aws_settings is not None else (lambda t: str(t)[:1000])
+        self.stream = read.stream
+        self.shard_id = read.shard_id
+        self.start = start = read.start
+        self.task = read.task
+        self.ending = int(read.ending_sequence) if read.ending_sequence is not None else None
+        self.recorded = recorded_end = read.recorded_end
         self.exact = recorded_end is not None
-        self.until_arrival_ms = None if self.exact else request.until_arrival_ms
-        self.max_records = read.max_records
-        self.fail_on_data_loss = read.fail_on_data_loss
-        self.hash_range = request.hash_range
-        self.limit = min(read.records_per_call, DEFAULT_RECORDS_PER_CALL)
-        self.max_rows = read.max_rows_per_batch
-        self.interval_s = max(0, read.min_call_interval_ms) / 1000.0
-        self.max_retries = read.max_retries
-        self.sleep = read.sleep
+        self.until_arrival_ms = None if self.exact else read.until_arrival_ms
+        self.max_records = settings.max_records
+        self.fail_on_data_loss = settings.fail_on_data_loss
+        self.hash_range = read.hash_range
+        self.limit = min(settings.records_per_call, DEFAULT_RECORDS_PER_CALL)
+        self.max_rows = settings.max_rows_per_batch
+        self.interval_s = max(0, settings.min_call_interval_ms) / 1000.0
+        self.max_retries = settings.max_retries
+        self.sleep = settings.sleep
         now = time.monotonic()
-        self.deadline = now + (read.exact_timeout_ms if self.exact else read.max_fetch_time_ms) / 1000.0
+        self.deadline = now + (settings.exact_timeout_ms if self.exact else settings.max_fetch_time_ms) / 1000.0
         self.last_call = -1e9
         self.schema = kinesis_arrow_schema()
         self.result = ShardReadResult(self.stream, self.shard_id, start, start, "")
