@@ -230,6 +230,7 @@ class KafkaAdmin:
         if wanted is not None:
             what = f"list partitions of {', '.join(wanted)}"
         else:
+            assert regex is not None  # exactly one of topics and pattern, checked above
             what = f"list topics matching {regex.pattern!r}"
 
         def attempt(left: float) -> dict[str, int]:
@@ -243,6 +244,7 @@ class KafkaAdmin:
                     )
                 names = wanted
             else:
+                assert regex is not None  # exactly one of topics and pattern, checked above
                 names = sorted(t for t in found if not t.startswith("__") and regex.fullmatch(t))
             for t in names:  # incomplete metadata (e.g. just created): retried until the API timeout
                 count = found[t]

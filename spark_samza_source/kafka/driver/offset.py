@@ -242,6 +242,7 @@ class KafkaOffset:
             raise OffsetFormatError("'barriers' must be an object")
         barriers = {}
         for key, item in barriers_json.items():
+            held: tuple[Barrier, ...]
             if version == 1:  # one sibling per new partition, held from its start
                 if not isinstance(item, dict):
                     raise OffsetFormatError(f"barrier {key!r:.80} must be an object")

@@ -388,7 +388,7 @@ def cut_settled(
 ) -> dict[SystemStreamPartition, tuple[Barrier, ...]]:
     """Cut every barrier whose settle time has ended: from here on the feeders' targets are fixed."""
     def settled(b: Barrier) -> bool:
-        return b.settling and now_ms >= b.settle_until
+        return b.settle_until is not None and now_ms >= b.settle_until
 
     out = dict(barriers)
     for held, chain in barriers.items():
@@ -517,6 +517,7 @@ def _release_drained(
         if b.settling:
             return False
         for feeder, target in b.feeders.items():
+            assert target is not None  # a barrier's feeder targets are None exactly while it settles
             start = start_of(feeder)
             if start is not None and start < target:
                 return False

@@ -112,7 +112,8 @@ class _PythonBackend:
     messages are routed into per-range buffers of ``Message`` objects and batches built column by column in Arrow.
     The decisions are :class:`~.read_control.RangeReadControl`'s."""
 
-    query_errors = (Exception,)  # whatever confluent-kafka raises when the broker cannot answer
+    # whatever confluent-kafka raises when the broker cannot answer
+    query_errors: tuple[type[BaseException], ...] = (Exception,)
 
     def __init__(self, consumer: Consumer, task: str, ranges: list[KafkaRange], include_headers: bool) -> None:
         self.consumer = consumer
@@ -204,10 +205,12 @@ class _PythonBackend:
             runs = _runs(parts, errors, topics)
         progressed = False
         for i, j in runs:
-            if errors[i] is not None:
-                self._error_event(msgs[i], errors[i])
+            error, part = errors[i], parts[i]
+            if error is not None:
+                self._error_event(msgs[i], error)
                 continue
-            index, p = self.by_tp.get((msgs[i].topic(), parts[i]), (-1, None))
+            assert part is not None  # only an error message has no partition, and it is a run of its own
+            index, p = self.by_tp.get((msgs[i].topic(), part), (-1, None))
             if p is not None and not p.done:
                 self._take(index, p, msgs, i, j)
                 progressed = True
@@ -279,6 +282,7 @@ class _PythonBackend:
         p = self.order[i]
         if self.candidates is None or self.candidates[0] != i:
             self.cut(i, rows, 2**63 - 1, 2**63 - 1)
+        assert self.candidates is not None  # cut() keeps the columns it measured
         _, msgs, keys, values, headers = self.candidates
         self.candidates = None
         msgs = msgs[:rows]
