@@ -333,7 +333,8 @@ class SubscribedShardReader(ShardReader):
                         pos = self._start_refused(err, pos, what)
                         continue
                     except _NotYet:
-                        return self._not_yet(err)
+                        self._not_yet(err)
+                        return None
                 if self._after_failure(err) or self._out_of_time():
                     return None
                 continue
@@ -409,7 +410,7 @@ def _resumed_expect(end: ShardPosition) -> tuple[int, int, bool] | None:
     and the kept event may well not hold ``end``'s record)."""
     if end.type != AFTER_SEQUENCE_NUMBER:
         return None
-    return int(end.sequence), EVERY_SUB if end.sub < 0 else end.sub, False
+    return end.sequence_order()[0], EVERY_SUB if end.sub < 0 else end.sub, False
 
 
 def _unconsumed(event: dict[str, Any], end: ShardPosition) -> dict[str, Any] | None:
@@ -417,7 +418,7 @@ def _unconsumed(event: dict[str, Any], end: ShardPosition) -> dict[str, Any] | N
     read in part, a KPL aggregate, stays: the next read skips its consumed sub-records); None when none is left."""
     records = event.get("Records") or []
     if end.type == AFTER_SEQUENCE_NUMBER:
-        last, whole = int(end.sequence), end.sub < 0
+        last, whole = end.sequence_order()[0], end.sub < 0
         records = [r for r in records if int(r["SequenceNumber"]) > last
                    or (not whole and int(r["SequenceNumber"]) == last)]
     if not records and event.get("ContinuationSequenceNumber") is not None:

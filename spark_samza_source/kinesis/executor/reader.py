@@ -14,11 +14,12 @@ aggregates are de-aggregated (``kpl``). The read protocol and its reasons: docs/
 
 from __future__ import annotations
 
+import enum
 import logging
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, fields
-from typing import Any
+from typing import Any, Final
 
 import pyarrow as pa
 from botocore.exceptions import ClientError
@@ -77,7 +78,15 @@ STOP_SHARD_END = "shard_end"
 STOP_ARRIVED_LATER = "arrived_after_available_now_start"
 
 _ALL = EVERY_SUB  # "every sub-record" when comparing sub-sequence numbers
-_FINISHED = object()  # in place of an iterator: the read has ended (``result`` is set)
+
+
+class _Finished(enum.Enum):
+    """The type of :data:`_FINISHED`: an enum member, so that ``is _FINISHED`` narrows an iterator's type."""
+
+    FINISHED = enum.auto()
+
+
+_FINISHED: Final = _Finished.FINISHED  # in place of an iterator: the read has ended (``result`` is set)
 
 
 def _arrival_ms(record: dict[str, Any]) -> int:
@@ -307,12 +316,12 @@ class ShardReader:
             self._finish(start, STOP_SHARD_END)
             return True
         if (not self.exact and self.ending is not None and start.type == AFTER_SEQUENCE_NUMBER
-                and start.sub < 0 and int(start.sequence) >= self.ending):
+                and start.sub < 0 and start.sequence_order()[0] >= self.ending):
             self._finish(ShardPosition.shard_end(), STOP_SHARD_END)
             return True
         return False
 
-    def _first_iterator(self) -> str | None | object:
+    def _first_iterator(self) -> str | None | _Finished:
         """The iterator to start with, or ``_FINISHED`` when the read already ended (throttled to its deadline,
         or a start later than Kinesis' clock)."""
         try:
@@ -351,7 +360,7 @@ class ShardReader:
                 limit = min(self.limit, limit + 1)  # the resumed-at record is skipped: ask for one more
         return limit
 
-    def _after_failed_call(self, err: BaseException, iterator: str) -> str | None | object:
+    def _after_failed_call(self, err: BaseException, iterator: str) -> str | None | _Finished:
         """The iterator to go on with after ``GetRecords`` failed (the same one, or a renewed one once expired),
         or ``_FINISHED``; raises when the failure is not one to wait out."""
         if is_outage(err):
@@ -401,6 +410,12 @@ class ShardReader:
         return False
 
     @property
+    def _recorded_end(self) -> ShardPosition:
+        """The end an earlier attempt recorded, for the code of an exact read only."""
+        assert self.recorded is not None  # an exact read is one given a recorded end
+        return self.recorded
+
+    @property
     def pos(self) -> ShardPosition:
         """Where the read stands: after the last row read (built on demand: the loop runs once per record)."""
         if self._last_read is not None:
@@ -428,9 +443,11 @@ class ShardReader:
             count = 1 if users is None else len(users)
             first = 0 if skip_to < 0 else min(count, skip_to + 1)
             stop_at = count  # exclusive
-            exact_here = self.recorded_key is not None and iseq == self.recorded_key[0]
+            recorded_key = self.recorded_key
+            exact_here = recorded_key is not None and iseq == recorded_key[0]
             if exact_here:
-                stop_at = min(stop_at, self.recorded_key[1] + 1)
+                assert recorded_key is not None  # exact_here says so
+                stop_at = min(stop_at, recorded_key[1] + 1)
             elif not self.exact:
                 stop_at = min(stop_at, first + self.max_records - res.records)
             if stop_at > first:
@@ -438,7 +455,7 @@ class ShardReader:
             whole = stop_at >= count
             self._last_read = (seq, -1 if whole else stop_at - 1)  # a position object only when asked (pos)
             if exact_here:
-                return self._finish(self.recorded, STOP_RECORDED_END)
+                return self._finish(self._recorded_end, STOP_RECORDED_END)
             if whole and self.ending is not None and iseq >= self.ending:
                 return self._shard_end()
             if not self.exact and res.records >= self.max_records:
@@ -448,6 +465,7 @@ class ShardReader:
     def _resumed_at(self, iseq: int) -> int | None:
         """The first record after a (re)acquired iterator: the last sub-record of it already consumed (-1: none),
         None to skip it whole; a later record than expected is data loss (the expected one was trimmed)."""
+        assert self.expect is not None  # called only while a resumed read expects its first record
         exp_seq, exp_sub, loss_if_missing = self.expect
         if iseq < exp_seq:
             return None
@@ -493,6 +511,7 @@ class ShardReader:
             self._flush()
 
     def _in_range(self, users: list[tuple[str, bytes, str | None]]) -> bool:
+        assert self.hash_range is not None  # called only for a read given a hash range
         lo, hi = self.hash_range
         return all(lo <= kpl.effective_hash_key(pk, ehk) <= hi for pk, _, ehk in users)
 
@@ -536,7 +555,7 @@ class ShardReader:
         request = iterator_request(pos, at_for_after=True)
         assert request is not None
         if pos.type == AFTER_SEQUENCE_NUMBER:
-            self.expect = (int(pos.sequence), _ALL if pos.sub < 0 else pos.sub, True)
+            self.expect = (pos.sequence_order()[0], _ALL if pos.sub < 0 else pos.sub, True)
         else:
             self.expect = None
         return request
@@ -553,7 +572,7 @@ class ShardReader:
             raise _NotYet(err) from None
         if code == "InvalidArgumentException" and pos.type == AFTER_SEQUENCE_NUMBER:
             # Kinesis may refuse a sequence number older than the trim horizon: resume at the oldest record
-            self._data_loss(int(pos.sequence), None, detail=f"Kinesis refused the position: {self.scrub(err)}")
+            self._data_loss(pos.sequence_order()[0], None, detail=f"Kinesis refused the position: {self.scrub(err)}")
             self.expect = None
             return ShardPosition.trim_horizon()
         raise KinesisSourceError(f"{what} failed ({self.calls.where()}): {self.scrub(err)}") from None
@@ -583,7 +602,7 @@ class ShardReader:
         return res
 
     def _shard_end(self) -> ShardReadResult:
-        if self.exact and not self.recorded.is_shard_end:
+        if self.exact and not self._recorded_end.is_shard_end:
             raise self._exact_error("the shard ended before it")
         return self._finish(ShardPosition.shard_end(), STOP_RECORDED_END if self.exact else STOP_SHARD_END)
 
@@ -593,7 +612,7 @@ class ShardReader:
                 f"records from {self.pos} on were still to be read. Kinesis said: {self.scrub(err)}")
         self._loss(what)
         if self.exact:
-            return self._finish(self.recorded, STOP_RECORDED_END)
+            return self._finish(self._recorded_end, STOP_RECORDED_END)
         return self._finish(ShardPosition.shard_end(), STOP_SHARD_END)
 
     def _data_loss(self, after_seq: int, first_available: int | None, detail: str = "") -> None:
@@ -617,10 +636,10 @@ class ShardReader:
         """A record after the recorded end arrived before the recorded end's own record: that one is gone."""
         self._loss(f"shard {self.shard_id} of stream {self.stream!r}: the record at the recorded end "
                    f"({self.recorded}) is no longer available (the next record is {iseq}): it was trimmed")
-        return self._finish(self.recorded, STOP_RECORDED_END)
+        return self._finish(self._recorded_end, STOP_RECORDED_END)
 
     def _check_recorded(self) -> None:
-        rec = self.recorded
+        rec = self._recorded_end
         if rec.type not in (AFTER_SEQUENCE_NUMBER, SHARD_END) and rec != self.start:
             raise KinesisSourceError(f"task {self.task!r}: a recorded batch end must be AFTER_SEQUENCE_NUMBER or "
                                      f"SHARD_END (or the start itself), got {rec} for shard {self.shard_id}")
@@ -634,5 +653,5 @@ class ShardReader:
         return KinesisDataLossError(
             f"task {self.task!r}: cannot re-read shard {self.shard_id} of stream {self.stream!r} from {self.start} "
             f"exactly to the end an earlier attempt recorded ({self.recorded}); reached {self.pos}: {why}"
-            + ("" if self.ending is not None or not self.recorded.is_shard_end else
+            + ("" if self.ending is not None or not self._recorded_end.is_shard_end else
                ". (For a closed shard, pass its ending sequence number so SHARD_END can be recognised.)"))
