@@ -195,7 +195,7 @@ def translate_lease_table(tr: Translation, scope: _Scope, kcl: dict[str, tuple[s
     Returns the table's name. A default name is a guess, so both options stay soft (the caller may override)."""
     table_value = kcl.pop("TableName", None)
     named = bool(table_value and table_value[0])
-    if named:
+    if table_value and table_value[0]:  # named
         table, table_source = table_value[0], tr.name(table_value[1])
     else:
         samza_name = tr.props.get(SAMZA_JOB_NAME_KEY, "").strip() or tr.props.get("app.name", "").strip()
