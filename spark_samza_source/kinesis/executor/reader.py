@@ -46,8 +46,6 @@ __all__ = [
     "ShardReadSettings",
     "read_request",
     "ShardStream",
-    "DEFAULT_MAX_RECORDS",
-    "DEFAULT_MAX_FETCH_TIME_MS",
     "DEFAULT_RECORDS_PER_CALL",
     "DEFAULT_MIN_CALL_INTERVAL_MS",
     "DEFAULT_EXACT_TIMEOUT_MS",
@@ -60,7 +58,6 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-DEFAULT_MAX_RECORDS = DEFAULT_MAX_RECORDS_PER_SHARD
 DEFAULT_RECORDS_PER_CALL = 10_000  # the GetRecords maximum
 DEFAULT_MIN_CALL_INTERVAL_MS = 200  # 5 GetRecords per second per shard
 DEFAULT_MAX_ROWS_PER_BATCH = 10_000
@@ -123,7 +120,7 @@ class ShardReadSettings:
     serves to scrub credentials out of error texts; ``sleep`` is the clock's wait (tests replace it).
     """
 
-    max_records: int = DEFAULT_MAX_RECORDS
+    max_records: int = DEFAULT_MAX_RECORDS_PER_SHARD
     max_fetch_time_ms: int = DEFAULT_MAX_FETCH_TIME_MS
     fail_on_data_loss: bool = True
     records_per_call: int = DEFAULT_RECORDS_PER_CALL
