@@ -483,7 +483,10 @@ def _parse_drop_topics(value: str | None) -> tuple[str, ...]:
     return tuple(sorted(set(topics)))
 
 
-def _parse_subscription(opts: Options):
+def _parse_subscription(
+    opts: Options,
+) -> tuple[tuple[str, ...] | None, str | None, dict[str, tuple[int, ...]] | None]:
+    """(topics, pattern, assignment): the one of ``subscribe``, ``subscribePattern`` and ``assign`` that is set."""
     subscribe, pattern, assign = SUBSCRIBE.name, SUBSCRIBE_PATTERN.name, ASSIGN.name
     given = [name for name in (subscribe, pattern, assign) if opts.string(name) is not None]
     if len(given) != 1:
@@ -493,6 +496,7 @@ def _parse_subscription(opts: Options):
         )
     name = given[0]
     value = opts.string(name)
+    assert value is not None  # ``given`` holds only the names set
     if name == subscribe:
         topics = tuple(t.strip() for t in value.split(","))
         if any(not t for t in topics):
@@ -525,12 +529,6 @@ def _parse_assign(value: str) -> dict[str, tuple[int, ...]]:
     return assign
 
 
-#: what a ``ByTimestamp`` read from the starting options names in its messages (``startingTimestamp`` included,
-#: as Spark's Kafka source words it)
-_BY_TIMESTAMP_NAMES = {"option": STARTING_OFFSETS_BY_TIMESTAMP.name,
-                       "strategy_option": STARTING_OFFSETS_BY_TIMESTAMP_STRATEGY.name}
-
-
 def _parse_starting(opts: Options) -> StartingOffsets:
     names = (STARTING_OFFSETS.name, STARTING_TIMESTAMP.name, STARTING_OFFSETS_BY_TIMESTAMP.name)
     given = [n for n in names if opts.has(n)]
@@ -542,7 +540,9 @@ def _parse_starting(opts: Options) -> StartingOffsets:
     name = given[0]
     value = opts.string(name) or ""
     if name == STARTING_TIMESTAMP.name:
-        return ByTimestamp(timestamp_ms=epoch_ms(name, value), strategy=strategy, **_BY_TIMESTAMP_NAMES)
+        return ByTimestamp(timestamp_ms=epoch_ms(name, value), strategy=strategy,
+                           option=STARTING_OFFSETS_BY_TIMESTAMP.name,
+                           strategy_option=STARTING_OFFSETS_BY_TIMESTAMP_STRATEGY.name)
     if name == STARTING_OFFSETS.name and value.lower() in (EARLIEST, LATEST):
         return Earliest() if value.lower() == EARLIEST else Latest()
     example = '{"orders":{"0":23,"1":-2}}' if name == STARTING_OFFSETS.name else '{"orders":{"0":1700000000000}}'
@@ -554,7 +554,8 @@ def _parse_starting(opts: Options) -> StartingOffsets:
         raise ConfigError(f"option '{name}' must be {allowed} like {example}{meaning}; got {value!r}") from None
     if name == STARTING_OFFSETS.name:
         return SpecificOffsets(per, option=STARTING_OFFSETS.name)
-    return ByTimestamp(per_partition=per, strategy=strategy, **_BY_TIMESTAMP_NAMES)
+    return ByTimestamp(per_partition=per, strategy=strategy, option=STARTING_OFFSETS_BY_TIMESTAMP.name,
+                       strategy_option=STARTING_OFFSETS_BY_TIMESTAMP_STRATEGY.name)
 
 
 def epoch_ms(option: str, value: str) -> int:

@@ -250,7 +250,7 @@ def resolve_aliases(raw: Any) -> dict[str, str]:
     ``kinesis.maxFetchTimePerShardSec`` counts seconds."""
     given = {str(k).lower(): ("" if v is None else str(v)) for k, v in dict(raw).items()}
     out = dict(given)
-    spelled = {}
+    spelled: dict[str, str] = {}
     for alias, ours in KINESIS.aliases().items():
         if alias.lower() not in out:
             continue
@@ -328,6 +328,7 @@ class KinesisSourceOptions(JobOptions):
         stream = opts.string(STREAM_NAME.name, required=True, hint="the Kinesis data stream to read, e.g. "
                              f".option('{STREAM_NAME.name}', 'clicks') (or the AWS connector's "
                              f"'{AWS_STREAM_NAME_OPTION}')")
+        assert stream is not None  # required: absent, it raised
         if not _STREAM_RE.match(stream):
             raise ConfigError(f"option '{STREAM_NAME.name}' {stream!r} is not a valid Kinesis stream name "
                               "(1-128 characters from letters, digits, '_', '.', '-')")
@@ -351,7 +352,7 @@ class KinesisSourceOptions(JobOptions):
             secret_key=secret,
             session_token=SESSION_TOKEN.read(opts),
             role_arn=ROLE_ARN.read(opts),
-            role_session_name=opts.string(ROLE_SESSION_NAME.name, f"samza-{common['job_name']}")[:64],
+            role_session_name=(opts.string(ROLE_SESSION_NAME.name) or f"samza-{common['job_name']}")[:64],
             sts_endpoint_url=STS_ENDPOINT_URL.read(opts),
             tasks=TASKS.read(opts),
             assignment=ASSIGNMENT.read(opts),
