@@ -22,8 +22,8 @@ from ..core.broadcast import parse_broadcast_inputs
 from ..core.errors import ConfigError
 from ..core.model import SystemStreamPartition
 from ..core.store import validate_job_name
+from ..kafka.options import ASSIGN, SUBSCRIBE_PATTERN
 from ..options.common import BROADCAST, JOB_NAME, METADATA_STORE
-from ..options.kafka import ASSIGN, SUBSCRIBE_PATTERN
 from ..options.values import is_secret_option, shown
 from .report import PropertiesImport
 

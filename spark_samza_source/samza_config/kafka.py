@@ -23,19 +23,7 @@ from ..core.errors import ConfigError
 from ..core.grouping import SAMZA_GROUPER_FACTORIES, FixedTasksGrouper
 from ..core.model import SystemStreamPartition
 from ..kafka.java_client import translate_java_settings
-from ..options.common import (
-    BROADCAST,
-    COPARTITION,
-    EXPANSION_ALGORITHM,
-    FAIL_ON_DATA_LOSS,
-    GROUPER,
-    JOB_LEASE_TTL,
-    METADATA_STORE,
-    RETRY_TIMEOUT,
-    STARTPOINT_POLL_INTERVAL,
-    STARTPOINT_TTL,
-)
-from ..options.kafka import (
+from ..kafka.options import (
     ASSIGN,
     BOOTSTRAP_SERVERS,
     COMMIT_OFFSETS_TO_KAFKA,
@@ -59,6 +47,18 @@ from ..options.kafka import (
     STARTING_TIMESTAMP,
     SUBSCRIBE,
     SUBSCRIBE_PATTERN,
+)
+from ..options.common import (
+    BROADCAST,
+    COPARTITION,
+    EXPANSION_ALGORITHM,
+    FAIL_ON_DATA_LOSS,
+    GROUPER,
+    JOB_LEASE_TTL,
+    METADATA_STORE,
+    RETRY_TIMEOUT,
+    STARTPOINT_POLL_INTERVAL,
+    STARTPOINT_TTL,
 )
 from .common import (
     EXPANSION_KEY,

@@ -19,15 +19,7 @@ from dataclasses import dataclass
 
 from ..core.errors import ConfigError
 from ..core.model import SystemStreamPartition
-from ..options.common import (
-    FAIL_ON_DATA_LOSS,
-    JOB_LEASE_TTL,
-    METADATA_STORE,
-    RETRY_TIMEOUT,
-    STARTPOINT_POLL_INTERVAL,
-    STARTPOINT_TTL,
-)
-from ..options.kinesis import (
+from ..kinesis.options import (
     ACCESS_KEY_ID,
     ASSIGNMENT,
     CONSUMER_NAME,
@@ -47,6 +39,14 @@ from ..options.kinesis import (
     STREAM_NAME,
     STS_ENDPOINT_URL,
     TASKS,
+)
+from ..options.common import (
+    FAIL_ON_DATA_LOSS,
+    JOB_LEASE_TTL,
+    METADATA_STORE,
+    RETRY_TIMEOUT,
+    STARTPOINT_POLL_INTERVAL,
+    STARTPOINT_TTL,
 )
 from .common import (
     EXPANSION_KEY,

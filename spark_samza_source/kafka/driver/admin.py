@@ -35,15 +35,15 @@ from confluent_kafka import (
 )
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
-from ...options.kafka import (
+from ..client_conf import isolation_level_of, with_callbacks
+from ..errors import KafkaSourceError
+from ..options import (
     ASSIGN,
     GROUP_ID_PREFIX,
     KAFKA_GROUP_ID,
     OAUTHBEARER_TOKEN_PROVIDER,
     SUBSCRIBE,
 )
-from ..client_conf import isolation_level_of, with_callbacks
-from ..errors import KafkaSourceError
 
 __all__ = ["KafkaAdmin", "DEFAULT_API_TIMEOUT_MS", "isolation_level_of"]
 

@@ -36,7 +36,9 @@ from ...core.jobmodel_store import JobModelStore
 from ...core.model import SystemStream, SystemStreamPartition, TaskName, TaskSsp
 from ...metadata.lease import offset_identity
 from ...options.common import BROADCAST, FAIL_ON_DATA_LOSS, JOB_NAME, RETRY_TIMEOUT
-from ...options.kafka import (
+from ...source.job_coordinator import JobCoordinator, WritesBehind
+from ..input_partition import KafkaRange
+from ..options import (
     ASSIGN,
     DRAIN_FIRST,
     DROP_TOPICS,
@@ -44,11 +46,9 @@ from ...options.kafka import (
     JOB_MODEL_RESET,
     SUBSCRIBE,
     SUBSCRIBE_PATTERN,
+    SYSTEM,
+    KafkaSourceOptions,
 )
-from ...source.job_coordinator import JobCoordinator, WritesBehind
-from ...source.limits import MinRowsGate
-from ..input_partition import KafkaRange
-from ..options import SYSTEM, KafkaSourceOptions
 from ..positions import Watermarks
 from .admin import KafkaAdmin
 from .offset import REBASE_NEW_PARTITION, REBASE_STARTPOINT, KafkaOffset, Rebase
@@ -64,6 +64,27 @@ from .planner import (
 from .startpoints import KafkaStartpointResolver, kafka_startpoint_problem
 
 log = logging.getLogger(__name__)
+
+
+class MinRowsGate:
+    """``minOffsetsPerTrigger`` + ``maxTriggerDelay``: hold a batch back until enough rows wait or it is late.
+
+    PySpark has only built-in read limits and no composite one, so the rule is kept here rather than by the engine.
+    """
+
+    def __init__(self, min_rows: int | None, max_delay_ms: int, clock) -> None:
+        self.min_rows = min_rows
+        self.max_delay_ms = max_delay_ms
+        self._clock = clock
+        self._last_batch_at = clock()
+
+    def allows(self, available_rows: int) -> bool:
+        if self.min_rows is None or available_rows >= self.min_rows:
+            return True
+        return (self._clock() - self._last_batch_at) * 1000 >= self.max_delay_ms
+
+    def batch_planned(self) -> None:
+        self._last_batch_at = self._clock()
 
 
 class KafkaCoordinator(JobCoordinator[KafkaOffset, KafkaSourceOptions, KafkaRange]):

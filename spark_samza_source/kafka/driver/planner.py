@@ -22,7 +22,7 @@ from ...core.expansion import DefaultPartitionExpansionAlgorithm, PartitionExpan
 from ...core.jobmodel import JobModel
 from ...core.model import SystemStream, SystemStreamPartition, TaskName, TaskSsp
 from ...options.common import FAIL_ON_DATA_LOSS
-from ...options.kafka import DRAIN_FIRST
+from ..options import DRAIN_FIRST
 from ..positions import DataLoss, Watermarks
 from .offset import (
     REBASE_DATA_LOSS,

@@ -29,10 +29,10 @@ from types import ModuleType
 
 import pyarrow as pa
 
-from ...options.kafka import READ_PATH
 from ..client_conf import TOKEN_PROVIDER_KEY
 from ..errors import KafkaSourceError
 from ..input_partition import KafkaRange
+from ..options import READ_PATH
 from ..schema import kafka_arrow_schema
 from .read_settings import KafkaReadSettings
 

@@ -25,19 +25,17 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from confluent_kafka import Consumer, KafkaError, Message, TopicPartition
 
-from ...options.kafka import INCLUDE_HEADERS, READ_PATH
 from ..errors import KafkaSourceError
 from ..input_partition import KafkaRange
-from ..options import DEFAULT_MAX_ROWS_PER_BATCH, DEFAULT_POLL_TIMEOUT_MS
+from ..options import INCLUDE_HEADERS, READ_PATH
 from ..schema import kafka_arrow_schema
 from .consumer_cache import ConsumerCache, default_cache
 from .native_reader import NativeBackend, choose_read_path
 from .read_control import ERROR_EVENT, FATAL, GAP_EVENT, RangeReadControl
-from .read_settings import DEFAULT_MAX_BYTES_PER_BATCH, KafkaReadSettings
+from .read_settings import KafkaReadSettings
 from .reader_rules import SPARK_MAX_MS, SPARK_MIN_MS, batch_cut
 
-__all__ = ["read_ranges", "KafkaReadSettings", "DEFAULT_MAX_ROWS_PER_BATCH", "DEFAULT_MAX_BYTES_PER_BATCH",
-           "DEFAULT_POLL_TIMEOUT_MS"]
+__all__ = ["read_ranges", "KafkaReadSettings"]
 
 # Unbound accessors, mapped over a whole list of messages (see _route and _batch)
 _PARTITION, _TOPIC, _ERROR, _OFFSET = Message.partition, Message.topic, Message.error, Message.offset

@@ -19,10 +19,8 @@ from collections.abc import Callable
 
 from ...core.bounded_filters import PushedFilters
 from ...core.model import TaskName
-from ...options.kinesis import ENDING_POSITION
-from ..bounded_options import KinesisBoundedOptions
 from ..input_partition import PlannedShardRead
-from ..options import SYSTEM
+from ..options import ENDING_POSITION, SYSTEM, KinesisBoundedOptions
 from ..positions import AT_TIMESTAMP, TRIM_HORIZON, ShardPosition
 from ..schema import TASK_COLUMN
 from ..shards import lineage_order

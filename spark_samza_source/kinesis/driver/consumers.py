@@ -20,9 +20,9 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from ...options.kinesis import CONSUMER_NAME
 from ..calls import KinesisCalls, error_code
 from ..errors import KinesisSourceError
+from ..options import CONSUMER_NAME
 
 __all__ = ["ACTIVE", "StreamConsumer", "StreamConsumers", "DEFAULT_ACTIVE_TIMEOUT_S"]
 

@@ -22,7 +22,6 @@ from ...core.errors import ConfigError, SamzaSourceError
 from ...core.jobmodel import JobModel
 from ...metadata.lease import offset_identity, query_identity
 from ...options.common import FAIL_ON_DATA_LOSS
-from ...options.kinesis import KCL_LEASE_TABLE, STARTING_POSITION
 from ...options.namespaces import STREAM_CONSUMERS
 from ...source.job_coordinator import JobCoordinator, WritesBehind
 from ..calls import error_code, iterator_request
@@ -30,7 +29,7 @@ from ..client import AwsClientSettings, dynamodb_client, kinesis_client
 from ..errors import KinesisDataLossError
 from ..input_partition import PlannedShardRead
 from ..microbatch_ends import BatchEnds, batch_ends_for
-from ..options import SYSTEM, KinesisSourceOptions
+from ..options import KCL_LEASE_TABLE, STARTING_POSITION, SYSTEM, KinesisSourceOptions
 from ..positions import ShardPosition
 from ..shards import ShardInfo
 from ..starting import Starts

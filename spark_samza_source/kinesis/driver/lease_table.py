@@ -67,10 +67,10 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from ...options.kinesis import KCL_LEASE_TABLE
 from ..calls import error_code
 from ..client import AwsClientSettings
 from ..errors import KclLeaseConflictError, KinesisSourceError
+from ..options import KCL_LEASE_TABLE
 from ..positions import (
     AFTER_SEQUENCE_NUMBER,
     AT_SEQUENCE_NUMBER,

@@ -48,8 +48,6 @@ __all__ = [
     "ShardReadSettings",
     "shard_read_args",
     "ShardReader",
-    "DEFAULT_MAX_RECORDS",
-    "DEFAULT_MAX_FETCH_TIME_MS",
     "DEFAULT_RECORDS_PER_CALL",
     "DEFAULT_MIN_CALL_INTERVAL_MS",
     "DEFAULT_EXACT_TIMEOUT_MS",
@@ -62,7 +60,6 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-DEFAULT_MAX_RECORDS = DEFAULT_MAX_RECORDS_PER_SHARD
 DEFAULT_RECORDS_PER_CALL = 10_000  # the GetRecords maximum
 DEFAULT_MIN_CALL_INTERVAL_MS = 200  # 5 GetRecords per second per shard
 DEFAULT_MAX_ROWS_PER_BATCH = 10_000
@@ -133,7 +130,7 @@ class ShardReadSettings:
     serves to scrub credentials out of error texts; ``sleep`` is the clock's wait (tests replace it).
     """
 
-    max_records: int = DEFAULT_MAX_RECORDS
+    max_records: int = DEFAULT_MAX_RECORDS_PER_SHARD
     max_fetch_time_ms: int = DEFAULT_MAX_FETCH_TIME_MS
     fail_on_data_loss: bool = True
     records_per_call: int = DEFAULT_RECORDS_PER_CALL
