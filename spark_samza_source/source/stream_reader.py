@@ -143,4 +143,4 @@ class SamzaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         except FormatVersionError:
             raise
         except OffsetFormatError as err:
-            raise offset_problem(self.FORMAT, role, str(err), self.offset_file(value)) from None
+            raise offset_problem(self.FORMAT, role, err.detail, self.offset_file(value)) from None
