@@ -145,9 +145,9 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff check spark_samza_source pyspark_samza_kafka pyspark_samza_kinesis devkit tests benchmarks examples conftest.py
 	$(VENV)/bin/mypy
 
-# docs/options.md is generated from the option spec (spark_samza_source/options/); a unit test fails while it is stale.
+# docs/options.md is generated from the option spec (each system's options.py); a unit test fails while it is stale.
 options-doc: $(STAMP)
-	$(PY) -m spark_samza_source.options.reference > docs/options.md
+	$(PY) -m spark_samza_source.ops.options_reference > docs/options.md
 
 # Where `make wheel` and `make package` write (overridable: the spark-submit tests build into a temp dir).
 DIST         ?= dist

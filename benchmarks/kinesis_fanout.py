@@ -1,6 +1,6 @@
 """Enhanced fan-out against polling on kinesis-mock behind the devkit's bridge (``kinesis_source.py --only fanout``).
 
-Both strategies run the source's own shard reader (``stream_shard``) the way a task runs it batch after batch:
+Both strategies run the source's own shard reader (``open_shard_reader``) the way a task runs it batch after batch:
 each read starts where the previous one ended and stops at the polling rules (caught up, limits). Figures only,
 no targets: the emulator is not AWS (one event a second, no 2 MB/s budgets), so they show the cost of the
 protocol as this source drives it, not AWS's figures.
@@ -32,10 +32,10 @@ SHARD = "shardId-000000000000"
 
 
 def _reader(client, stream: str, shard: str, start, consumer_arn, **settings):
-    from spark_samza_source.kinesis.executor.reader import ShardReadRequest, ShardReadSettings
-    from spark_samza_source.kinesis.executor.shard_reads import stream_shard
-    request = ShardReadRequest(stream, shard, start, "Task-0", consumer_arn=consumer_arn)
-    return stream_shard(client, request, ShardReadSettings(**settings))
+    from spark_samza_source.kinesis.executor.reader import ShardRead, ShardReadSettings
+    from spark_samza_source.kinesis.executor.shard_reads import open_shard_reader
+    request = ShardRead(stream, shard, start, "Task-0", consumer_arn=consumer_arn)
+    return open_shard_reader(client, request, ShardReadSettings(**settings))
 
 
 def _latency(client, stream: str, consumer_arn, seconds: float, interval_s: float) -> list[float]:

@@ -278,8 +278,8 @@ def resumed_read_profile(endpoint: str, stream: str, shard_id: str, per_batch: i
         say("    The resumed read asks for Limit = max_records but resumes AT the last sequence number read (to "
             "detect trimming) and skips that record, so the first call comes back one record short and a second "
             "GetRecords (Limit 1) follows, no sooner than 200 ms (min_call_interval_ms) after the first: one extra "
-            f"call per shard and batch ({paced}).  Product change suggested: in reader._ShardReader._run ask for one "
-            "more record while the record to be skipped is still ahead (self.expect set with sub == _ALL, i.e. "
+            f"call per shard and batch ({paced}).  Product change suggested: in reader.ShardReader._call_limit ask "
+            "for one more record while the record to be skipped is still ahead (self.expect set with sub == _ALL, i.e. "
             "resuming after a whole record), capped at 10,000.")
     if profile or res.calls > 1:
         out = io.StringIO()

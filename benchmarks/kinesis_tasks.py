@@ -39,7 +39,7 @@ def _task_worker(endpoint: str, stream: str, store: str, shard_ids: list[str], b
                  serial: bool, barrier, results) -> None:
     """One task (one process): read_task over ``shard_ids`` for ``batch``; wall time from the barrier."""
     from spark_samza_source.kinesis.executor import task as kinesis_task
-    from spark_samza_source.kinesis.input_partition import KinesisTaskPartition, ShardRead
+    from spark_samza_source.kinesis.input_partition import KinesisTaskPartition, PlannedShardRead
     from spark_samza_source.kinesis.options import KinesisSourceOptions
     from spark_samza_source.kinesis.positions import ShardPosition
 
@@ -53,7 +53,7 @@ def _task_worker(endpoint: str, stream: str, store: str, shard_ids: list[str], b
         "metadata.store": store, "maxRecordsPerShard": str(PER_SHARD),
     })
     partition = KinesisTaskPartition(f"Task-{shard_ids[0]}", tuple(
-        ShardRead(batch=batch, query_id=f"q{batch}", shard_id=s, start=ShardPosition.trim_horizon())
+        PlannedShardRead(batch=batch, query_id=f"q{batch}", shard_id=s, start=ShardPosition.trim_horizon())
         for s in shard_ids))
     barrier.wait()
     started = time.monotonic()

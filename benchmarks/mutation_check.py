@@ -156,8 +156,8 @@ MUTANTS = [
     # ---- batch-end recording (kinesis/executor/recorded_reads.py, kinesis/microbatch_ends.py) ------------------------
     m("retry-ignores-recorded-end", "a retried attempt reads exactly to the recorded end",
       KIN + "executor/recorded_reads.py",
-      "reading = stream_shard(client, replace(request, recorded_end=recorded), read)",
-      "reading = stream_shard(client, replace(request, recorded_end=None), read)",
+      "reading = open_shard_reader(client, replace(request, recorded_end=recorded), read)",
+      "reading = open_shard_reader(client, replace(request, recorded_end=None), read)",
       READER),
     m("record-overwrites", "the first attempt's end wins (put-if-absent)", KIN + "microbatch_ends.py",
       "        if self.store.put_if_absent(self.namespace, key, value):\n            return end",

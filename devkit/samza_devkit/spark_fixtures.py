@@ -74,9 +74,10 @@ _fork_server_started = False
 def _workers_forked_from_a_preloaded_interpreter():
     """While the session (its JVM and SparkContext) starts, ``PYSPARK_PYTHON`` and ``PYSPARK_DRIVER_PYTHON`` are the
     fork server's client (:mod:`samza_devkit.python_fork_server`: why Spark's driver-side Python workers need it on
-    a busy machine); the JVM keeps that environment. Afterwards this process's environment is as before, so the drivers, spark-submit
-    runs and packaged environments that tests start as subprocesses run the interpreter they name. Only under
-    pytest (and the drivers its tests start): the demo and the benchmarks run Spark's workers as users get them."""
+    a busy machine); the JVM keeps that environment. Afterwards this process's environment is as before, so the
+    drivers, spark-submit runs and packaged environments that tests start as subprocesses run the interpreter they
+    name. Only under pytest (and the drivers its tests start): the demo and the benchmarks run Spark's workers as
+    users get them."""
     global _fork_server_env, _fork_server_started
     if "PYTEST_CURRENT_TEST" not in os.environ:  # the demo and the benchmarks run Spark as users do
         yield

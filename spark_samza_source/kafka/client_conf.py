@@ -11,10 +11,10 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..core.errors import ConfigError
-from ..options.kafka import OAUTHBEARER_TOKEN_PROVIDER
 from . import errors
 
-__all__ = ["TOKEN_PROVIDER_KEY", "isolation_level_of", "load_token_provider", "with_callbacks"]
+__all__ = ["TOKEN_PROVIDER_KEY", "TOKEN_PROVIDER_SETTING", "isolation_level_of", "load_token_provider",
+           "with_callbacks"]
 
 
 def isolation_level_of(client_conf: Mapping[str, str]) -> str:
@@ -114,7 +114,10 @@ def librdkafka_near_names(name: str) -> list[str]:
 # ---- OAUTHBEARER token provider: a user's function that fetches tokens for brokers using SASL/OAUTHBEARER -------
 # Kept in the client configuration (so it reaches executors with it) under the option's name without 'kafka.',
 # lower-cased as Spark hands options over; replaced by librdkafka's oauth_cb wherever a client is created.
-TOKEN_PROVIDER_KEY = OAUTHBEARER_TOKEN_PROVIDER.name[len("kafka."):].lower()
+# The option (``kafka.options.OAUTHBEARER_TOKEN_PROVIDER``) is named after this setting.
+TOKEN_PROVIDER_SETTING = "sasl.oauthbearer.tokenProvider"
+TOKEN_PROVIDER_KEY = TOKEN_PROVIDER_SETTING.lower()
+_TOKEN_PROVIDER_OPTION = f"kafka.{TOKEN_PROVIDER_SETTING}"
 
 
 def load_token_provider(path: str) -> Callable[[str], Any]:
@@ -124,16 +127,16 @@ def load_token_provider(path: str) -> Callable[[str], Any]:
     returns ``(token, expiry_epoch_seconds)`` or ``(token, expiry, principal, extensions)``."""
     module_name, _, attr = path.strip().rpartition(".")
     if not module_name or not attr:
-        raise ConfigError(f"option '{OAUTHBEARER_TOKEN_PROVIDER.name}' must be a dotted path "
+        raise ConfigError(f"option '{_TOKEN_PROVIDER_OPTION}' must be a dotted path "
                           f"'package.module.function', got {path!r}")
     try:
         module = importlib.import_module(module_name)
     except ImportError as err:
-        raise ConfigError(f"option '{OAUTHBEARER_TOKEN_PROVIDER.name}': cannot import module {module_name!r} "
+        raise ConfigError(f"option '{_TOKEN_PROVIDER_OPTION}': cannot import module {module_name!r} "
                           f"({err}); install it on the driver and every executor (e.g. --py-files)") from None
     provider = getattr(module, attr, None)
     if not callable(provider):
-        raise ConfigError(f"option '{OAUTHBEARER_TOKEN_PROVIDER.name}': {module_name!r} has no callable "
+        raise ConfigError(f"option '{_TOKEN_PROVIDER_OPTION}': {module_name!r} has no callable "
                           f"{attr!r}; name a function taking the sasl.oauthbearer.config string")
     return provider
 

@@ -1,5 +1,8 @@
 """Errors raised by the Kafka system package, and its catalogue: every user's error samza-kafka raises is built by a
 function here, its message starting with its condition (docs/errors.md lists them; core/errors.py has the rule).
+A samza-kafka option a message names comes in as an argument (``..._option``: its name, from ``kafka/options.py``),
+like the starting strategies' option fields: ``kafka/options.py`` imports modules that raise from here, so this
+module cannot import it.
 
 One class, :class:`KafkaSourceError`, so callers can tell a clear, intended Kafka failure (missing topic, data
 loss, a broker that does not answer within the timeout) apart from a bug.  Messages name the operation, the
@@ -23,19 +26,6 @@ from ..core.errors import (
 )
 from ..options.common import FAIL_ON_DATA_LOSS, JOB_NAME
 from ..options.errors import INVALID_OPTION
-from ..options.kafka import (
-    ASSIGN,
-    DROP_TOPICS,
-    GROUP_ID_PREFIX,
-    INCLUDE_HEADERS,
-    JOB_MODEL_RESET,
-    KAFKA_GROUP_ID,
-    OAUTHBEARER_TOKEN_PROVIDER,
-    POLL_TIMEOUT,
-    READ_PATH,
-    SUBSCRIBE,
-    SUBSCRIBE_PATTERN,
-)
 
 if TYPE_CHECKING:
     from ..core.model import SystemStreamPartition, TaskName
@@ -133,52 +123,54 @@ def topic_recreated(topic: str, ids: tuple[str, str]) -> DataLossError:
 
 
 # ---- topics and the job model ---------------------------------------------------------------------------------
-def topics_not_found(missing: list[str], where: str) -> KafkaSourceError:
+def topics_not_found(missing: list[str], where: str, *, subscribe_option: str, assign_option: str) -> KafkaSourceError:
     return KafkaSourceError(
         f"Kafka topic(s) {', '.join(repr(t) for t in missing)} not found {where}; "
-        f"check the topic names in '{SUBSCRIBE.name}' / '{ASSIGN.name}' and that the topics exist",
+        f"check the topic names in '{subscribe_option}' / '{assign_option}' and that the topics exist",
         condition=TOPIC_NOT_FOUND)
 
 
-def _regroup_hint(job_name: str) -> str:
+def _regroup_hint(job_name: str, reset_option: str) -> str:
     return (f" This query starts from the job model stored for {JOB_NAME.name}={job_name}; to "
             f"regroup from the current partitions instead (new tasks, state per task lost), set "
-            f"{JOB_MODEL_RESET.name}=true.")
+            f"{reset_option}=true.")
 
 
-def topics_left_job(refused: list[str], counts: dict[str, int], job_name: str,
-                    stored_model: bool) -> PartitionExpansionError:
+def topics_left_job(refused: list[str], counts: dict[str, int], job_name: str, stored_model: bool, *,
+                    subscribe_option: str, subscribe_pattern_option: str, assign_option: str,
+                    drop_topics_option: str, reset_option: str) -> PartitionExpansionError:
     """Topics of the job model no longer read, and not named in ``dropTopics``."""
     return PartitionExpansionError(
         f"topic(s) {', '.join(f'{t!r} ({counts[t]} partitions)' for t in refused)} are in the job model of "
         f"{JOB_NAME.name}={job_name} but no longer read: deleted, or no longer matched by "
-        f"'{SUBSCRIBE.name}' / '{SUBSCRIBE_PATTERN.name}' / '{ASSIGN.name}'. Fixed tasks keep every "
+        f"'{subscribe_option}' / '{subscribe_pattern_option}' / '{assign_option}'. Fixed tasks keep every "
         "topic's tasks, so a topic leaves only when you say so: to drop it (its positions and the tasks "
         "holding only it are forgotten; every other topic keeps its tasks and positions, the checkpoint is "
         "kept) add it to "
-        f"the option '{DROP_TOPICS.name}', e.g. .option('{DROP_TOPICS.name}', '{','.join(refused)}'). "
+        f"the option '{drop_topics_option}', e.g. .option('{drop_topics_option}', '{','.join(refused)}'). "
         "If it was deleted by mistake, re-create it with the same partition count (a re-created topic is "
         f"data loss: see {FAIL_ON_DATA_LOSS.name})."
-        + (_regroup_hint(job_name) if stored_model else ""), condition=TOPIC_LEFT_JOB)
+        + (_regroup_hint(job_name, reset_option) if stored_model else ""), condition=TOPIC_LEFT_JOB)
 
 
-def assigned_partition_missing(topic: str, partition: int, count: int) -> ConfigError:
+def assigned_partition_missing(topic: str, partition: int, count: int, *, assign_option: str) -> ConfigError:
     """The option ``assign`` names a partition the topic does not have."""
-    return ConfigError(f"option '{ASSIGN.name}' names partition {partition} of topic '{topic}', which has only "
+    return ConfigError(f"option '{assign_option}' names partition {partition} of topic '{topic}', which has only "
                        f"{count} partitions (0..{count - 1})")
 
 
-def stored_job_model_unreadable(err: SamzaSourceError, job_name: str) -> SamzaSourceError:
+def stored_job_model_unreadable(err: SamzaSourceError, job_name: str, *, reset_option: str) -> SamzaSourceError:
     """The job model stored for this job cannot be read: a store that cannot be read stays a
     :class:`MetadataStoreError`, a value that cannot be parsed a user's error of its own."""
     kind = MetadataStoreError if isinstance(err, MetadataStoreError) else SamzaSourceError
     return kind(f"the job model stored for {JOB_NAME.name}={job_name} cannot be read ({err}); set "
-                f"{JOB_MODEL_RESET.name}=true to replace it with a new one", condition=STORED_JOB_MODEL_UNREADABLE)
+                f"{reset_option}=true to replace it with a new one", condition=STORED_JOB_MODEL_UNREADABLE)
 
 
-def stored_job_model_not_restorable(err: PartitionExpansionError, job_name: str) -> PartitionExpansionError:
+def stored_job_model_not_restorable(err: PartitionExpansionError, job_name: str, *,
+                                    reset_option: str) -> PartitionExpansionError:
     """The stored job model cannot carry on with the current partitions (``err`` says why)."""
-    return PartitionExpansionError(f"{err.detail}{_regroup_hint(job_name)}",
+    return PartitionExpansionError(f"{err.detail}{_regroup_hint(job_name, reset_option)}",
                                    condition=err.condition or STORED_JOB_MODEL_NOT_RESTORABLE)
 
 
@@ -192,11 +184,11 @@ def consumer_not_created(bootstrap_servers: str, why: object) -> KafkaSourceErro
                             condition=CLIENT_NOT_CREATED)
 
 
-def authentication_failed(where: str, why: str) -> KafkaSourceError:
+def authentication_failed(where: str, why: str, *, token_provider_option: str) -> KafkaSourceError:
     return KafkaSourceError(
         f"Kafka authentication failed {where}: {why}. Check the options kafka.security.protocol, "
         f"kafka.sasl.mechanism and the credentials (kafka.sasl.username / kafka.sasl.password, or the "
-        f"token of '{OAUTHBEARER_TOKEN_PROVIDER.name}')", condition=AUTHENTICATION_FAILED)
+        f"token of '{token_provider_option}')", condition=AUTHENTICATION_FAILED)
 
 
 def operation_failed(what: str, where: str, why: str) -> KafkaSourceError:
@@ -213,11 +205,12 @@ def operation_timed_out(what: str, timeout_s: float, option: str | None, where: 
         + ". Is the cluster reachable from the driver?", condition=OPERATION_TIMED_OUT)
 
 
-def group_has_active_members(group_id: str, where: str) -> KafkaSourceError:
+def group_has_active_members(group_id: str, where: str, *, group_id_option: str,
+                             group_id_prefix_option: str) -> KafkaSourceError:
     return KafkaSourceError(
         f"consumer group '{group_id}' has active members {where}: Kafka takes offsets from outside a group "
         "only while it is empty. Another consumer uses this group id; give this query a group of its own "
-        f"(option '{KAFKA_GROUP_ID.name}' or '{GROUP_ID_PREFIX.name}')", condition=GROUP_HAS_ACTIVE_MEMBERS)
+        f"(option '{group_id_option}' or '{group_id_prefix_option}')", condition=GROUP_HAS_ACTIVE_MEMBERS)
 
 
 def isolation_level_invalid(level: str) -> KafkaSourceError:
@@ -247,11 +240,12 @@ def out_of_range_repeated(task: str, label: str, offset: int, low: int, high: in
         f"offset {offset} although the log holds offsets {low}..{high - 1}", condition=OUT_OF_RANGE_REPEATED)
 
 
-def poll_timed_out(task: str, timeout_s: float, pending: list[str], last_error: str | None) -> KafkaSourceError:
+def poll_timed_out(task: str, timeout_s: float, pending: list[str], last_error: str | None, *,
+                   poll_timeout_option: str) -> KafkaSourceError:
     """No record for the poll timeout: the error naming what was still to read (``pending``)."""
     return KafkaSourceError(
         f"task {task!r}: no Kafka record received for {timeout_s:g} s "
-        f"(option '{POLL_TIMEOUT.name}'); still to read: {', '.join(pending)}"
+        f"(option '{poll_timeout_option}'); still to read: {', '.join(pending)}"
         + (f"; last consumer error: {last_error}" if last_error else "")
         + ". Is the broker reachable from the executors?", condition=POLL_TIMED_OUT)
 
@@ -267,27 +261,30 @@ def record_too_large(task: str, label: str, offset: int, column: str, size: int,
         f"startpoint at offset {offset + 1} for {label}.", condition=RECORD_TOO_LARGE)
 
 
-def header_key_not_utf8(task: str, offset: int, label: str) -> KafkaSourceError:
+def header_key_not_utf8(task: str, offset: int, label: str, *, read_path_option: str,
+                        include_headers_option: str) -> KafkaSourceError:
     return KafkaSourceError(
         f"task {task!r}: the record at offset {offset} of {label} has a header "
         f"key that is not valid UTF-8, which the Python read path (confluent-kafka) cannot decode. To read it: "
-        f"use the native read path (option '{READ_PATH.name}' 'auto' or 'native' where it is built), which "
-        f"replaces invalid bytes with U+FFFD, or leave headers out (option '{INCLUDE_HEADERS.name}' false)",
+        f"use the native read path (option '{read_path_option}' 'auto' or 'native' where it is built), which "
+        f"replaces invalid bytes with U+FFFD, or leave headers out (option '{include_headers_option}' false)",
         condition=HEADER_KEY_NOT_UTF8)
 
 
-_NATIVE_HOW_TO_FIX = (
-    "reinstall spark-samza-source from the platform wheel for this OS and CPU (a manylinux wheel: "
-    "docs/deployment.md, 'Which wheel'), not the pure py3-none-any one (or run `make setup` where a C "
-    "compiler exists), and confluent-kafka from its wheel, or set the option "
-    f"'{READ_PATH.name}' to 'auto' or 'python'")
+def _native_how_to_fix(read_path_option: str) -> str:
+    return (
+        "reinstall spark-samza-source from the platform wheel for this OS and CPU (a manylinux wheel: "
+        "docs/deployment.md, 'Which wheel'), not the pure py3-none-any one (or run `make setup` where a C "
+        "compiler exists), and confluent-kafka from its wheel, or set the option "
+        f"'{read_path_option}' to 'auto' or 'python'")
 
 
-def native_reader_unavailable(why: str, *, asked: bool) -> KafkaSourceError:
+def native_reader_unavailable(why: object, *, asked: bool, read_path_option: str) -> KafkaSourceError:
     """The native reader cannot run here; ``asked``: the option ``readPath`` is ``native``."""
-    opening = (f"option '{READ_PATH.name}' is 'native' but the native Kafka reader cannot run here" if asked
+    opening = (f"option '{read_path_option}' is 'native' but the native Kafka reader cannot run here" if asked
                else "the native Kafka reader cannot run here")
-    return KafkaSourceError(f"{opening}: {why}. To fix: {_NATIVE_HOW_TO_FIX}", condition=NATIVE_READER_UNAVAILABLE)
+    return KafkaSourceError(f"{opening}: {why}. To fix: {_native_how_to_fix(read_path_option)}",
+                            condition=NATIVE_READER_UNAVAILABLE)
 
 
 # ---- startpoints and offsets ----------------------------------------------------------------------------------

@@ -1,12 +1,19 @@
-"""Options of the ``samza-kafka`` source, parsed: every entry is declared in ``options/kafka.py`` (name, kind,
-default, description); this turns the values into the source's types and checks what involves several options.
+"""Every option of the ``samza-kafka`` source, in one place: what it is called, what it takes, its default and what
+it means (the entries and :data:`KAFKA`), how the values become the source's types (:class:`KafkaSourceOptions`),
+and what only a batch read takes (:class:`KafkaBoundedOptions`).
 
-Parsed once on the driver when the query starts (``DataSource.streamReader``), so every bad value fails the
-query before anything is read. The result is plain, picklable data: Spark ships the reader to executors.
+Spark's Kafka option names where the meaning is the same, the common job options (``options/common.py``), and the
+names refused with a reason. To add an option: declare it here (name, kind, description, default), add it to
+:data:`KAFKA`, read it into :class:`KafkaSourceOptions` with ``ENTRY.read(opts)``, then regenerate
+``docs/options.md`` (``make options-doc``).
+
+Parsed once on the driver when the query starts (``DataSource.streamReader``), so every bad value fails the query
+before anything is read. The result is plain, picklable data: Spark ships the reader to executors.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import json
 import logging
@@ -20,39 +27,248 @@ from ..core.errors import ConfigError
 from ..core.model import SystemStreamPartition
 from ..metadata import redact_uri
 from ..options import common
-from ..options import kafka as spec
-from ..options.kafka import (
-    BOUNDED_ONLY_OPTIONS,
-    EARLIEST,
-    KAFKA_CLIENT_OPTIONS_PREFIX,
-    KAFKA_GROUP_ID,
-    LATEST,
-    OAUTHBEARER_TOKEN_PROVIDER,
-    POLL_TIMEOUT,
-    STARTING_OFFSETS,
-    STARTING_TIMESTAMP,
+from ..options.common import (
+    GROUPING_OPTIONS,
+    JOB_OPTIONS,
+    MAX_RECORDS_PER_PARTITION_OPTION,
+    MIN_PARTITIONS_OPTION,
+    RETRY_TIMEOUT,
+    TESTING,
 )
-from ..options.option import OptionNames
+from ..options.option import (
+    Count,
+    Duration,
+    Flag,
+    Namespace,
+    OneOf,
+    Option,
+    OptionNames,
+    OptionSpec,
+    Text,
+    format_duration,
+)
 from ..options.values import Options, is_secret_option, json_object, shown
 from ..source.job_options import JobOptions
 from .client_conf import (
     PYTHON_CALLBACK_SETTINGS,
     TOKEN_PROVIDER_KEY,
+    TOKEN_PROVIDER_SETTING,
     librdkafka_near_names,
     librdkafka_problem,
     load_token_provider,
 )
 from .java_client import translate_java_settings
-from .starting import DEFAULT_STARTING_OFFSETS, ByTimestamp, Earliest, Latest, SpecificOffsets, StartingOffsets
+from .starting import (
+    EARLIEST_OFFSET,
+    LATEST_OFFSET,
+    TIMESTAMP_STRATEGIES,
+    TIMESTAMP_STRATEGY_ERROR,
+    TIMESTAMP_STRATEGY_LATEST,
+    ByTimestamp,
+    Earliest,
+    Latest,
+    SpecificOffsets,
+    StartingOffsets,
+)
+
+__all__ = ["BOUNDED_ONLY_OPTIONS", "DEFAULT_MAX_ROWS_PER_BATCH", "DEFAULT_POLL_TIMEOUT_MS",
+           "DEFAULT_STARTING_OFFSETS", "KAFKA", "KafkaBoundedOptions", "KafkaSourceOptions", "epoch_ms",
+           "option_names", "per_partition_numbers"]
 
 log = logging.getLogger(__name__)
 
+SOURCE = "samza-kafka"
+
+# ---- words some values take ------------------------------------------------------------------------------------------
+#: ``startingOffsets`` / ``endingOffsets`` words (anything else is per-partition JSON)
+EARLIEST, LATEST = "earliest", "latest"
+#: ``expansion.ordering``: new partitions wait until their feeders are drained, or are read at once
+DRAIN_FIRST, NO_ORDERING = "drain-first", "none"
+#: ``startingOffsetsByTimestampStrategy``: ``TIMESTAMP_STRATEGIES``, the words of ``starting.ByTimestamp``, which
+#: applies them (``error``, Spark's default, or ``latest``)
+#: readPath values: which executor reader (the native one in C over librdkafka, or the Python one)
+READ_PATHS = ("auto", "native", "python")
+
+# ---- what is read ----------------------------------------------------------------------------------------------------
+BOOTSTRAP_SERVERS = Option(
+    "kafka.bootstrap.servers", Text("host:port list"),
+    "the brokers, e.g. `broker1:9092,broker2:9092`; every other `kafka.*` option goes to librdkafka",
+    default_doc="required")
+SUBSCRIBE = Option(
+    "subscribe", Text("comma-separated topics"),
+    "the topics to read; exactly one of `subscribe`, `subscribePattern`, `assign` is set",
+    default_doc="one of three")
+SUBSCRIBE_PATTERN = Option(
+    "subscribePattern", Text("regular expression"),
+    "the topics matching it, re-evaluated every trigger (topics that appear start at earliest)",
+    default_doc="one of three")
+ASSIGN = Option(
+    "assign", Text('JSON `{"orders":[0,1]}`'),
+    "exactly these partitions",
+    default_doc="one of three")
+DROP_TOPICS = Option(
+    "dropTopics", Text("comma-separated topics"),
+    "topics that may leave the job (deleted, or no longer subscribed): their positions and tasks are forgotten; "
+    "without it a topic that left fails the query naming this option")
+
+# ---- job model and partition expansion -------------------------------------------------------------------------------
+EXPANSION_ORDERING = Option(
+    "expansion.ordering", OneOf((DRAIN_FIRST, NO_ORDERING)),
+    "`drain-first` reads a new partition only after the partitions feeding it are drained up to the growth; "
+    "`none` reads it at once",
+    default=DRAIN_FIRST)
+#: Producers learn of new partitions only when they refresh their metadata: the Java client's metadata.max.age.ms
+#: and librdkafka's topic.metadata.refresh.interval.ms both default to 5 minutes, and until then they write keys
+#: to their old partitions. Five minutes covers producers left at those defaults.
+EXPANSION_SETTLE = Option(
+    "expansion.settleTime", Duration(),
+    "how long after a growth is seen the old partitions keep being drained before the cut: your producers' "
+    "metadata refresh (`metadata.max.age.ms`, `topic.metadata.refresh.interval.ms`)",
+    default=5 * 60_000)
+JOB_MODEL_RESET = Option(
+    "jobModel.reset", Flag(),
+    "a new checkpoint starts from the job model stored for `job.name` (same tasks); `true` regroups instead",
+    default=False)
+
+# ---- where a query starts, and how much a micro-batch reads ----------------------------------------------------------
+STARTING_OFFSETS = Option(
+    "startingOffsets", Text('`earliest`, `latest` or JSON `{"orders":{"0":23,"1":-2}}`'),
+    "where a new checkpoint starts (-2 earliest, -1 latest per partition); Startpoints re-position later. An "
+    "offset below the log start is data loss (`failOnDataLoss`); entries naming partitions or topics the query "
+    "does not read, or offsets beyond the log end, fail naming them",
+    default=LATEST, default_doc="`latest` (batch: `earliest`)")
+STARTING_TIMESTAMP = Option(
+    "startingTimestamp", Text("epoch ms"),
+    "a new checkpoint starts at each partition's first record at or after this time")
+STARTING_OFFSETS_BY_TIMESTAMP = Option(
+    "startingOffsetsByTimestamp", Text('JSON `{"orders":{"0":1700000000000}}`'),
+    "as `startingTimestamp`, per partition")
+STARTING_OFFSETS_BY_TIMESTAMP_STRATEGY = Option(
+    "startingOffsetsByTimestampStrategy", OneOf(TIMESTAMP_STRATEGIES),
+    "a partition with no record at or after the time fails the query (`error`) or starts at its end",
+    default=TIMESTAMP_STRATEGY_ERROR)
+MAX_OFFSETS_PER_TRIGGER = Option(
+    "maxOffsetsPerTrigger", Count(minimum=1),
+    "rows per micro-batch, split across partitions in proportion to their backlog")
+MIN_OFFSETS_PER_TRIGGER = Option(
+    "minOffsetsPerTrigger", Count(minimum=1),
+    "a micro-batch waits for at least this many rows, unless `maxTriggerDelay` passed")
+MAX_TRIGGER_DELAY = Option(
+    "maxTriggerDelay", Duration(),
+    "the longest a micro-batch waits for `minOffsetsPerTrigger`",
+    default=15 * 60 * 1000)
+
+# ---- what a row holds, and the executors' reads ----------------------------------------------------------------------
+INCLUDE_HEADERS = Option(
+    "includeHeaders", Flag(),
+    "adds the column `headers array<struct<key:string,value:binary>>`",
+    default=False)
+MAX_ROWS_PER_ARROW_BATCH = Option(
+    "maxRowsPerArrowBatch", Count(minimum=1),
+    "rows per Arrow batch handed to Spark",
+    default=10_000)
+POLL_TIMEOUT = Option(
+    "kafkaConsumer.pollTimeoutMs", Duration(minimum_ms=1),
+    "how long an executor's read waits for the broker before it fails",
+    default=120_000)
+READ_PATH = Option(
+    "readPath", OneOf(READ_PATHS),
+    "the executors' Kafka reader: `auto` the native one (C over librdkafka, in the platform wheel) where it can "
+    "run, else the Python one, logged once per executor process at INFO; `native` fails a read where the native "
+    "reader cannot run, saying why; `python` always the Python one",
+    default="auto")
+
+# ---- consumer group and security -------------------------------------------------------------------------------------
+COMMIT_OFFSETS_TO_KAFKA = Option(
+    "commitOffsetsToKafka", Flag(),
+    "mirror committed positions to the consumer group, so standard lag tools work",
+    default=True)
+KAFKA_GROUP_ID = Option(
+    "kafka.group.id", Text("consumer group"),
+    "the consumer group committed positions are mirrored to (not together with `groupIdPrefix`)",
+    default_doc="`<groupIdPrefix>-<job.name>`")
+GROUP_ID_PREFIX = Option(
+    "groupIdPrefix", Text("prefix"),
+    "prefix of the default consumer group `<groupIdPrefix>-<job.name>`",
+    default="samza")
+#: its name is the client setting it travels as (``client_conf.py``), under ``kafka.``
+OAUTHBEARER_TOKEN_PROVIDER = Option(
+    f"kafka.{TOKEN_PROVIDER_SETTING}", Text("dotted path"),
+    "a Python function giving SASL/OAUTHBEARER tokens, called as librdkafka's `oauth_cb` on driver and executors")
+
+# ---- batch reads (spark.read) ----------------------------------------------------------------------------------------
+ENDING_OFFSETS = Option(
+    "endingOffsets", Text('`latest` or JSON `{"orders":{"0":100,"1":-1}}`'),
+    "where a batch read ends (exclusive; -1 latest per partition)",
+    default=LATEST, bounded_only=True)
+ENDING_TIMESTAMP = Option(
+    "endingTimestamp", Text("epoch ms"),
+    "a batch read ends at each partition's first record at or after this time (exclusive), else at its end",
+    bounded_only=True)
+ENDING_OFFSETS_BY_TIMESTAMP = Option(
+    "endingOffsetsByTimestamp", Text('JSON `{"orders":{"0":1700000000000}}`'),
+    "as `endingTimestamp`, per partition",
+    bounded_only=True)
+
+#: the librdkafka pass-through: ``kafka.<property>`` goes to the client as ``<property>``, checked by librdkafka
+CLIENT = Namespace("kafka.", "librdkafka configuration properties, passed on without the prefix (Java client "
+                             "names are translated); librdkafka checks the names and values at `load()`")
+
+# ---- refused: what Spark's Kafka source has and this one deliberately does not ---------------------------------------
+_ONE_TASK_PER_PARTITION = (
+    "a Spark input partition is one Samza task, which reads its partitions in order, so a range is never split "
+    "across Spark tasks (that would break per-key order and task identity). For more parallelism add partitions "
+    "to the topic, or repartition() the DataFrame after load(); remove the option")
+_FETCH_RETRIES = (
+    f"calls to the cluster are retried with backoff for a time rather than a count; set '{RETRY_TIMEOUT.name}' "
+    f"(default {format_duration(RETRY_TIMEOUT.default)}) instead")
+FETCH_OFFSET_NUM_RETRIES_OPTION = "fetchOffset.numRetries"
+FETCH_OFFSET_RETRY_INTERVAL_OPTION = "fetchOffset.retryIntervalMs"
+REFUSED = {
+    MIN_PARTITIONS_OPTION: _ONE_TASK_PER_PARTITION,
+    MAX_RECORDS_PER_PARTITION_OPTION: _ONE_TASK_PER_PARTITION,
+    FETCH_OFFSET_NUM_RETRIES_OPTION: _FETCH_RETRIES,
+    FETCH_OFFSET_RETRY_INTERVAL_OPTION: _FETCH_RETRIES,
+}
+#: librdkafka settings refused under ``kafka.`` (Spark's Kafka source refuses them for the same reasons: the source
+#: manages groups and offsets itself)
+REFUSED_CLIENT_SETTINGS = {
+    "enable.auto.commit": "offsets are tracked in Spark's checkpoint; Kafka auto-commit would record progress "
+    "Spark has not made. Remove 'kafka.enable.auto.commit'",
+    "auto.offset.reset": "use 'startingOffsets' for a new query and Startpoints to re-position a running one; "
+    "remove 'kafka.auto.offset.reset'",
+    "key.deserializer": "keys are always returned as binary; cast in Spark instead",
+    "value.deserializer": "values are always returned as binary; cast in Spark instead",
+}
+
+KAFKA = OptionSpec(
+    source=SOURCE,
+    options=(
+        BOOTSTRAP_SERVERS, SUBSCRIBE, SUBSCRIBE_PATTERN, ASSIGN, *JOB_OPTIONS, *GROUPING_OPTIONS,
+        EXPANSION_ORDERING, EXPANSION_SETTLE, JOB_MODEL_RESET, DROP_TOPICS,
+        STARTING_OFFSETS, STARTING_TIMESTAMP, STARTING_OFFSETS_BY_TIMESTAMP, STARTING_OFFSETS_BY_TIMESTAMP_STRATEGY,
+        MAX_OFFSETS_PER_TRIGGER, MIN_OFFSETS_PER_TRIGGER, MAX_TRIGGER_DELAY,
+        INCLUDE_HEADERS, MAX_ROWS_PER_ARROW_BATCH, POLL_TIMEOUT, READ_PATH,
+        COMMIT_OFFSETS_TO_KAFKA, KAFKA_GROUP_ID, GROUP_ID_PREFIX, OAUTHBEARER_TOKEN_PROVIDER,
+        ENDING_OFFSETS, ENDING_TIMESTAMP, ENDING_OFFSETS_BY_TIMESTAMP,
+    ),
+    namespaces=(CLIENT, TESTING),
+    refused=REFUSED,
+)
+
+# the names, for messages (f"option '{STARTING_OFFSETS.name}' ...")
+KAFKA_CLIENT_OPTIONS_PREFIX = CLIENT.prefix
+BOUNDED_ONLY_OPTIONS = KAFKA.bounded_only()
+
+#: the defaults code uses without parsing options: the executors' reader called without options (its tests, the
+#: benchmarks), and where a query starts when no starting option is set
+DEFAULT_POLL_TIMEOUT_MS: int = POLL_TIMEOUT.default
+DEFAULT_MAX_ROWS_PER_BATCH: int = MAX_ROWS_PER_ARROW_BATCH.default
+DEFAULT_STARTING_OFFSETS: StartingOffsets = Earliest() if STARTING_OFFSETS.default == EARLIEST else Latest()
+
+
+# ---- the options, read -----------------------------------------------------------------------------------------------
 SYSTEM = "kafka"
-#: the defaults the executors' reader uses when called without options (its tests, the benchmarks)
-DEFAULT_POLL_TIMEOUT_MS: int = spec.POLL_TIMEOUT.default
-DEFAULT_MAX_ROWS_PER_BATCH: int = spec.MAX_ROWS_PER_ARROW_BATCH.default
-#: the names samza-kafka refuses, with the reason and what to do instead
-REFUSED_OPTIONS = spec.REFUSED
 #: options under ``kafka.`` that are the source's own, not librdkafka's (librdkafka is not asked about them)
 _OWN_CLIENT_OPTIONS = (KAFKA_GROUP_ID.name, OAUTHBEARER_TOKEN_PROVIDER.name)
 
@@ -60,7 +276,7 @@ _OWN_CLIENT_OPTIONS = (KAFKA_GROUP_ID.name, OAUTHBEARER_TOKEN_PROVIDER.name)
 def option_names() -> OptionNames:
     """The names samza-kafka knows, its namespaces and its refused names, from its spec (read when asked, so an
     entry added to the spec is known without further change)."""
-    return spec.KAFKA.names()
+    return KAFKA.names()
 
 
 def check_client_conf(client_conf: dict[str, str]) -> None:
@@ -119,21 +335,27 @@ class KafkaSourceOptions(JobOptions):
     def __repr__(self) -> str:  # the client config may hold SASL/SSL passwords: never show it
         return f"KafkaSourceOptions({self.describe()})"
 
+    @property
+    def max_rows_per_batch(self) -> int | None:
+        """``maxOffsetsPerTrigger``: the stream reader hands it to Spark as the default read limit and to the
+        coordinator when Spark passes none; the planner splits it across partitions (``split_read_limit``)."""
+        return self.max_offsets_per_trigger
+
     def describe(self) -> str:
         """For logs: what is read, never the client config (it may hold credentials)."""
         what = (
-            f"{spec.SUBSCRIBE.name}={','.join(self.topics)}" if self.topics else
-            f"{spec.SUBSCRIBE_PATTERN.name}={self.pattern}" if self.pattern else
-            f"{spec.ASSIGN.name}={json.dumps(self.assign)}"
+            f"{SUBSCRIBE.name}={','.join(self.topics)}" if self.topics else
+            f"{SUBSCRIBE_PATTERN.name}={self.pattern}" if self.pattern else
+            f"{ASSIGN.name}={json.dumps(self.assign)}"
         )
         store = redact_uri(self.metadata_store)
-        return (f"{spec.SOURCE} {common.JOB_NAME.name}={self.job_name} {what} "
+        return (f"{SOURCE} {common.JOB_NAME.name}={self.job_name} {what} "
                 f"{common.GROUPER.name}={self.grouper} store={store}")
 
     @classmethod
     def parse(cls, raw: Any) -> KafkaSourceOptions:
         opts = Options(raw)
-        spec.KAFKA.check_names(opts.keys())
+        KAFKA.check_names(opts.keys())
         client_conf = _client_conf(opts)
         topics, pattern, assign = _parse_subscription(opts)
         common_fields = JobOptions.parse_common(opts, job_name_example="orders-enricher",
@@ -149,12 +371,12 @@ class KafkaSourceOptions(JobOptions):
             **_job_model_fields(opts),
             starting=_parse_starting(opts),
             **_trigger_fields(opts),
-            include_headers=spec.INCLUDE_HEADERS.read(opts),
-            commit_offsets_to_kafka=spec.COMMIT_OFFSETS_TO_KAFKA.read(opts),
-            max_rows_per_arrow_batch=spec.MAX_ROWS_PER_ARROW_BATCH.read(opts),
-            poll_timeout_ms=spec.POLL_TIMEOUT.read(opts),
-            read_path=spec.READ_PATH.read(opts),
-            drop_topics=_parse_drop_topics(spec.DROP_TOPICS.read(opts)),
+            include_headers=INCLUDE_HEADERS.read(opts),
+            commit_offsets_to_kafka=COMMIT_OFFSETS_TO_KAFKA.read(opts),
+            max_rows_per_arrow_batch=MAX_ROWS_PER_ARROW_BATCH.read(opts),
+            poll_timeout_ms=POLL_TIMEOUT.read(opts),
+            read_path=READ_PATH.read(opts),
+            drop_topics=_parse_drop_topics(DROP_TOPICS.read(opts)),
         )
 
 
@@ -162,8 +384,8 @@ def _job_model_fields(opts: Options) -> dict[str, Any]:
     """The grouper, the partition expansion settings, broadcast inputs and co-partitioned groups."""
     grouper = common.GROUPER.read(opts)
     algorithm = common.EXPANSION_ALGORITHM.read(opts)
-    ordering = spec.EXPANSION_ORDERING.read(opts)
-    settle_ms = spec.EXPANSION_SETTLE.read(opts)
+    ordering = EXPANSION_ORDERING.read(opts)
+    settle_ms = EXPANSION_SETTLE.read(opts)
     broadcast_raw = common.BROADCAST.read(opts)
     broadcast = tuple(sorted(parse_broadcast_inputs(broadcast_raw))) if broadcast_raw else ()
     for ssp in broadcast:
@@ -175,19 +397,19 @@ def _job_model_fields(opts: Options) -> dict[str, Any]:
     copartition_raw = common.COPARTITION.read(opts)
     copartition = tuple(parse_copartition(copartition_raw, default_system=SYSTEM)) if copartition_raw else ()
     return {"grouper": grouper, "expansion_algorithm": algorithm, "ordering": ordering,
-            "expansion_settle_ms": settle_ms, "job_model_reset": spec.JOB_MODEL_RESET.read(opts),
+            "expansion_settle_ms": settle_ms, "job_model_reset": JOB_MODEL_RESET.read(opts),
             "broadcast": broadcast, "copartition": copartition}
 
 
 def _trigger_fields(opts: Options) -> dict[str, Any]:
     """How much a micro-batch reads: ``maxOffsetsPerTrigger``, ``minOffsetsPerTrigger`` and ``maxTriggerDelay``."""
-    max_offsets = spec.MAX_OFFSETS_PER_TRIGGER.read(opts)
-    min_offsets = spec.MIN_OFFSETS_PER_TRIGGER.read(opts)
-    max_delay = spec.MAX_TRIGGER_DELAY.read(opts)
+    max_offsets = MAX_OFFSETS_PER_TRIGGER.read(opts)
+    min_offsets = MIN_OFFSETS_PER_TRIGGER.read(opts)
+    max_delay = MAX_TRIGGER_DELAY.read(opts)
     if max_offsets is not None and min_offsets is not None and min_offsets > max_offsets:
         raise ConfigError(
-            f"option '{spec.MIN_OFFSETS_PER_TRIGGER.name}' ({min_offsets}) must not exceed "
-            f"'{spec.MAX_OFFSETS_PER_TRIGGER.name}' ({max_offsets})"
+            f"option '{MIN_OFFSETS_PER_TRIGGER.name}' ({min_offsets}) must not exceed "
+            f"'{MAX_OFFSETS_PER_TRIGGER.name}' ({max_offsets})"
         )
     return {"max_offsets_per_trigger": max_offsets, "min_offsets_per_trigger": min_offsets,
             "max_trigger_delay_ms": max_delay}
@@ -197,14 +419,14 @@ def _client_conf(opts: Options) -> dict[str, str]:
     """The ``kafka.*`` options as librdkafka configuration, checked: Java client names translated first, then
     ``kafka.bootstrap.servers`` required, the settings the source manages refused, and librdkafka asked."""
     client_conf = _translated_client_conf(opts)
-    servers = spec.BOOTSTRAP_SERVERS.name
+    servers = BOOTSTRAP_SERVERS.name
     if not client_conf.get(servers[len(KAFKA_CLIENT_OPTIONS_PREFIX):], "").strip():
         check_client_conf({k: v for k, v in client_conf.items() if v.strip()})  # kafka.bootstrap.server?
         raise ConfigError(
             f"option '{servers}' is required: a comma-separated list of host:port, "
             f"e.g. .option('{servers}', 'broker1:9092,broker2:9092')"
         )
-    for key, why in spec.REFUSED_CLIENT_SETTINGS.items():
+    for key, why in REFUSED_CLIENT_SETTINGS.items():
         if key in client_conf:
             raise ConfigError(f"option 'kafka.{key}' is not supported: {why}")
     for key, value in client_conf.items():
@@ -234,7 +456,7 @@ def _parse_group_id(opts: Options, client_conf: dict[str, str], job_name: str) -
     """``kafka.group.id`` as given (removed from the client config: readers never join or commit), else
     ``<groupIdPrefix>-<job.name>``. Spark's rule: both together is an error."""
     explicit = client_conf.pop("group.id", None)
-    prefix_option = spec.GROUP_ID_PREFIX.name
+    prefix_option = GROUP_ID_PREFIX.name
     prefix = opts.string(prefix_option)
     if explicit is not None and prefix is not None:
         raise ConfigError(f"set either option '{KAFKA_GROUP_ID.name}' (the whole group id) or "
@@ -244,7 +466,7 @@ def _parse_group_id(opts: Options, client_conf: dict[str, str], job_name: str) -
             raise ConfigError(f"option '{KAFKA_GROUP_ID.name}' is empty; give the consumer group that "
                               "committed positions are mirrored to, or remove it")
         return explicit.strip()
-    default = spec.GROUP_ID_PREFIX.default
+    default = GROUP_ID_PREFIX.default
     if opts.has(prefix_option) and prefix is None:
         raise ConfigError(f"option '{prefix_option}' is empty; give a prefix (e.g. 'analytics') or "
                           f"remove it (default '{default}')")
@@ -256,13 +478,16 @@ def _parse_drop_topics(value: str | None) -> tuple[str, ...]:
         return ()
     topics = tuple(t.strip() for t in value.split(","))
     if any(not t for t in topics):
-        raise ConfigError(f"option '{spec.DROP_TOPICS.name}' has an empty topic name in {value!r}; use e.g. "
+        raise ConfigError(f"option '{DROP_TOPICS.name}' has an empty topic name in {value!r}; use e.g. "
                           "'orders-2023,clicks-old'")
     return tuple(sorted(set(topics)))
 
 
-def _parse_subscription(opts: Options):
-    subscribe, pattern, assign = spec.SUBSCRIBE.name, spec.SUBSCRIBE_PATTERN.name, spec.ASSIGN.name
+def _parse_subscription(
+    opts: Options,
+) -> tuple[tuple[str, ...] | None, str | None, dict[str, tuple[int, ...]] | None]:
+    """(topics, pattern, assignment): the one of ``subscribe``, ``subscribePattern`` and ``assign`` that is set."""
+    subscribe, pattern, assign = SUBSCRIBE.name, SUBSCRIBE_PATTERN.name, ASSIGN.name
     given = [name for name in (subscribe, pattern, assign) if opts.string(name) is not None]
     if len(given) != 1:
         raise ConfigError(
@@ -271,6 +496,7 @@ def _parse_subscription(opts: Options):
         )
     name = given[0]
     value = opts.string(name)
+    assert value is not None  # ``given`` holds only the names set
     if name == subscribe:
         topics = tuple(t.strip() for t in value.split(","))
         if any(not t for t in topics):
@@ -297,16 +523,16 @@ def _parse_assign(value: str) -> dict[str, tuple[int, ...]]:
             assign[str(topic)] = tuple(sorted(set(parts)))
     except (ValueError, RecursionError):  # RecursionError: JSON nested deeper than Python's recursion limit
         raise ConfigError(
-            f"option '{spec.ASSIGN.name}' must be a JSON object of topic -> non-empty list of partitions, e.g. "
+            f"option '{ASSIGN.name}' must be a JSON object of topic -> non-empty list of partitions, e.g. "
             f"{{\"orders\":[0,1]}}; got {value!r}"
         ) from None
     return assign
 
 
 def _parse_starting(opts: Options) -> StartingOffsets:
-    names = (STARTING_OFFSETS.name, STARTING_TIMESTAMP.name, spec.STARTING_OFFSETS_BY_TIMESTAMP.name)
+    names = (STARTING_OFFSETS.name, STARTING_TIMESTAMP.name, STARTING_OFFSETS_BY_TIMESTAMP.name)
     given = [n for n in names if opts.has(n)]
-    strategy = spec.STARTING_OFFSETS_BY_TIMESTAMP_STRATEGY.read(opts)
+    strategy = STARTING_OFFSETS_BY_TIMESTAMP_STRATEGY.read(opts)
     if len(given) > 1:
         raise ConfigError(f"set only one of the options {', '.join(given)}; they all choose where a new query starts")
     if not given:
@@ -314,7 +540,9 @@ def _parse_starting(opts: Options) -> StartingOffsets:
     name = given[0]
     value = opts.string(name) or ""
     if name == STARTING_TIMESTAMP.name:
-        return ByTimestamp(timestamp_ms=epoch_ms(name, value), strategy=strategy)
+        return ByTimestamp(timestamp_ms=epoch_ms(name, value), strategy=strategy,
+                           option=STARTING_OFFSETS_BY_TIMESTAMP.name,
+                           strategy_option=STARTING_OFFSETS_BY_TIMESTAMP_STRATEGY.name)
     if name == STARTING_OFFSETS.name and value.lower() in (EARLIEST, LATEST):
         return Earliest() if value.lower() == EARLIEST else Latest()
     example = '{"orders":{"0":23,"1":-2}}' if name == STARTING_OFFSETS.name else '{"orders":{"0":1700000000000}}'
@@ -325,13 +553,9 @@ def _parse_starting(opts: Options) -> StartingOffsets:
         meaning = " (-2 = earliest, -1 = latest)" if name == STARTING_OFFSETS.name else " (epoch ms)"
         raise ConfigError(f"option '{name}' must be {allowed} like {example}{meaning}; got {value!r}") from None
     if name == STARTING_OFFSETS.name:
-        return SpecificOffsets(per)
-    return ByTimestamp(per_partition=per, strategy=strategy)
-
-
-# POLL_TIMEOUT.name and the DEFAULT_* values: for the executors' reader, which names and defaults them
-__all__ = ["BOUNDED_ONLY_OPTIONS", "DEFAULT_MAX_ROWS_PER_BATCH", "DEFAULT_POLL_TIMEOUT_MS", "POLL_TIMEOUT",
-           "KafkaSourceOptions", "epoch_ms", "option_names", "per_partition_numbers"]
+        return SpecificOffsets(per, option=STARTING_OFFSETS.name)
+    return ByTimestamp(per_partition=per, strategy=strategy, option=STARTING_OFFSETS_BY_TIMESTAMP.name,
+                       strategy_option=STARTING_OFFSETS_BY_TIMESTAMP_STRATEGY.name)
 
 
 def epoch_ms(option: str, value: str) -> int:
@@ -362,3 +586,68 @@ def per_partition_numbers(value: str, *, negatives: tuple[int, ...] = ()) -> dic
                 raise ValueError(f"{number} is not valid here")
             per[str(topic)][int(part)] = number
     return per
+
+
+# ---- a batch read (spark.read) ---------------------------------------------------------------------------------------
+
+@dataclass(frozen=True, repr=False)
+class KafkaBoundedOptions:
+    """A batch read: the source options (``starting`` with the batch default), where it ends, and whether the
+    tasks come from the job model stored for ``job.name``."""
+
+    source: KafkaSourceOptions
+    ending: StartingOffsets
+    use_stored_job_model: bool
+
+    def __repr__(self) -> str:  # never the client config (credentials)
+        return f"KafkaBoundedOptions({self.source.describe()}, ending={self.ending!r})"
+
+    @classmethod
+    def parse(cls, raw: Any, use_stored_job_model: bool) -> KafkaBoundedOptions:
+        source = KafkaSourceOptions.parse(raw)
+        opts = Options(raw)
+        starting = source.starting
+        if not any(opts.has(n) for n in (STARTING_OFFSETS.name, STARTING_TIMESTAMP.name,
+                                          STARTING_OFFSETS_BY_TIMESTAMP.name)):
+            starting = Earliest()
+        elif isinstance(starting, Latest):
+            raise ConfigError(f"option '{STARTING_OFFSETS.name}'='latest' is not valid for batch queries: a "
+                              "batch read would read nothing. Use 'earliest', per-partition JSON or a timestamp")
+        elif isinstance(starting, SpecificOffsets) and any(
+                o == LATEST_OFFSET for parts in starting.per_partition.values() for o in parts.values()):
+            raise ConfigError(f"option '{STARTING_OFFSETS.name}': -1 (latest) is not valid for batch queries; "
+                              "give an offset or -2 (earliest) for each partition named")
+        source = dataclasses.replace(source, starting=starting)
+        return cls(source, _parse_ending(opts), use_stored_job_model)
+
+
+def _parse_ending(opts: Options) -> StartingOffsets:
+    names = (ENDING_OFFSETS.name, ENDING_TIMESTAMP.name, ENDING_OFFSETS_BY_TIMESTAMP.name)
+    given = [n for n in names if opts.has(n)]
+    if len(given) > 1:
+        raise ConfigError(f"set only one of the options {', '.join(given)}; they all choose where a batch read ends")
+    if not given:
+        return Latest()
+    name = given[0]
+    value = (opts.string(name) or "").strip()
+    if name == ENDING_TIMESTAMP.name:
+        return ByTimestamp(timestamp_ms=epoch_ms(name, value), strategy=TIMESTAMP_STRATEGY_LATEST, option=name,
+                           strategy_option=STARTING_OFFSETS_BY_TIMESTAMP_STRATEGY.name)
+    if name == ENDING_OFFSETS.name and value.lower() == "latest":
+        return Latest()
+    if name == ENDING_OFFSETS.name and value.lower() == "earliest":
+        raise ConfigError(f"option '{name}'='earliest' is not valid for batch queries: the read would end before it "
+                          "starts. Use 'latest' (the default) or per-partition JSON like {\"orders\":{\"0\":100}}")
+    example = '{"orders":{"0":100,"1":-1}}' if name == ENDING_OFFSETS.name else '{"orders":{"0":1700000000000}}'
+    try:
+        per = per_partition_numbers(value, negatives=(LATEST_OFFSET,) if name == ENDING_OFFSETS.name else ())
+    except (ValueError, RecursionError):
+        meaning = (" (an offset, exclusive, or -1 = latest; -2 = earliest is not valid for an end)"
+                   if name == ENDING_OFFSETS.name else " (epoch ms)")
+        allowed = "'latest' or JSON" if name == ENDING_OFFSETS.name else "JSON"
+        raise ConfigError(f"option '{name}' must be {allowed} like {example}{meaning}; got {value!r}") from None
+    if name == ENDING_OFFSETS.name:
+        assert EARLIEST_OFFSET not in {o for parts in per.values() for o in parts.values()}
+        return SpecificOffsets(per, option=name)
+    return ByTimestamp(per_partition=per, strategy=TIMESTAMP_STRATEGY_LATEST, option=name,
+                       strategy_option=STARTING_OFFSETS_BY_TIMESTAMP_STRATEGY.name)

@@ -11,14 +11,13 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterator
 
-from ..options.kafka import BOUNDED_ONLY_OPTIONS
 from ..source.bounded_reader import PushdownBoundedReader, SamzaBoundedReader
 from ..source.data_source import SamzaDataSource
 from ..source.fault_hooks import reporting_batches
 from ..source.stream_reader import SamzaStreamReader
 from .driver.offset import KafkaOffset
 from .input_partition import KafkaTaskPartition
-from .options import KafkaSourceOptions
+from .options import BOUNDED_ONLY_OPTIONS, KafkaSourceOptions
 from .schema import TASK_COLUMN, kafka_schema
 
 log = logging.getLogger(__name__)
@@ -39,9 +38,6 @@ class SamzaKafkaStreamReader(SamzaStreamReader):
         from .driver.coordinator import KafkaCoordinator
 
         return KafkaCoordinator(self.options)
-
-    def default_max_rows(self) -> int | None:
-        return self.options.max_offsets_per_trigger
 
     # ---- executors --------------------------------------------------------------------------------------
     def read(self, partition: KafkaTaskPartition) -> Iterator:  # type: ignore[override]  # ours
@@ -70,7 +66,7 @@ class SamzaKafkaBoundedReader(SamzaBoundedReader):
 
     @staticmethod
     def parse_options(raw, use_stored_job_model: bool):
-        from .bounded_options import KafkaBoundedOptions
+        from .options import KafkaBoundedOptions
 
         return KafkaBoundedOptions.parse(raw, use_stored_job_model)
 

@@ -22,15 +22,6 @@ from dataclasses import dataclass, field
 from ..core.errors import ConfigError
 from ..core.jobmodel import JobModel
 from ..core.model import SystemStreamPartition
-from ..options.kafka import (
-    EARLIEST,
-    STARTING_OFFSETS,
-    STARTING_OFFSETS_BY_TIMESTAMP,
-    STARTING_OFFSETS_BY_TIMESTAMP_STRATEGY,
-    TIMESTAMP_STRATEGIES,
-    TIMESTAMP_STRATEGY_ERROR,
-    TIMESTAMP_STRATEGY_LATEST,
-)
 from . import errors
 from .positions import DataLoss, OffsetsForTimes, Watermarks
 
@@ -38,7 +29,10 @@ log = logging.getLogger(__name__)
 
 #: Spark's per-partition markers in ``startingOffsets`` JSON.
 EARLIEST_OFFSET, LATEST_OFFSET = -2, -1
-DEFAULT_TIMESTAMP_STRATEGY: str = STARTING_OFFSETS_BY_TIMESTAMP_STRATEGY.default
+#: what :class:`ByTimestamp` does with a partition that has no record at or after the time: fail the query
+#: (Spark's default) or start it at its end (the words of ``startingOffsetsByTimestampStrategy``)
+TIMESTAMP_STRATEGY_ERROR, TIMESTAMP_STRATEGY_LATEST = "error", "latest"
+TIMESTAMP_STRATEGIES = (TIMESTAMP_STRATEGY_ERROR, TIMESTAMP_STRATEGY_LATEST)
 
 
 @dataclass(frozen=True)
@@ -91,10 +85,6 @@ class Latest(StartingOffsets):
         return Starts({ssp: marks[ssp].high for ssp in sorted(model.ssps())})
 
 
-#: Where a query starts when no starting option is set.
-#: the default of ``startingOffsets`` for a streaming query, its spec entry's
-DEFAULT_STARTING_OFFSETS: StartingOffsets = Earliest() if STARTING_OFFSETS.default == EARLIEST else Latest()
-
 
 @dataclass(frozen=True)
 class SpecificOffsets(StartingOffsets):
@@ -105,8 +95,8 @@ class SpecificOffsets(StartingOffsets):
     """
 
     per_partition: Mapping[str, Mapping[int, int]] = field(default_factory=dict)
-    #: the option named in messages (a batch read's endingOffsets uses this class too)
-    option: str = field(default=STARTING_OFFSETS.name, compare=False)
+    #: the option named in messages (``startingOffsets``; a batch read's ``endingOffsets`` uses this class too)
+    option: str = field(kw_only=True, compare=False)
 
     def starts(self, model, marks, offsets_for_times, *, fail_on_data_loss, assigned=None) -> Starts:
         _check_named_partitions(self.option, self.per_partition, model, assigned)
@@ -144,9 +134,11 @@ class ByTimestamp(StartingOffsets):
 
     timestamp_ms: int | None = None
     per_partition: Mapping[str, Mapping[int, int]] = field(default_factory=dict)
-    strategy: str = DEFAULT_TIMESTAMP_STRATEGY
-    #: the option named in messages (a batch read's endingOffsetsByTimestamp uses this class too)
-    option: str = field(default=STARTING_OFFSETS_BY_TIMESTAMP.name, compare=False)
+    strategy: str = TIMESTAMP_STRATEGY_ERROR
+    #: the option named in messages (``startingOffsetsByTimestamp``; a batch read's ``endingOffsetsByTimestamp``
+    #: uses this class too), and the option that chooses ``strategy``
+    option: str = field(kw_only=True, compare=False)
+    strategy_option: str = field(kw_only=True, compare=False)
 
     def __post_init__(self) -> None:
         if self.timestamp_ms is not None and self.per_partition:
@@ -176,7 +168,7 @@ class ByTimestamp(StartingOffsets):
                         raise ConfigError(
                             f"no record at or after timestamp {ts} in {ssp}; the starting timestamp option cannot "
                             f"be honoured. Use an earlier timestamp, or set "
-                            f"{STARTING_OFFSETS_BY_TIMESTAMP_STRATEGY.name}={TIMESTAMP_STRATEGY_LATEST} to start "
+                            f"{self.strategy_option}={TIMESTAMP_STRATEGY_LATEST} to start "
                             "such partitions at the end"
                         )
                     offset = marks[ssp].high
@@ -186,7 +178,7 @@ class ByTimestamp(StartingOffsets):
 
 def _below_log_start(
     model: JobModel, ssp: SystemStreamPartition, wanted: int, m: Watermarks, fail_on_data_loss: bool,
-    option: str = STARTING_OFFSETS.name,
+    option: str,
 ) -> DataLoss:
     """A ``startingOffsets`` entry below the log start: the query stops naming the lost range, or (with
     ``failOnDataLoss=false``) starts at the log start with the loss logged and returned to be counted."""
@@ -244,6 +236,6 @@ def _ranges(parts: list[int]) -> str:
 
 
 __all__ = [
-    "DEFAULT_STARTING_OFFSETS", "DEFAULT_TIMESTAMP_STRATEGY", "EARLIEST_OFFSET", "LATEST_OFFSET",
-    "TIMESTAMP_STRATEGIES", "ByTimestamp", "Earliest", "Latest", "SpecificOffsets", "StartingOffsets", "Starts",
+    "EARLIEST_OFFSET", "LATEST_OFFSET", "TIMESTAMP_STRATEGIES", "TIMESTAMP_STRATEGY_ERROR", "TIMESTAMP_STRATEGY_LATEST",
+    "ByTimestamp", "Earliest", "Latest", "SpecificOffsets", "StartingOffsets", "Starts",
 ]

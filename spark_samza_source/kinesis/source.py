@@ -14,14 +14,13 @@ from collections.abc import Iterator
 from typing import Any
 
 from ..core.errors import OffsetFormatError
-from ..options.kinesis import BOUNDED_ONLY_OPTIONS
 from ..source.bounded_reader import PushdownBoundedReader, SamzaBoundedReader
 from ..source.data_source import SamzaDataSource
 from ..source.fault_hooks import reporting_batches
 from ..source.stream_reader import SamzaStreamReader
 from .driver.offset import KinesisOffset
 from .input_partition import KinesisTaskPartition
-from .options import KinesisSourceOptions
+from .options import BOUNDED_ONLY_OPTIONS, KinesisSourceOptions
 from .schema import TASK_COLUMN, kinesis_schema
 
 FORMAT = "samza-kinesis"
@@ -69,7 +68,7 @@ class SamzaKinesisBoundedReader(SamzaBoundedReader):
 
     @staticmethod
     def parse_options(raw, use_stored_job_model: bool):
-        from .bounded_options import KinesisBoundedOptions
+        from .options import KinesisBoundedOptions
 
         return KinesisBoundedOptions.parse(raw, use_stored_job_model)
 

@@ -19,7 +19,6 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from ..core.errors import ConfigError
-from ..options.kinesis import LATEST, STARTING_POSITION
 from .errors import KinesisPlanError
 from .positions import ShardPosition
 from .shards import ShardInfo, index_shards, lineage_order
@@ -75,9 +74,6 @@ class TrimHorizon(StartingPosition):
         return Starts({s.shard_id: ShardPosition.trim_horizon() for s in shards})
 
 
-#: Where a streaming query starts when ``startingPosition`` is not set: its spec entry's default.
-DEFAULT_STARTING_POSITION: StartingPosition = Latest() if STARTING_POSITION.default == LATEST else TrimHorizon()
-
 
 @dataclass(frozen=True)
 class AtTimestamp(StartingPosition):
@@ -85,9 +81,11 @@ class AtTimestamp(StartingPosition):
     must not be in the future (Kinesis refuses it)."""
 
     timestamp_ms: int
+    #: the option named in messages (``startingPosition``)
+    option: str = field(kw_only=True, compare=False)
 
     def starts(self, shards, *, stream, now_ms, check_sequences, kcl_checkpoints) -> Starts:
-        check_not_future(self.timestamp_ms, now_ms(), f"option '{STARTING_POSITION.name}'")
+        check_not_future(self.timestamp_ms, now_ms(), f"option '{self.option}'")
         return Starts({s.shard_id: ShardPosition.at_timestamp(self.timestamp_ms) for s in shards})
 
 
@@ -97,10 +95,13 @@ class PerShard(StartingPosition):
     number is checked with Kinesis (real Kinesis refuses one that belongs to another shard)."""
 
     per_shard: Mapping[str, ShardPosition] = field(default_factory=dict)
+    #: the option named in messages (``startingPosition``)
+    option: str = field(kw_only=True, compare=False)
 
     def starts(self, shards, *, stream, now_ms, check_sequences, kcl_checkpoints) -> Starts:
         latest_ms = now_ms()
-        positions = per_shard_starts(self.per_shard, shards, latest_timestamp_ms=latest_ms, stream=stream)
+        positions = per_shard_starts(self.per_shard, shards, latest_timestamp_ms=latest_ms, stream=stream,
+                                     option=self.option)
         check_sequences(self.per_shard)
         return Starts(positions, latest_ms)
 
@@ -146,7 +147,7 @@ def kcl_starts(leases: Mapping[str, ShardPosition], shards: Sequence[ShardInfo])
 
 def per_shard_starts(
     named: Mapping[str, ShardPosition], shards: Sequence[ShardInfo], *, latest_timestamp_ms: int, stream: str,
-    option: str = STARTING_POSITION.name,
+    option: str,
 ) -> dict[str, ShardPosition]:
     """Start positions of a new query from a per-shard ``startingPosition`` (pure: ``shards`` is ``ListShards``).
 
@@ -222,6 +223,6 @@ def check_not_future(timestamp_ms: int, now_ms: int, what: str) -> None:
 
 
 __all__ = [
-    "DEFAULT_STARTING_POSITION", "AtTimestamp", "KclCheckpoints", "Latest", "PerShard", "StartingPosition", "Starts",
+    "AtTimestamp", "KclCheckpoints", "Latest", "PerShard", "StartingPosition", "Starts",
     "TrimHorizon", "check_not_future", "kcl_starts", "per_shard_starts",
 ]

@@ -41,7 +41,6 @@ __all__ = [
     "JobLease",
     "NAMESPACE",
     "KEY",
-    "MIN_TTL_MS",
     "offset_identity",
     "query_identity",
 ]
@@ -51,7 +50,6 @@ log = logging.getLogger(__name__)
 NAMESPACE = LEASE
 KEY = LEASE_KEY
 LEASE_FORMAT_VERSION = 1
-MIN_TTL_MS = MIN_JOB_LEASE_TTL_MS
 #: identities kept in the lease: enough for every offset a restart may resume from (see ``offset_identity``)
 MAX_IDENTITIES = 4
 _ACQUIRE_ATTEMPTS = 10
@@ -145,9 +143,9 @@ class JobLease:
         pid: int | None = None,
         machine: str | None = None,
     ) -> None:
-        if not isinstance(ttl_ms, int) or ttl_ms < MIN_TTL_MS:
+        if not isinstance(ttl_ms, int) or ttl_ms < MIN_JOB_LEASE_TTL_MS:
             raise JobLeaseError(
-                f"option '{JOB_LEASE_TTL.name}' must be at least {MIN_TTL_MS} ms, got {ttl_ms!r}")
+                f"option '{JOB_LEASE_TTL.name}' must be at least {MIN_JOB_LEASE_TTL_MS} ms, got {ttl_ms!r}")
         self.store = store
         self.ttl_ms = ttl_ms
         self.owner_id = uuid.uuid4().hex

@@ -101,9 +101,9 @@ class LagReport:
         return all(r.behind is not None for r in self.rows)
 
     def totals(self) -> dict[str, Any]:
-        measured = [r for r in self.rows if r.behind is not None]
-        behind = [r.behind for r in measured]
-        worst = max(measured, key=lambda r: r.behind, default=None)
+        measured = [(r, r.behind) for r in self.rows if r.behind is not None]
+        behind = [b for _, b in measured]
+        worst = max(measured, key=lambda row_behind: row_behind[1], default=(None, 0))[0]
         out: dict[str, Any] = {
             "behind": sum(behind),
             "maxBehind": max(behind) if behind else None,
@@ -287,7 +287,7 @@ def kinesis_shard_positions(
     """
     from ..kinesis.positions import ShardPosition
 
-    out = []
+    out: list[tuple[TaskName, SystemStreamPartition, str | None, Any, str]] = []
     for ssp, per_task in committed_by_ssp(checkpoint, "kinesis").items():
         if ssp.stream != stream:
             continue

@@ -100,7 +100,7 @@ def starting_offsets_from_spark_checkpoint(checkpoint_location: str | os.PathLik
         parsed = json.loads(raw)
         if not isinstance(parsed, dict) or not parsed:
             raise ValueError
-        out = {}
+        out: dict[str, dict[str, int]] = {}
         for topic, parts in sorted(parsed.items()):
             if not isinstance(parts, dict) or not parts:
                 raise ValueError

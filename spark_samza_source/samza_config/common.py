@@ -22,8 +22,8 @@ from ..core.broadcast import parse_broadcast_inputs
 from ..core.errors import ConfigError
 from ..core.model import SystemStreamPartition
 from ..core.store import validate_job_name
+from ..kafka.options import ASSIGN, SUBSCRIBE_PATTERN
 from ..options.common import BROADCAST, JOB_NAME, METADATA_STORE
-from ..options.kafka import ASSIGN, SUBSCRIBE_PATTERN
 from ..options.values import is_secret_option, shown
 from .report import PropertiesImport
 
@@ -221,15 +221,15 @@ class Translation:
             prefix = f"job.config.rewriter.{rewriter}."
             if simple == "RegExTopicGenerator":
                 regex_key, system_key = prefix + "regex", prefix + "system"
-                regex, system = self.get(regex_key), self.get(system_key)
-                if not regex or not system:
+                regex, topic_system = self.get(regex_key), self.get(system_key)
+                if not regex or not topic_system:
                     raise self.fail(class_key, f"RegExTopicGenerator needs {regex_key} and {system_key}")
                 try:
                     re.compile(regex)
                 except re.error as err:
                     raise self.fail(regex_key, f"{regex!r} is not a regular expression Python accepts ({err})") \
                         from None
-                patterns.setdefault(system, []).append((regex, regex_key))
+                patterns.setdefault(topic_system, []).append((regex, regex_key))
                 for key in self.keys_with(prefix + "config."):
                     self.used.add(key)  # inherited stream properties: read in _stream_props
             elif simple == "EnvironmentConfigRewriter":

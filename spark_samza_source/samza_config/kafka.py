@@ -23,19 +23,7 @@ from ..core.errors import ConfigError
 from ..core.grouping import SAMZA_GROUPER_FACTORIES, FixedTasksGrouper
 from ..core.model import SystemStreamPartition
 from ..kafka.java_client import translate_java_settings
-from ..options.common import (
-    BROADCAST,
-    COPARTITION,
-    EXPANSION_ALGORITHM,
-    FAIL_ON_DATA_LOSS,
-    GROUPER,
-    JOB_LEASE_TTL,
-    METADATA_STORE,
-    RETRY_TIMEOUT,
-    STARTPOINT_POLL_INTERVAL,
-    STARTPOINT_TTL,
-)
-from ..options.kafka import (
+from ..kafka.options import (
     ASSIGN,
     BOOTSTRAP_SERVERS,
     COMMIT_OFFSETS_TO_KAFKA,
@@ -59,6 +47,18 @@ from ..options.kafka import (
     STARTING_TIMESTAMP,
     SUBSCRIBE,
     SUBSCRIBE_PATTERN,
+)
+from ..options.common import (
+    BROADCAST,
+    COPARTITION,
+    EXPANSION_ALGORITHM,
+    FAIL_ON_DATA_LOSS,
+    GROUPER,
+    JOB_LEASE_TTL,
+    METADATA_STORE,
+    RETRY_TIMEOUT,
+    STARTPOINT_POLL_INTERVAL,
+    STARTPOINT_TTL,
 )
 from .common import (
     EXPANSION_KEY,
@@ -222,7 +222,7 @@ def _offsets(tr: Translation, system, topics, stream_props, regexes) -> None:
         value = tr.get(key)
         if value and fallback is None:
             fallback = (_offset_value(tr, value, key), key)
-        elif value:
+        elif value and fallback is not None:
             tr.ignore(key, f"overridden by {tr.name(fallback[1])}")
         elif key in tr.props:
             tr.ignore(key, "empty value")
@@ -303,7 +303,8 @@ def _grouper(tr: Translation) -> None:
         grouper_cls = SAMZA_GROUPER_FACTORIES["GroupByPartitionFactory"]
     fixed = issubclass(grouper_cls, FixedTasksGrouper)
     if factory or not expansion:
-        chosen = grouper_cls.base.name if fixed and not expansion else grouper_cls.name
+        chosen = (grouper_cls.base.name if issubclass(grouper_cls, FixedTasksGrouper) and not expansion
+                  else grouper_cls.name)
         source = ", ".join(tr.name(k) for k in (GROUPER_KEY, EXPANSION_KEY) if k in tr.props)
         tr.set_option(GROUPER.name, chosen, source)
         if fixed and not expansion:
@@ -313,7 +314,7 @@ def _grouper(tr: Translation) -> None:
         elif not fixed:
             tr.notes.append(f"{factory} -> {GROUPER.name}={chosen}: one task 'Task-0' holds every partition "
                             "(Samza names it Task-<processorId>)")
-    if fixed and expansion and not any(k.startswith("stores.") for k in tr.props):
+    if issubclass(grouper_cls, FixedTasksGrouper) and expansion and not any(k.startswith("stores.") for k in tr.props):
         tr.notes.append("Samza keeps tasks fixed across partition expansion only for jobs with persistent "
                         "stores; this source always does (identical until a stream grows). Set "
                         f"{GROUPER.name}={grouper_cls.base.name} for Samza's stateless behaviour")

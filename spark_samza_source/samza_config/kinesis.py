@@ -19,15 +19,7 @@ from dataclasses import dataclass
 
 from ..core.errors import ConfigError
 from ..core.model import SystemStreamPartition
-from ..options.common import (
-    FAIL_ON_DATA_LOSS,
-    JOB_LEASE_TTL,
-    METADATA_STORE,
-    RETRY_TIMEOUT,
-    STARTPOINT_POLL_INTERVAL,
-    STARTPOINT_TTL,
-)
-from ..options.kinesis import (
+from ..kinesis.options import (
     ACCESS_KEY_ID,
     ASSIGNMENT,
     CONSUMER_NAME,
@@ -47,6 +39,14 @@ from ..options.kinesis import (
     STREAM_NAME,
     STS_ENDPOINT_URL,
     TASKS,
+)
+from ..options.common import (
+    FAIL_ON_DATA_LOSS,
+    JOB_LEASE_TTL,
+    METADATA_STORE,
+    RETRY_TIMEOUT,
+    STARTPOINT_POLL_INTERVAL,
+    STARTPOINT_TTL,
 )
 from .common import (
     EXPANSION_KEY,
@@ -195,7 +195,7 @@ def translate_lease_table(tr: Translation, scope: _Scope, kcl: dict[str, tuple[s
     Returns the table's name. A default name is a guess, so both options stay soft (the caller may override)."""
     table_value = kcl.pop("TableName", None)
     named = bool(table_value and table_value[0])
-    if named:
+    if table_value and table_value[0]:  # named
         table, table_source = table_value[0], tr.name(table_value[1])
     else:
         samza_name = tr.props.get(SAMZA_JOB_NAME_KEY, "").strip() or tr.props.get("app.name", "").strip()

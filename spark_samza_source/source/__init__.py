@@ -1,10 +1,10 @@
 """The Samza-job skeleton both sources share (docs/architecture.md §2).
 
-The common options parsed once (:mod:`.job_options`; every option itself is declared in ``options/``), the
-``DataSource`` (:mod:`.data_source`), the stream reader (:mod:`.stream_reader`), the job coordinator
-(:mod:`.job_coordinator`), the input partition (:mod:`.partition`), read limits (:mod:`.limits`), errors for
-offset files (:mod:`.offset_json`) and the test-only fault-hook seam (:mod:`.fault_hooks`). A system package
-derives from these and adds what is its own.
+The common options parsed once (:mod:`.job_options`; they are declared in ``options/common.py``, each system's
+own in its ``options.py``), the ``DataSource`` (:mod:`.data_source`), the stream reader (:mod:`.stream_reader`),
+the job coordinator (:mod:`.job_coordinator`), the input partition (:mod:`.partition`), errors for offset files
+(:mod:`.offset_json`) and the test-only fault-hook seam (:mod:`.fault_hooks`). A system package derives from these
+and adds what is its own.
 
 This ``__init__`` only refuses a PySpark older than 4.0 (:mod:`.pyspark_compat`), before any module here imports
 the Python data source API that such a PySpark lacks.

@@ -33,7 +33,7 @@ log = logging.getLogger(__name__)
 Offset = TypeVar("Offset")
 #: the system's options class: the common options (``JobOptions``) and its own
 Options = TypeVar("Options", bound=JobOptions)
-#: what one task reads in a batch (samza-kafka: a ``KafkaRange``; samza-kinesis: a ``ShardRead``)
+#: what one task reads in a batch (samza-kafka: a ``KafkaRange``; samza-kinesis: a ``PlannedShardRead``)
 Read = TypeVar("Read")
 Resolved = TypeVar("Resolved")
 

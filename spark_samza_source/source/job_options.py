@@ -35,6 +35,12 @@ class JobOptions:
     # the ``testing.*`` options (source/fault_hooks.py): empty, and nothing loaded, unless a test sets them
     fault_hooks: FaultHookOptions = field(default=NO_FAULT_HOOKS, kw_only=True)
 
+    @property
+    def max_rows_per_batch(self) -> int | None:
+        """The row cap of a micro-batch when Spark sets none (the stream reader's ``getDefaultReadLimit``; without
+        admission control, every batch): none unless a system's options say (samza-kafka: ``maxOffsetsPerTrigger``)."""
+        return None
+
     @staticmethod
     def parse_common(opts: Options, *, job_name_example: str, store_holds: str) -> dict[str, Any]:
         """The common fields, as keyword arguments for the system's options class.

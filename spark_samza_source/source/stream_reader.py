@@ -8,8 +8,11 @@ its offset class, its input partition class and its coordinator, and implements 
 
 PySpark 4.0 and 4.1 have no admission control: ``latestOffset()`` comes without a start or a limit. The reader then
 follows Spark's calls to know where the next batch starts
-(:class:`~spark_samza_source.core.next_batch.NextBatchStart`) and applies its own limit
-(:meth:`SamzaStreamReader.default_max_rows`, the one ``getDefaultReadLimit`` gives 4.2+).
+(:class:`~spark_samza_source.core.next_batch.NextBatchStart`) and applies its own limit (the options'
+``max_rows_per_batch``, the one ``getDefaultReadLimit`` gives 4.2+).
+
+The read limit is Spark's on one side and a row cap on the other: this module turns one into the other
+(``getDefaultReadLimit``, ``latestOffset``) and hands the cap to the coordinator, whose planner applies it.
 """
 
 from __future__ import annotations
@@ -23,7 +26,6 @@ from pyspark.sql.datasource import DataSourceStreamReader
 from ..core.errors import FormatVersionError, OffsetFormatError
 from ..core.next_batch import NextBatchStart, canonical
 from .contracts import OffsetCodec, StreamCoordinator
-from .limits import default_read_limit, max_rows_of
 from .offset_json import COMMIT_END, LATEST_START, PARTITIONS_END, PARTITIONS_START, OffsetRole, offset_problem
 from .partition import TaskInputPartition
 from .pyspark_compat import SupportsTriggerAvailableNow
@@ -73,13 +75,11 @@ class SamzaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return self._coordinator
 
     # ---- driver -----------------------------------------------------------------------------------------
-    def default_max_rows(self) -> int | None:
-        """The row cap of a batch when Spark sets none (``getDefaultReadLimit``; without admission control, every
-        batch): none unless a system says (samza-kafka: ``maxOffsetsPerTrigger``)."""
-        return None
-
     def getDefaultReadLimit(self):
-        return default_read_limit(self.default_max_rows())
+        from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows
+
+        max_rows = self.options.max_rows_per_batch
+        return ReadMaxRows(max_rows) if max_rows is not None else ReadAllAvailable()
 
     def initialOffset(self) -> dict:
         if self._planned_initial is not None:  # PySpark 4.0 / 4.1: batch 0 was planned from this one
@@ -94,7 +94,7 @@ class SamzaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         4.0 and 4.1 pass nothing, and the source applies its own limit from where it knows the batch starts."""
         if start is None:
             return self._latest_offset_without_admission_control()
-        return self._plan(start, max_rows_of(limit))
+        return self._plan(start, _max_rows_of(limit))
 
     def _plan(self, start: dict, max_rows: int | None) -> dict:
         previous = self._decode(start, LATEST_START)
@@ -108,7 +108,7 @@ class SamzaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             if self._planned_initial is None:
                 self._planned_initial = self.coordinator.initial_offset().to_json()
             start = self._planned_initial
-        end = self._plan(start, self.default_max_rows())
+        end = self._plan(start, self.options.max_rows_per_batch)
         self._next_batch.planned(start, end, from_initial=from_initial)
         return end
 
@@ -144,3 +144,9 @@ class SamzaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             raise
         except OffsetFormatError as err:
             raise offset_problem(self.FORMAT, role, err.detail, self.offset_file(value)) from None
+
+
+def _max_rows_of(limit: Any) -> int | None:
+    """The row cap a ReadLimit asks for, or None for ReadAllAvailable (and anything without a row cap)."""
+    value = getattr(limit, "max_rows", None)
+    return int(value) if value is not None else None

@@ -24,8 +24,7 @@ DOCS = PACKAGE.parent / "docs" / "errors.md"
 CONDITION = re.compile(r"^SAMZA_[A-Z0-9]+(?:_[A-Z0-9]+)*$")
 
 # where ConfigError may be raised inline: the option spec and the option readers (their messages are the option's)
-OPTION_MODULES = {"options/option.py", "options/values.py", "kafka/options.py", "kafka/bounded_options.py",
-                  "kinesis/options.py", "kinesis/bounded_options.py"}
+OPTION_MODULES = {"options/option.py", "options/values.py", "kafka/options.py", "kinesis/options.py"}
 
 # Modules not converted to their catalogue yet: they still build user's errors inline. The list only shrinks: a
 # module leaves it when its errors move to its catalogue (a test below fails while a listed module is clean). The

@@ -17,8 +17,6 @@ from spark_samza_source.kafka.options import KafkaSourceOptions
 from spark_samza_source.kinesis import options as kinesis_options
 from spark_samza_source.kinesis.options import KinesisSourceOptions
 from spark_samza_source.kinesis.starting import AtTimestamp, TrimHorizon
-from spark_samza_source.options import kafka as kafka_spec
-from spark_samza_source.options import kinesis as kinesis_spec
 from spark_samza_source.options.option import Namespace, Option, OptionNames, Text, check_option_names
 
 KAFKA = {"kafka.bootstrap.servers": "localhost:9092", "subscribe": "orders", "job.name": "j",
@@ -129,26 +127,26 @@ def test_python_callback_settings_of_confluent_kafka_are_refused(setting):
 
 # ---- options refused with the reason --------------------------------------------------------------------------
 
-@pytest.mark.parametrize("name", sorted(kafka_options.REFUSED_OPTIONS))
+@pytest.mark.parametrize("name", sorted(kafka_options.REFUSED))
 def test_each_option_samza_kafka_refuses_fails_with_its_reason(name):
     message = error_of(kafka, **{name: "4"})
     assert message == (f"[SAMZA_UNSUPPORTED_OPTION] option '{name}' is not supported by samza-kafka: "
-                       f"{kafka_options.REFUSED_OPTIONS[name]}")
+                       f"{kafka_options.REFUSED[name]}")
 
 
-@pytest.mark.parametrize("name", sorted(kinesis_options.REFUSED_OPTIONS))
+@pytest.mark.parametrize("name", sorted(kinesis_options.REFUSED))
 def test_each_option_samza_kinesis_refuses_fails_with_its_reason(name):
     message = error_of(kinesis, **{name: "4"})
     assert message == (f"[SAMZA_UNSUPPORTED_OPTION] option '{name}' is not supported by samza-kinesis: "
-                       f"{kinesis_options.REFUSED_OPTIONS[name]}")
+                       f"{kinesis_options.REFUSED[name]}")
 
 
 def test_the_refusal_reasons_say_what_to_do():
-    assert "repartition()" in kafka_options.REFUSED_OPTIONS["minPartitions"]
-    assert "endpoint.retryTimeout" in kafka_options.REFUSED_OPTIONS["fetchOffset.numRetries"]
-    assert "'tasks'" in kinesis_options.REFUSED_OPTIONS["maxRecordsPerPartition"]
-    assert "HTTPS_PROXY" in kinesis_options.REFUSED_OPTIONS["proxyAddress"]
-    assert "metadata.store" in kinesis_options.REFUSED_OPTIONS["kinesis.metadataCommitterType"]
+    assert "repartition()" in kafka_options.REFUSED["minPartitions"]
+    assert "endpoint.retryTimeout" in kafka_options.REFUSED["fetchOffset.numRetries"]
+    assert "'tasks'" in kinesis_options.REFUSED["maxRecordsPerPartition"]
+    assert "HTTPS_PROXY" in kinesis_options.REFUSED["proxyAddress"]
+    assert "metadata.store" in kinesis_options.REFUSED["kinesis.metadataCommitterType"]
 
 
 def test_enhanced_fan_out_needs_a_consumer_name_and_getrecords_needs_none():
@@ -160,7 +158,7 @@ def test_enhanced_fan_out_needs_a_consumer_name_and_getrecords_needs_none():
     assert "option 'consumerName' is set but 'consumerType' is 'GetRecords'" in message
     message = error_of(kinesis, consumerType="SubscribeToShard", consumerName="no spaces")
     assert "option 'consumerName' 'no spaces' is not a valid stream consumer name" in message
-    assert "maxFetchTimePerShard" in kinesis_options.REFUSED_OPTIONS["kinesis.subscribeToShard.timeoutSec"]
+    assert "maxFetchTimePerShard" in kinesis_options.REFUSED["kinesis.subscribeToShard.timeoutSec"]
 
 
 @pytest.mark.parametrize("name", ["kafka.enable.auto.commit", "kafka.auto.offset.reset"])
@@ -191,12 +189,12 @@ def test_names_are_matched_case_insensitively_as_spark_hands_them_over():
 def test_an_entry_added_to_a_spec_is_known_without_further_change(monkeypatch):
     assert "unknown option 'newoptionforatest'" in error_of(kafka, newOptionForATest="1")
     added = Option("newOptionForATest", Text(), "an option only this test has")
-    monkeypatch.setattr(kafka_spec, "KAFKA", dataclasses.replace(kafka_spec.KAFKA,
-                                                                 options=(*kafka_spec.KAFKA.options, added)))
+    monkeypatch.setattr(kafka_options, "KAFKA", dataclasses.replace(kafka_options.KAFKA,
+                                                                 options=(*kafka_options.KAFKA.options, added)))
     kafka(newOptionForATest="1")
     new_namespace = Namespace("new.", "a namespace only this test has")
-    monkeypatch.setattr(kinesis_spec, "KINESIS", dataclasses.replace(
-        kinesis_spec.KINESIS, namespaces=(*kinesis_spec.KINESIS.namespaces, new_namespace)))
+    monkeypatch.setattr(kinesis_options, "KINESIS", dataclasses.replace(
+        kinesis_options.KINESIS, namespaces=(*kinesis_options.KINESIS.namespaces, new_namespace)))
     check_option_names(["new.anything"], kinesis_options.option_names())
 
 
@@ -267,8 +265,8 @@ def test_both_aws_region_names_together_are_an_error():
     ("AT_TIMESTAMP 2026-11-22T02:00:00-05:00", 1_795_330_800_000),
 ])
 def test_the_aws_connectors_at_timestamp_form_is_accepted(value, millis):
-    assert kinesis(**{"kinesis.startingPosition": value}).starting == AtTimestamp(millis)
-    assert kinesis(startingPosition=value).starting == AtTimestamp(millis)
+    assert kinesis(**{"kinesis.startingPosition": value}).starting == AtTimestamp(millis, option="startingPosition")
+    assert kinesis(startingPosition=value).starting == AtTimestamp(millis, option="startingPosition")
 
 
 @pytest.mark.parametrize("value", ["0", "1.5", "ten", "-3"])

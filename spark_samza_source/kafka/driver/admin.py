@@ -39,6 +39,13 @@ from ...core.errors import InternalError
 from .. import errors
 from ..client_conf import isolation_level_of, with_callbacks
 from ..errors import KafkaSourceError
+from ..options import (
+    ASSIGN,
+    GROUP_ID_PREFIX,
+    KAFKA_GROUP_ID,
+    OAUTHBEARER_TOKEN_PROVIDER,
+    SUBSCRIBE,
+)
 
 __all__ = ["KafkaAdmin", "DEFAULT_API_TIMEOUT_MS", "isolation_level_of"]
 
@@ -134,7 +141,8 @@ class KafkaAdmin:
         err = self._auth_error
         if err is None:
             return None
-        return errors.authentication_failed(self._where(), err.str())
+        return errors.authentication_failed(self._where(), err.str(),
+                                            token_provider_option=OAUTHBEARER_TOKEN_PROVIDER.name)
 
     def _deadline(self) -> float:
         return time.monotonic() + self._timeout_s
@@ -216,6 +224,7 @@ class KafkaAdmin:
         if wanted is not None:
             what = f"list partitions of {', '.join(wanted)}"
         else:
+            assert regex is not None  # exactly one of topics and pattern, checked above
             what = f"list topics matching {regex.pattern!r}"
 
         def attempt(left: float) -> dict[str, int]:
@@ -223,9 +232,11 @@ class KafkaAdmin:
             if wanted is not None:
                 missing = [t for t in wanted if t not in found]
                 if missing:
-                    raise errors.topics_not_found(missing, self._where())
+                    raise errors.topics_not_found(missing, self._where(), subscribe_option=SUBSCRIBE.name,
+                                                  assign_option=ASSIGN.name)
                 names = wanted
             else:
+                assert regex is not None  # exactly one of topics and pattern, checked above
                 names = sorted(t for t in found if not t.startswith("__") and regex.fullmatch(t))
             for t in names:  # incomplete metadata (e.g. just created): retried until the API timeout
                 count = found[t]
@@ -373,12 +384,16 @@ class KafkaAdmin:
             except KafkaException as err:
                 kerr = err.args[0] if err.args and isinstance(err.args[0], KafkaError) else None
                 if kerr is not None and kerr.code() == KafkaError.UNKNOWN_MEMBER_ID:
-                    raise errors.group_has_active_members(group_id, self._where()) from None
+                    raise errors.group_has_active_members(
+                        group_id, self._where(), group_id_option=KAFKA_GROUP_ID.name,
+                        group_id_prefix_option=GROUP_ID_PREFIX.name) from None
                 raise
             bad = [tp for tp in result.topic_partitions or [] if tp.error is not None]
             if bad:
                 if bad[0].error.code() == KafkaError.UNKNOWN_MEMBER_ID:
-                    raise errors.group_has_active_members(group_id, self._where())
+                    raise errors.group_has_active_members(
+                        group_id, self._where(), group_id_option=KAFKA_GROUP_ID.name,
+                        group_id_prefix_option=GROUP_ID_PREFIX.name)
                 raise KafkaException(bad[0].error)
 
         self._retrying(what, attempt)

@@ -17,8 +17,8 @@ from ...core.bounded_filters import PushedFilters
 from ...core.errors import ConfigError
 from ...core.jobmodel import JobModel
 from ...core.model import SystemStreamPartition, TaskName
-from ..bounded_options import KafkaBoundedOptions
 from ..input_partition import KafkaRange
+from ..options import KafkaBoundedOptions
 from ..schema import TASK_COLUMN
 from .coordinator import KafkaCoordinator
 

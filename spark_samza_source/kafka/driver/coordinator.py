@@ -35,17 +35,20 @@ from ...core.jobmodel_store import JobModelStore
 from ...core.model import SystemStream, SystemStreamPartition, TaskName, TaskSsp
 from ...metadata.lease import offset_identity
 from ...options.common import BROADCAST, JOB_NAME, RETRY_TIMEOUT
-from ...options.kafka import (
+from ...source.job_coordinator import JobCoordinator, WritesBehind
+from .. import errors
+from ..input_partition import KafkaRange
+from ..options import (
+    ASSIGN,
     DRAIN_FIRST,
     DROP_TOPICS,
     EXPANSION_SETTLE,
     JOB_MODEL_RESET,
+    SUBSCRIBE,
+    SUBSCRIBE_PATTERN,
+    SYSTEM,
+    KafkaSourceOptions,
 )
-from ...source.job_coordinator import JobCoordinator, WritesBehind
-from ...source.limits import MinRowsGate
-from .. import errors
-from ..input_partition import KafkaRange
-from ..options import SYSTEM, KafkaSourceOptions
 from ..positions import Watermarks
 from .admin import KafkaAdmin
 from .offset import REBASE_NEW_PARTITION, REBASE_STARTPOINT, KafkaOffset, Rebase
@@ -61,6 +64,27 @@ from .planner import (
 from .startpoints import KafkaStartpointResolver, kafka_startpoint_problem
 
 log = logging.getLogger(__name__)
+
+
+class MinRowsGate:
+    """``minOffsetsPerTrigger`` + ``maxTriggerDelay``: hold a batch back until enough rows wait or it is late.
+
+    PySpark has only built-in read limits and no composite one, so the rule is kept here rather than by the engine.
+    """
+
+    def __init__(self, min_rows: int | None, max_delay_ms: int, clock) -> None:
+        self.min_rows = min_rows
+        self.max_delay_ms = max_delay_ms
+        self._clock = clock
+        self._last_batch_at = clock()
+
+    def allows(self, available_rows: int) -> bool:
+        if self.min_rows is None or available_rows >= self.min_rows:
+            return True
+        return (self._clock() - self._last_batch_at) * 1000 >= self.max_delay_ms
+
+    def batch_planned(self) -> None:
+        self._last_batch_at = self._clock()
 
 
 class KafkaCoordinator(JobCoordinator[KafkaOffset, KafkaSourceOptions, KafkaRange]):
@@ -112,7 +136,7 @@ class KafkaCoordinator(JobCoordinator[KafkaOffset, KafkaSourceOptions, KafkaRang
             for topic, parts in opts.assign.items():
                 for p in parts:
                     if p >= counts[topic]:
-                        raise errors.assigned_partition_missing(topic, p, counts[topic])
+                        raise errors.assigned_partition_missing(topic, p, counts[topic], assign_option=ASSIGN.name)
                     ssps.append(SystemStreamPartition(SYSTEM, topic, p))
         else:
             if opts.topics is not None:
@@ -171,7 +195,7 @@ class KafkaCoordinator(JobCoordinator[KafkaOffset, KafkaSourceOptions, KafkaRang
             model = self.job_models.current()
         except SamzaSourceError as err:
             if not reset:
-                raise errors.stored_job_model_unreadable(err, job) from None
+                raise errors.stored_job_model_unreadable(err, job, reset_option=JOB_MODEL_RESET.name) from None
             self._log_reset(quiet)  # unreadable, and replaced anyway
             return None
         if model is None:
@@ -216,7 +240,10 @@ class KafkaCoordinator(JobCoordinator[KafkaOffset, KafkaSourceOptions, KafkaRang
         refused = [t for t in gone if t not in allowed]
         if refused:
             counts = {t: len([s for s in previous.ssps() if s.stream == t]) for t in refused}
-            raise errors.topics_left_job(refused, counts, self.options.job_name, bool(stored_model))
+            raise errors.topics_left_job(
+                refused, counts, self.options.job_name, bool(stored_model), subscribe_option=SUBSCRIBE.name,
+                subscribe_pattern_option=SUBSCRIBE_PATTERN.name, assign_option=ASSIGN.name,
+                drop_topics_option=DROP_TOPICS.name, reset_option=JOB_MODEL_RESET.name)
         for topic in gone:
             log.warning("topic '%s' leaves job %s (%s): its partitions are removed from the job model and their "
                         "positions forgotten; the other topics keep their tasks and positions", topic,
@@ -229,7 +256,8 @@ class KafkaCoordinator(JobCoordinator[KafkaOffset, KafkaSourceOptions, KafkaRang
         try:
             self._grouper.group(stored, ssps, broadcast)
         except PartitionExpansionError as err:
-            raise errors.stored_job_model_not_restorable(err, self.options.job_name) from None
+            raise errors.stored_job_model_not_restorable(err, self.options.job_name,
+                                                         reset_option=JOB_MODEL_RESET.name) from None
 
     def topic_ids(self, model: JobModel, more=()) -> dict[str, str]:
         """The Kafka topic ID of every topic ``model`` (and the SSPs ``more``) reads."""

@@ -240,6 +240,7 @@ class KafkaOffset:
             raise errors.offset_invalid("'barriers' must be an object")
         barriers = {}
         for key, item in barriers_json.items():
+            held: tuple[Barrier, ...]
             if version == 1:  # one sibling per new partition, held from its start
                 if not isinstance(item, dict):
                     raise errors.offset_invalid(f"barrier {key!r:.80} must be an object")

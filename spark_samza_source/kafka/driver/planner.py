@@ -22,8 +22,8 @@ from ...core.expansion import DefaultPartitionExpansionAlgorithm, PartitionExpan
 from ...core.jobmodel import JobModel
 from ...core.model import SystemStream, SystemStreamPartition, TaskName, TaskSsp
 from ...options.common import FAIL_ON_DATA_LOSS
-from ...options.kafka import DRAIN_FIRST
 from .. import errors
+from ..options import DRAIN_FIRST
 from ..positions import DataLoss, Watermarks
 from .offset import (
     REBASE_DATA_LOSS,
@@ -379,7 +379,7 @@ def cut_settled(
 ) -> dict[SystemStreamPartition, tuple[Barrier, ...]]:
     """Cut every barrier whose settle time has ended: from here on the feeders' targets are fixed."""
     def settled(b: Barrier) -> bool:
-        return b.settling and now_ms >= b.settle_until
+        return b.settle_until is not None and now_ms >= b.settle_until
 
     out = dict(barriers)
     for held, chain in barriers.items():
@@ -508,6 +508,7 @@ def _release_drained(
         if b.settling:
             return False
         for feeder, target in b.feeders.items():
+            assert target is not None  # a barrier's feeder targets are None exactly while it settles
             start = start_of(feeder)
             if start is not None and start < target:
                 return False

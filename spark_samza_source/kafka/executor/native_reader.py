@@ -19,18 +19,20 @@ reads through the Python path, logged once per process at INFO.
 from __future__ import annotations
 
 import glob
+import importlib
 import importlib.util
 import logging
 import os
 import threading
 from collections.abc import Mapping, Sequence
+from types import ModuleType
 
 import pyarrow as pa
 
-from ...options.kafka import READ_PATH
 from .. import errors
 from ..client_conf import TOKEN_PROVIDER_KEY
 from ..input_partition import KafkaRange
+from ..options import READ_PATH
 from ..schema import kafka_arrow_schema
 from .read_settings import KafkaReadSettings
 
@@ -53,7 +55,7 @@ if importlib.util.find_spec(f"{__package__}._native_reader") is None:
     log.info("samza-kafka: %s; Kafka reads go through the Python path", NOT_INSTALLED)
 
 _state_lock = threading.Lock()
-_loaded: tuple[object | None, str | None] | None = None  # (extension module, why unavailable)
+_loaded: tuple[ModuleType | None, str | None] | None = None  # (extension module, why unavailable)
 _logged: set[tuple[str, str]] = set()
 
 
@@ -70,7 +72,7 @@ def _librdkafka_candidates() -> list[str]:
     return found + ["librdkafka.so.1", "librdkafka.1.dylib"]
 
 
-def _load() -> tuple[object | None, str | None]:
+def _load() -> tuple[ModuleType | None, str | None]:
     global _loaded
     with _state_lock:
         if _loaded is None:
@@ -78,11 +80,12 @@ def _load() -> tuple[object | None, str | None]:
         return _loaded
 
 
-def _load_extension() -> tuple[object | None, str | None]:
+def _load_extension() -> tuple[ModuleType | None, str | None]:
     if importlib.util.find_spec(f"{__package__}._native_reader") is None:
         return None, NOT_INSTALLED
     try:
-        from . import _native_reader as ext
+        # imported by name: the compiled extension has no stub, so a static import of it cannot be checked
+        ext = importlib.import_module(f"{__package__}._native_reader")
     except ImportError as err:
         return None, f"the native reader extension is not built or not loadable ({err})"
     failures = []
@@ -112,7 +115,7 @@ def choose_read_path(settings: KafkaReadSettings, client_conf: Mapping[str, str]
     if why is None:
         return _chosen("native", "extension and librdkafka loaded")
     if asked == "native":
-        raise errors.native_reader_unavailable(why, asked=True)
+        raise errors.native_reader_unavailable(why, asked=True, read_path_option=READ_PATH.name)
     return _chosen("python", f"native reader unavailable: {why}")
 
 
@@ -129,7 +132,7 @@ def native_consumer_class() -> type:
     """The extension's consumer type (librdkafka loaded); raises like ``readPath=native`` where unavailable."""
     ext, why = _load()
     if ext is None:
-        raise errors.native_reader_unavailable(why, asked=False)
+        raise errors.native_reader_unavailable(why, asked=False, read_path_option=READ_PATH.name)
     return ext.NativeConsumer
 
 
@@ -159,7 +162,7 @@ class NativeBackend:
     The consumer's methods are bound directly where their signatures match, so a call from the controller costs
     no Python frame of ours."""
 
-    query_errors = (RuntimeError,)
+    query_errors: tuple[type[BaseException], ...] = (RuntimeError,)
 
     def __init__(self, consumer, task: str, ranges: Sequence[KafkaRange], include_headers: bool) -> None:
         self.c = consumer

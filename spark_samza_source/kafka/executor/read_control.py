@@ -25,6 +25,7 @@ from confluent_kafka import KafkaError
 
 from .. import errors
 from ..input_partition import KafkaRange
+from ..options import POLL_TIMEOUT
 from .read_settings import KafkaReadSettings
 from .reader_rules import (
     CONSUME_BYTES,
@@ -296,7 +297,8 @@ class RangeReadControl:
             nxt, _, _, done, _ = self.b.state(i)
             if not done:
                 pending.append(f"{self.labels[i]} at offset {nxt} of [{rng.start}, {rng.end})")
-        raise errors.poll_timed_out(self.task, self.poll_timeout_s, pending, self.last_error)
+        raise errors.poll_timed_out(self.task, self.poll_timeout_s, pending, self.last_error,
+                                    poll_timeout_option=POLL_TIMEOUT.name)
 
     # ---- batches ------------------------------------------------------------------------------------------
     def _emit(self, i: int) -> pa.RecordBatch:

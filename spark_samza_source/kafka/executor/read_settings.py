@@ -7,8 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ...core.errors import ConfigError, InternalError
-from ...options.kafka import READ_PATH, READ_PATHS
-from ..options import DEFAULT_MAX_ROWS_PER_BATCH, DEFAULT_POLL_TIMEOUT_MS
+from ..options import DEFAULT_MAX_ROWS_PER_BATCH, DEFAULT_POLL_TIMEOUT_MS, READ_PATH, READ_PATHS
 
 __all__ = ["KafkaReadSettings", "DEFAULT_MAX_BYTES_PER_BATCH", "ARROW_COLUMN_BYTES_MAX"]
 

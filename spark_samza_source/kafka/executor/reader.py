@@ -28,16 +28,15 @@ from confluent_kafka import Consumer, KafkaError, Message, TopicPartition
 from ...core.errors import InternalError
 from .. import errors
 from ..input_partition import KafkaRange
-from ..options import DEFAULT_MAX_ROWS_PER_BATCH, DEFAULT_POLL_TIMEOUT_MS
+from ..options import INCLUDE_HEADERS, READ_PATH
 from ..schema import kafka_arrow_schema
 from .consumer_cache import ConsumerCache, default_cache
 from .native_reader import NativeBackend, choose_read_path
 from .read_control import ERROR_EVENT, FATAL, GAP_EVENT, RangeReadControl
-from .read_settings import DEFAULT_MAX_BYTES_PER_BATCH, KafkaReadSettings
+from .read_settings import KafkaReadSettings
 from .reader_rules import SPARK_MAX_MS, SPARK_MIN_MS, batch_cut
 
-__all__ = ["read_ranges", "KafkaReadSettings", "DEFAULT_MAX_ROWS_PER_BATCH", "DEFAULT_MAX_BYTES_PER_BATCH",
-           "DEFAULT_POLL_TIMEOUT_MS"]
+__all__ = ["read_ranges", "KafkaReadSettings"]
 
 # Unbound accessors, mapped over a whole list of messages (see _route and _batch)
 _PARTITION, _TOPIC, _ERROR, _OFFSET = Message.partition, Message.topic, Message.error, Message.offset
@@ -112,7 +111,8 @@ class _PythonBackend:
     messages are routed into per-range buffers of ``Message`` objects and batches built column by column in Arrow.
     The decisions are :class:`~.read_control.RangeReadControl`'s."""
 
-    query_errors = (Exception,)  # whatever confluent-kafka raises when the broker cannot answer
+    # whatever confluent-kafka raises when the broker cannot answer
+    query_errors: tuple[type[BaseException], ...] = (Exception,)
 
     def __init__(self, consumer: Consumer, task: str, ranges: list[KafkaRange], include_headers: bool) -> None:
         self.consumer = consumer
@@ -204,10 +204,12 @@ class _PythonBackend:
             runs = _runs(parts, errors, topics)
         progressed = False
         for i, j in runs:
-            if errors[i] is not None:
-                self._error_event(msgs[i], errors[i])
+            error, part = errors[i], parts[i]
+            if error is not None:
+                self._error_event(msgs[i], error)
                 continue
-            index, p = self.by_tp.get((msgs[i].topic(), parts[i]), (-1, None))
+            assert part is not None  # only an error message has no partition, and it is a run of its own
+            index, p = self.by_tp.get((msgs[i].topic(), part), (-1, None))
             if p is not None and not p.done:
                 self._take(index, p, msgs, i, j)
                 progressed = True
@@ -268,13 +270,16 @@ class _PythonBackend:
             return got
         except (SystemError, UnicodeDecodeError):
             m = msgs[len(got)]
-        raise errors.header_key_not_utf8(self.task, m.offset(), f"{p.rng.topic}[{p.rng.partition}]")
+        raise errors.header_key_not_utf8(self.task, m.offset(), f"{p.rng.topic}[{p.rng.partition}]",
+                                         read_path_option=READ_PATH.name,
+                                         include_headers_option=INCLUDE_HEADERS.name)
 
     def emit(self, i: int, rows: int) -> pa.RecordBatch:
         """The batch of the next ``rows`` records of range ``i``, from the columns :meth:`cut` measured."""
         p = self.order[i]
         if self.candidates is None or self.candidates[0] != i:
             self.cut(i, rows, 2**63 - 1, 2**63 - 1)
+        assert self.candidates is not None  # cut() keeps the columns it measured
         _, msgs, keys, values, headers = self.candidates
         self.candidates = None
         msgs = msgs[:rows]

@@ -19,7 +19,6 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from ...options.kinesis import ENDPOINT_URL, REGION, STREAM_NAME
 from .. import kpl
 from ..calls import (  # re-exported: callers and tests that predate calls.py import them from here
     THROTTLING_CODES,
@@ -32,6 +31,7 @@ from ..calls import (  # re-exported: callers and tests that predate calls.py im
     unreachable,
 )
 from ..errors import KinesisSourceError, KinesisStreamNotFoundError
+from ..options import ENDPOINT_URL, REGION, STREAM_NAME
 from ..positions import AFTER_SEQUENCE_NUMBER, ShardPosition
 from ..shards import ShardInfo
 

@@ -19,10 +19,8 @@ from collections.abc import Callable
 
 from ...core.bounded_filters import PushedFilters
 from ...core.model import TaskName
-from ...options.kinesis import ENDING_POSITION
-from ..bounded_options import KinesisBoundedOptions
-from ..input_partition import ShardRead
-from ..options import SYSTEM
+from ..input_partition import PlannedShardRead
+from ..options import ENDING_POSITION, SYSTEM, KinesisBoundedOptions
 from ..positions import AT_TIMESTAMP, TRIM_HORIZON, ShardPosition
 from ..schema import TASK_COLUMN
 from ..shards import lineage_order
@@ -40,7 +38,7 @@ TIMESTAMP_COLUMN = "approximateArrivalTimestamp"
 
 
 def plan_bounded_read(options: KinesisBoundedOptions, pushed: PushedFilters, *, wall_ms=None,
-                    ) -> list[tuple[TaskName, list[ShardRead]]]:
+                    ) -> list[tuple[TaskName, list[PlannedShardRead]]]:
     """(task, shard reads) for every task, in task order; each task's reads in lineage order."""
     source = options.source
     now = int(time.time() * 1000) if wall_ms is None else wall_ms
@@ -52,7 +50,7 @@ def plan_bounded_read(options: KinesisBoundedOptions, pushed: PushedFilters, *, 
                             source.assignment, stream=source.stream, system=SYSTEM)
     task_of = _stored_tasks_first(stored, offset, shards) if stored else offset.task_of
     until = options.ending.until_ms - 1 if options.ending.until_ms is not None else now
-    reads: dict[TaskName, list[ShardRead]] = {t: [] for t in offset.task_names}
+    reads: dict[TaskName, list[PlannedShardRead]] = {t: [] for t in offset.task_names}
     for info in lineage_order(shards):
         sid = info.shard_id
         state = offset.shards[sid]
@@ -66,7 +64,7 @@ def plan_bounded_read(options: KinesisBoundedOptions, pushed: PushedFilters, *, 
         if wanted_end is not None:
             ending = wanted_end if ending is None else str(min(int(ending), int(wanted_end)))
         start = _narrowed(state.start, pushed.min_timestamp_ms)
-        reads[task].append(ShardRead(0, None, sid, start, ending, until))
+        reads[task].append(PlannedShardRead(0, None, sid, start, ending, until))
     unknown = sorted(set(options.ending.per_shard) - {s.shard_id for s in shards})
     if unknown:
         log.warning("%s names shards the stream does not list: %s", ENDING_POSITION.name, ", ".join(unknown[:20]))

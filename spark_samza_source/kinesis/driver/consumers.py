@@ -20,9 +20,9 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from ...options.kinesis import CONSUMER_NAME
 from ..calls import KinesisCalls, error_code
 from ..errors import KinesisSourceError
+from ..options import CONSUMER_NAME
 
 __all__ = ["ACTIVE", "StreamConsumer", "StreamConsumers", "DEFAULT_ACTIVE_TIMEOUT_S"]
 
@@ -43,7 +43,7 @@ class StreamConsumer:
 
     @classmethod
     def from_aws(cls, raw: dict[str, Any]) -> StreamConsumer:
-        created = raw.get("ConsumerCreationTimestamp")
+        created: Any = raw.get("ConsumerCreationTimestamp")  # a datetime from boto3
         created_ms = int(created.timestamp() * 1000) if hasattr(created, "timestamp") else None
         return cls(str(raw["ConsumerName"]), str(raw["ConsumerARN"]), str(raw["ConsumerStatus"]), created_ms)
 
@@ -76,7 +76,7 @@ class StreamConsumers:
         token = None
         what = self._what("ListStreamConsumers")
         while True:
-            request = {"NextToken": token} if token else {"StreamARN": self.stream_arn}
+            request: dict[str, Any] = {"NextToken": token} if token else {"StreamARN": self.stream_arn}
             try:
                 page = self.calls.call(what, self.client.list_stream_consumers, **request)
             except ClientError as err:

@@ -22,15 +22,14 @@ from ...core.errors import ConfigError, SamzaSourceError
 from ...core.jobmodel import JobModel
 from ...metadata.lease import offset_identity, query_identity
 from ...options.common import FAIL_ON_DATA_LOSS
-from ...options.kinesis import KCL_LEASE_TABLE, STARTING_POSITION
 from ...options.namespaces import STREAM_CONSUMERS
 from ...source.job_coordinator import JobCoordinator, WritesBehind
 from ..calls import error_code, iterator_request
 from ..client import AwsClientSettings, dynamodb_client, kinesis_client
 from ..errors import KinesisDataLossError
-from ..input_partition import ShardRead
+from ..input_partition import PlannedShardRead
 from ..microbatch_ends import BatchEnds, batch_ends_for
-from ..options import SYSTEM, KinesisSourceOptions
+from ..options import KCL_LEASE_TABLE, STARTING_POSITION, SYSTEM, KinesisSourceOptions
 from ..positions import ShardPosition
 from ..shards import ShardInfo
 from ..starting import Starts
@@ -54,7 +53,7 @@ log = logging.getLogger(__name__)
 PROBE_BUDGET_S = 0.25  # time one trigger may spend probing idle shards for new records
 
 
-class KinesisCoordinator(JobCoordinator[KinesisOffset, KinesisSourceOptions, ShardRead]):
+class KinesisCoordinator(JobCoordinator[KinesisOffset, KinesisSourceOptions, PlannedShardRead]):
     def __init__(self, options: KinesisSourceOptions, *, clock=time.monotonic, wall_ms=None) -> None:
         super().__init__(options, clock=clock)
         self.settings = AwsClientSettings.from_settings(options.client_settings())
@@ -246,7 +245,7 @@ class KinesisCoordinator(JobCoordinator[KinesisOffset, KinesisSourceOptions, Sha
         self.batch_ends(end).cleanup_before(end.batch)
 
     def batch_reads(self, start: KinesisOffset, end: KinesisOffset):
-        """(task, [:class:`ShardRead`]) for the batch ending at ``end`` (which holds its starts): frozen,
+        """(task, [:class:`PlannedShardRead`]) for the batch ending at ``end`` (which holds its starts): frozen,
         self-validating values that executors unpickle without any of the planner's classes."""
         if not self._identity_checked:  # a restart replaying its last planned batch: latest_offset did not run
             self._identity_checked = True
@@ -259,8 +258,8 @@ class KinesisCoordinator(JobCoordinator[KinesisOffset, KinesisSourceOptions, Sha
         out = []
         consumer_arn = self.consumer_arn()
         for task, reads in tasks_for_batch(end):
-            out.append((task, [ShardRead(end.batch, end.query_id, sid, start, end.shards[sid].ending_sequence,
-                                         self.available_now_until_ms, consumer_arn) for sid, start in reads]))
+            out.append((task, [PlannedShardRead(end.batch, end.query_id, sid, start, end.shards[sid].ending_sequence,
+                                                self.available_now_until_ms, consumer_arn) for sid, start in reads]))
         return out
 
     def prepare_available_now(self) -> None:

@@ -67,10 +67,10 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from ...options.kinesis import KCL_LEASE_TABLE
 from ..calls import error_code
 from ..client import AwsClientSettings
 from ..errors import KclLeaseConflictError, KinesisSourceError
+from ..options import KCL_LEASE_TABLE
 from ..positions import (
     AFTER_SEQUENCE_NUMBER,
     AT_SEQUENCE_NUMBER,
@@ -95,9 +95,10 @@ _WRITTEN_LOCK = threading.Lock()
 
 def to_kcl_checkpoint(position: ShardPosition) -> tuple[str, int]:
     """(checkpoint, checkpointSubSequenceNumber) for ``position`` (see the module table)."""
-    if position.type == AFTER_SEQUENCE_NUMBER:
-        return position.sequence, WHOLE_RECORD_SUB if position.sub < 0 else position.sub
-    if position.type == AT_SEQUENCE_NUMBER:
+    if position.type in (AFTER_SEQUENCE_NUMBER, AT_SEQUENCE_NUMBER):
+        assert position.sequence is not None  # a position of these two types has one (ShardPosition checks)
+        if position.type == AFTER_SEQUENCE_NUMBER:
+            return position.sequence, WHOLE_RECORD_SUB if position.sub < 0 else position.sub
         return position.sequence, -1
     return position.type, 0  # TRIM_HORIZON, AT_TIMESTAMP, SHARD_END
 
@@ -249,12 +250,13 @@ class KclLeaseTable:
                 continue  # KCL 3.5+ keeps its coordinator state and worker metrics in the lease table too
             shard_id = key
             stream_id = _s(item, "streamName")
-            if stream_id is not None and _s(item, "shardId") is not None:  # multi-stream lease
+            multi_stream_shard_id = _s(item, "shardId")
+            if stream_id is not None and multi_stream_shard_id is not None:  # multi-stream lease
                 name = stream_id.split(":")[1] if stream_id.count(":") >= 2 else stream_id
                 streams_seen.add(name)
                 if stream is not None and name != stream:
                     continue
-                shard_id = _s(item, "shardId")
+                shard_id = multi_stream_shard_id
             checkpoint = _s(item, "checkpoint")
             if checkpoint is None:
                 log.warning("KCL lease %s in %s has no checkpoint; ignored", key, self._where())

@@ -15,7 +15,7 @@ The reasons behind each rule: docs/architecture.md §8.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, cast
 
 from ...core.errors import OffsetFormatError
 from ...core.model import SystemStreamPartition, TaskName
@@ -295,8 +295,10 @@ class ShardPartitionMapper:
         for shard, slot in slots.items():
             if not isinstance(slot, int) or isinstance(slot, bool):
                 raise OffsetFormatError(f"mapper JSON: slot of {shard!r:.80} must be an int, got {slot!r:.80}")
+        # unchecked JSON values: the constructor checks that both are positive ints (MapperError, turned below)
+        num_tasks, slots_per_task = cast(int, value.get("numTasks")), cast(int, value.get("slotsPerTask"))
         try:
-            return cls(value.get("numTasks"), value.get("slotsPerTask"), slots)
+            return cls(num_tasks, slots_per_task, slots)
         except MapperError as err:
             raise OffsetFormatError(f"mapper JSON: {err}") from None
 
@@ -306,7 +308,7 @@ class ShardPartitionMapper:
         return (self._num_tasks, self._slots_per_task, self._slot_of) == (
             other._num_tasks, other._slots_per_task, other._slot_of)
 
-    __hash__ = None  # mutable
+    # no __hash__: a class that defines __eq__ alone is unhashable, as a mutable mapper must be
 
     def __repr__(self) -> str:
         return (f"ShardPartitionMapper(num_tasks={self._num_tasks}, slots_per_task={self._slots_per_task}, "

@@ -19,7 +19,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
+from typing import Any, TypeGuard
 
 from ...core.errors import FormatVersionError, OffsetFormatError
 from ...core.jobmodel import JobModel
@@ -376,7 +376,7 @@ def _query_id(value: Any) -> str | None:
     raise OffsetFormatError(f"queryId must be 1-64 letters, digits or '-', got {value!r:.80}")
 
 
-def _is_int(value: Any, minimum: int) -> bool:
+def _is_int(value: Any, minimum: int) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool) and value >= minimum
 
 

@@ -439,6 +439,7 @@ def tasks_for_batch(offset: KinesisOffset) -> list[tuple[TaskName, list[tuple[st
     for sid, state in offset.shards.items():
         if state.status == READABLE:
             slot = mapper.slot_of(sid)
+            assert slot is not None  # every undrained shard of an offset is mapped (KinesisOffset checks)
             by_task[slot // per].append((slot, sid, state.start))
     return [
         (task_name(i), [(sid, start) for _, sid, start in sorted(reads, key=lambda r: (r[0], r[1]))])

@@ -1,7 +1,7 @@
 """The executor side of a samza-kinesis batch read: one task's shard reads, each to the end the driver fixed.
 
-The same shard reader as a streaming batch (``shard_reads.stream_shard``), without recording ends in the metadata store
-(a batch read writes nothing): each shard is read from its planned start until the planned end (``LATEST`` fixed
+The same shard reader as a streaming batch (``shard_reads.open_shard_reader``), without recording ends in the metadata
+store (a batch read writes nothing): each shard is read from its planned start until the planned end (``LATEST`` fixed
 at planning, ``AT_TIMESTAMP``: records that arrived before it), its closing sequence number or the sequence number
 ``endingPosition`` named, whichever comes first.
 """
@@ -13,8 +13,8 @@ from collections.abc import Iterator
 from ..client import AwsClientSettings, kinesis_client
 from ..input_partition import KinesisTaskPartition
 from ..options import KinesisSourceOptions
-from .reader import ShardReadRequest, ShardReadSettings
-from .shard_reads import stream_shard
+from .reader import ShardRead, ShardReadSettings
+from .shard_reads import open_shard_reader
 
 __all__ = ["read_bounded_task"]
 
@@ -28,7 +28,7 @@ def read_bounded_task(options: KinesisSourceOptions, partition: KinesisTaskParti
     client = kinesis_client(settings)
     shard_settings = ShardReadSettings(max_records=_NO_RECORD_CAP, max_fetch_time_ms=_BOUNDED_FETCH_TIME_MS,
                                        fail_on_data_loss=options.fail_on_data_loss, aws_settings=settings)
-    for read in partition.reads:  # lineage order: parents before children
-        request = ShardReadRequest(options.stream, read.shard_id, read.start, partition.task,
-                                   ending_sequence=read.ending_sequence, until_arrival_ms=read.until_arrival_ms)
-        yield from stream_shard(client, request, shard_settings)
+    for planned in partition.reads:  # lineage order: parents before children
+        read = ShardRead(options.stream, planned.shard_id, planned.start, partition.task,
+                         ending_sequence=planned.ending_sequence, until_arrival_ms=planned.until_arrival_ms)
+        yield from open_shard_reader(client, read, shard_settings)

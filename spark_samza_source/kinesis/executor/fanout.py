@@ -1,7 +1,7 @@
 """Executor side of enhanced fan-out: read one shard through ``SubscribeToShard`` subscriptions instead of
 ``GetRecords`` polling, with the same rows, positions, stop rules and batch-end protocol.
 
-:class:`SubscribedShardStream` is the polling reader (``reader.ShardStream``) with another source of records: the
+:class:`SubscribedShardReader` is the polling reader (``reader.ShardReader``) with another source of records: the
 record conversion, KPL de-aggregation, sub-sequence positions, data-loss checks, recorded ends and stop rules are
 the polling reader's own, so a batch read with either strategy ends at the same kind of position and the offset
 does not depend on ``consumerType``. What differs:
@@ -58,9 +58,9 @@ from ..calls import THROTTLING_CODES, UNREACHABLE, error_code, is_outage, unreac
 from ..errors import KinesisSourceError, KinesisThrottledError
 from ..positions import AFTER_SEQUENCE_NUMBER, AT_SEQUENCE_NUMBER, AT_TIMESTAMP, EVERY_SUB, TRIM_HORIZON, ShardPosition
 from .parked_subscriptions import PARKED, ParkedSubscription
-from .reader import STOP_CAUGHT_UP, STOP_MAX_FETCH_TIME, ShardStream, _NotYet, _ShardGone
+from .reader import STOP_CAUGHT_UP, STOP_MAX_FETCH_TIME, ShardRead, ShardReader, ShardReadSettings, _NotYet, _ShardGone
 
-__all__ = ["SubscribedShardStream", "starting_position", "SUBSCRIPTION_EVENT"]
+__all__ = ["SubscribedShardReader", "starting_position", "SUBSCRIPTION_EVENT"]
 
 log = logging.getLogger(__name__)
 
@@ -169,12 +169,13 @@ class _Events:
             pass
 
 
-class SubscribedShardStream(ShardStream):
-    """One read of one shard through subscriptions of consumer ``request.consumer_arn`` (see the module doc)."""
+class SubscribedShardReader(ShardReader):
+    """The reader of one :class:`ShardRead` through subscriptions of consumer ``read.consumer_arn`` (see the module
+    doc)."""
 
-    def __init__(self, client: Any, request: Any, read: Any) -> None:
-        super().__init__(client, request, read)
-        self.consumer_arn = request.consumer_arn
+    def __init__(self, client: Any, read: ShardRead, settings: ShardReadSettings) -> None:
+        super().__init__(client, read, settings)
+        self.consumer_arn = read.consumer_arn
         self.subscriptions = 0  # SubscribeToShard calls that opened a subscription
         self.resumed = False  # whether the read went on with a subscription a previous read parked
         self.child_shards: list[str] = []
@@ -332,7 +333,8 @@ class SubscribedShardStream(ShardStream):
                         pos = self._start_refused(err, pos, what)
                         continue
                     except _NotYet:
-                        return self._not_yet(err)
+                        self._not_yet(err)
+                        return None
                 if self._after_failure(err) or self._out_of_time():
                     return None
                 continue
@@ -408,7 +410,7 @@ def _resumed_expect(end: ShardPosition) -> tuple[int, int, bool] | None:
     and the kept event may well not hold ``end``'s record)."""
     if end.type != AFTER_SEQUENCE_NUMBER:
         return None
-    return int(end.sequence), EVERY_SUB if end.sub < 0 else end.sub, False
+    return end.sequence_order()[0], EVERY_SUB if end.sub < 0 else end.sub, False
 
 
 def _unconsumed(event: dict[str, Any], end: ShardPosition) -> dict[str, Any] | None:
@@ -416,7 +418,7 @@ def _unconsumed(event: dict[str, Any], end: ShardPosition) -> dict[str, Any] | N
     read in part, a KPL aggregate, stays: the next read skips its consumed sub-records); None when none is left."""
     records = event.get("Records") or []
     if end.type == AFTER_SEQUENCE_NUMBER:
-        last, whole = int(end.sequence), end.sub < 0
+        last, whole = end.sequence_order()[0], end.sub < 0
         records = [r for r in records if int(r["SequenceNumber"]) > last
                    or (not whole and int(r["SequenceNumber"]) == last)]
     if not records and event.get("ContinuationSequenceNumber") is not None:

@@ -57,16 +57,16 @@ REAP_INTERVAL_S = 1.0
 class ParkedSubscription:
     """An open subscription left by a read that ended at ``end``.
 
-    ``events`` is the subscription's event source (``close()`` ends it). ``kept`` holds the records of the event the
-    read was consuming when it stopped that it did not consume whole (a read can stop inside an event: at
-    ``maxRecordsPerShard``, at a recorded end, at the ``Trigger.AvailableNow`` cut-off, inside a KPL aggregate); the
-    next read replays them before the queued events. ``expect`` is the reader's check of the first record still
-    pending when the read ended (nothing read since the subscription started), None otherwise. ``what`` names the
-    consumer, stream and shard for the log."""
+    ``events`` is the subscription's event source (``close()`` ends it). ``kept`` is the event the read was
+    consuming when it stopped, holding only the records it did not consume whole (a read can stop inside an
+    event: at ``maxRecordsPerShard``, at a recorded end, at the ``Trigger.AvailableNow`` cut-off, inside a KPL
+    aggregate), or None; the next read replays them before the queued events. ``expect`` is the reader's check of
+    the first record still pending when the read ended (nothing read since the subscription started), None
+    otherwise. ``what`` names the consumer, stream and shard for the log."""
 
     events: Any
     end: ShardPosition
-    kept: list[dict[str, Any]]
+    kept: dict[str, Any] | None
     expect: tuple[int, int, bool] | None
     what: str
     parked_at: float = field(default_factory=time.monotonic)

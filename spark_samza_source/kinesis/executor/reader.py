@@ -1,8 +1,9 @@
 """Executor side of ``samza-kinesis``: read one shard from a position, as Arrow RecordBatches, and say where it ended.
 
-Used through ``shard_reads`` (``stream_shard``, ``read_shard``) for each shard of a task. :class:`ShardStream` reads
-from ``start`` until the first stop condition (``recorded_end`` reached exactly, ``max_records`` user records,
-``max_fetch_time_ms``, caught up, or shard end), handing out rows as they are read, then reports the end.
+Used through ``shard_reads`` (``open_shard_reader``, ``read_shard``) for each shard of a task. :class:`ShardReader`
+reads a :class:`ShardRead` from ``start`` until the first stop condition (``recorded_end`` reached exactly,
+``max_records`` user records, ``max_fetch_time_ms``, caught up, or shard end), handing out rows as they are read,
+then reports the end.
 A retried or speculative attempt passes the recorded end back and gets exactly the same rows.
 
 Bounded robustness: throttling retried with exponential backoff, expired iterators renewed from the position
@@ -13,11 +14,12 @@ aggregates are de-aggregated (``kpl``). The read protocol and its reasons: docs/
 
 from __future__ import annotations
 
+import enum
 import logging
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, fields
-from typing import Any
+from typing import Any, Final
 
 import pyarrow as pa
 from botocore.exceptions import ClientError
@@ -41,13 +43,11 @@ from ..positions import AFTER_SEQUENCE_NUMBER, AT_SEQUENCE_NUMBER, AT_TIMESTAMP,
 from ..schema import kinesis_arrow_schema
 
 __all__ = [
-    "ShardReadRequest",
+    "ShardRead",
     "ShardReadResult",
     "ShardReadSettings",
-    "read_request",
-    "ShardStream",
-    "DEFAULT_MAX_RECORDS",
-    "DEFAULT_MAX_FETCH_TIME_MS",
+    "shard_read_args",
+    "ShardReader",
     "DEFAULT_RECORDS_PER_CALL",
     "DEFAULT_MIN_CALL_INTERVAL_MS",
     "DEFAULT_EXACT_TIMEOUT_MS",
@@ -60,7 +60,6 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-DEFAULT_MAX_RECORDS = DEFAULT_MAX_RECORDS_PER_SHARD
 DEFAULT_RECORDS_PER_CALL = 10_000  # the GetRecords maximum
 DEFAULT_MIN_CALL_INTERVAL_MS = 200  # 5 GetRecords per second per shard
 DEFAULT_MAX_ROWS_PER_BATCH = 10_000
@@ -76,7 +75,15 @@ STOP_SHARD_END = "shard_end"
 STOP_ARRIVED_LATER = "arrived_after_available_now_start"
 
 _ALL = EVERY_SUB  # "every sub-record" when comparing sub-sequence numbers
-_FINISHED = object()  # in place of an iterator: the read has ended (``result`` is set)
+
+
+class _Finished(enum.Enum):
+    """The type of :data:`_FINISHED`: an enum member, so that ``is _FINISHED`` narrows an iterator's type."""
+
+    FINISHED = enum.auto()
+
+
+_FINISHED: Final = _Finished.FINISHED  # in place of an iterator: the read has ended (``result`` is set)
 
 
 def _arrival_ms(record: dict[str, Any]) -> int:
@@ -88,7 +95,7 @@ def _arrival_ms(record: dict[str, Any]) -> int:
 
 @dataclass
 class ShardReadResult:
-    """What :func:`read_shard` read: the rows (``batches``, schema ``kinesis_arrow_schema()``) and where it ended.
+    """What one :class:`ShardRead` read: the rows (``batches``, schema ``kinesis_arrow_schema()``) and where it ended.
 
     ``end`` is where the next batch starts: ``AFTER_SEQUENCE_NUMBER(last sequence, last sub or -1)``, ``SHARD_END``,
     or ``start`` itself when nothing was read.
@@ -123,7 +130,7 @@ class ShardReadSettings:
     serves to scrub credentials out of error texts; ``sleep`` is the clock's wait (tests replace it).
     """
 
-    max_records: int = DEFAULT_MAX_RECORDS
+    max_records: int = DEFAULT_MAX_RECORDS_PER_SHARD
     max_fetch_time_ms: int = DEFAULT_MAX_FETCH_TIME_MS
     fail_on_data_loss: bool = True
     records_per_call: int = DEFAULT_RECORDS_PER_CALL
@@ -142,8 +149,12 @@ class ShardReadSettings:
 
 
 @dataclass(frozen=True)
-class ShardReadRequest:
-    """One read of one shard: ``shard_id`` of ``stream`` from ``start``, its rows tagged with ``task``.
+class ShardRead:
+    """The request of one read of one shard: ``shard_id`` of ``stream`` from ``start``, its rows tagged with ``task``.
+
+    The executor builds it from the driver's plan (``input_partition.PlannedShardRead``) and the task's options;
+    how to read (limits, pacing) is in the task's :class:`ShardReadSettings`, what was read in a
+    :class:`ShardReadResult`.
 
     ``ending_sequence`` is the shard's ``EndingSequenceNumber`` when it is closed (``ShardInfo.ending_sequence``).
     ``recorded_end`` makes the read exact (a retried / speculative attempt reads to where the first one stopped).
@@ -165,20 +176,20 @@ class ShardReadRequest:
     consumer_arn: str | None = None
 
 
-_REQUEST_FIELDS = frozenset(f.name for f in fields(ShardReadRequest))
+_READ_FIELDS = frozenset(f.name for f in fields(ShardRead))
 _SETTINGS_FIELDS = frozenset(f.name for f in fields(ShardReadSettings))
 
 
-def read_request(stream: str, shard_id: str, start: ShardPosition, *, task: str,
-               **options: Any) -> tuple[ShardReadRequest, ShardReadSettings]:
-    """The request and settings of one read from keyword options (the fields of both), for callers that read
-    one shard by hand (tests, benchmarks, tools); an unknown option is a TypeError naming it."""
-    unknown = sorted(set(options) - _REQUEST_FIELDS - _SETTINGS_FIELDS)
+def shard_read_args(stream: str, shard_id: str, start: ShardPosition, *, task: str,
+                    **options: Any) -> tuple[ShardRead, ShardReadSettings]:
+    """The :class:`ShardRead` and :class:`ShardReadSettings` of one read (the arguments of ``open_shard_reader``)
+    from keyword options (the fields of both), for callers that read one shard by hand (tests, benchmarks, tools);
+    an unknown option is a TypeError naming it."""
+    unknown = sorted(set(options) - _READ_FIELDS - _SETTINGS_FIELDS)
     if unknown:
         raise TypeError(f"unknown shard read option(s): {', '.join(unknown)}")
-    request = ShardReadRequest(stream, shard_id, start, task,
-                               **{k: v for k, v in options.items() if k in _REQUEST_FIELDS})
-    return request, ShardReadSettings(**{k: v for k, v in options.items() if k in _SETTINGS_FIELDS})
+    read = ShardRead(stream, shard_id, start, task, **{k: v for k, v in options.items() if k in _READ_FIELDS})
+    return read, ShardReadSettings(**{k: v for k, v in options.items() if k in _SETTINGS_FIELDS})
 
 
 class _NotYet(Exception):
@@ -191,32 +202,34 @@ class _ShardGone(Exception):
         self.err = err
 
 
-class ShardStream:
-    """One read of one shard (built by :func:`stream_shard`): iterate for the rows, then look at ``result``."""
+class ShardReader:
+    """The reader of one :class:`ShardRead` by ``GetRecords`` polling (built by :func:`open_shard_reader`, which picks
+    it or fan-out's subclass): iterate for the rows, then look at ``result``; or ``run()`` for both at once."""
 
-    def __init__(self, client: Any, request: ShardReadRequest, read: ShardReadSettings) -> None:
-        settings = read.aws_settings
+    def __init__(self, client: Any, read: ShardRead, settings: ShardReadSettings) -> None:
+        aws_settings = settings.aws_settings
         self.client = client
-        self.calls = KinesisCalls(client, settings=settings, max_retries=read.max_retries, sleep=read.sleep)
-        self.scrub = settings.scrub if settings is not None else (lambda t: str(t)[:1000])
-        self.stream = request.stream
-        self.shard_id = request.shard_id
-        self.start = start = request.start
-        self.task = request.task
-        self.ending = int(request.ending_sequence) if request.ending_sequence is not None else None
-        self.recorded = recorded_end = request.recorded_end
+        self.calls = KinesisCalls(client, settings=aws_settings, max_retries=settings.max_retries,
+                                  sleep=settings.sleep)
+        self.scrub = aws_settings.scrub if aws_settings is not None else (lambda t: str(t)[:1000])
+        self.stream = read.stream
+        self.shard_id = read.shard_id
+        self.start = start = read.start
+        self.task = read.task
+        self.ending = int(read.ending_sequence) if read.ending_sequence is not None else None
+        self.recorded = recorded_end = read.recorded_end
         self.exact = recorded_end is not None
-        self.until_arrival_ms = None if self.exact else request.until_arrival_ms
-        self.max_records = read.max_records
-        self.fail_on_data_loss = read.fail_on_data_loss
-        self.hash_range = request.hash_range
-        self.limit = min(read.records_per_call, DEFAULT_RECORDS_PER_CALL)
-        self.max_rows = read.max_rows_per_batch
-        self.interval_s = max(0, read.min_call_interval_ms) / 1000.0
-        self.max_retries = read.max_retries
-        self.sleep = read.sleep
+        self.until_arrival_ms = None if self.exact else read.until_arrival_ms
+        self.max_records = settings.max_records
+        self.fail_on_data_loss = settings.fail_on_data_loss
+        self.hash_range = read.hash_range
+        self.limit = min(settings.records_per_call, DEFAULT_RECORDS_PER_CALL)
+        self.max_rows = settings.max_rows_per_batch
+        self.interval_s = max(0, settings.min_call_interval_ms) / 1000.0
+        self.max_retries = settings.max_retries
+        self.sleep = settings.sleep
         now = time.monotonic()
-        self.deadline = now + (read.exact_timeout_ms if self.exact else read.max_fetch_time_ms) / 1000.0
+        self.deadline = now + (settings.exact_timeout_ms if self.exact else settings.max_fetch_time_ms) / 1000.0
         self.last_call = -1e9
         self.schema = kinesis_arrow_schema()
         self.result = ShardReadResult(self.stream, self.shard_id, start, start, "")
@@ -300,12 +313,12 @@ class ShardStream:
             self._finish(start, STOP_SHARD_END)
             return True
         if (not self.exact and self.ending is not None and start.type == AFTER_SEQUENCE_NUMBER
-                and start.sub < 0 and int(start.sequence) >= self.ending):
+                and start.sub < 0 and start.sequence_order()[0] >= self.ending):
             self._finish(ShardPosition.shard_end(), STOP_SHARD_END)
             return True
         return False
 
-    def _first_iterator(self) -> str | None | object:
+    def _first_iterator(self) -> str | None | _Finished:
         """The iterator to start with, or ``_FINISHED`` when the read already ended (throttled to its deadline,
         or a start later than Kinesis' clock)."""
         try:
@@ -344,7 +357,7 @@ class ShardStream:
                 limit = min(self.limit, limit + 1)  # the resumed-at record is skipped: ask for one more
         return limit
 
-    def _after_failed_call(self, err: BaseException, iterator: str) -> str | None | object:
+    def _after_failed_call(self, err: BaseException, iterator: str) -> str | None | _Finished:
         """The iterator to go on with after ``GetRecords`` failed (the same one, or a renewed one once expired),
         or ``_FINISHED``; raises when the failure is not one to wait out."""
         if is_outage(err):
@@ -394,6 +407,12 @@ class ShardStream:
         return False
 
     @property
+    def _recorded_end(self) -> ShardPosition:
+        """The end an earlier attempt recorded, for the code of an exact read only."""
+        assert self.recorded is not None  # an exact read is one given a recorded end
+        return self.recorded
+
+    @property
     def pos(self) -> ShardPosition:
         """Where the read stands: after the last row read (built on demand: the loop runs once per record)."""
         if self._last_read is not None:
@@ -421,9 +440,11 @@ class ShardStream:
             count = 1 if users is None else len(users)
             first = 0 if skip_to < 0 else min(count, skip_to + 1)
             stop_at = count  # exclusive
-            exact_here = self.recorded_key is not None and iseq == self.recorded_key[0]
+            recorded_key = self.recorded_key
+            exact_here = recorded_key is not None and iseq == recorded_key[0]
             if exact_here:
-                stop_at = min(stop_at, self.recorded_key[1] + 1)
+                assert recorded_key is not None  # exact_here says so
+                stop_at = min(stop_at, recorded_key[1] + 1)
             elif not self.exact:
                 stop_at = min(stop_at, first + self.max_records - res.records)
             if stop_at > first:
@@ -431,7 +452,7 @@ class ShardStream:
             whole = stop_at >= count
             self._last_read = (seq, -1 if whole else stop_at - 1)  # a position object only when asked (pos)
             if exact_here:
-                return self._finish(self.recorded, STOP_RECORDED_END)
+                return self._finish(self._recorded_end, STOP_RECORDED_END)
             if whole and self.ending is not None and iseq >= self.ending:
                 return self._shard_end()
             if not self.exact and res.records >= self.max_records:
@@ -441,6 +462,7 @@ class ShardStream:
     def _resumed_at(self, iseq: int) -> int | None:
         """The first record after a (re)acquired iterator: the last sub-record of it already consumed (-1: none),
         None to skip it whole; a later record than expected is data loss (the expected one was trimmed)."""
+        assert self.expect is not None  # called only while a resumed read expects its first record
         exp_seq, exp_sub, loss_if_missing = self.expect
         if iseq < exp_seq:
             return None
@@ -486,6 +508,7 @@ class ShardStream:
             self._flush()
 
     def _in_range(self, users: list[tuple[str, bytes, str | None]]) -> bool:
+        assert self.hash_range is not None  # called only for a read given a hash range
         lo, hi = self.hash_range
         return all(lo <= kpl.effective_hash_key(pk, ehk) <= hi for pk, _, ehk in users)
 
@@ -529,7 +552,7 @@ class ShardStream:
         request = iterator_request(pos, at_for_after=True)
         assert request is not None
         if pos.type == AFTER_SEQUENCE_NUMBER:
-            self.expect = (int(pos.sequence), _ALL if pos.sub < 0 else pos.sub, True)
+            self.expect = (pos.sequence_order()[0], _ALL if pos.sub < 0 else pos.sub, True)
         else:
             self.expect = None
         return request
@@ -546,7 +569,7 @@ class ShardStream:
             raise _NotYet(err) from None
         if code == "InvalidArgumentException" and pos.type == AFTER_SEQUENCE_NUMBER:
             # Kinesis may refuse a sequence number older than the trim horizon: resume at the oldest record
-            self._data_loss(int(pos.sequence), None, detail=f"Kinesis refused the position: {self.scrub(err)}")
+            self._data_loss(pos.sequence_order()[0], None, detail=f"Kinesis refused the position: {self.scrub(err)}")
             self.expect = None
             return ShardPosition.trim_horizon()
         raise KinesisSourceError(f"{what} failed ({self.calls.where()}): {self.scrub(err)}") from None
@@ -576,7 +599,7 @@ class ShardStream:
         return res
 
     def _shard_end(self) -> ShardReadResult:
-        if self.exact and not self.recorded.is_shard_end:
+        if self.exact and not self._recorded_end.is_shard_end:
             raise self._exact_error("the shard ended before it")
         return self._finish(ShardPosition.shard_end(), STOP_RECORDED_END if self.exact else STOP_SHARD_END)
 
@@ -586,7 +609,7 @@ class ShardStream:
                 f"records from {self.pos} on were still to be read. Kinesis said: {self.scrub(err)}")
         self._loss(what)
         if self.exact:
-            return self._finish(self.recorded, STOP_RECORDED_END)
+            return self._finish(self._recorded_end, STOP_RECORDED_END)
         return self._finish(ShardPosition.shard_end(), STOP_SHARD_END)
 
     def _data_loss(self, after_seq: int, first_available: int | None, detail: str = "") -> None:
@@ -610,10 +633,10 @@ class ShardStream:
         """A record after the recorded end arrived before the recorded end's own record: that one is gone."""
         self._loss(f"shard {self.shard_id} of stream {self.stream!r}: the record at the recorded end "
                    f"({self.recorded}) is no longer available (the next record is {iseq}): it was trimmed")
-        return self._finish(self.recorded, STOP_RECORDED_END)
+        return self._finish(self._recorded_end, STOP_RECORDED_END)
 
     def _check_recorded(self) -> None:
-        rec = self.recorded
+        rec = self._recorded_end
         if rec.type not in (AFTER_SEQUENCE_NUMBER, SHARD_END) and rec != self.start:
             raise KinesisSourceError(f"task {self.task!r}: a recorded batch end must be AFTER_SEQUENCE_NUMBER or "
                                      f"SHARD_END (or the start itself), got {rec} for shard {self.shard_id}")
@@ -627,5 +650,5 @@ class ShardStream:
         return KinesisDataLossError(
             f"task {self.task!r}: cannot re-read shard {self.shard_id} of stream {self.stream!r} from {self.start} "
             f"exactly to the end an earlier attempt recorded ({self.recorded}); reached {self.pos}: {why}"
-            + ("" if self.ending is not None or not self.recorded.is_shard_end else
+            + ("" if self.ending is not None or not self._recorded_end.is_shard_end else
                ". (For a closed shard, pass its ending sequence number so SHARD_END can be recognised.)"))

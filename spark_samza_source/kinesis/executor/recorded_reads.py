@@ -20,8 +20,8 @@ import pyarrow as pa
 from ..errors import AttemptPassedRecordedEndError
 from ..microbatch_ends import BatchEnds
 from ..positions import AFTER_SEQUENCE_NUMBER, ShardPosition
-from .reader import ShardReadRequest, ShardReadResult, ShardReadSettings
-from .shard_reads import stream_shard
+from .reader import ShardRead, ShardReadResult, ShardReadSettings
+from .shard_reads import open_shard_reader
 
 __all__ = ["read_and_record", "stream_and_record"]
 
@@ -37,19 +37,19 @@ def _after(later: ShardPosition, earlier: ShardPosition) -> bool:
     return later.sequence_order() > earlier.sequence_order()
 
 
-def stream_and_record(ends: BatchEnds, batch: int, client: Any, request: ShardReadRequest,
-                      read: ShardReadSettings) -> Generator[pa.RecordBatch, None, ShardReadResult]:
+def stream_and_record(ends: BatchEnds, batch: int, client: Any, read: ShardRead,
+                      settings: ShardReadSettings) -> Generator[pa.RecordBatch, None, ShardReadResult]:
     """Yield one shard's rows for one batch as they are read, so that every attempt that succeeds yields the same.
 
     A generator (see the module doc for the protocol); its return value is the :class:`ShardReadResult` of the
-    whole read (``end`` the recorded end, ``records`` the rows yielded; ``batches`` empty). ``request`` says
-    which shard from where (its ``recorded_end`` is set here from the store); ``read`` the task's read settings.
+    whole read (``end`` the recorded end, ``records`` the rows yielded; ``batches`` empty). ``read`` says
+    which shard from where (its ``recorded_end`` is set here from the store); ``settings`` the task's read settings.
     Raises :class:`AttemptPassedRecordedEndError` when a concurrent attempt recorded an end before this one and this
     one had already yielded rows beyond it.
     """
-    task, stream, shard_id, start = request.task, request.stream, request.shard_id, request.start
+    task, stream, shard_id, start = read.task, read.stream, read.shard_id, read.start
     recorded = ends.get(batch, shard_id)
-    reading = stream_shard(client, replace(request, recorded_end=recorded), read)
+    reading = open_shard_reader(client, replace(read, recorded_end=recorded), settings)
     yield from reading
     result = reading.result
     if recorded is not None:
@@ -64,7 +64,7 @@ def stream_and_record(ends: BatchEnds, batch: int, client: Any, request: ShardRe
             "Spark discards its rows, and the retry reads exactly to the recorded end (this happens only when "
             "two attempts of one batch run at once, e.g. with speculative execution)", winner)
     resume = result.end if result.records else start
-    rest = stream_shard(client, replace(request, start=resume, recorded_end=winner), read)
+    rest = open_shard_reader(client, replace(read, start=resume, recorded_end=winner), settings)
     yield from rest
     rest.result.start = start
     rest.result.records += result.records
@@ -79,19 +79,19 @@ def _behind_at_end(result: ShardReadResult) -> int | None:
     return result.millis_behind_latest
 
 
-def read_and_record(ends: BatchEnds, batch: int, client: Any, request: ShardReadRequest,
-                    read: ShardReadSettings) -> ShardReadResult:
+def read_and_record(ends: BatchEnds, batch: int, client: Any, read: ShardRead,
+                    settings: ShardReadSettings) -> ShardReadResult:
     """:func:`stream_and_record` for a caller that holds every row until the end is recorded: returns the result
     with its ``batches``, and when another attempt recorded an earlier end first, re-reads exactly to it (no row
     had been handed out, so no failure is needed)."""
     batches: list[pa.RecordBatch] = []
-    reading = stream_and_record(ends, batch, client, request, read)
+    reading = stream_and_record(ends, batch, client, read, settings)
     try:
         while True:
             batches.append(next(reading))
     except StopIteration as done:
         result = done.value
     except AttemptPassedRecordedEndError as passed:
-        return stream_shard(client, replace(request, recorded_end=passed.winner), read).run()
+        return open_shard_reader(client, replace(read, recorded_end=passed.winner), settings).run()
     result.batches = batches
     return result

@@ -25,10 +25,10 @@ from typing import Any
 from ...metadata import open_store
 from ...source.fault_hooks import SHARD_END_RECORDED, report
 from ..client import AwsClientSettings, kinesis_client
-from ..input_partition import KinesisTaskPartition, ShardRead
+from ..input_partition import KinesisTaskPartition, PlannedShardRead
 from ..microbatch_ends import batch_ends_for
 from ..options import KinesisSourceOptions
-from .reader import ShardReadRequest, ShardReadResult, ShardReadSettings
+from .reader import ShardRead, ShardReadResult, ShardReadSettings
 from .recorded_reads import stream_and_record
 from .store_reach import check_store_shared_with_driver
 
@@ -77,23 +77,23 @@ def read_settings(options: KinesisSourceOptions, settings: AwsClientSettings) ->
 
 
 def _read_shard(options: KinesisSourceOptions, partition: KinesisTaskPartition, client: Any, store: Any,
-                shard_settings: ShardReadSettings, read: ShardRead) -> Generator[Any, None, ShardReadResult]:
+                shard_settings: ShardReadSettings, planned: PlannedShardRead) -> Generator[Any, None, ShardReadResult]:
     """One shard's rows for this batch (a generator; returns the shard's read result once its end is recorded)."""
-    ends = batch_ends_for(store, options.stream, read.query_id)
-    request = ShardReadRequest(options.stream, read.shard_id, read.start, partition.task,
-                               ending_sequence=read.ending_sequence, until_arrival_ms=read.until_arrival_ms,
-                               consumer_arn=read.consumer_arn)
-    return (yield from stream_and_record(ends, read.batch, client, request, shard_settings))
+    ends = batch_ends_for(store, options.stream, planned.query_id)
+    read = ShardRead(options.stream, planned.shard_id, planned.start, partition.task,
+                     ending_sequence=planned.ending_sequence, until_arrival_ms=planned.until_arrival_ms,
+                     consumer_arn=planned.consumer_arn)
+    return (yield from stream_and_record(ends, planned.batch, client, read, shard_settings))
 
 
-def _shard_done(options: KinesisSourceOptions, partition: KinesisTaskPartition, read: ShardRead, result) -> None:
+def _shard_done(options: KinesisSourceOptions, partition: KinesisTaskPartition, read: PlannedShardRead, result) -> None:
     """After a shard's end is recorded (on the task's own thread, so a fault hook that raises fails the task)."""
     report(options.fault_hooks, SHARD_END_RECORDED, task=partition.task, shard_id=read.shard_id,
            end=result.end, records=result.records)
 
 
 def _read_concurrently(options: KinesisSourceOptions, partition: KinesisTaskPartition, client: Any, store: Any,
-                       shard_settings: ShardReadSettings, reads: list[ShardRead], threads: int) -> Iterator:
+                       shard_settings: ShardReadSettings, reads: list[PlannedShardRead], threads: int) -> Iterator:
     """Run each shard's read on a pool thread; hand their batches out here, in the order they arrive."""
     handover: queue.Queue = queue.Queue(maxsize=threads * _QUEUED_BATCHES_PER_THREAD)
     abandoned = threading.Event()  # the task failed or its consumer stopped early: reader threads stop
@@ -107,7 +107,7 @@ def _read_concurrently(options: KinesisSourceOptions, partition: KinesisTaskPart
                 continue
         return False
 
-    def read_one(read: ShardRead) -> None:
+    def read_one(read: PlannedShardRead) -> None:
         if abandoned.is_set():
             return
         try:

@@ -13,10 +13,9 @@ from pyspark.sql.streaming.datasource import ReadAllAvailable
 from samza_devkit.kafka_helpers import create_topic, produce, unique_topic
 from spark_samza_source.core.bounded_filters import PushedFilters
 from spark_samza_source.core.errors import PartitionExpansionError
-from spark_samza_source.kafka.bounded_options import KafkaBoundedOptions
 from spark_samza_source.kafka.driver.bounded_read import plan_bounded_read
 from spark_samza_source.kafka.driver.offset import KafkaOffset
-from spark_samza_source.kafka.options import KafkaSourceOptions
+from spark_samza_source.kafka.options import KafkaBoundedOptions, KafkaSourceOptions
 from spark_samza_source.kafka.source import SamzaKafkaStreamReader
 
 

@@ -13,7 +13,7 @@ import time
 import pytest
 
 from samza_devkit import kinesis_helpers as kh
-from spark_samza_source.kinesis.executor.reader import read_request
+from spark_samza_source.kinesis.executor.reader import shard_read_args
 from spark_samza_source.kinesis.executor.recorded_reads import read_and_record
 from spark_samza_source.kinesis.microbatch_ends import NAMESPACE, BatchEnds, RecordedEnd
 from spark_samza_source.kinesis.positions import ShardPosition
@@ -76,8 +76,8 @@ def test_a_read_records_kinesis_answer_where_it_stopped_behind_then_zero_at_the_
     ends = BatchEnds(open_store(f"file://{tmp_path}/meta", "lag-etl"))
 
     behind = read_and_record(ends, 1, kinesis,
-                             *read_request(stream, SHARD0, ShardPosition.trim_horizon(), task=TASK, max_records=20,
-                                         **FAST))
+                             *shard_read_args(stream, SHARD0, ShardPosition.trim_horizon(), task=TASK, max_records=20,
+                                             **FAST))
     [recorded] = ends.recorded_for(1).values()
     assert recorded.end == behind.end and behind.records == 20
     expected = millis_behind_at(kinesis, stream, SHARD0, behind.end.sequence)
@@ -85,12 +85,12 @@ def test_a_read_records_kinesis_answer_where_it_stopped_behind_then_zero_at_the_
 
     # exact: to the recorded end, records nothing new
     retry = read_and_record(ends, 1, kinesis,
-                            *read_request(stream, SHARD0, ShardPosition.trim_horizon(), task=TASK, max_records=80,
-                                        **FAST))
+                            *shard_read_args(stream, SHARD0, ShardPosition.trim_horizon(), task=TASK, max_records=80,
+                                            **FAST))
     assert retry.end == behind.end and ends.recorded_for(1)[SHARD0].millis_behind_latest == expected
 
     tip = read_and_record(ends, 2, kinesis,
-                          *read_request(stream, SHARD0, behind.end, task=TASK, max_records=1000, **FAST))
+                          *shard_read_args(stream, SHARD0, behind.end, task=TASK, max_records=1000, **FAST))
     assert tip.records == 60
     assert ends.recorded_for(2)[SHARD0].millis_behind_latest == 0
 
@@ -98,7 +98,7 @@ def test_a_read_records_kinesis_answer_where_it_stopped_behind_then_zero_at_the_
 def test_a_drained_shard_is_recorded_zero_behind_even_without_a_call(kinesis, make_stream, tmp_path):
     stream = make_stream(1)
     ends = BatchEnds(open_store(f"file://{tmp_path}/meta", "lag-etl"))
-    at_end = read_request(stream, SHARD0, ShardPosition.shard_end(), task=TASK, **FAST)
+    at_end = shard_read_args(stream, SHARD0, ShardPosition.shard_end(), task=TASK, **FAST)
     done = read_and_record(ends, 3, kinesis, *at_end)
     assert done.calls == 0 and done.millis_behind_latest is None  # Kinesis said nothing ...
     assert ends.recorded_for(3)[SHARD0] == RecordedEnd(ShardPosition.shard_end(), 0)  # ... nothing is left

@@ -2,7 +2,7 @@
 batch
 after batch go on with one ``SubscribeToShard`` subscription instead of subscribing anew each time (which AWS, and
 the bridge, refuse for 5 seconds after the previous call). On kinesis-mock behind the devkit's bridge, read as a
-task reads a shard (``shard_reads.stream_shard``), without Spark; the bridge counts the subscriptions.
+task reads a shard (``shard_reads.open_shard_reader``), without Spark; the bridge counts the subscriptions.
 
 The hard cases on purpose: reads that stop inside an event and inside a KPL aggregate, a parked subscription taken
 over by another subscriber or cut while it waits, a read that does not continue where the parked one stands, an
@@ -22,8 +22,8 @@ from spark_samza_source.kinesis.calls import KinesisCalls
 from spark_samza_source.kinesis.driver.consumers import StreamConsumers
 from spark_samza_source.kinesis.executor.fanout import STOP_SUBSCRIPTION_IN_USE
 from spark_samza_source.kinesis.executor.parked_subscriptions import PARKED
-from spark_samza_source.kinesis.executor.reader import STOP_MAX_RECORDS, read_request
-from spark_samza_source.kinesis.executor.shard_reads import stream_shard
+from spark_samza_source.kinesis.executor.reader import STOP_MAX_RECORDS, shard_read_args
+from spark_samza_source.kinesis.executor.shard_reads import open_shard_reader
 from spark_samza_source.kinesis.positions import ShardPosition
 
 SHARD = "shardId-000000000000"
@@ -76,8 +76,8 @@ def read(kinesis, shard, start: ShardPosition, **options):
     """One read of the shard as a task makes it: (the reader, its result with the rows)."""
     stream, consumer = shard
     options.setdefault("max_fetch_time_ms", 8_000)
-    reader = stream_shard(kinesis, *read_request(stream, SHARD, start, task="Task-0", consumer_arn=consumer,
-                                               **options))
+    reader = open_shard_reader(kinesis, *shard_read_args(stream, SHARD, start, task="Task-0", consumer_arn=consumer,
+                                                         **options))
     return reader, reader.run()
 
 

@@ -24,7 +24,7 @@ from spark_samza_source.kinesis.executor.reader import (
     STOP_MAX_RECORDS,
     STOP_RECORDED_END,
     STOP_SHARD_END,
-    read_request,
+    shard_read_args,
 )
 from spark_samza_source.kinesis.executor.recorded_reads import read_and_record, stream_and_record
 from spark_samza_source.kinesis.executor.shard_reads import read_shard
@@ -493,24 +493,27 @@ def test_batch_ends_record_get_list_and_cleanup(ends):
 def test_a_retried_attempt_reads_exactly_what_the_first_one_recorded(kinesis, stream5000, ends):
     stream, _ = stream5000
     start = ShardPosition.trim_horizon()
-    first = read_and_record(ends, 3, kinesis, *read_request(stream, SHARD0, start, task=TASK, max_records=700, **FAST))
+    first = read_and_record(ends, 3, kinesis,
+                            *shard_read_args(stream, SHARD0, start, task=TASK, max_records=700, **FAST))
     assert ends.get(3, SHARD0) == first.end and first.records == 700
     kh.put_records(kinesis, stream, [b"late"] * 100)
-    retry = read_and_record(ends, 3, kinesis, *read_request(stream, SHARD0, start, task=TASK, max_records=4000, **FAST))
+    retry = read_and_record(ends, 3, kinesis,
+                            *shard_read_args(stream, SHARD0, start, task=TASK, max_records=4000, **FAST))
     assert retry.table().equals(first.table()) and retry.end == first.end
 
 
 def test_the_loser_of_a_race_re_reads_exactly_to_the_winners_end(kinesis, stream5000, ends):
     stream, _ = stream5000
     start = ShardPosition.trim_horizon()
-    winner = read_and_record(ends, 5, kinesis, *read_request(stream, SHARD0, start, task=TASK, max_records=300, **FAST))
+    winner = read_and_record(ends, 5, kinesis,
+                             *shard_read_args(stream, SHARD0, start, task=TASK, max_records=300, **FAST))
 
     class LateChecker(BatchEnds):  # looked before the winner recorded: sees no end, reads further, loses
         def get(self, batch, shard_id):
             return None
 
     loser = read_and_record(LateChecker(ends.store), 5, kinesis,
-                            *read_request(stream, SHARD0, start, task=TASK, max_records=2000, **FAST))
+                            *shard_read_args(stream, SHARD0, start, task=TASK, max_records=2000, **FAST))
     assert loser.end == winner.end and loser.stop == STOP_RECORDED_END
     assert loser.table().equals(winner.table())
 
@@ -524,7 +527,7 @@ def test_concurrent_attempts_agree(kinesis, stream5000, ends):
     def attempt(i: int, limit: int) -> None:
         barrier.wait()
         results[i] = read_and_record(ends, 9, kinesis,
-                                     *read_request(stream, SHARD0, start, task=TASK, max_records=limit, **FAST))
+                                     *shard_read_args(stream, SHARD0, start, task=TASK, max_records=limit, **FAST))
 
     threads = [threading.Thread(target=attempt, args=(i, lim)) for i, lim in enumerate((500, 1500, 2500))]
     for t in threads:
@@ -554,15 +557,15 @@ def test_streamed_rows_arrive_before_the_read_ends_and_equal_a_retry(kinesis, st
     stream, _ = stream5000
     start = ShardPosition.trim_horizon()
     reading = stream_and_record(ends, 4, kinesis,
-                                *read_request(stream, SHARD0, start, task=TASK, max_records=3000,
-                                            records_per_call=500, **FAST))
+                                *shard_read_args(stream, SHARD0, start, task=TASK, max_records=3000,
+                                                 records_per_call=500, **FAST))
     first = next(reading)
     assert first.num_rows == 500 and ends.get(4, SHARD0) is None  # handed out while the end is still undecided
     rest, result = _drain(reading)
     streamed = pa.concat_tables([pa.Table.from_batches([first], schema=kinesis_arrow_schema()), rest])
     assert streamed.num_rows == 3000 == result.records and ends.get(4, SHARD0) == result.end
     kh.put_records(kinesis, stream, [b"late"] * 10)
-    again_read = read_request(stream, SHARD0, start, task=TASK, max_records=9000, **FAST)
+    again_read = shard_read_args(stream, SHARD0, start, task=TASK, max_records=9000, **FAST)
     retried, again = _drain(stream_and_record(ends, 4, kinesis, *again_read))
     assert retried.equals(streamed) and again.end == result.end and again.stop == STOP_RECORDED_END
 
@@ -577,10 +580,11 @@ class _LateChecker(BatchEnds):
 def test_an_attempt_short_of_the_winners_end_reads_on_to_it(kinesis, stream5000, ends):
     stream, _ = stream5000
     start = ShardPosition.trim_horizon()
-    winner, won = _drain(stream_and_record(ends, 6, kinesis,
-                                           *read_request(stream, SHARD0, start, task=TASK, max_records=2000, **FAST)))
+    winner, won = _drain(stream_and_record(
+        ends, 6, kinesis, *shard_read_args(stream, SHARD0, start, task=TASK, max_records=2000, **FAST)))
     short, result = _drain(stream_and_record(_LateChecker(ends.store), 6, kinesis,
-                                             *read_request(stream, SHARD0, start, task=TASK, max_records=700, **FAST)))
+                                             *shard_read_args(stream, SHARD0, start, task=TASK, max_records=700,
+                                                              **FAST)))
     assert short.equals(winner) and result.end == won.end and result.records == 2000
 
 
@@ -588,13 +592,13 @@ def test_an_attempt_past_the_winners_end_fails_and_its_retry_is_exact(kinesis, s
     stream, _ = stream5000
     start = ShardPosition.trim_horizon()
     winner, won = _drain(stream_and_record(ends, 7, kinesis,
-                                           *read_request(stream, SHARD0, start, task=TASK, max_records=300, **FAST)))
+                                           *shard_read_args(stream, SHARD0, start, task=TASK, max_records=300, **FAST)))
     passed_end = r"batch 7 recorded the end .* for shard shardId-0+ "
     with pytest.raises(AttemptPassedRecordedEndError, match=passed_end) as info:
         _drain(stream_and_record(_LateChecker(ends.store), 7, kinesis,
-                                 *read_request(stream, SHARD0, start, task=TASK, max_records=2000, **FAST)))
+                                 *shard_read_args(stream, SHARD0, start, task=TASK, max_records=2000, **FAST)))
     assert info.value.winner == won.end and "retry reads exactly" in str(info.value)
-    again_read = read_request(stream, SHARD0, start, task=TASK, max_records=2000, **FAST)
+    again_read = shard_read_args(stream, SHARD0, start, task=TASK, max_records=2000, **FAST)
     retried, again = _drain(stream_and_record(ends, 7, kinesis, *again_read))
     assert retried.equals(winner) and again.end == won.end
 
@@ -611,8 +615,8 @@ def test_concurrent_streaming_attempts_yield_the_recorded_range_or_fail(kinesis,
         barrier.wait()
         try:
             outcomes[i] = _drain(stream_and_record(ends, 11, kinesis,
-                                                   *read_request(stream, SHARD0, start, task=TASK, max_records=limit,
-                                                               records_per_call=250, **FAST)))[0]
+                                                   *shard_read_args(stream, SHARD0, start, task=TASK, max_records=limit,
+                                                                    records_per_call=250, **FAST)))[0]
         except AttemptPassedRecordedEndError as passed:
             outcomes[i] = passed
 

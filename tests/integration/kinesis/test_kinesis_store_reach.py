@@ -13,7 +13,7 @@ from __future__ import annotations
 import pytest
 
 from spark_samza_source.kinesis.errors import UnreachableStoreError
-from spark_samza_source.kinesis.input_partition import KinesisTaskPartition, ShardRead
+from spark_samza_source.kinesis.input_partition import KinesisTaskPartition, PlannedShardRead
 from spark_samza_source.kinesis.options import KinesisSourceOptions
 from spark_samza_source.kinesis.positions import ShardPosition
 from spark_samza_source.kinesis.source import SamzaKinesisStreamReader
@@ -23,7 +23,7 @@ from spark_samza_source.metadata.lease import JobLease
 OPTIONS = {"streamName": "clicks", "region": "us-east-1", "endpointUrl": "http://127.0.0.1:9",
            "awsAccessKeyId": "testing", "awsSecretKey": "testing", "job.name": "clicks-etl"}
 PARTITION = KinesisTaskPartition("Task-0", (
-    ShardRead(batch=0, query_id="q", shard_id="shardId-000000000000", start=ShardPosition.trim_horizon()),))
+    PlannedShardRead(batch=0, query_id="q", shard_id="shardId-000000000000", start=ShardPosition.trim_horizon()),))
 
 
 def test_an_executor_that_does_not_see_the_drivers_local_store_fails_naming_the_option(tmp_path, monkeypatch):

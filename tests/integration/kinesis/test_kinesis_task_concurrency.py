@@ -22,7 +22,7 @@ from samza_devkit import moto_request_log
 from spark_samza_source.kinesis.errors import KinesisDataLossError
 from spark_samza_source.kinesis.executor import task as kinesis_task
 from spark_samza_source.kinesis.executor.task import read_task
-from spark_samza_source.kinesis.input_partition import KinesisTaskPartition, ShardRead
+from spark_samza_source.kinesis.input_partition import KinesisTaskPartition, PlannedShardRead
 from spark_samza_source.kinesis.microbatch_ends import batch_ends_for
 from spark_samza_source.kinesis.options import KinesisSourceOptions
 from spark_samza_source.kinesis.positions import ShardPosition
@@ -66,7 +66,7 @@ def test_a_task_reads_its_shards_interleaved_each_paced(kinesis, make_stream, mo
         "metadata.store": store_uri, "maxRecordsPerShard": "1000",
     })
     partition = KinesisTaskPartition("Task-0", tuple(
-        ShardRead(batch=0, query_id="q", shard_id=s, start=ShardPosition.trim_horizon()) for s in shards))
+        PlannedShardRead(batch=0, query_id="q", shard_id=s, start=ShardPosition.trim_horizon()) for s in shards))
 
     moto_request_log.clear(moto_server)
     batches = list(read_task(options, partition))
@@ -113,7 +113,7 @@ def test_a_task_closed_early_stops_its_reader_threads(kinesis, make_stream, moto
     _pages_of(PAGE, monkeypatch)
     options, ids = _filled_task(kinesis, make_stream, moto_server, tmp_path)
     partition = KinesisTaskPartition("Task-0", tuple(
-        ShardRead(batch=0, query_id="q", shard_id=s, start=ShardPosition.trim_horizon()) for s in ids))
+        PlannedShardRead(batch=0, query_id="q", shard_id=s, start=ShardPosition.trim_horizon()) for s in ids))
     reading = read_task(options, partition)
     first = next(reading)
     assert first.num_rows > 0 and _reader_threads()
@@ -127,7 +127,8 @@ def test_one_shard_failing_fails_the_task_and_stops_the_others(kinesis, make_str
     options, ids = _filled_task(kinesis, make_stream, moto_server, tmp_path)
     missing = "shardId-000000000099"  # not in the stream: its read fails with data loss (failOnDataLoss default)
     partition = KinesisTaskPartition("Task-0", tuple(
-        ShardRead(batch=0, query_id="q", shard_id=s, start=ShardPosition.trim_horizon()) for s in [*ids, missing]))
+        PlannedShardRead(batch=0, query_id="q", shard_id=s, start=ShardPosition.trim_horizon())
+        for s in [*ids, missing]))
     with pytest.raises(KinesisDataLossError, match=missing):
         for _ in read_task(options, partition):
             pass

@@ -6,6 +6,9 @@ from spark_samza_source.core.errors import ConfigError
 from spark_samza_source.kafka.options import KafkaSourceOptions
 from spark_samza_source.kafka.starting import ByTimestamp, Earliest, Latest, SpecificOffsets
 
+#: the options a ByTimestamp of the starting options names in its messages
+BY_TIMESTAMP = {"option": "startingOffsetsByTimestamp", "strategy_option": "startingOffsetsByTimestampStrategy"}
+
 BASE = {"kafka.bootstrap.servers": "127.0.0.1:9092", "subscribe": "orders", "job.name": "orders-job"}
 
 
@@ -116,12 +119,13 @@ def test_starting_offsets_forms():
     assert parse(startingOffsets="earliest").starting == Earliest()
     assert parse(startingOffsets="LATEST").starting == Latest()
     specific = parse(startingOffsets='{"orders":{"0":23,"1":-2}}').starting
-    assert specific == SpecificOffsets({"orders": {0: 23, 1: -2}})
+    assert specific == SpecificOffsets({"orders": {0: 23, 1: -2}}, option="startingOffsets")
     by_ts = parse(startingTimestamp="1700000000000").starting
-    assert by_ts == ByTimestamp(timestamp_ms=1700000000000, strategy="error")
+    assert by_ts == ByTimestamp(timestamp_ms=1700000000000, strategy="error", **BY_TIMESTAMP)
     per_ts = parse(startingOffsetsByTimestamp='{"orders":{"0":1700000000000}}',
                    startingOffsetsByTimestampStrategy="latest").starting
-    assert per_ts == ByTimestamp(per_partition={"orders": {0: 1700000000000}}, strategy="latest")
+    assert per_ts == ByTimestamp(per_partition={"orders": {0: 1700000000000}}, strategy="latest",
+                                  **BY_TIMESTAMP)
 
 
 def test_bad_starting_offsets():

@@ -32,10 +32,10 @@ from spark_samza_source.kinesis.executor.reader import (
     STOP_MAX_RECORDS,
     STOP_RECORDED_END,
     STOP_SHARD_END,
-    ShardReadRequest,
+    ShardRead,
     ShardReadSettings,
 )
-from spark_samza_source.kinesis.executor.shard_reads import stream_shard
+from spark_samza_source.kinesis.executor.shard_reads import open_shard_reader
 from spark_samza_source.kinesis.positions import ShardPosition
 
 CONSUMER = "arn:aws:kinesis:us-east-1:123456789012:stream/clicks/consumer/etl:1700000000"
@@ -103,9 +103,9 @@ def read(client, start=None, *, recorded_end=None, ending=None, **settings):
     # the read's time budget is a wait for events already queued: a quiet machine's 5 s (samza_devkit.waits)
     settings.setdefault("max_fetch_time_ms", int(scaled(5_000)))
     settings.setdefault("sleep", lambda s: None)
-    request = ShardReadRequest("clicks", SHARD, start or ShardPosition.trim_horizon(), "Task-0",
-                               ending_sequence=ending, recorded_end=recorded_end, consumer_arn=CONSUMER)
-    return stream_shard(client, request, ShardReadSettings(**settings)).run()
+    request = ShardRead("clicks", SHARD, start or ShardPosition.trim_horizon(), "Task-0",
+                        ending_sequence=ending, recorded_end=recorded_end, consumer_arn=CONSUMER)
+    return open_shard_reader(client, request, ShardReadSettings(**settings)).run()
 
 
 def rows(result) -> list[tuple[str, int, bytes]]:
@@ -164,9 +164,9 @@ def test_an_exact_read_stops_at_the_recorded_end_and_a_bounded_read_waits_in_use
     exact = read(client, recorded_end=ShardPosition.after_sequence("2", -1))
     assert [r[0] for r in rows(exact)] == ["1", "2"] and exact.stop == STOP_RECORDED_END
     busy = FedKinesis(*[client_error("ResourceInUseException")] * 50)
-    request = ShardReadRequest("clicks", SHARD, ShardPosition.trim_horizon(), "Task-0", consumer_arn=CONSUMER,
-                               until_arrival_ms=int(time.time() * 1000))  # AvailableNow: must not end empty early
-    waited = stream_shard(busy, request, ShardReadSettings(max_fetch_time_ms=100, sleep=time.sleep)).run()
+    request = ShardRead("clicks", SHARD, ShardPosition.trim_horizon(), "Task-0", consumer_arn=CONSUMER,
+                        until_arrival_ms=int(time.time() * 1000))  # AvailableNow: must not end empty early
+    waited = open_shard_reader(busy, request, ShardReadSettings(max_fetch_time_ms=100, sleep=time.sleep)).run()
     assert waited.stop == STOP_MAX_FETCH_TIME and waited.records == 0 and waited.end == ShardPosition.trim_horizon()
     # a micro-batch read gives way at once (the subscription made less than 5 s ago, parked by another Python
     # worker, reads the shard in a later batch)

@@ -51,16 +51,20 @@ def test_a_recreated_stream_starts_every_shard_at_trim_horizon_in_a_new_job_mode
 
 
 def test_per_shard_starts_rules():
-    starts = per_shard_starts({sid(0): P.after_sequence("150")}, SHARDS, latest_timestamp_ms=5, stream="clicks")
+    starts = per_shard_starts({sid(0): P.after_sequence("150")}, SHARDS, latest_timestamp_ms=5, stream="clicks",
+                         option="startingPosition")
     assert starts == {sid(0): P.after_sequence("150"), sid(1): P.at_timestamp(5), sid(2): P.trim_horizon(),
                       sid(3): P.trim_horizon()}
     for seq in ("99", "201"):  # below the start, above the end of the closed shard 0
         with pytest.raises(ConfigError, match=rf"shard {sid(0)} .* does not belong to the shard"):
-            per_shard_starts({sid(0): P.at_sequence(seq)}, SHARDS, latest_timestamp_ms=5, stream="clicks")
+            per_shard_starts({sid(0): P.at_sequence(seq)}, SHARDS, latest_timestamp_ms=5, stream="clicks",
+                         option="startingPosition")
     with pytest.raises(ConfigError, match=r"'shardId-9' that stream 'clicks' does not have"):
-        per_shard_starts({"shardId-9": P.trim_horizon()}, SHARDS, latest_timestamp_ms=5, stream="clicks")
+        per_shard_starts({"shardId-9": P.trim_horizon()}, SHARDS, latest_timestamp_ms=5, stream="clicks",
+                         option="startingPosition")
     with pytest.raises(ConfigError, match="in the future"):
-        per_shard_starts({sid(1): P.at_timestamp(6)}, SHARDS, latest_timestamp_ms=5, stream="clicks")
+        per_shard_starts({sid(1): P.at_timestamp(6)}, SHARDS, latest_timestamp_ms=5, stream="clicks",
+                         option="startingPosition")
     check_not_future(5, 5, "x")  # now itself is fine
 
 

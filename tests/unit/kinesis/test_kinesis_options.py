@@ -51,9 +51,9 @@ def test_starting_positions():
     assert parse(startingPosition="EARLIEST").starting == TrimHorizon()
     assert parse(startingPosition="kcl").starting == KclCheckpoints()
     at = parse(startingPosition="AT_TIMESTAMP:2026-11-22T08:00:00Z").starting
-    assert at == AtTimestamp(1795334400000)
+    assert at == AtTimestamp(1795334400000, option="startingPosition")
     per = parse(startingPosition='{"shardId-0": "TRIM_HORIZON"}').starting
-    assert per == PerShard({"shardId-0": ShardPosition.trim_horizon()})
+    assert per == PerShard({"shardId-0": ShardPosition.trim_horizon()}, option="startingPosition")
     assert "AT_TIMESTAMP needs an ISO-8601 time with a zone" in error_of(startingPosition="AT_TIMESTAMP:yesterday")
     assert "per-shard JSON is invalid" in error_of(startingPosition='{"shardId-0": "SIDEWAYS"}')
     assert "must be LATEST, TRIM_HORIZON" in error_of(startingPosition="beginning")

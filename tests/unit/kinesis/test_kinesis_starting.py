@@ -10,10 +10,10 @@ import pickle
 import pytest
 
 from spark_samza_source.core.errors import ConfigError
+from spark_samza_source.kinesis.options import DEFAULT_STARTING_POSITION
 from spark_samza_source.kinesis.positions import ShardPosition as P
 from spark_samza_source.kinesis.shards import ShardInfo
 from spark_samza_source.kinesis.starting import (
-    DEFAULT_STARTING_POSITION,
     AtTimestamp,
     KclCheckpoints,
     Latest,
@@ -22,6 +22,14 @@ from spark_samza_source.kinesis.starting import (
     TrimHorizon,
     kcl_starts,
 )
+
+
+def at(timestamp_ms: int) -> AtTimestamp:
+    return AtTimestamp(timestamp_ms, option="startingPosition")
+
+
+def per_shard(positions) -> PerShard:
+    return PerShard(positions, option="startingPosition")
 
 H = 2**128
 NOW = 1_800_000_000_000
@@ -84,15 +92,15 @@ def test_trim_horizon_starts_every_shard_at_its_oldest_record_without_the_clock(
 
 def test_at_timestamp_starts_every_shard_there():
     world = World()
-    got = world.starts(AtTimestamp(NOW - 1))
+    got = world.starts(at(NOW - 1))
     assert got == Starts({s.shard_id: P.at_timestamp(NOW - 1) for s in SHARDS})
     assert got.latest_timestamp_ms is None and world.clock_reads == 1
-    assert world.starts(AtTimestamp(NOW)).positions[sid(1)] == P.at_timestamp(NOW)  # now itself is fine
+    assert world.starts(at(NOW)).positions[sid(1)] == P.at_timestamp(NOW)  # now itself is fine
 
 
 def test_at_timestamp_in_the_future_is_refused_naming_the_option():
     with pytest.raises(ConfigError) as err:
-        World().starts(AtTimestamp(NOW + 1))
+        World().starts(at(NOW + 1))
     message = str(err.value)
     assert message.startswith("[SAMZA_INVALID_OPTION] option 'startingPosition': AT_TIMESTAMP "
                               "2027-01-15T08:00:00.001Z is in the future")
@@ -102,7 +110,7 @@ def test_at_timestamp_in_the_future_is_refused_naming_the_option():
 def test_per_shard_follows_the_named_shard_into_its_children_and_asks_kinesis_last():
     world = World()
     named = {sid(0): P.after_sequence("150")}
-    got = world.starts(PerShard(named))
+    got = world.starts(per_shard(named))
     # the named shard as named; its children from TRIM_HORIZON (their records follow it); the others as LATEST
     assert got == Starts({sid(0): P.after_sequence("150"), sid(1): P.at_timestamp(NOW), sid(2): P.trim_horizon(),
                           sid(3): P.trim_horizon()}, latest_timestamp_ms=NOW)
@@ -117,7 +125,7 @@ def test_per_shard_follows_the_named_shard_into_its_children_and_asks_kinesis_la
 def test_per_shard_mistakes_fail_before_kinesis_is_asked(named, expected):
     world = World()
     with pytest.raises(ConfigError) as err:
-        world.starts(PerShard(named))
+        world.starts(per_shard(named))
     assert expected in str(err.value)
     assert world.checked == []
 
@@ -128,7 +136,7 @@ def test_per_shard_fails_when_kinesis_refuses_a_sequence_number():
             raise ConfigError("refused")
 
     with pytest.raises(ConfigError, match="refused"):
-        Refusing().starts(PerShard({sid(1): P.at_sequence("150")}))
+        Refusing().starts(per_shard({sid(1): P.at_sequence("150")}))
 
 
 def test_kcl_checkpoints_start_where_the_lease_table_says():
@@ -152,7 +160,7 @@ def test_a_parent_whose_lease_kcl_cleaned_up_counts_as_finished():
     assert kcl_starts({sid(1): P.after_sequence("150")}, SHARDS) == {sid(1): P.after_sequence("150")}
 
 
-@pytest.mark.parametrize("strategy", [Latest(), TrimHorizon(), AtTimestamp(NOW), KclCheckpoints(),
-                                      PerShard({sid(0): P.after_sequence("150")})])
+@pytest.mark.parametrize("strategy", [Latest(), TrimHorizon(), at(NOW), KclCheckpoints(),
+                                      per_shard({sid(0): P.after_sequence("150")})])
 def test_a_strategy_is_a_plain_value_that_travels_with_the_options(strategy):
     assert pickle.loads(pickle.dumps(strategy)) == strategy

@@ -7,7 +7,7 @@ import pytest
 
 import spark_samza_source.metadata as metadata
 from spark_samza_source.kinesis.executor import task as task_module
-from spark_samza_source.kinesis.input_partition import KinesisTaskPartition, ShardRead
+from spark_samza_source.kinesis.input_partition import KinesisTaskPartition, PlannedShardRead
 from spark_samza_source.kinesis.options import KinesisSourceOptions
 from spark_samza_source.kinesis.positions import ShardPosition
 from spark_samza_source.kinesis.source import SamzaKinesisStreamReader
@@ -35,8 +35,8 @@ def test_a_kinesis_task_opens_the_metadata_store_once(monkeypatch):
     monkeypatch.setattr(task_module, "open_store", counting_open, raising=False)
     options = KinesisSourceOptions.parse({"streamName": "s", "region": "us-east-1", "job.name": "j",
                                           "metadata.store": "memory:task-store-once"})
-    partition = KinesisTaskPartition("Task-0", (ShardRead(1, "q", "shardId-000000000000",
-                                                          ShardPosition.trim_horizon()),))
+    partition = KinesisTaskPartition("Task-0", (PlannedShardRead(1, "q", "shardId-000000000000",
+                                                                 ShardPosition.trim_horizon()),))
     with pytest.raises(FirstStoreReadReached):
         list(SamzaKinesisStreamReader(options, schema=None).read(partition))
     assert opened == ["memory:task-store-once"]

@@ -1,10 +1,10 @@
-"""The values a shard read is built from: ShardReadSettings (one per task) checks its limits, and read_request
-splits keyword options between the request and the settings, refusing unknown ones by name."""
+"""The values a shard read is built from: ShardReadSettings (one per task) checks its limits, and
+shard_read_args splits keyword options between the ShardRead and the settings, refusing unknown ones by name."""
 
 import pytest
 
 from spark_samza_source.core.errors import InternalError
-from spark_samza_source.kinesis.executor.reader import ShardReadRequest, ShardReadSettings, read_request
+from spark_samza_source.kinesis.executor.reader import ShardRead, ShardReadSettings, shard_read_args
 from spark_samza_source.kinesis.positions import ShardPosition
 
 START = ShardPosition.trim_horizon()
@@ -26,13 +26,13 @@ def test_settings_are_frozen_and_equal_by_value():
 
 def test_shard_read_splits_keywords_between_request_and_settings():
     end = ShardPosition.after_sequence("7")
-    request, settings = read_request("clicks", "shardId-1", START, task="Task-0", recorded_end=end, max_records=3,
-                                   fail_on_data_loss=False, until_arrival_ms=9)
-    assert request == ShardReadRequest("clicks", "shardId-1", START, "Task-0", recorded_end=end, until_arrival_ms=9)
+    read, settings = shard_read_args("clicks", "shardId-1", START, task="Task-0", recorded_end=end, max_records=3,
+                                     fail_on_data_loss=False, until_arrival_ms=9)
+    assert read == ShardRead("clicks", "shardId-1", START, "Task-0", recorded_end=end, until_arrival_ms=9)
     assert (settings.max_records, settings.fail_on_data_loss) == (3, False)
     assert settings.min_call_interval_ms == ShardReadSettings().min_call_interval_ms
 
 
 def test_shard_read_names_an_unknown_option():
     with pytest.raises(TypeError, match="unknown shard read option\\(s\\): max_record, stream_name"):
-        read_request("clicks", "shardId-1", START, task="Task-0", max_record=3, stream_name="x")
+        shard_read_args("clicks", "shardId-1", START, task="Task-0", max_record=3, stream_name="x")

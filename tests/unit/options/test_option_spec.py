@@ -10,9 +10,12 @@ import pytest
 
 from spark_samza_source.core.errors import InternalError
 from spark_samza_source.core.store import validate_namespace
+from spark_samza_source.kafka import options as kafka
 from spark_samza_source.kafka.options import KafkaSourceOptions
+from spark_samza_source.kinesis import options as kinesis
 from spark_samza_source.kinesis.options import KinesisSourceOptions
-from spark_samza_source.options import common, kafka, kinesis, namespaces, reference
+from spark_samza_source.ops import options_reference as reference
+from spark_samza_source.options import common, namespaces
 from spark_samza_source.options.option import Duration, Option, OptionSpec, Text, format_duration
 from spark_samza_source.options.values import parse_duration_ms
 

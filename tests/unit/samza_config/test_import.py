@@ -351,7 +351,7 @@ def test_per_topic_offset_defaults_need_partition_counts():
     result = import_mapping(props, partition_counts={"orders": 3})
     assert json.loads(result.options["startingOffsets"]) == {"orders": {"0": -2, "1": -2, "2": -2}}
     starting = parse_kafka(result.options).starting
-    assert starting == SpecificOffsets({"orders": {0: -2, 1: -2, 2: -2}})
+    assert starting == SpecificOffsets({"orders": {0: -2, 1: -2, 2: -2}}, option="startingOffsets")
 
 
 def test_bad_offset_default_value():

@@ -6,11 +6,11 @@ from __future__ import annotations
 import pytest
 
 from spark_samza_source.core.errors import ConfigError
-from spark_samza_source.kafka.bounded_options import KafkaBoundedOptions
 from spark_samza_source.kafka.options import BOUNDED_ONLY_OPTIONS as KAFKA_BOUNDED_ONLY
+from spark_samza_source.kafka.options import KafkaBoundedOptions
 from spark_samza_source.kafka.starting import ByTimestamp, Earliest, Latest, SpecificOffsets
-from spark_samza_source.kinesis.bounded_options import KinesisBoundedOptions, KinesisEnding
 from spark_samza_source.kinesis.options import BOUNDED_ONLY_OPTIONS as KINESIS_BOUNDED_ONLY
+from spark_samza_source.kinesis.options import KinesisBoundedOptions, KinesisEnding
 from spark_samza_source.kinesis.starting import AtTimestamp, TrimHorizon
 from spark_samza_source.source.bounded_reader import BOUNDED_JOB_NAME, bounded_raw_options, refuse_bounded_only_options
 
@@ -48,11 +48,13 @@ def test_store_without_job_name_is_refused():
 def test_kafka_ending_options():
     assert kafka(endingOffsets="latest").ending == Latest()
     ends = kafka(endingOffsets='{"orders":{"0":5,"1":-1}}').ending
-    assert ends == SpecificOffsets({"orders": {0: 5, 1: -1}}) and ends.option == "endingOffsets"
+    assert ends == SpecificOffsets({"orders": {0: 5, 1: -1}}, option="endingOffsets") and ends.option == "endingOffsets"
     ts = kafka(endingTimestamp="1700000000000").ending
-    assert ts == ByTimestamp(timestamp_ms=1700000000000, strategy="latest")
+    assert ts == ByTimestamp(timestamp_ms=1700000000000, strategy="latest", option="endingTimestamp",
+                             strategy_option="startingOffsetsByTimestampStrategy")
     per = kafka(endingOffsetsByTimestamp='{"orders":{"0":1700000000000}}').ending
-    assert per == ByTimestamp(per_partition={"orders": {0: 1700000000000}}, strategy="latest")
+    assert per == ByTimestamp(per_partition={"orders": {0: 1700000000000}}, strategy="latest",
+                              option="endingOffsetsByTimestamp", strategy_option="startingOffsetsByTimestampStrategy")
 
 
 @pytest.mark.parametrize("extra,message", [
@@ -75,7 +77,8 @@ def test_kinesis_defaults_trim_horizon_to_latest():
     assert opts.source.starting == TrimHorizon() and opts.ending == KinesisEnding()
     at = kinesis(startingPosition="AT_TIMESTAMP:2026-01-01T10:00:00Z",
                  endingPosition="AT_TIMESTAMP:2026-01-01T11:00:00Z")
-    assert at.source.starting == AtTimestamp(1767261600000) and at.ending.until_ms == 1767265200000
+    assert at.source.starting == AtTimestamp(1767261600000, option="startingPosition")
+    assert at.ending.until_ms == 1767265200000
     per = kinesis(endingPosition='{"shardId-000000000000": "49650", "shardId-000000000001": "LATEST"}')
     assert per.ending.per_shard == {"shardId-000000000000": "49650"}
 

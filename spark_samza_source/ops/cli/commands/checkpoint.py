@@ -13,7 +13,7 @@ from .common import Outcome, _header, _open, _where
 # ---- checkpoints ---------------------------------------------------------------------------------------------
 
 
-def _position_text(position: Any) -> str:
+def _position_text(position: Any) -> int | str:
     """A mirrored position for people: Kafka offsets as is, Kinesis positions as ``after 4960...``."""
     if isinstance(position, dict):
         from ....kinesis.errors import PositionFormatError

@@ -1,29 +1,33 @@
-"""The option reference, ``docs/options.md``, rendered from the specs: every option of both sources once, with the
-names it is also accepted under, its default, the values it takes and what it does.
+"""The option reference, ``docs/options.md``, rendered from the specs (``kafka/options.py``, ``kinesis/options.py``):
+every option of both sources once, with the names it is also accepted under, its default, the values it takes and
+what it does. A tool over both systems' options, so it lives above them.
 
 Regenerate after changing an entry (a unit test fails while the committed file differs)::
 
-    python -m spark_samza_source.options.reference > docs/options.md
+    python -m spark_samza_source.ops.options_reference > docs/options.md
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
-from .kafka import KAFKA, REFUSED_CLIENT_SETTINGS
-from .kinesis import KINESIS
-from .option import Option, OptionSpec
+from ..kafka.options import KAFKA, REFUSED_CLIENT_SETTINGS
+from ..kinesis.options import KINESIS
+from ..options.option import Option, OptionSpec
 
 __all__ = ["REGENERATE", "render"]
 
-REGENERATE = "python -m spark_samza_source.options.reference > docs/options.md"
+REGENERATE = "python -m spark_samza_source.ops.options_reference > docs/options.md"
 
 _INTRO = f"""\
 # Options
 
-<!-- Generated from spark_samza_source/options/ by `{REGENERATE}`: edit the entries there, not this file. -->
+<!-- Generated from spark_samza_source/kafka/options.py and kinesis/options.py by `{REGENERATE}`: edit the entries
+there, not this file. -->
 
-Every option of `samza-kafka` and `samza-kinesis`, generated from the option spec (`spark_samza_source/options/`).
+Every option of `samza-kafka` and `samza-kinesis`, generated from the option spec
+(`spark_samza_source/kafka/options.py`, `spark_samza_source/kinesis/options.py`, and `options/common.py` for what
+both take).
 Names are case-insensitive. Both sources check every name when the query is defined (`load()`): an unknown name
 fails with the closest known ones ("did you mean"), and a refused one with the reason and what to use instead.
 Durations are written with their unit: `500ms`, `10s`, `5m`, `12h` or `1d`; a bare number is refused (`0` aside)
