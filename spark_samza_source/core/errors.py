@@ -5,10 +5,18 @@ clear errors apart from bugs; a broken invariant of our own raises an :class:`In
 hierarchy. This module holds the errors both systems and the shared layers raise; each system's own are in its
 ``errors.py`` (``kafka/errors.py``, ``kinesis/errors.py``), the command line's in ``ops/cli/errors.py``
 (``tests/unit/test_error_classes.py`` holds that). Messages name the option, stream or key at fault, what was
-expected and how to fix it. They never contain secrets. """
+expected and how to fix it. They never contain secrets.
 
-# defined in the option spec's leaf (it raises ConfigError and may import nothing above it); re-exported here
+Each of these modules is also its layer's *catalogue*: every user's error is built by a function here (``raise
+errors.data_loss(...)`` at the raise site), so its text lives in one place and starts with its condition, a stable
+name declared as a module constant (``SAMZA_...``) and listed in docs/errors.md (``tests/unit/test_error_catalogue.py``
+holds both: no user's error is built outside a catalogue, and every condition is unique and documented). """
+
+from __future__ import annotations
+
+# defined in the option spec's leaf (it raises them and may import nothing above it); re-exported here
 from ..options.errors import ConfigError as ConfigError
+from ..options.errors import InternalError as InternalError
 from ..options.errors import SamzaSourceError as SamzaSourceError
 
 
@@ -66,13 +74,6 @@ class CheckpointFormatError(SamzaSourceError, ValueError):
 
 class CheckpointDirError(SamzaSourceError):
     """The checkpoint location cannot be read or holds no offset this tool understands."""
-
-
-class InternalError(Exception):
-    """A broken invariant inside this package: a bug to report, never the user's input or environment.
-
-    Deliberately not a :class:`SamzaSourceError`, which marks the errors a user can meet and fix (the fuzz tests
-    accept those and nothing else), so ``except SamzaSourceError`` never swallows a bug."""
 
 
 def extra_install_hint(extra: str) -> str:

@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..core.errors import ConfigError
-from .errors import KafkaSourceError
+from . import errors
 
 __all__ = ["TOKEN_PROVIDER_KEY", "TOKEN_PROVIDER_SETTING", "isolation_level_of", "load_token_provider",
            "with_callbacks"]
@@ -21,9 +21,7 @@ def isolation_level_of(client_conf: Mapping[str, str]) -> str:
     """The ``isolation.level`` both admin and readers use: the user's, else ``read_uncommitted`` (Spark's)."""
     level = client_conf.get("isolation.level", "read_uncommitted").strip().lower()
     if level not in ("read_uncommitted", "read_committed"):
-        raise KafkaSourceError(
-            f"option 'kafka.isolation.level' must be read_uncommitted or read_committed, got {level!r}"
-        )
+        raise errors.isolation_level_invalid(level)
     return level
 
 

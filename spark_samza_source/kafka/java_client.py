@@ -21,6 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from ..core.errors import extra_install_hint
+from . import errors
 from .errors import JaasError
 
 __all__ = ["JAVA_ONLY", "JavaTranslation", "RENAMED", "parse_jaas_config", "translate_java_settings"]
@@ -76,14 +77,14 @@ def parse_jaas_config(value: str) -> tuple[str, dict[str, str]]:
     ``org.apache.kafka.common.security.plain.PlainLoginModule required username="u" password="p";``."""
     match = _JAAS_LINE.match(value)
     if match is None:
-        raise JaasError("expected '<LoginModule class> required key=\"value\" ...;'")
+        raise errors.jaas_config_invalid("expected '<LoginModule class> required key=\"value\" ...;'")
     rest, options, pos = match.group("rest"), {}, 0
     while pos < len(rest):
         if not rest[pos:].strip():
             break
         option = _JAAS_OPTION.match(rest, pos)
         if option is None:
-            raise JaasError("expected key=\"value\" pairs after the control flag")
+            raise errors.jaas_config_invalid("expected key=\"value\" pairs after the control flag")
         quoted = option.group("quoted")
         options[option.group("key")] = (re.sub(r"\\(.)", r"\1", quoted) if quoted is not None
                                         else option.group("bare"))

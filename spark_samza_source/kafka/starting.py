@@ -19,10 +19,10 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from ..core.errors import ConfigError, DataLossError
+from ..core.errors import ConfigError
 from ..core.jobmodel import JobModel
 from ..core.model import SystemStreamPartition
-from ..options.common import FAIL_ON_DATA_LOSS
+from . import errors
 from .positions import DataLoss, OffsetsForTimes, Watermarks
 
 log = logging.getLogger(__name__)
@@ -185,12 +185,7 @@ def _below_log_start(
     task = min(model.tasks_for(ssp), key=lambda t: t.sort_key)
     loss = DataLoss(ssp, task, wanted, m.low)
     if fail_on_data_loss:
-        raise DataLossError(
-            f"option '{option}' asks to start {ssp} at offset {wanted}, below its log start "
-            f"{m.low}: {loss.describe()}. The query stops so nothing is skipped silently. To start at the earliest "
-            f"available offset, give -2 (earliest) for this partition; or set {FAIL_ON_DATA_LOSS.name}=false to "
-            f"go on from offset {m.low} with the loss logged and counted in the progress (latestOffset[\"dataLoss\"])"
-        )
+        raise errors.starting_offset_below_log_start(option, ssp, wanted, m.low, loss.describe())
     log.warning("data loss: %s asks for offset %d of %s: %s; starting at offset %d",
                 option, wanted, ssp, loss.describe(), m.low)
     return loss

@@ -23,7 +23,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .errors import ConfigError
+from .errors import UNKNOWN_OPTION, UNSUPPORTED_OPTION, ConfigError, InternalError
 from .values import Options, is_secret_option
 
 __all__ = [
@@ -248,10 +248,11 @@ def check_option_names(given: Iterable[str], names: OptionNames) -> None:
     for name in sorted(str(n).lower() for n in given):
         if name in refused:
             spelled, why = refused[name]
-            raise ConfigError(f"option '{spelled}' is not supported by {names.source}: {why}")
+            raise ConfigError(f"option '{spelled}' is not supported by {names.source}: {why}",
+                              condition=UNSUPPORTED_OPTION)
         if name in known or name.startswith(prefixes):
             continue
-        raise ConfigError(unknown_option_message(name, names))
+        raise ConfigError(unknown_option_message(name, names), condition=UNKNOWN_OPTION)
 
 
 def unknown_option_message(name: str, names: OptionNames) -> str:
@@ -277,7 +278,7 @@ class OptionSpec:
         for name in (n.lower() for option in self.options for n in (option.name, *option.aliases,
                                                                       *option.deprecated)):
             if name in seen:
-                raise ValueError(f"{self.source}: option name {name!r} declared twice")
+                raise InternalError(f"{self.source}: option name {name!r} declared twice")
             seen.add(name)
 
     def names(self) -> OptionNames:

@@ -191,7 +191,7 @@ class Translation:
         try:
             validate_job_name(folded)
         except ConfigError as err:
-            raise ConfigError(f"{self.name(name_key)}/{self.name(id_key)}: {err}") from None
+            raise ConfigError(f"{self.name(name_key)}/{self.name(id_key)}: {err.detail}") from None
         if job_id != "1":
             self.notes.append(f"{id_key}={job_id} is folded into {JOB_NAME.name} '{folded}' (Samza identifies a "
                               f"job by {name_key} and {id_key}; id 1, the default, is left out)")

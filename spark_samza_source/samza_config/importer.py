@@ -48,7 +48,7 @@ def import_properties(
         return import_mapping(read_properties(path), system=system, stream=stream,
                               partition_counts=partition_counts)
     except ConfigError as err:
-        raise ConfigError(f"{os.fspath(path)}: {err}") from None
+        raise ConfigError(f"{os.fspath(path)}: {err.detail}") from None
 
 
 def import_mapping(

@@ -146,7 +146,7 @@ def test_the_graph_holds_module_level_and_function_level_imports():
     # Guards the tests below against passing on an empty or partial graph.
     edges = graph()
     assert f"{PACKAGE}.kafka.starting" in edges[f"{PACKAGE}.kafka.options"]
-    assert f"{PACKAGE}.options.common" in edges[f"{PACKAGE}.kafka.starting"]
+    assert f"{PACKAGE}.options.common" in edges[f"{PACKAGE}.kafka.errors"]
     assert f"{PACKAGE}.kafka.driver.coordinator" in edges[f"{PACKAGE}.kafka.source"]  # inside a function
     assert f"{PACKAGE}.metadata.dynamodb" in edges[f"{PACKAGE}.metadata"]  # loaded when its URI is opened
     assert f"{PACKAGE}.core.store" in edges[f"{PACKAGE}.core.checkpoint"]

@@ -130,13 +130,15 @@ def test_python_callback_settings_of_confluent_kafka_are_refused(setting):
 @pytest.mark.parametrize("name", sorted(kafka_options.REFUSED))
 def test_each_option_samza_kafka_refuses_fails_with_its_reason(name):
     message = error_of(kafka, **{name: "4"})
-    assert message == f"option '{name}' is not supported by samza-kafka: {kafka_options.REFUSED[name]}"
+    assert message == (f"[SAMZA_UNSUPPORTED_OPTION] option '{name}' is not supported by samza-kafka: "
+                       f"{kafka_options.REFUSED[name]}")
 
 
 @pytest.mark.parametrize("name", sorted(kinesis_options.REFUSED))
 def test_each_option_samza_kinesis_refuses_fails_with_its_reason(name):
     message = error_of(kinesis, **{name: "4"})
-    assert message == f"option '{name}' is not supported by samza-kinesis: {kinesis_options.REFUSED[name]}"
+    assert message == (f"[SAMZA_UNSUPPORTED_OPTION] option '{name}' is not supported by samza-kinesis: "
+                       f"{kinesis_options.REFUSED[name]}")
 
 
 def test_the_refusal_reasons_say_what_to_do():

@@ -35,6 +35,8 @@ from confluent_kafka import (
 )
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
+from ...core.errors import InternalError
+from .. import errors
 from ..client_conf import isolation_level_of, with_callbacks
 from ..errors import KafkaSourceError
 from ..options import (
@@ -124,7 +126,7 @@ class KafkaAdmin:
                 try:
                     self._admin = AdminClient(conf)
                 except KafkaException as err:
-                    raise KafkaSourceError(f"cannot create a Kafka admin client {self._where()}: {_msg(err)}") from None
+                    raise errors.admin_client_not_created(self._where(), _msg(err)) from None
             return self._admin
 
     def _on_client_error(self, err: KafkaError) -> None:
@@ -139,11 +141,8 @@ class KafkaAdmin:
         err = self._auth_error
         if err is None:
             return None
-        return KafkaSourceError(
-            f"Kafka authentication failed {self._where()}: {err.str()}. Check the options kafka.security.protocol, "
-            f"kafka.sasl.mechanism and the credentials (kafka.sasl.username / kafka.sasl.password, or the "
-            f"token of '{OAUTHBEARER_TOKEN_PROVIDER.name}')"
-        )
+        return errors.authentication_failed(self._where(), err.str(),
+                                            token_provider_option=OAUTHBEARER_TOKEN_PROVIDER.name)
 
     def _deadline(self) -> float:
         return time.monotonic() + self._timeout_s
@@ -176,7 +175,7 @@ class KafkaAdmin:
                 last = err
                 kerr = err.args[0] if err.args and isinstance(err.args[0], KafkaError) else None
                 if kerr is not None and not (kerr.retriable() or kerr.code() in _RETRIABLE):
-                    raise KafkaSourceError(f"Kafka operation '{what}' failed {self._where()}: {_msg(err)}") from None
+                    raise errors.operation_failed(what, self._where(), _msg(err)) from None
                 momentary = kerr is not None and kerr.code() in _MOMENTARY
             except TimeoutError as err:  # concurrent.futures.TimeoutError is TimeoutError on 3.11
                 last, momentary = err, False
@@ -192,13 +191,8 @@ class KafkaAdmin:
                             self._where(), _msg(last) or type(last).__name__, left,
                             f" ({self._timeout_option})" if self._timeout_option else "")
             time.sleep(min(_RETRY_BACKOFF_S, max(0.0, left)))
-        option = (f" (option '{self._timeout_option}'; raise it to ride out longer outages)"
-                  if self._timeout_option else "")
-        raise KafkaSourceError(
-            f"Kafka operation '{what}' did not complete within {self._timeout_s:g} s{option} {self._where()}"
-            + (f": {_msg(last)}" if last is not None and str(last) else "")
-            + ". Is the cluster reachable from the driver?"
-        )
+        raise errors.operation_timed_out(what, self._timeout_s, self._timeout_option, self._where(),
+                                         _msg(last) if last is not None and str(last) else "")
 
     # ---- topics -------------------------------------------------------------------------------------------
     def _topic_partitions(self, left: float) -> dict[str, int | KafkaError]:
@@ -224,7 +218,7 @@ class KafkaAdmin:
         just created) are retried until the API timeout.
         """
         if (topics is None) == (pattern is None):
-            raise ValueError("give exactly one of topics or pattern")
+            raise InternalError("give exactly one of topics or pattern")
         wanted = sorted(set(topics)) if topics is not None else None
         regex = re.compile(pattern) if isinstance(pattern, str) else pattern
         if wanted is not None:
@@ -238,10 +232,8 @@ class KafkaAdmin:
             if wanted is not None:
                 missing = [t for t in wanted if t not in found]
                 if missing:
-                    raise KafkaSourceError(
-                        f"Kafka topic(s) {', '.join(repr(t) for t in missing)} not found {self._where()}; "
-                        f"check the topic names in '{SUBSCRIBE.name}' / '{ASSIGN.name}' and that the topics exist"
-                    )
+                    raise errors.topics_not_found(missing, self._where(), subscribe_option=SUBSCRIBE.name,
+                                                  assign_option=ASSIGN.name)
                 names = wanted
             else:
                 assert regex is not None  # exactly one of topics and pattern, checked above
@@ -392,12 +384,16 @@ class KafkaAdmin:
             except KafkaException as err:
                 kerr = err.args[0] if err.args and isinstance(err.args[0], KafkaError) else None
                 if kerr is not None and kerr.code() == KafkaError.UNKNOWN_MEMBER_ID:
-                    raise KafkaSourceError(_active_group(group_id, self._where())) from None
+                    raise errors.group_has_active_members(
+                        group_id, self._where(), group_id_option=KAFKA_GROUP_ID.name,
+                        group_id_prefix_option=GROUP_ID_PREFIX.name) from None
                 raise
             bad = [tp for tp in result.topic_partitions or [] if tp.error is not None]
             if bad:
                 if bad[0].error.code() == KafkaError.UNKNOWN_MEMBER_ID:
-                    raise KafkaSourceError(_active_group(group_id, self._where()))
+                    raise errors.group_has_active_members(
+                        group_id, self._where(), group_id_option=KAFKA_GROUP_ID.name,
+                        group_id_prefix_option=GROUP_ID_PREFIX.name)
                 raise KafkaException(bad[0].error)
 
         self._retrying(what, attempt)
@@ -432,12 +428,6 @@ class KafkaAdmin:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def _active_group(group_id: str, where: str) -> str:
-    return (f"consumer group '{group_id}' has active members {where}: Kafka takes offsets from outside a group "
-            "only while it is empty. Another consumer uses this group id; give this query a group of its own "
-            f"(option '{KAFKA_GROUP_ID.name}' or '{GROUP_ID_PREFIX.name}')")
 
 
 def _msg(err: BaseException | None) -> str:

@@ -25,7 +25,6 @@ from ...core.copartition import check_copartitioning
 from ...core.errors import (
     ConfigError,
     InternalError,
-    MetadataStoreError,
     PartitionExpansionError,
     SamzaSourceError,
 )
@@ -35,8 +34,9 @@ from ...core.jobmodel import JobModel
 from ...core.jobmodel_store import JobModelStore
 from ...core.model import SystemStream, SystemStreamPartition, TaskName, TaskSsp
 from ...metadata.lease import offset_identity
-from ...options.common import BROADCAST, FAIL_ON_DATA_LOSS, JOB_NAME, RETRY_TIMEOUT
+from ...options.common import BROADCAST, JOB_NAME, RETRY_TIMEOUT
 from ...source.job_coordinator import JobCoordinator, WritesBehind
+from .. import errors
 from ..input_partition import KafkaRange
 from ..options import (
     ASSIGN,
@@ -136,10 +136,7 @@ class KafkaCoordinator(JobCoordinator[KafkaOffset, KafkaSourceOptions, KafkaRang
             for topic, parts in opts.assign.items():
                 for p in parts:
                     if p >= counts[topic]:
-                        raise ConfigError(
-                            f"option '{ASSIGN.name}' names partition {p} of topic '{topic}', which has only "
-                            f"{counts[topic]} partitions (0..{counts[topic] - 1})"
-                        )
+                        raise errors.assigned_partition_missing(topic, p, counts[topic], assign_option=ASSIGN.name)
                     ssps.append(SystemStreamPartition(SYSTEM, topic, p))
         else:
             if opts.topics is not None:
@@ -198,11 +195,7 @@ class KafkaCoordinator(JobCoordinator[KafkaOffset, KafkaSourceOptions, KafkaRang
             model = self.job_models.current()
         except SamzaSourceError as err:
             if not reset:
-                # a store that cannot be read stays a MetadataStoreError, a value that cannot be parsed a user error
-                raise (MetadataStoreError if isinstance(err, MetadataStoreError) else SamzaSourceError)(
-                    f"the job model stored for {JOB_NAME.name}={job} cannot be read ({err}); set "
-                    f"{JOB_MODEL_RESET.name}=true to replace it with a new one"
-                ) from None
+                raise errors.stored_job_model_unreadable(err, job, reset_option=JOB_MODEL_RESET.name) from None
             self._log_reset(quiet)  # unreadable, and replaced anyway
             return None
         if model is None:
@@ -247,20 +240,10 @@ class KafkaCoordinator(JobCoordinator[KafkaOffset, KafkaSourceOptions, KafkaRang
         refused = [t for t in gone if t not in allowed]
         if refused:
             counts = {t: len([s for s in previous.ssps() if s.stream == t]) for t in refused}
-            raise PartitionExpansionError(
-                f"topic(s) {', '.join(f'{t!r} ({counts[t]} partitions)' for t in refused)} are in the job model of "
-                f"{JOB_NAME.name}={self.options.job_name} but no longer read: deleted, or no longer matched by "
-                f"'{SUBSCRIBE.name}' / '{SUBSCRIBE_PATTERN.name}' / '{ASSIGN.name}'. Fixed tasks keep every "
-                "topic's tasks, so a topic leaves only when you say so: to drop it (its positions and the tasks "
-                "holding only it are forgotten; every other topic keeps its tasks and positions, the checkpoint is "
-                "kept) add it to "
-                f"the option '{DROP_TOPICS.name}', e.g. .option('{DROP_TOPICS.name}', '{','.join(refused)}'). "
-                "If it was deleted by mistake, re-create it with the same partition count (a re-created topic is "
-                f"data loss: see {FAIL_ON_DATA_LOSS.name})."
-                + (f" This query starts from the job model stored for {JOB_NAME.name}={self.options.job_name}; to "
-                   f"regroup from the current partitions instead (new tasks, state per task lost), set "
-                   f"{JOB_MODEL_RESET.name}=true." if stored_model else "")
-            )
+            raise errors.topics_left_job(
+                refused, counts, self.options.job_name, bool(stored_model), subscribe_option=SUBSCRIBE.name,
+                subscribe_pattern_option=SUBSCRIBE_PATTERN.name, assign_option=ASSIGN.name,
+                drop_topics_option=DROP_TOPICS.name, reset_option=JOB_MODEL_RESET.name)
         for topic in gone:
             log.warning("topic '%s' leaves job %s (%s): its partitions are removed from the job model and their "
                         "positions forgotten; the other topics keep their tasks and positions", topic,
@@ -273,11 +256,8 @@ class KafkaCoordinator(JobCoordinator[KafkaOffset, KafkaSourceOptions, KafkaRang
         try:
             self._grouper.group(stored, ssps, broadcast)
         except PartitionExpansionError as err:
-            raise PartitionExpansionError(
-                f"{err} This query starts from the job model stored for {JOB_NAME.name}={self.options.job_name}; to "
-                f"regroup from the current partitions instead (new tasks, state per task lost), set "
-                f"{JOB_MODEL_RESET.name}=true."
-            ) from None
+            raise errors.stored_job_model_not_restorable(err, self.options.job_name,
+                                                         reset_option=JOB_MODEL_RESET.name) from None
 
     def topic_ids(self, model: JobModel, more=()) -> dict[str, str]:
         """The Kafka topic ID of every topic ``model`` (and the SSPs ``more``) reads."""

@@ -27,6 +27,7 @@ from ...core.errors import FormatVersionError, OffsetFormatError
 from ...core.jobmodel import JobModel
 from ...core.json_text import decode_offset, loads
 from ...core.model import SystemStreamPartition, TaskName, TaskSsp, by_task_json, parse_ssp_key
+from .. import errors
 
 # 3: the job model's task list is left out when the positions spell it out (every task holds an SSP and every
 #    (task, SSP) has a position): about half the size for one-partition tasks.
@@ -197,24 +198,21 @@ class KafkaOffset:
     @classmethod
     def _from_json(cls, value: Any) -> KafkaOffset:
         if not isinstance(value, dict):
-            raise OffsetFormatError(f"offset must be a JSON object, got {type(value).__name__}")
+            raise errors.offset_invalid(f"offset must be a JSON object, got {type(value).__name__}")
         version = value.get("version")
         if not isinstance(version, int) or isinstance(version, bool):
-            raise OffsetFormatError("offset lacks an integer 'version'")
+            raise errors.offset_invalid("offset lacks an integer 'version'")
         if version > OFFSET_FORMAT_VERSION:
-            raise FormatVersionError(
-                f"offset format version {version} is newer than this release understands "
-                f"({OFFSET_FORMAT_VERSION}); upgrade spark-samza-source on the driver"
-            )
+            raise errors.offset_version_unknown(version, OFFSET_FORMAT_VERSION)
         job_model = JobModel.from_json(_with_tasks(value["jobModel"], value.get("positions"), version))
 
         def nested(obj: Any, conv) -> dict[TaskSsp, Any]:
             if not isinstance(obj, dict):
-                raise OffsetFormatError("expected an object of task -> {ssp: value}")
+                raise errors.offset_invalid("expected an object of task -> {ssp: value}")
             out: dict[TaskSsp, Any] = {}
             for task_name, inner in obj.items():
                 if not isinstance(inner, dict):
-                    raise OffsetFormatError(f"task {task_name!r:.80} must map to an object")
+                    raise errors.offset_invalid(f"task {task_name!r:.80} must map to an object")
                 task = TaskName.from_json(task_name)
                 for key, item in inner.items():
                     out[(task, parse_ssp_key(key))] = conv(item)
@@ -224,14 +222,14 @@ class KafkaOffset:
         model_pairs = {(t, ssp) for t, ssps in job_model.tasks.items() for ssp in ssps}
         if model_pairs and not positions:
             # An offset this source wrote always has positions; none would re-read every partition from its start.
-            raise OffsetFormatError(
+            raise errors.offset_invalid(
                 f"'positions' is empty while the job model has {len(job_model.tasks)} task(s) reading "
                 f"{len(job_model.ssps())} partition(s); the offset was edited or damaged"
             )
         stray = sorted(k for k in positions if k not in model_pairs)
         if stray:
             task, ssp = stray[0]
-            raise OffsetFormatError(
+            raise errors.offset_invalid(
                 f"'positions' has {ssp.key} in task {task.name!r}, which the offset's job model does not give that "
                 "task; the offset was edited or damaged"
             )
@@ -239,24 +237,25 @@ class KafkaOffset:
         applied = nested(value.get("applied", {}), _as_int)
         barriers_json = value.get("barriers", {})
         if not isinstance(barriers_json, dict):
-            raise OffsetFormatError("'barriers' must be an object")
+            raise errors.offset_invalid("'barriers' must be an object")
         barriers = {}
         for key, item in barriers_json.items():
             held: tuple[Barrier, ...]
             if version == 1:  # one sibling per new partition, held from its start
                 if not isinstance(item, dict):
-                    raise OffsetFormatError(f"barrier {key!r:.80} must be an object")
+                    raise errors.offset_invalid(f"barrier {key!r:.80} must be an object")
                 held = (Barrier(0, 0, {parse_ssp_key(item["sibling"]): _as_int(item["drainTo"])}),)
             else:
                 if not isinstance(item, list) or not item:
-                    raise OffsetFormatError(f"barriers of {key!r:.80} must be a non-empty list")
+                    raise errors.offset_invalid(f"barriers of {key!r:.80} must be a non-empty list")
                 held = tuple(_barrier_from_json(b) for b in item)
             barriers[parse_ssp_key(key)] = held
         topic_ids = value.get("topicIds", {})
         if not isinstance(topic_ids, dict) or not all(
             isinstance(k, str) and isinstance(v, str) and v for k, v in topic_ids.items()
         ):
-            raise OffsetFormatError(f"'topicIds' must be an object of topic -> topic ID string, got {topic_ids!r:.120}")
+            raise errors.offset_invalid(
+                f"'topicIds' must be an object of topic -> topic ID string, got {topic_ids!r:.120}")
         return cls(job_model, positions, rebases, barriers, applied, topic_ids)
 
     @classmethod
@@ -295,13 +294,13 @@ def _with_tasks(model_json: Any, positions_json: Any, version: int) -> Any:
     if version < 3 or not isinstance(model_json, dict) or "tasks" in model_json:
         return model_json
     if not isinstance(positions_json, dict) or not all(isinstance(v, dict) for v in positions_json.values()):
-        raise OffsetFormatError("the job model has no 'tasks' and 'positions' is not an object of task -> "
+        raise errors.offset_invalid("the job model has no 'tasks' and 'positions' is not an object of task -> "
                                 "{ssp: offset} to rebuild them from")
     expected = _as_int(model_json.get("taskSsps"))
     held = sum(len(inner) for inner in positions_json.values())
     if held != expected:
         holds = "is empty" if held == 0 else f"holds {held} (task, SSP) pair(s)"
-        raise OffsetFormatError(f"'positions' {holds} while the job model has {expected} (task, SSP) pair(s); the "
+        raise errors.offset_invalid(f"'positions' {holds} while the job model has {expected} (task, SSP) pair(s); the "
                                 "offset was edited or damaged")
     tasks = {task: [parse_ssp_key(key).to_json() for key in inner] for task, inner in positions_json.items()}
     return {**{k: v for k, v in model_json.items() if k != "taskSsps"}, "tasks": tasks}
@@ -309,7 +308,7 @@ def _with_tasks(model_json: Any, positions_json: Any, version: int) -> Any:
 
 def _as_int(value: Any) -> int:
     if not isinstance(value, int) or isinstance(value, bool):
-        raise OffsetFormatError(f"expected an integer position, got {value!r:.80}")
+        raise errors.offset_invalid(f"expected an integer position, got {value!r:.80}")
     return value
 
 
@@ -319,16 +318,16 @@ def _optional_int(value: Any) -> int | None:
 
 def _barrier_from_json(value: Any) -> Barrier:
     if not isinstance(value, dict) or not isinstance(value.get("feeders"), dict) or not value["feeders"]:
-        raise OffsetFormatError(f"bad barrier {value!r:.120}")
+        raise errors.offset_invalid(f"bad barrier {value!r:.120}")
     feeders = {parse_ssp_key(k): _optional_int(v) for k, v in value["feeders"].items()}
     settle_until = _optional_int(value.get("settleUntil"))
     if (settle_until is None) == any(t is None for t in feeders.values()):
-        raise OffsetFormatError(f"bad barrier {value!r:.120}: feeder targets are null exactly while it settles")
+        raise errors.offset_invalid(f"bad barrier {value!r:.120}: feeder targets are null exactly while it settles")
     return Barrier(_as_int(value["grownTo"]), _optional_int(value.get("holdAt")), feeders, settle_until)
 
 
 def _rebase_from_json(value: Any) -> Rebase:
     if not isinstance(value, dict) or value.get("reason") not in REBASE_REASONS:
-        raise OffsetFormatError(f"bad rebase {value!r:.120}")
+        raise errors.offset_invalid(f"bad rebase {value!r:.120}")
     ts = value.get("creationTimestamp")
     return Rebase(_as_int(value["position"]), value["reason"], None if ts is None else _as_int(ts))

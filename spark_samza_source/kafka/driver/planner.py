@@ -22,6 +22,7 @@ from ...core.expansion import DefaultPartitionExpansionAlgorithm, PartitionExpan
 from ...core.jobmodel import JobModel
 from ...core.model import SystemStream, SystemStreamPartition, TaskName, TaskSsp
 from ...options.common import FAIL_ON_DATA_LOSS
+from .. import errors
 from ..options import DRAIN_FIRST
 from ..positions import DataLoss, Watermarks
 from .offset import (
@@ -60,13 +61,7 @@ def recreated_topics(previous: KafkaOffset, topic_ids: Mapping[str, str]) -> dic
 
 
 def recreated_topic_error(topic: str, ids: tuple[str, str]) -> DataLossError:
-    return DataLossError(
-        f"topic '{topic}' was deleted and re-created: its topic ID is {ids[1]}, the checkpoint's positions belong "
-        f"to topic ID {ids[0]}. Records of the old topic the query had not read are gone, and its positions mean "
-        "nothing in the new one. The query stops so nothing is skipped silently. To read the new topic from its "
-        f"start with the loss reported, restart with {FAIL_ON_DATA_LOSS.name}=false; or write a Startpoint for "
-        "each of its partitions to choose where to begin"
-    )
+    return errors.topic_recreated(topic, ids)
 
 
 @dataclass
@@ -276,11 +271,7 @@ def start_positions(inputs: PlanInputs, recreated: Mapping[str, tuple[str, str]]
 def unreported_start(inputs: PlanInputs, task: TaskName, ssp: SystemStreamPartition) -> int | None:
     """The position kept for an SSP the broker no longer reports (None: never read), or raise."""
     if inputs.rules.fail_on_data_loss:
-        raise DataLossError(
-            f"{ssp} (task {task}) is in the job model but the broker no longer reports it "
-            "(partition or topic deleted?). Check the topic; to go on without it, restart with "
-            f"{FAIL_ON_DATA_LOSS.name}=false"
-        )
+        raise errors.partition_gone(ssp, task)
     previous = inputs.previous
     kept = previous.positions.get((task, ssp))
     if kept is None:
@@ -348,7 +339,7 @@ def checked_against_log(start: _Start, key: TaskSsp, marks: Watermarks, fail_on_
             f"what {FAIL_ON_DATA_LOSS.name}=false does, reporting the loss)."
         )
     if fail_on_data_loss:
-        raise DataLossError(f"{described}. The query stops so nothing is skipped silently. {advice}")
+        raise (errors.planned_data_loss if position < marks.low else errors.offset_past_log_end)(described, advice)
     log.warning("data loss: %s; continuing from offset %d", described, marks.low)
     return _Start(marks.low, Rebase(marks.low, REBASE_DATA_LOSS), loss)
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from ...core.errors import StartpointFormatError
 from ...core.model import SystemStreamPartition
 from ...core.startpoint import (
     StartpointOldest,
@@ -19,6 +18,7 @@ from ...core.startpoint import (
     StartpointUpcoming,
     StartpointVisitor,
 )
+from .. import errors
 from ..positions import OffsetsForTimes, Watermarks
 
 
@@ -47,7 +47,7 @@ class KafkaStartpointResolver(StartpointVisitor[int]):
     def visit_specific(self, ssp: SystemStreamPartition, startpoint: StartpointSpecific) -> int:
         problem = kafka_startpoint_problem(startpoint)
         if problem is not None:
-            raise StartpointFormatError(f"{problem} (for {ssp})")
+            raise errors.startpoint_invalid(problem, ssp)
         return int(startpoint.position.strip())
 
     def visit_timestamp(self, ssp: SystemStreamPartition, startpoint: StartpointTimestamp) -> int:

@@ -29,8 +29,9 @@ from typing import Any
 
 from confluent_kafka import Consumer, KafkaException
 
+from ...core.errors import InternalError
+from .. import errors
 from ..client_conf import isolation_level_of, with_callbacks
-from ..errors import KafkaSourceError
 
 __all__ = [
     "ConsumerCache",
@@ -142,9 +143,8 @@ def _new_consumer(conf: dict[str, str]) -> Consumer:
     try:
         return Consumer(full)
     except KafkaException as err:
-        raise KafkaSourceError(
-            f"cannot create a Kafka consumer (bootstrap servers {conf.get('bootstrap.servers', '?')}): "
-            f"{err.args[0].str() if err.args and hasattr(err.args[0], 'str') else err}"
+        raise errors.consumer_not_created(
+            conf.get('bootstrap.servers', '?'), err.args[0].str() if err.args and hasattr(err.args[0], 'str') else err
         ) from None
 
 
@@ -161,7 +161,7 @@ class ConsumerCache:
     def __init__(self, capacity: int = DEFAULT_CAPACITY,
                  factory: Callable[[dict[str, str]], Consumer] = _new_consumer, *, is_native: bool = False) -> None:
         if capacity < 0:
-            raise ValueError("capacity must be >= 0")
+            raise InternalError("capacity must be >= 0")
         self._capacity = capacity
         self._factory = factory
         self.is_native = is_native  # holds the native reader's consumers (native_reader.py), not confluent-kafka's
@@ -182,7 +182,7 @@ class ConsumerCache:
 
     def set_capacity(self, capacity: int) -> None:
         if capacity < 0:
-            raise ValueError("capacity must be >= 0")
+            raise InternalError("capacity must be >= 0")
         with self._lock:
             self._capacity = capacity
             evicted = self._trim()

@@ -29,8 +29,8 @@ from types import ModuleType
 
 import pyarrow as pa
 
+from .. import errors
 from ..client_conf import TOKEN_PROVIDER_KEY
-from ..errors import KafkaSourceError
 from ..input_partition import KafkaRange
 from ..options import READ_PATH
 from ..schema import kafka_arrow_schema
@@ -40,11 +40,6 @@ __all__ = ["native_unavailable_reason", "choose_read_path", "NativeBackend", "na
            "new_native_consumer", "forward_librdkafka_logs"]
 
 log = logging.getLogger(__name__)
-
-_HOW_TO_FIX = ("reinstall spark-samza-source from the platform wheel for this OS and CPU (a manylinux wheel: "
-               "docs/deployment.md, 'Which wheel'), not the pure py3-none-any one (or run `make setup` where a C "
-               "compiler exists), and confluent-kafka from its wheel, or set the option "
-               f"'{READ_PATH.name}' to 'auto' or 'python'")
 
 # librdkafka's log lines go where the Python path's go (consumer_cache gives confluent-kafka this logger)
 _LIBRDKAFKA_LOG = logging.getLogger("spark_samza_source.kafka.executor.consumer_cache")
@@ -120,8 +115,7 @@ def choose_read_path(settings: KafkaReadSettings, client_conf: Mapping[str, str]
     if why is None:
         return _chosen("native", "extension and librdkafka loaded")
     if asked == "native":
-        raise KafkaSourceError(f"option '{READ_PATH.name}' is 'native' but the native Kafka reader cannot run "
-                               f"here: {why}. To fix: {_HOW_TO_FIX}")
+        raise errors.native_reader_unavailable(why, asked=True, read_path_option=READ_PATH.name)
     return _chosen("python", f"native reader unavailable: {why}")
 
 
@@ -138,7 +132,7 @@ def native_consumer_class() -> type:
     """The extension's consumer type (librdkafka loaded); raises like ``readPath=native`` where unavailable."""
     ext, why = _load()
     if ext is None:
-        raise KafkaSourceError(f"the native Kafka reader cannot run here: {why}. To fix: {_HOW_TO_FIX}")
+        raise errors.native_reader_unavailable(why, asked=False, read_path_option=READ_PATH.name)
     return ext.NativeConsumer
 
 
@@ -148,8 +142,7 @@ def new_native_consumer(conf: dict[str, str]):
     try:
         return consumer_class(sorted(conf.items()))
     except (RuntimeError, ValueError) as err:  # names a property, never a value
-        raise KafkaSourceError(f"cannot create a Kafka consumer (bootstrap servers "
-                               f"{conf.get('bootstrap.servers', '?')}): {err}") from None
+        raise errors.consumer_not_created(conf.get('bootstrap.servers', '?'), err) from None
 
 
 def forward_librdkafka_logs(consumer) -> None:

@@ -23,8 +23,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from confluent_kafka import KafkaError
 
-from ..errors import KafkaSourceError
+from .. import errors
 from ..input_partition import KafkaRange
+from ..options import POLL_TIMEOUT
 from .read_settings import KafkaReadSettings
 from .reader_rules import (
     CONSUME_BYTES,
@@ -40,8 +41,6 @@ from .reader_rules import (
     WAIT_BYTES_TOTAL,
     clamped_timestamps,
     data_loss,
-    record_too_large,
-    stalled_error,
 )
 
 __all__ = ["ReadBackend", "RangeReadControl", "FATAL", "ERROR_EVENT", "GAP_EVENT"]
@@ -207,7 +206,7 @@ class RangeReadControl:
         """Fatal: fail. Out of range / partition gone on a live range: decide on data loss. Else librdkafka
         retries by itself; the text is kept for the stall error."""
         if code == FATAL:
-            raise KafkaSourceError(f"Kafka consumer failed in task {self.task!r}: {text}")
+            raise errors.consumer_failed(self.task, text)
         live = i >= 0 and not self.b.state(i)[3]
         if live and code in OUT_OF_RANGE:
             self._out_of_range(i)
@@ -221,8 +220,7 @@ class RangeReadControl:
         try:
             return self.b.watermarks(i, self.query_timeout_ms)
         except self.b.query_errors as err:
-            raise KafkaSourceError(f"task {self.task!r}: cannot read the log start/end offsets of {self.labels[i]} "
-                                   f"to check for data loss: {err}") from None
+            raise errors.watermarks_unavailable(self.task, self.labels[i], err) from None
 
     def _out_of_range(self, i: int) -> None:
         """Below the log start or at/after its end: data loss (the rest of the range or up to the new start).
@@ -242,10 +240,7 @@ class RangeReadControl:
         else:
             self.repositions[i] += 1
             if self.repositions[i] > MAX_REPOSITION:
-                raise KafkaSourceError(
-                    f"task {self.task!r}: the broker keeps answering 'offset out of range' for {self.labels[i]} at "
-                    f"offset {nxt} although the log holds offsets {low}..{high - 1}"
-                )
+                raise errors.out_of_range_repeated(self.task, self.labels[i], nxt, low, high)
             self.b.reposition(i, nxt)
         self.last_progress = time.monotonic()
 
@@ -302,7 +297,8 @@ class RangeReadControl:
             nxt, _, _, done, _ = self.b.state(i)
             if not done:
                 pending.append(f"{self.labels[i]} at offset {nxt} of [{rng.start}, {rng.end})")
-        raise stalled_error(self.task, self.poll_timeout_s, pending, self.last_error)
+        raise errors.poll_timed_out(self.task, self.poll_timeout_s, pending, self.last_error,
+                                    poll_timeout_option=POLL_TIMEOUT.name)
 
     # ---- batches ------------------------------------------------------------------------------------------
     def _emit(self, i: int) -> pa.RecordBatch:
@@ -310,7 +306,7 @@ class RangeReadControl:
         next batch is prefetched while the other ranges take their turn."""
         rows, offset, column, size = self.b.cut(i, self.max_rows, self.max_bytes, self.max_column_bytes)
         if rows == 0:
-            raise record_too_large(self.task, self.labels[i], offset, column, size, self.max_column_bytes)
+            raise errors.record_too_large(self.task, self.labels[i], offset, column, size, self.max_column_bytes)
         batch = self.b.emit(i, rows)
         self._check_timestamps(i, batch)
         _, rows, vbytes, done, paused = self.b.state(i)

@@ -25,7 +25,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from confluent_kafka import Consumer, KafkaError, Message, TopicPartition
 
-from ..errors import KafkaSourceError
+from ...core.errors import InternalError
+from .. import errors
 from ..input_partition import KafkaRange
 from ..options import INCLUDE_HEADERS, READ_PATH
 from ..schema import kafka_arrow_schema
@@ -83,11 +84,11 @@ def read_ranges(
     if settings is None:
         settings = KafkaReadSettings(**fields)
     elif fields:
-        raise TypeError(f"read_ranges takes settings or its fields, not both ({', '.join(fields)})")
+        raise InternalError(f"read_ranges takes settings or its fields, not both ({', '.join(fields)})")
     seen_tps: set[tuple[str, int]] = set()
     for r in ranges:
         if (r.topic, r.partition) in seen_tps:
-            raise ValueError(f"partition {r.topic}[{r.partition}] appears twice in the ranges of task {task!r}")
+            raise InternalError(f"partition {r.topic}[{r.partition}] appears twice in the ranges of task {task!r}")
         seen_tps.add((r.topic, r.partition))
     work = [r for r in ranges if r.size > 0]
     if not work:
@@ -95,7 +96,7 @@ def read_ranges(
     native = choose_read_path(settings, client_conf) == "native"
     if cache is not None and cache.is_native != native:
         if settings.read_path != "auto":
-            raise ValueError(f"read_ranges: the {settings.read_path} read path needs a cache of its consumers "
+            raise InternalError(f"read_ranges: the {settings.read_path} read path needs a cache of its consumers "
                              f"({'ConsumerCache.native' if native else 'ConsumerCache'})")
         native = cache.is_native  # auto with a caller's cache: the path whose consumers it holds
     pool = cache if cache is not None else default_cache(native=native)
@@ -269,11 +270,9 @@ class _PythonBackend:
             return got
         except (SystemError, UnicodeDecodeError):
             m = msgs[len(got)]
-        raise KafkaSourceError(
-            f"task {self.task!r}: the record at offset {m.offset()} of {p.rng.topic}[{p.rng.partition}] has a header "
-            f"key that is not valid UTF-8, which the Python read path (confluent-kafka) cannot decode. To read it: "
-            f"use the native read path (option '{READ_PATH.name}' 'auto' or 'native' where it is built), which "
-            f"replaces invalid bytes with U+FFFD, or leave headers out (option '{INCLUDE_HEADERS.name}' false)")
+        raise errors.header_key_not_utf8(self.task, m.offset(), f"{p.rng.topic}[{p.rng.partition}]",
+                                         read_path_option=READ_PATH.name,
+                                         include_headers_option=INCLUDE_HEADERS.name)
 
     def emit(self, i: int, rows: int) -> pa.RecordBatch:
         """The batch of the next ``rows`` records of range ``i``, from the columns :meth:`cut` measured."""

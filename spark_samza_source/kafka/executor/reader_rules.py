@@ -14,9 +14,8 @@ import pyarrow.compute as pc
 from confluent_kafka import KafkaError
 
 from ...options.common import FAIL_ON_DATA_LOSS
-from ..errors import KafkaDataLossError, KafkaSourceError
+from .. import errors
 from ..input_partition import KafkaRange
-from ..options import POLL_TIMEOUT
 
 log = logging.getLogger("spark_samza_source.kafka.executor.reader")  # one logger for both paths' warnings
 
@@ -66,18 +65,6 @@ def batch_cut(sizes: Mapping[str, pa.Array], fixed: Mapping[str, int], max_rows:
     return fits, "", 0
 
 
-def record_too_large(task: str, label: str, offset: int, column: str, size: int, limit: int) -> KafkaSourceError:
-    """The record at ``offset`` of ``label`` does not fit in one Arrow batch: its ``column`` alone holds ``size``
-    bytes, more than ``limit``."""
-    return KafkaSourceError(
-        f"task {task!r}: the record at offset {offset} of {label} cannot be read: it has {size} bytes in the "
-        f"{column} column, more than one Arrow batch column holds ({limit} bytes, Arrow's 32-bit offsets), so no "
-        f"batch can carry it. "
-        f"Nothing in this source can split a record: write it smaller (or as several records), or skip it with a "
-        f"startpoint at offset {offset + 1} for {label}."
-    )
-
-
 def clamped_timestamps(task: str, label: str, offsets: list[int]) -> None:
     """Warn that the records at ``offsets`` of ``label`` had timestamps outside Spark's range (read clamped)."""
     shown = ", ".join(map(str, offsets[:10])) + (", ..." if len(offsets) > 10 else "")
@@ -96,16 +83,6 @@ def data_loss(task: str, label: str, rng: KafkaRange, lost_from: int, lost_to: i
         "They were deleted (retention, delete-records) or the topic was re-created after the batch was planned"
     )
     if fail:
-        raise KafkaDataLossError(what + f". Set the option '{FAIL_ON_DATA_LOSS.name}' to 'false' to skip lost "
-                                        "records with a warning instead.")
+        raise errors.read_data_loss(what)
     log.warning("%s; skipping them (%s=false).", what, FAIL_ON_DATA_LOSS.name)
 
-
-def stalled_error(task: str, timeout_s: float, pending: list[str], last_error: str | None) -> KafkaSourceError:
-    """No record for the poll timeout: the error naming what was still to read (``pending``)."""
-    return KafkaSourceError(
-        f"task {task!r}: no Kafka record received for {timeout_s:g} s "
-        f"(option '{POLL_TIMEOUT.name}'); still to read: {', '.join(pending)}"
-        + (f"; last consumer error: {last_error}" if last_error else "")
-        + ". Is the broker reachable from the executors?"
-    )

@@ -285,7 +285,8 @@ def test_release_wheel_in_a_clean_virtualenv_reads_through_its_own_path(release_
         f"samza-kafka executor reads through the python path (native reader unavailable: {not_built})"], probe
     refused = _probe(python, kafka_broker.bootstrap_servers, orders_topic, PER_PARTITION, "native")
     assert "values" not in refused, refused
-    assert refused["error"].startswith("KafkaSourceError: option 'readPath' is 'native' but the native Kafka reader "
+    assert refused["error"].startswith("KafkaSourceError: [SAMZA_KAFKA_NATIVE_READER_UNAVAILABLE] option 'readPath' "
+                                       "is 'native' but the native Kafka reader "
                                        f"cannot run here: {not_built}. To fix:"), refused
 
 

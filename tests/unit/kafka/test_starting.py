@@ -81,7 +81,8 @@ def test_specific_offsets_past_the_log_end_fail_naming_every_one():
     with pytest.raises(ConfigError) as err:
         starts(specific({"orders": {0: 51, 2: 8}}))
     message = str(err.value)
-    assert message.startswith("option 'startingOffsets' names offsets beyond the end of their partition's log")
+    assert message.startswith("[SAMZA_INVALID_OPTION] option 'startingOffsets' names offsets beyond the end of their "
+                              "partition's log")
     assert "orders partition 0: offset 51 (log end 50); orders partition 2: offset 8 (log end 7)" in message
     assert "-1 for latest, -2 for earliest" in message
 
@@ -122,7 +123,7 @@ def test_a_named_partition_the_query_does_not_read_fails_as_spark_says_it(strate
     with pytest.raises(ConfigError) as err:
         starts(strategy, lookup({}))
     message = str(err.value)
-    assert message.startswith(f"option '{option}' names partitions this query does not read: ")
+    assert message.startswith(f"[SAMZA_INVALID_OPTION] option '{option}' names partitions this query does not read: ")
     assert "topic 'orders' has no partition 7, 9 among those read (0-2)" in message
     assert 'Specified: {"orders": [0, 7, 9]} Assigned: {"config": "0", "orders": "0-2"}' in message
 
@@ -163,7 +164,8 @@ def test_no_record_at_or_after_the_timestamp_fails_or_starts_at_the_end_as_the_s
     with pytest.raises(ConfigError) as err:
         starts(ByTimestamp(**BY_TIMESTAMP, timestamp_ms=5), finds)
     assert str(err.value) == (
-        "no record at or after timestamp 5 in SystemStreamPartition [kafka, orders, 0]; the starting timestamp "
+        "[SAMZA_INVALID_OPTION] no record at or after timestamp 5 in SystemStreamPartition [kafka, orders, 0]; "
+        "the starting timestamp "
         "option cannot be honoured. Use an earlier timestamp, or set startingOffsetsByTimestampStrategy=latest to "
         "start such partitions at the end")
     assert starts(ByTimestamp(**BY_TIMESTAMP, timestamp_ms=5, strategy="latest"), finds).positions[ssp(0)] == 50

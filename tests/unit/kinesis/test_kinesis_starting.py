@@ -102,7 +102,8 @@ def test_at_timestamp_in_the_future_is_refused_naming_the_option():
     with pytest.raises(ConfigError) as err:
         World().starts(at(NOW + 1))
     message = str(err.value)
-    assert message.startswith("option 'startingPosition': AT_TIMESTAMP 2027-01-15T08:00:00.001Z is in the future")
+    assert message.startswith("[SAMZA_INVALID_OPTION] option 'startingPosition': AT_TIMESTAMP "
+                              "2027-01-15T08:00:00.001Z is in the future")
     assert "(now 2027-01-15T08:00:00.000Z); Kinesis refuses iterators later than its clock" in message
 
 

@@ -25,7 +25,7 @@ def test_a_store_uri_without_bucket_or_table_is_refused_naming_the_option(uri, e
     with pytest.raises(ConfigError) as err:
         check_store_uri(uri)
     message = str(err.value)
-    assert message.startswith("metadata.store ") and expected in message
+    assert message.startswith("[SAMZA_INVALID_OPTION] metadata.store ") and expected in message
     assert "s3cr3tvalue" not in message
     with pytest.raises(ConfigError, match="is missing"):
         open_store(uri, "orders-enricher")

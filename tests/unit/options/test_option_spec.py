@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from spark_samza_source.core.errors import InternalError
 from spark_samza_source.core.store import validate_namespace
 from spark_samza_source.kafka import options as kafka
 from spark_samza_source.kafka.options import KafkaSourceOptions
@@ -53,9 +54,9 @@ def test_every_entry_says_what_it_does_and_what_it_takes():
             assert option.default_text().strip(), option.name
 
 
-def test_a_name_declared_twice_in_one_spec_is_refused():
+def test_a_name_declared_twice_in_one_spec_is_refused_as_a_bug_of_the_spec():
     twice = Option("sameName", Text(), "once")
-    with pytest.raises(ValueError, match="'samename' declared twice"):
+    with pytest.raises(InternalError, match="'samename' declared twice"):
         OptionSpec("s", (twice, Option("other", Text(), "an alias clash", aliases=("SameName",))))
 
 

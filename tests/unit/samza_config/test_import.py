@@ -68,7 +68,8 @@ def kinesis(**extra):
 def error(props, **kwargs) -> str:
     with pytest.raises(ConfigError) as err:
         import_mapping(props, **kwargs)
-    return str(err.value)
+    assert str(err.value).startswith("[SAMZA_INVALID_OPTION] ")
+    return err.value.detail
 
 
 def parse_kafka(options) -> KafkaSourceOptions:
@@ -675,7 +676,7 @@ def test_errors_from_a_file_name_the_file(tmp_path):
                     "\njob.systemstreampartition.grouper.factory=com.acme.G\n")
     with pytest.raises(ConfigError) as err:
         load_properties(path)
-    assert str(err.value).startswith(f"{path}: job.systemstreampartition.grouper.factory")
+    assert str(err.value).startswith(f"[SAMZA_INVALID_OPTION] {path}: job.systemstreampartition.grouper.factory")
 
 
 # ---- conf/ ------------------------------------------------------------------------------------------------------
