@@ -1,13 +1,13 @@
 """One option declared once: its name, the other names it is accepted under, how its value is read and checked,
 its default and a one-line description; and a source's whole set of them.
 
-A system's :class:`OptionSpec` (``options/kafka.py``, ``options/kinesis.py``, both including
+A system's :class:`OptionSpec` (in ``kafka/options.py`` and ``kinesis/options.py``, both including
 ``options/common.py``'s) is the one place a name, a default or a description is written. Everything else is derived
 from it: the known names and the unknown-name check with its "did you mean" (:meth:`OptionSpec.names`), the names
 refused with a reason, the AWS connector's aliases, the redaction of secret values (``values.is_secret_option``) and
-``docs/options.md`` (``options/reference.py``). A value whose form belongs to a system (per-partition JSON, a
-startpoint, a Samza broadcast list) is read here as text; the system's ``options.py``, which owns the types it
-becomes, parses it further.
+``docs/options.md`` (``ops/options_reference.py``). A value whose form belongs to a system (per-partition JSON, a
+startpoint, a Samza broadcast list) is read here as text; the same ``options.py``, which owns the types it becomes,
+parses it further.
 
 Spark hands a Python data source its options with lower-cased names (a case-insensitive dict), so names are compared
 lower-cased and shown in their documented spelling.
