@@ -44,6 +44,8 @@ def _served(args):
         socket.send_fds(conn, [json.dumps(request).encode()], fds)
         return conn, _receive_int(conn)
     except (OSError, EOFError):
+        # the caller becomes the interpreter; a connection already opened back to Spark ends here, and Spark
+        # fails this one worker on it (as it would a worker that died at start) rather than wait for a second one
         conn.close()
         return None
     finally:
