@@ -13,7 +13,7 @@ import re
 from collections.abc import Iterable, Mapping
 
 from ..options.common import BROADCAST
-from .errors import ConfigError
+from . import errors
 from .jobmodel import JobModel
 from .model import SystemStream, SystemStreamPartition
 
@@ -38,14 +38,15 @@ def parse_broadcast_inputs(value: str | None) -> list[SystemStreamPartition]:
     if value is None:
         return []
     if not isinstance(value, str):
-        raise ConfigError(f"option {BROADCAST.name} must be a string, got {type(value).__name__}; {_EXPECTED}")
+        raise errors.invalid_option(
+            f"option {BROADCAST.name} must be a string, got {type(value).__name__}; {_EXPECTED}")
     if not value.strip():
         return []
     out: set[SystemStreamPartition] = set()
     for fragment in value.split(","):
         match = _FRAGMENT.match(fragment)
         if not match:
-            raise ConfigError(
+            raise errors.invalid_option(
                 f"option {BROADCAST.name}: bad entry {fragment.strip()!r} in {value!r:.300}: "
                 + _why_bad(fragment)
                 + _EXPECTED
@@ -56,12 +57,12 @@ def parse_broadcast_inputs(value: str | None) -> list[SystemStreamPartition]:
         else:
             low, high = int(match.group("low")), int(match.group("high"))
             if low > high:
-                raise ConfigError(
+                raise errors.invalid_option(
                     f"option {BROADCAST.name}: reversed range in {fragment.strip()!r}: {low} > {high}; "
                     f"write [{high}-{low}]. {_EXPECTED}"
                 )
         if len(out) + (high - low + 1) > MAX_BROADCAST_SSPS:
-            raise ConfigError(
+            raise errors.invalid_option(
                 f"option {BROADCAST.name}: {fragment.strip()!r} names too many partitions (more than "
                 f"{MAX_BROADCAST_SSPS} broadcast SSPs in all); {_EXPECTED}"
             )

@@ -22,7 +22,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..options.namespaces import CHECKPOINTS
-from .errors import CheckpointFormatError, FormatVersionError, MetadataStoreError, SamzaSourceError
+from . import errors
+from .errors import FormatVersionError, SamzaSourceError
 from .json_text import loads
 from .model import SystemStreamPartition, TaskName
 from .startpoint import JAVA_LONG_MAX, current_time_ms, truncate_json
@@ -40,12 +41,12 @@ _MAX_DEPTH = 32
 def _check_json_value(value: Any, where: str, depth: int = 0) -> None:
     """Positions must survive a JSON round trip unchanged: JSON types, string keys, finite numbers."""
     if depth > _MAX_DEPTH:
-        raise CheckpointFormatError(f"{where}: position nests deeper than {_MAX_DEPTH} levels")
+        raise errors.checkpoint_invalid(f"{where}: position nests deeper than {_MAX_DEPTH} levels")
     if value is None or isinstance(value, (str, bool, int)):
         return
     if isinstance(value, float):
         if not math.isfinite(value):
-            raise CheckpointFormatError(f"{where}: position contains a non-finite number {value!r}")
+            raise errors.checkpoint_invalid(f"{where}: position contains a non-finite number {value!r}")
         return
     if isinstance(value, list):
         for item in value:
@@ -54,26 +55,26 @@ def _check_json_value(value: Any, where: str, depth: int = 0) -> None:
     if isinstance(value, dict):
         for key, item in value.items():
             if not isinstance(key, str):
-                raise CheckpointFormatError(f"{where}: position map keys must be strings, got {key!r:.50}")
+                raise errors.checkpoint_invalid(f"{where}: position map keys must be strings, got {key!r:.50}")
             _check_json_value(item, where, depth + 1)
         return
-    raise CheckpointFormatError(f"{where}: position must be a JSON value, got {type(value).__name__} {value!r:.80}")
+    raise errors.checkpoint_invalid(f"{where}: position must be a JSON value, got {type(value).__name__} {value!r:.80}")
 
 
 def _check_int(value: Any, what: str, *, optional: bool = False) -> int | None:
     if optional and value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= JAVA_LONG_MAX:
-        raise CheckpointFormatError(f"checkpoint {what} must be a non-negative integer, got {truncate_json(value)}")
+        raise errors.checkpoint_invalid(f"checkpoint {what} must be a non-negative integer, got {truncate_json(value)}")
     return value
 
 
 def _check_version(value: Any, where: str) -> None:
     version = value.get("version") if isinstance(value, dict) else None
     if isinstance(version, bool) or not isinstance(version, int) or version < 1:
-        raise CheckpointFormatError(f"{where}: lacks a positive integer 'version': {truncate_json(value)}")
+        raise errors.checkpoint_invalid(f"{where}: lacks a positive integer 'version': {truncate_json(value)}")
     if version > CHECKPOINT_FORMAT_VERSION:
-        raise FormatVersionError(
+        raise errors.format_version_unknown(
             f"{where}: checkpoint format version {version} is newer than this release understands "
             f"({CHECKPOINT_FORMAT_VERSION}); upgrade spark-samza-source"
         )
@@ -97,18 +98,20 @@ class Checkpoint:
 
     def __post_init__(self) -> None:
         if not isinstance(self.positions, Mapping):
-            raise CheckpointFormatError(f"checkpoint positions must be a mapping, got {self.positions!r:.80}")
+            raise errors.checkpoint_invalid(f"checkpoint positions must be a mapping, got {self.positions!r:.80}")
         tasks: dict[TaskName, dict[SystemStreamPartition, Any]] = {}
         for task, ssps in self.positions.items():
             try:
                 name = task if isinstance(task, TaskName) else TaskName(task)
             except SamzaSourceError as err:
-                raise CheckpointFormatError(f"checkpoint task: {err}") from None
+                raise errors.checkpoint_invalid(f"checkpoint task: {err.detail}") from None
             if not isinstance(ssps, Mapping):
-                raise CheckpointFormatError(f"checkpoint task {name}: positions must be a mapping of SSP -> position")
+                raise errors.checkpoint_invalid(
+                    f"checkpoint task {name}: positions must be a mapping of SSP -> position")
             for ssp, position in ssps.items():
                 if not isinstance(ssp, SystemStreamPartition):
-                    raise CheckpointFormatError(f"checkpoint task {name}: {ssp!r:.80} is not a SystemStreamPartition")
+                    raise errors.checkpoint_invalid(
+                        f"checkpoint task {name}: {ssp!r:.80} is not a SystemStreamPartition")
                 _check_json_value(position, f"checkpoint task {name}, {ssp}")
             # a JSON copy detaches nested dicts/lists from the caller's objects
             tasks[name] = {ssp: json.loads(json.dumps(ssps[ssp])) for ssp in sorted(ssps)}
@@ -151,12 +154,12 @@ class Checkpoint:
     def from_json(cls, value: Any) -> Checkpoint:
         """Parse :meth:`to_json`; invalid input raises :class:`CheckpointFormatError` or FormatVersionError."""
         if not isinstance(value, dict):
-            raise CheckpointFormatError(f"a checkpoint must be a JSON object, got {truncate_json(value)}")
+            raise errors.checkpoint_invalid(f"a checkpoint must be a JSON object, got {truncate_json(value)}")
         _check_version(value, "checkpoint")
         _no_extra(value, {"batchId", "tasks", "timestamp", "version"}, "checkpoint")
         tasks = value.get("tasks")
         if not isinstance(tasks, dict):
-            raise CheckpointFormatError(f"checkpoint lacks a 'tasks' object: {truncate_json(value)}")
+            raise errors.checkpoint_invalid(f"checkpoint lacks a 'tasks' object: {truncate_json(value)}")
         positions = {
             name: _positions_from_json(items, f"checkpoint task {name!r:.100}") for name, items in tasks.items()
         }
@@ -164,18 +167,18 @@ class Checkpoint:
 
     @classmethod
     def from_json_str(cls, text: str | bytes) -> Checkpoint:
-        return cls.from_json(loads(text, CheckpointFormatError, "checkpoint"))
+        return cls.from_json(loads(text, errors.checkpoint_invalid, "checkpoint"))
 
 
 def _no_extra(value: dict, allowed: set[str], where: str) -> None:
     extra = sorted(set(value) - allowed)
     if extra:
-        raise CheckpointFormatError(f"{where}: unknown properties {extra!r:.200}: {truncate_json(value)}")
+        raise errors.checkpoint_invalid(f"{where}: unknown properties {extra!r:.200}: {truncate_json(value)}")
 
 
 def _header_from_json(value: dict) -> tuple[int | None, int]:
     if "timestamp" not in value:
-        raise CheckpointFormatError(f"checkpoint lacks 'timestamp': {truncate_json(value)}")
+        raise errors.checkpoint_invalid(f"checkpoint lacks 'timestamp': {truncate_json(value)}")
     batch_id = _check_int(value.get("batchId"), "batchId", optional=True)
     timestamp = _check_int(value["timestamp"], "timestamp")
     assert timestamp is not None
@@ -188,23 +191,27 @@ def _positions_json(positions: Mapping[SystemStreamPartition, Any]) -> list[dict
 
 def _positions_from_json(items: Any, where: str) -> dict[SystemStreamPartition, Any]:
     if not isinstance(items, list):
-        raise CheckpointFormatError(f"{where}: positions must be a list, got {truncate_json(items)}")
+        raise errors.checkpoint_invalid(f"{where}: positions must be a list, got {truncate_json(items)}")
     out: dict[SystemStreamPartition, Any] = {}
     for item in items:
         if not isinstance(item, dict) or "position" not in item:
-            raise CheckpointFormatError(
+            raise errors.checkpoint_invalid(
                 f"{where}: expected {{system, stream, partition, position}}, got {truncate_json(item)}"
             )
         _no_extra(item, {"system", "stream", "partition", "position"}, where)
         try:
             ssp = SystemStreamPartition.from_json({k: v for k, v in item.items() if k != "position"})
         except (SamzaSourceError, TypeError) as err:
-            raise CheckpointFormatError(f"{where}: {err}") from None
+            raise errors.checkpoint_invalid(f"{where}: {_detail(err)}") from None
         if ssp in out:
-            raise CheckpointFormatError(f"{where}: {ssp} appears twice")
+            raise errors.checkpoint_invalid(f"{where}: {ssp} appears twice")
         _check_json_value(item["position"], f"{where}, {ssp}")
         out[ssp] = item["position"]
     return out
+
+
+def _detail(err: Exception) -> str:
+    return err.detail if isinstance(err, SamzaSourceError) else str(err)
 
 
 class CheckpointMirror:
@@ -259,14 +266,14 @@ class CheckpointMirror:
                 _check_version(value, where)
                 _no_extra(value, {"batchId", "positions", "task", "timestamp", "version"}, where)
                 if value.get("task") != key:
-                    raise CheckpointFormatError(f"{where}: its 'task' is {truncate_json(value.get('task'))}")
+                    raise errors.checkpoint_invalid(f"{where}: its 'task' is {truncate_json(value.get('task'))}")
                 batch_id, timestamp = _header_from_json(value)
                 positions[TaskName(key)] = _positions_from_json(value.get("positions"), where)
             except FormatVersionError:
                 raise
             except SamzaSourceError as err:
-                message = str(err) if str(err).startswith(where) else f"{where}: {err}"
-                raise MetadataStoreError(f"{message}; rewrite or delete the key") from None
+                message = err.detail if err.detail.startswith(where) else f"{where}: {err.detail}"
+                raise errors.metadata_value_invalid(f"{message}; rewrite or delete the key") from None
             batch_ids.append(batch_id)
             timestamps.append(timestamp)
         batch = None if any(b is None for b in batch_ids) else min(b for b in batch_ids if b is not None)

@@ -18,7 +18,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..options.common import COPARTITION, JOB_NAME
-from .errors import ConfigError, CoPartitionError, PartitionExpansionError
+from . import errors
+from .errors import PartitionExpansionError
 from .expansion import (
     checked_partition_before_expansion,
     resolve_expansion_algorithm,
@@ -39,7 +40,7 @@ class JoinedStream:
 
     def __post_init__(self) -> None:
         if self.role not in ROLES:
-            raise ConfigError(
+            raise errors.invalid_option(
                 f"option {COPARTITION.name}: unknown role {self.role!r} for {self.stream}; expected one of "
                 f"{', '.join(ROLES)}"
             )
@@ -96,7 +97,7 @@ def check_partition_counts(
     for group in groups:
         missing = [m for m in group.members if m.stream not in current_counts]
         if missing:
-            raise CoPartitionError(
+            raise errors.copartition_mismatch(
                 f"{group}: {', '.join(str(m.stream) for m in missing)} "
                 f"{'is' if len(missing) == 1 else 'are'} not among the job's inputs, so its partition count is "
                 f"unknown (inputs: {', '.join(str(s) for s in sorted(current_counts)) or 'none'}). Fix option "
@@ -108,7 +109,7 @@ def check_partition_counts(
         if all(initial[m.stream] == current_counts[m.stream] for m in group.members):
             # Nothing expanded (e.g. the first job model): the counts themselves must agree.
             if len({current_counts[m.stream] for m in group.members}) > 1:
-                raise CoPartitionError(
+                raise errors.copartition_mismatch(
                     f"{group}: joined streams must have the same partition count, but "
                     f"{_describe(group, current_counts)}. A key would land in different tasks on each side "
                     "and the join would miss matches. Fix: repartition (or re-create) the streams to one "
@@ -116,7 +117,7 @@ def check_partition_counts(
                 )
             continue
         if len(set(initial.values())) > 1:
-            raise CoPartitionError(
+            raise errors.copartition_mismatch(
                 f"{group}: joined streams must have had the same partition count when the job was first "
                 f"planned, but {_describe(group, current_counts, initial)}. Their keys map to different tasks "
                 f"and the join would miss matches. Fix: start a new {JOB_NAME.name} once all streams have the same "
@@ -127,9 +128,9 @@ def check_partition_counts(
             try:
                 algorithm.validate(stream, current_counts[stream], initial[stream])
             except PartitionExpansionError as err:
-                raise CoPartitionError(
+                raise errors.copartition_mismatch(
                     f"{group}: {stream} can no longer be mapped onto its initial partitions, which breaks "
-                    f"the join's key affinity; {_describe(group, current_counts, initial)}. {err}"
+                    f"the join's key affinity; {_describe(group, current_counts, initial)}. {err.detail}"
                 ) from None
 
 
@@ -174,7 +175,7 @@ def check_task_affinity(
                     continue
                 buckets[bucket] &= tasks
                 if not buckets[bucket]:
-                    raise CoPartitionError(
+                    raise errors.copartition_mismatch(
                         f"{group}: matching partitions are not in a common task ({first_of_bucket[bucket]}; "
                         f"{where}), so the join cannot see both sides of a key. Fix: use a grouper that puts "
                         "partition N of every stream in one task (GroupByPartitionFixedTasks, the default, or "
@@ -234,26 +235,28 @@ def parse_copartition(
     if value is None:
         return []
     if not isinstance(value, str):
-        raise ConfigError(f"option {COPARTITION.name} must be a string, got {type(value).__name__}; {_EXPECTED}")
+        raise errors.invalid_option(
+            f"option {COPARTITION.name} must be a string, got {type(value).__name__}; {_EXPECTED}")
     if not value.strip():
         return []
     systems = set(known_systems) if known_systems is not None else {default_system}
     groups: list[CoPartitionGroup] = []
     for group_text in value.split(";"):
         if not group_text.strip():
-            raise ConfigError(f"option {COPARTITION.name}: empty group (stray ';') in {value!r:.300}; {_EXPECTED}")
+            raise errors.invalid_option(
+                f"option {COPARTITION.name}: empty group (stray ';') in {value!r:.300}; {_EXPECTED}")
         members: list[JoinedStream] = []
         for item in group_text.split(","):
             members.append(_parse_member(item, group_text, default_system, systems))
         streams = [m.stream for m in members]
         duplicates = sorted({str(s) for s in streams if streams.count(s) > 1})
         if duplicates:
-            raise ConfigError(
+            raise errors.invalid_option(
                 f"option {COPARTITION.name}: group {group_text.strip()!r} names {', '.join(duplicates)} twice; "
                 f"{_EXPECTED}"
             )
         if len(members) < 2:
-            raise ConfigError(
+            raise errors.invalid_option(
                 f"option {COPARTITION.name}: group {group_text.strip()!r} has a single stream; a join needs at "
                 f"least two. {_EXPECTED}"
             )
@@ -269,7 +272,7 @@ def _parse_member(item: str, group_text: str, default_system: str, systems: set[
         why = "empty stream name (stray ',')" if not name else (
             f"unknown role {role!r}" if _NAME.match(name) else f"bad stream name {name!r}"
         )
-        raise ConfigError(
+        raise errors.invalid_option(
             f"option {COPARTITION.name}: {why} in group {group_text.strip()!r}; {_EXPECTED}"
         )
     system, dot, stream = name.partition(".")

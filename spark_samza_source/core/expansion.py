@@ -17,7 +17,7 @@ from abc import ABC, abstractmethod
 from typing import Any
 
 from ..options.common import EXPANSION_ALGORITHM, JOB_NAME
-from .errors import ConfigError, PartitionExpansionError
+from . import errors
 from .model import SystemStream
 
 # Samza configuration values that mean "the default algorithm", accepted so Samza configs carry over.
@@ -64,7 +64,7 @@ class PartitionExpansionAlgorithm(ABC):
         The base check only refuses counts that cannot be partition counts; override to add your own rules.
         """
         if current_count <= 0 or initial_count <= 0:
-            raise PartitionExpansionError(
+            raise errors.expansion_unsupported(
                 f"stream {stream}: partition counts must be positive, got initial {initial_count}, "
                 f"current {current_count}"
             )
@@ -93,7 +93,7 @@ class DefaultPartitionExpansionAlgorithm(PartitionExpansionAlgorithm):
     def validate(self, stream: SystemStream, current_count: int, initial_count: int) -> None:
         super().validate(stream, current_count, initial_count)
         if current_count < initial_count:
-            raise PartitionExpansionError(
+            raise errors.expansion_unsupported(
                 f"stream {stream} shrank from {initial_count} partitions (when the job was first planned) to "
                 f"{current_count}: partitions were removed or the topic was deleted and re-created with fewer "
                 "partitions. Fixed tasks cannot keep key affinity across a contraction. Fix: re-create the "
@@ -102,7 +102,7 @@ class DefaultPartitionExpansionAlgorithm(PartitionExpansionAlgorithm):
                 f"{EXPANSION_ALGORITHM.name}."
             )
         if current_count % initial_count != 0:
-            raise PartitionExpansionError(
+            raise errors.expansion_unsupported(
                 f"stream {stream} grew from {initial_count} partitions (when the job was first planned) to "
                 f"{current_count}, which is not a multiple of {initial_count}: keys of one old partition would "
                 "spread over several tasks, breaking per-key state. Fix: grow the topic to a multiple of "
@@ -122,13 +122,13 @@ def checked_partition_before_expansion(
     """Call the algorithm and enforce SEP-5's contract on its result (range, identity below initial)."""
     result = algorithm.partition_before_expansion(partition, current_count, initial_count)
     if not isinstance(result, int) or isinstance(result, bool) or not 0 <= result < initial_count:
-        raise PartitionExpansionError(
+        raise errors.expansion_algorithm_broken(
             f"{EXPANSION_ALGORITHM.name} {algorithm!r} mapped partition {partition} of stream {stream} "
             f"(current count {current_count}, initial count {initial_count}) to {result!r}; it must return an "
             f"int in [0, {initial_count}). Fix the algorithm."
         )
     if partition < initial_count and result != partition:
-        raise PartitionExpansionError(
+        raise errors.expansion_algorithm_broken(
             f"{EXPANSION_ALGORITHM.name} {algorithm!r} mapped partition {partition} of stream {stream} "
             f"(current count {current_count}, initial count {initial_count}) to {result}; SEP-5 requires "
             f"partitions below the initial count ({initial_count}) to map to themselves. Fix the algorithm."
@@ -149,7 +149,7 @@ def checked_feeders(
     if found is None or not all(
         isinstance(p, int) and not isinstance(p, bool) and 0 <= p < previous_count for p in found
     ):
-        raise PartitionExpansionError(
+        raise errors.expansion_algorithm_broken(
             f"{EXPANSION_ALGORITHM.name} {algorithm!r}: feeders of partition {partition} of stream {stream} "
             f"(grown from {previous_count} to {current_count} partitions) returned {result!r:.200}; it must return "
             f"a set of ints in [0, {previous_count}). Fix the algorithm."
@@ -177,7 +177,7 @@ def resolve_expansion_algorithm(spec: Any = None) -> PartitionExpansionAlgorithm
         try:
             spec = spec()
         except Exception as err:  # a constructor needing arguments, or failing: a configuration problem
-            raise ConfigError(
+            raise errors.invalid_option(
                 f"option {EXPANSION_ALGORITHM.name}: cannot instantiate {spec.__module__}.{spec.__qualname__} "
                 f"with no arguments: {err}"
             ) from None
@@ -185,7 +185,7 @@ def resolve_expansion_algorithm(spec: Any = None) -> PartitionExpansionAlgorithm
         return spec
     if callable(getattr(spec, "partition_before_expansion", None)):
         return _DuckTypedAlgorithm(spec)
-    raise ConfigError(
+    raise errors.invalid_option(
         f"option {EXPANSION_ALGORITHM.name}: {spec!r:.200} is not a partition expansion algorithm; expected a "
         "subclass of spark_samza_source.core.expansion.PartitionExpansionAlgorithm (or an object with "
         "partition_before_expansion(partition, current_count, initial_count))"
@@ -195,21 +195,21 @@ def resolve_expansion_algorithm(spec: Any = None) -> PartitionExpansionAlgorithm
 def _import_dotted(path: str) -> Any:
     module_name, _, attr = path.rpartition(".")
     if not module_name or not attr:
-        raise ConfigError(
+        raise errors.invalid_option(
             f"option {EXPANSION_ALGORITHM.name}: {path!r} is neither 'default' nor a dotted path; expected "
             "'package.module.ClassName'"
         )
     try:
         module = importlib.import_module(module_name)
     except Exception as err:  # ImportError, or an error raised while importing the user's module
-        raise ConfigError(
+        raise errors.invalid_option(
             f"option {EXPANSION_ALGORITHM.name}: cannot import module {module_name!r} for {path!r}: {err}. "
             "Expected 'package.module.ClassName' importable on the driver"
         ) from None
     try:
         return getattr(module, attr)
     except AttributeError:
-        raise ConfigError(
+        raise errors.invalid_option(
             f"option {EXPANSION_ALGORITHM.name}: module {module_name!r} has no attribute {attr!r} "
             f"(from {path!r}); expected 'package.module.ClassName'"
         ) from None

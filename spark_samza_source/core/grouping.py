@@ -23,7 +23,7 @@ from contextlib import contextmanager
 from typing import Any, ClassVar
 
 from ..options.common import GROUPER, JOB_NAME
-from .errors import ConfigError, PartitionExpansionError
+from . import errors
 from .expansion import (
     EXPANSION_ALGORITHM,
     PartitionExpansionAlgorithm,
@@ -133,7 +133,7 @@ class AllSspToSingleTask(SspGrouper):
 
     def __init__(self, num_tasks: int = 1) -> None:
         if not isinstance(num_tasks, int) or isinstance(num_tasks, bool) or num_tasks < 1:
-            raise ConfigError(f"{self.name}: num_tasks must be a positive int, got {num_tasks!r}")
+            raise errors.invalid_option(f"{self.name}: num_tasks must be a positive int, got {num_tasks!r}")
         self.num_tasks = num_tasks
 
     def _group_regular(self, previous, by_stream, counts, initial):
@@ -200,7 +200,7 @@ class FixedTasksGrouper(SspGrouper):
                     )
                     task = previous_tasks.get(before)
                     if task is None:
-                        raise PartitionExpansionError(
+                        raise errors.expansion_unsupported(
                             f"stream {stream}: partition {ssp.partition} maps to pre-expansion partition "
                             f"{before} (current count {current}, initial count {initial_count}), which had no "
                             f"task in the previous job model (it had {previous_count} partitions: "
@@ -211,7 +211,7 @@ class FixedTasksGrouper(SspGrouper):
             if kept != previous_count:
                 present = {ssp.partition for ssp in by_stream[stream]}
                 missing = sorted(set(previous_tasks) - present)
-                raise PartitionExpansionError(
+                raise errors.expansion_unsupported(
                     f"stream {stream} lost partitions {_ranges(missing)}: it had {previous_count} partitions in "
                     f"the previous job model and has {current} now, without them (topic re-created?). Fixed "
                     "tasks would lose those partitions' state. Fix: restore the partitions, or start a new "
@@ -311,7 +311,7 @@ def resolve_grouper(name_or_path: Any, expansion_algorithm: Any = None, **kwargs
         cls: Any = GROUPERS.get(text.lower()) or _SAMZA_ALIASES.get(text.lower())
         if cls is None:
             if "." not in text or text.lower().startswith("org.apache.samza."):
-                raise ConfigError(
+                raise errors.invalid_option(
                     f"option {GROUPER.name}: unknown grouper {name_or_path!r}; expected one of "
                     f"{', '.join(c.name for c in GROUPERS.values())} (case-insensitive), a Samza factory "
                     f"({', '.join(SAMZA_GROUPER_FACTORIES)}) or a dotted path 'package.module.ClassName'"
@@ -322,9 +322,9 @@ def resolve_grouper(name_or_path: Any, expansion_algorithm: Any = None, **kwargs
     if not isinstance(cls, type):
         if callable(getattr(cls, "group", None)):
             return cls
-        raise ConfigError(f"option {GROUPER.name}: {name_or_path!r:.200} is not a grouper class or instance")
+        raise errors.invalid_option(f"option {GROUPER.name}: {name_or_path!r:.200} is not a grouper class or instance")
     if not callable(getattr(cls, "group", None)):
-        raise ConfigError(
+        raise errors.invalid_option(
             f"option {GROUPER.name}: {cls.__module__}.{cls.__qualname__} is not a grouper; expected a subclass "
             "of spark_samza_source.core.grouping.SspGrouper (or a class with group(previous, ssps, broadcast))"
         )
@@ -333,7 +333,7 @@ def resolve_grouper(name_or_path: Any, expansion_algorithm: Any = None, **kwargs
     try:
         return cls(**kwargs)
     except TypeError as err:
-        raise ConfigError(
+        raise errors.invalid_option(
             f"option {GROUPER.name}: cannot build {cls.__qualname__} with {sorted(kwargs)}: {err}"
         ) from None
 
@@ -351,14 +351,14 @@ def _import_grouper(path: str) -> Any:
     try:
         module = importlib.import_module(module_name)
     except Exception as err:
-        raise ConfigError(
+        raise errors.invalid_option(
             f"option {GROUPER.name}: cannot import module {module_name!r} for {path!r}: {err}; expected one "
             f"of {', '.join(c.name for c in GROUPERS.values())} or 'package.module.ClassName'"
         ) from None
     try:
         return getattr(module, attr)
     except AttributeError:
-        raise ConfigError(
+        raise errors.invalid_option(
             f"option {GROUPER.name}: module {module_name!r} has no attribute {attr!r} (from {path!r})"
         ) from None
 
@@ -430,7 +430,7 @@ def _check_no_stream_vanished(
 ) -> None:
     for stream, previous_tasks in previous_by_stream.items():
         if stream not in counts:
-            raise PartitionExpansionError(
+            raise errors.expansion_unsupported(
                 f"stream {stream} had {len(previous_tasks)} partitions in the previous job model and has "
                 "disappeared (0 now): the topic/stream was deleted (perhaps being re-created) or is no longer "
                 "subscribed. Fixed tasks would lose the state of its tasks. Fix: restore the stream with "
@@ -440,7 +440,7 @@ def _check_no_stream_vanished(
 
 def _check_growth(stream: SystemStream, previous_count: int, current: int, initial_count: int) -> None:
     if current < previous_count:
-        raise PartitionExpansionError(
+        raise errors.expansion_unsupported(
             f"stream {stream} shrank from {previous_count} partitions (previous job model; {initial_count} when "
             f"the job was first planned) to {current}: partitions were removed, or the topic was deleted and "
             "re-created with fewer partitions. Fixed tasks cannot survive a contraction. Fix: re-create it with "

@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .errors import FormatVersionError, SamzaSourceError
+from . import errors
 from .json_text import loads
 from .model import SystemStream, SystemStreamPartition, TaskName
 
@@ -99,30 +99,31 @@ class JobModel:
     @classmethod
     def from_json(cls, value: Any) -> JobModel:
         if not isinstance(value, dict):
-            raise SamzaSourceError(f"job model JSON must be an object, got {type(value).__name__}")
+            raise errors.job_model_invalid(f"job model JSON must be an object, got {type(value).__name__}")
         version = value.get("version", JOB_MODEL_FORMAT_VERSION)
         if not isinstance(version, int) or version > JOB_MODEL_FORMAT_VERSION:
-            raise FormatVersionError(
+            raise errors.format_version_unknown(
                 f"job model format version {version!r} is newer than this release understands "
                 f"({JOB_MODEL_FORMAT_VERSION}); upgrade spark-samza-source"
             )
         tasks_json = value.get("tasks")
         if not isinstance(tasks_json, dict):
-            raise SamzaSourceError("job model JSON lacks a 'tasks' object")
+            raise errors.job_model_invalid("job model JSON lacks a 'tasks' object")
         counts_json = value.get("initialPartitionCounts", {})
         broadcast_json = value.get("broadcast", [])
         if not isinstance(counts_json, dict) or not isinstance(broadcast_json, list):
-            raise SamzaSourceError("job model JSON: 'initialPartitionCounts' must be an object, 'broadcast' a list")
+            raise errors.job_model_invalid(
+                "job model JSON: 'initialPartitionCounts' must be an object, 'broadcast' a list")
         tasks: dict[TaskName, frozenset[SystemStreamPartition]] = {}
         for name, ssps in tasks_json.items():
             if not isinstance(ssps, list):
-                raise SamzaSourceError(f"job model JSON: task {name!r} must map to a list of SSPs")
+                raise errors.job_model_invalid(f"job model JSON: task {name!r} must map to a list of SSPs")
             tasks[TaskName.from_json(name)] = frozenset(SystemStreamPartition.from_json(s) for s in ssps)
         counts: dict[SystemStream, int] = {}
         for stream_key, count in counts_json.items():
             system, sep, stream = str(stream_key).partition(".")
             if not sep or not isinstance(count, int) or isinstance(count, bool) or count <= 0:
-                raise SamzaSourceError(
+                raise errors.job_model_invalid(
                     f"job model JSON: bad initial partition count {stream_key!r}: {count!r}; "
                     "expected 'system.stream': positive int"
                 )
@@ -131,7 +132,7 @@ class JobModel:
 
     @classmethod
     def from_json_str(cls, text: str) -> JobModel:
-        return cls.from_json(loads(text, SamzaSourceError, "job model"))
+        return cls.from_json(loads(text, errors.job_model_invalid, "job model"))
 
     # ---- diff ----------------------------------------------------------------------------------------
     def diff(self, previous: JobModel | None) -> JobModelDiff:

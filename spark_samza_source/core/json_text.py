@@ -12,7 +12,8 @@ import json
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from .errors import FormatVersionError, OffsetFormatError, SamzaSourceError
+from . import errors
+from .errors import FormatVersionError, SamzaSourceError
 
 T = TypeVar("T")
 
@@ -21,8 +22,10 @@ DECODING_ERRORS = (SamzaSourceError, KeyError, TypeError, ValueError, AttributeE
                    RecursionError)
 
 
-def loads(text: str | bytes, error: type[Exception], what: str) -> Any:
-    """``json.loads(text)``; text that is not JSON raises ``error("<what> is not valid JSON: ...")``."""
+def loads(text: str | bytes, error: Callable[[str], Exception], what: str) -> Any:
+    """``json.loads(text)``; text that is not JSON raises ``error("<what> is not valid JSON: ...")``: ``error``
+    is the catalogue function of the caller's error (``errors.checkpoint_invalid``), so the error has its
+    condition."""
     try:
         return json.loads(text)
     except (TypeError, ValueError, RecursionError) as err:
@@ -38,7 +41,7 @@ def decode_offset(parse: Callable[[Any], T], value: Any, *, source: str,
     except keep:
         raise
     except DECODING_ERRORS as err:
-        raise OffsetFormatError(
+        raise errors.offset_invalid(
             f"this offset was not written by the {source} source or is damaged ({err!s:.300}); "
             "use a new checkpoint location for a query that used another source"
         ) from None

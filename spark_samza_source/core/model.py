@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .errors import OffsetFormatError, SamzaSourceError
+from . import errors
 
 
 @dataclass(frozen=True, order=True, slots=True)
@@ -36,12 +36,12 @@ class SystemStreamPartition:
 
     def __post_init__(self) -> None:
         if not isinstance(self.partition, int) or isinstance(self.partition, bool) or self.partition < 0:
-            raise SamzaSourceError(
+            raise errors.ssp_invalid(
                 f"SystemStreamPartition partition must be a non-negative int, got {self.partition!r} "
                 f"for stream {self.system}.{self.stream}"
             )
         if not self.system or not self.stream:
-            raise SamzaSourceError(
+            raise errors.ssp_invalid(
                 f"SystemStreamPartition needs a non-empty system and stream, got {self.system!r}, {self.stream!r}"
             )
 
@@ -63,15 +63,15 @@ class SystemStreamPartition:
     @classmethod
     def from_json(cls, value: Any) -> SystemStreamPartition:
         if not isinstance(value, dict):
-            raise SamzaSourceError(f"expected a SystemStreamPartition JSON object, got {value!r:.200}")
+            raise errors.ssp_invalid(f"expected a SystemStreamPartition JSON object, got {value!r:.200}")
         try:
             system, stream, partition = value["system"], value["stream"], value["partition"]
         except KeyError as missing:
-            raise SamzaSourceError(
+            raise errors.ssp_invalid(
                 f"SystemStreamPartition JSON lacks {missing}: {value!r:.200}; expected system, stream, partition"
             ) from None
         if not isinstance(system, str) or not isinstance(stream, str):
-            raise SamzaSourceError(f"SystemStreamPartition system and stream must be strings: {value!r:.200}")
+            raise errors.ssp_invalid(f"SystemStreamPartition system and stream must be strings: {value!r:.200}")
         return cls(system, stream, partition)
 
     _STR_RE = re.compile(r"^SystemStreamPartition \[(.+), (.+), (\d{1,18})\]$")
@@ -81,7 +81,7 @@ class SystemStreamPartition:
         """Parse the Samza string form ``SystemStreamPartition [system, stream, N]``."""
         match = cls._STR_RE.match(text) if isinstance(text, str) else None
         if not match:
-            raise SamzaSourceError(
+            raise errors.ssp_invalid(
                 f"not a SystemStreamPartition string: {text!r:.200}; "
                 "expected 'SystemStreamPartition [system, stream, N]'"
             )
@@ -112,7 +112,7 @@ class TaskName:
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
-            raise SamzaSourceError(f"TaskName must be a non-empty string, got {self.name!r}")
+            raise errors.task_name_invalid(f"TaskName must be a non-empty string, got {self.name!r}")
 
     def __str__(self) -> str:
         return self.name
@@ -144,7 +144,7 @@ class TaskName:
     @classmethod
     def from_json(cls, value: Any) -> TaskName:
         if not isinstance(value, str):
-            raise SamzaSourceError(f"expected a task name string, got {value!r:.200}")
+            raise errors.task_name_invalid(f"expected a task name string, got {value!r:.200}")
         return cls(value)
 
 
@@ -167,10 +167,10 @@ def parse_ssp_key(key: Any) -> SystemStreamPartition:
     Both systems' offsets key their positions by it, so a bad key is an :class:`OffsetFormatError`.
     """
     if not isinstance(key, str):
-        raise OffsetFormatError(f"SSP key must be a string, got {key!r:.80}")
+        raise errors.offset_invalid(f"SSP key must be a string, got {key!r:.80}")
     system, sep, rest = key.partition(".")
     stream, sep2, partition = rest.rpartition(".")
     # ASCII digits only ('²'.isdigit() is True, int('²') fails) and at most 18 (int() refuses > 4300 digits)
     if not sep or not sep2 or not (partition.isascii() and partition.isdigit()) or len(partition) > 18 or not stream:
-        raise OffsetFormatError(f"bad SSP key {key!r:.80}; expected 'system.stream.partition'")
+        raise errors.offset_invalid(f"bad SSP key {key!r:.80}; expected 'system.stream.partition'")
     return SystemStreamPartition(system, stream, int(partition))

@@ -28,7 +28,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from .errors import StartUnknownError
+from . import errors
 
 __all__ = ["AVAILABLE_NOW_WRAPPER", "NextBatchStart", "canonical"]
 
@@ -66,11 +66,5 @@ class NextBatchStart:
         if self._assumed_initial is not None:
             assumed, self._assumed_initial = self._assumed_initial, None
             if canonical(start) != assumed:
-                raise StartUnknownError(
-                    f"{source} planned the first batch of this run from its initial offset, but Spark then "
-                    "resumed the query from its checkpoint: Spark asked the source for its latest offset before "
-                    "saying where the checkpoint stands. This PySpark (4.0 or 4.1) does that with "
-                    f"Trigger.AvailableNow when '{AVAILABLE_NOW_WRAPPER}' is true. Set it to false (Trigger."
-                    "AvailableNow then runs one batch, bounded by the source's limit), or use PySpark 4.2 or later, "
-                    "where the source reads Trigger.AvailableNow in bounded batches itself; nothing was read")
+                raise errors.batch_start_unknown(source, AVAILABLE_NOW_WRAPPER)
         self._next = end

@@ -35,7 +35,8 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Generic, TypeVar
 
-from .errors import StartpointFormatError, UnsupportedStartpointError
+from . import errors
+from .errors import StartpointFormatError
 from .model import SystemStreamPartition
 
 __all__ = [
@@ -106,7 +107,7 @@ def _is_int(value: Any) -> bool:
 
 def _check_epoch_ms(value: Any, what: str, owner: str) -> int:
     if not _is_int(value) or not 0 <= value <= JAVA_LONG_MAX:
-        raise StartpointFormatError(
+        raise errors.startpoint_invalid(
             f"{owner}: {what} must be a non-negative integer of epoch milliseconds (at most {JAVA_LONG_MAX}), "
             f"got {truncate_json(value)}"
         )
@@ -158,22 +159,22 @@ class Startpoint:
     def from_json(value: Any) -> Startpoint:
         """Parse a decoded JSON value; anything invalid raises :class:`StartpointFormatError`."""
         if not isinstance(value, Mapping):
-            raise StartpointFormatError(f"a startpoint must be a JSON object, got {truncate_json(value)}")
+            raise errors.startpoint_invalid(f"a startpoint must be a JSON object, got {truncate_json(value)}")
         type_name = value.get("@type")
         if not isinstance(type_name, str):
-            raise StartpointFormatError(
+            raise errors.startpoint_invalid(
                 f"startpoint JSON lacks a string '@type' (one of {', '.join(startpoint_types())}): "
                 f"{truncate_json(value)}"
             )
         cls = startpoint_types().get(type_name)
         if cls is None:
-            raise StartpointFormatError(
+            raise errors.startpoint_invalid(
                 f"unknown startpoint @type {type_name!r:.100}: known types are {', '.join(startpoint_types())}; "
                 "a StartpointCustom subclass must be imported in this process before its JSON is read: "
                 f"{truncate_json(value)}"
             )
         if "creationTimestamp" not in value:
-            raise StartpointFormatError(f"{type_name} JSON lacks 'creationTimestamp': {truncate_json(value)}")
+            raise errors.startpoint_invalid(f"{type_name} JSON lacks 'creationTimestamp': {truncate_json(value)}")
         created = _check_epoch_ms(value["creationTimestamp"], "creationTimestamp", type_name)
         rest = {k: v for k, v in value.items() if k not in ("@type", "creationTimestamp")}
         kwargs = cls._value_from_json(rest, value)
@@ -182,7 +183,7 @@ class Startpoint:
         except StartpointFormatError:
             raise
         except (TypeError, ValueError) as err:  # a user subclass's own validation
-            raise StartpointFormatError(f"{type_name} rejected {truncate_json(value)}: {err}") from None
+            raise errors.startpoint_invalid(f"{type_name} rejected {truncate_json(value)}: {err}") from None
 
     @staticmethod
     def from_json_str(text: str | bytes) -> Startpoint:
@@ -190,7 +191,7 @@ class Startpoint:
         try:
             value = json.loads(text)
         except (TypeError, ValueError, RecursionError) as err:
-            raise StartpointFormatError(
+            raise errors.startpoint_invalid(
                 f"startpoint is not valid JSON ({err}): {truncate_json(text if isinstance(text, str) else repr(text))}"
             ) from None
         return Startpoint.from_json(value)
@@ -210,7 +211,7 @@ class Startpoint:
 def _no_extra(type_name: str, rest: Mapping[str, Any], allowed: set[str], whole: Any) -> None:
     extra = sorted(set(rest) - allowed)
     if extra:
-        raise StartpointFormatError(
+        raise errors.startpoint_invalid(
             f"{type_name} JSON has unknown properties {extra!r:.200}"
             f" (allowed besides @type and creationTimestamp: {sorted(allowed)}): {truncate_json(whole)}"
         )
@@ -229,7 +230,7 @@ class StartpointSpecific(Startpoint):
     def __post_init__(self) -> None:
         super().__post_init__()
         if not isinstance(self.position, str) or not self.position:
-            raise StartpointFormatError(
+            raise errors.startpoint_invalid(
                 f"StartpointSpecific: specificOffset must be a non-empty string (a Kafka offset is written as "
                 f'a decimal string, e.g. "42"), got {truncate_json(self.position)}'
             )
@@ -241,7 +242,7 @@ class StartpointSpecific(Startpoint):
     def _value_from_json(cls, rest: Mapping[str, Any], whole: Any) -> dict[str, Any]:
         _no_extra(cls.__name__, rest, {"specificOffset"}, whole)
         if "specificOffset" not in rest:
-            raise StartpointFormatError(f"StartpointSpecific JSON lacks 'specificOffset': {truncate_json(whole)}")
+            raise errors.startpoint_invalid(f"StartpointSpecific JSON lacks 'specificOffset': {truncate_json(whole)}")
         return {"position": rest["specificOffset"]}
 
 
@@ -263,7 +264,7 @@ class StartpointTimestamp(Startpoint):
     def _value_from_json(cls, rest: Mapping[str, Any], whole: Any) -> dict[str, Any]:
         _no_extra(cls.__name__, rest, {"timestampOffset"}, whole)
         if "timestampOffset" not in rest:
-            raise StartpointFormatError(f"StartpointTimestamp JSON lacks 'timestampOffset': {truncate_json(whole)}")
+            raise errors.startpoint_invalid(f"StartpointTimestamp JSON lacks 'timestampOffset': {truncate_json(whole)}")
         return {"timestamp_ms": rest["timestampOffset"]}
 
 
@@ -303,11 +304,12 @@ class StartpointCustom(Startpoint):
         super().__init_subclass__(**kwargs)
         name = cls.__name__
         if name in _BUILTIN:
-            raise StartpointFormatError(f"a StartpointCustom subclass cannot be named {name}: that @type is built in")
+            raise errors.startpoint_custom_type_invalid(
+                f"a StartpointCustom subclass cannot be named {name}: that @type is built in")
         previous = _CUSTOM.get(name)
         # ``@dataclass(slots=True)`` and module reloads re-create a class with the same qualified name: replace it.
         if previous is not None and (previous.__module__, previous.__qualname__) != (cls.__module__, cls.__qualname__):
-            raise StartpointFormatError(
+            raise errors.startpoint_custom_type_invalid(
                 f"two StartpointCustom subclasses named {name}: {previous.__module__}.{previous.__qualname__} and "
                 f"{cls.__module__}.{cls.__qualname__}; the JSON @type is the simple class name, so it must be unique"
             )
@@ -318,7 +320,7 @@ class StartpointCustom(Startpoint):
         """(attribute, JSON name, field) for the subclass's own value fields."""
         own = [a for a in cls.__dict__.get("__annotations__", {}).values() if "ClassVar" not in str(a)]
         if own and "__dataclass_fields__" not in cls.__dict__:
-            raise StartpointFormatError(
+            raise errors.startpoint_custom_type_invalid(
                 f"{cls.__name__} declares fields but is not decorated with @dataclass(frozen=True)"
             )
         return [
@@ -334,7 +336,7 @@ class StartpointCustom(Startpoint):
             try:
                 json.dumps(value, allow_nan=False)
             except (TypeError, ValueError) as err:
-                raise StartpointFormatError(
+                raise errors.startpoint_invalid(
                     f"{self.type_name}.{attr} must hold a JSON value, got {value!r:.100} ({err})"
                 ) from None
             out[name] = value
@@ -352,13 +354,13 @@ class StartpointCustom(Startpoint):
         for attr, name, f in fields:
             if name not in rest:
                 if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
-                    raise StartpointFormatError(f"{cls.__name__} JSON lacks {name!r}: {truncate_json(whole)}")
+                    raise errors.startpoint_invalid(f"{cls.__name__} JSON lacks {name!r}: {truncate_json(whole)}")
                 continue
             value = rest[name]
             hint = hints.get(attr)
             if not _matches_simple_hint(value, hint):
                 expected = getattr(hint, "__name__", None) or str(hint)
-                raise StartpointFormatError(
+                raise errors.startpoint_invalid(
                     f"{cls.__name__}.{name} must be {expected}, got {truncate_json(value)}: {truncate_json(whole)}"
                 )
             kwargs[attr] = value
@@ -398,10 +400,8 @@ class StartpointVisitor(Generic[R]):
     """
 
     def _unsupported(self, ssp: SystemStreamPartition, startpoint: Startpoint) -> R:
-        raise UnsupportedStartpointError(
-            f"{startpoint.type_name} is not supported by {type(self).__name__} (for {ssp}); "
-            f"delete or replace the startpoint: {truncate_json(startpoint.to_json())}"
-        )
+        raise errors.startpoint_unsupported(startpoint.type_name, type(self).__name__, ssp,
+                                            truncate_json(startpoint.to_json()))
 
     def visit_specific(self, ssp: SystemStreamPartition, startpoint: StartpointSpecific) -> R:
         return self._unsupported(ssp, startpoint)

@@ -34,7 +34,8 @@ from typing import Any
 # Samza's StartpointManager default TTL (12 h): the option spec's default, named once there
 from ..options.common import DEFAULT_STARTPOINT_TTL_MS
 from ..options.namespaces import STARTPOINTS
-from .errors import ConfigError, MetadataStoreError, SamzaSourceError, StartpointFormatError
+from . import errors
+from .errors import SamzaSourceError, StartpointFormatError
 from .jobmodel import JobModel
 from .model import SystemStreamPartition, TaskName
 from .startpoint import Clock, Startpoint, current_time_ms, truncate_json
@@ -89,7 +90,7 @@ def parse_startpoint_key(key: str) -> tuple[SystemStreamPartition, TaskName | No
     if len(parts) not in (3, 4) or not all(_PART_RE.fullmatch(p) for p in parts) or not _PARTITION_RE.fullmatch(
         parts[2]
     ):
-        raise StartpointFormatError(
+        raise errors.startpoint_invalid(
             f"startpoint key {key!r:.200} is not 'system.stream.partition[.task]' with '%' and '.' inside names "
             "escaped as %25 and %2E"
         )
@@ -97,7 +98,7 @@ def parse_startpoint_key(key: str) -> tuple[SystemStreamPartition, TaskName | No
         ssp = SystemStreamPartition(_unescape(parts[0]), _unescape(parts[1]), int(parts[2]))
         task = TaskName(_unescape(parts[3])) if len(parts) == 4 else None
     except SamzaSourceError as err:
-        raise StartpointFormatError(f"startpoint key {key!r:.200}: {err}") from None
+        raise errors.startpoint_invalid(f"startpoint key {key!r:.200}: {err.detail}") from None
     return ssp, task
 
 
@@ -175,7 +176,7 @@ class StartpointManager:
     def __init__(self, store: MetadataStore, ttl_ms: int = DEFAULT_STARTPOINT_TTL_MS,
                  clock: Clock | None = None) -> None:
         if not isinstance(ttl_ms, int) or isinstance(ttl_ms, bool) or ttl_ms <= 0:
-            raise ConfigError(f"startpoint TTL must be a positive number of milliseconds, got {ttl_ms!r:.50}")
+            raise errors.invalid_option(f"startpoint TTL must be a positive number of milliseconds, got {ttl_ms!r:.50}")
         self._store = store
         self.ttl_ms = ttl_ms
         self._clock: Clock = clock or current_time_ms
@@ -185,9 +186,9 @@ class StartpointManager:
     def write(self, ssp: SystemStreamPartition, startpoint: Startpoint, task: TaskName | str | None = None) -> str:
         """Store ``startpoint`` for ``ssp`` (and ``task``), replacing any previous one; returns the key."""
         if not isinstance(ssp, SystemStreamPartition):
-            raise StartpointFormatError(f"write() needs a SystemStreamPartition, got {ssp!r:.100}")
+            raise errors.startpoint_invalid(f"write() needs a SystemStreamPartition, got {ssp!r:.100}")
         if not isinstance(startpoint, Startpoint):
-            raise StartpointFormatError(f"write() needs a Startpoint, got {startpoint!r:.100}")
+            raise errors.startpoint_invalid(f"write() needs a Startpoint, got {startpoint!r:.100}")
         key = startpoint_key(ssp, task)
         value = startpoint.to_json()
         if self.is_expired(startpoint):
@@ -229,7 +230,7 @@ class StartpointManager:
         if malformed and not skip_malformed:
             details = "; ".join(f"key {m.key!r:.200}: {m.error}" for m in malformed[:5])
             more = f" (and {len(malformed) - 5} more)" if len(malformed) > 5 else ""
-            raise StartpointFormatError(
+            raise errors.startpoint_invalid(
                 f"{self._where()} holds {len(malformed)} malformed startpoint(s){more}: {details}; "
                 "rewrite or delete those keys"
             )
@@ -362,7 +363,7 @@ class StartpointManager:
                 return current  # the existing SSP+task startpoint is as new or newer: it wins
             if self._store.delete_if_equal(NAMESPACE, key, raw) and self._store.put_if_absent(NAMESPACE, key, value):
                 return startpoint
-        raise MetadataStoreError(
+        raise errors.metadata_write_contended(
             f"{self._where()} key {key!r}: the startpoint kept changing during fan-out ({_MAX_ATTEMPTS} attempts); "
             "is another process rewriting it in a loop?"
         )
@@ -375,7 +376,7 @@ class StartpointManager:
         try:
             return Startpoint.from_json(raw)
         except StartpointFormatError as err:
-            raise StartpointFormatError(f"{self._where()} key {key!r:.200}: {err}") from None
+            raise errors.startpoint_invalid(f"{self._where()} key {key!r:.200}: {err.detail}") from None
 
     def _scan(self) -> tuple[builtins.list[StartpointEntry], builtins.list[MalformedStartpoint]]:
         entries: builtins.list[StartpointEntry] = []
@@ -385,7 +386,7 @@ class StartpointManager:
                 ssp, task = parse_startpoint_key(key)
                 startpoint = Startpoint.from_json(raw)
             except StartpointFormatError as err:
-                malformed.append(MalformedStartpoint(key, raw, str(err)))
+                malformed.append(MalformedStartpoint(key, raw, err.detail))
                 continue
             entries.append(StartpointEntry(key, ssp, task, startpoint, raw))
         entries.sort(key=lambda e: _sort_key(e.ssp, e.task))

@@ -15,7 +15,8 @@ from abc import ABC, abstractmethod
 from typing import Any
 
 from ..options.common import JOB_NAME
-from .errors import ConfigError
+from . import errors
+from .errors import InternalError
 
 JsonValue = Any  # a value json.dumps accepts: dict, list, str, int, float, bool, None
 
@@ -26,7 +27,7 @@ _NAMESPACE_RE = re.compile(r"^[a-z0-9][a-z0-9-]{0,63}$")
 def validate_job_name(job_name: Any) -> str:
     """Refuse job names that could escape the store's namespace ('..', '/', control characters ...)."""
     if not isinstance(job_name, str) or not _JOB_NAME_RE.match(job_name) or ".." in job_name:
-        raise ConfigError(
+        raise errors.invalid_option(
             f"{JOB_NAME.name} {job_name!r:.80} is not allowed: use 1-200 characters from letters, digits and "
             "'._@:+=-', starting with a letter or digit, without '..' (it names the job's namespace in the "
             "metadata store, so '/', '..' and control characters are refused)"
@@ -35,8 +36,10 @@ def validate_job_name(job_name: Any) -> str:
 
 
 def validate_namespace(namespace: str) -> str:
+    """The store's namespaces are this package's own (``options/namespaces.py``), never a user's input: one that
+    does not match is a bug."""
     if not isinstance(namespace, str) or not _NAMESPACE_RE.match(namespace):
-        raise ConfigError(f"metadata namespace {namespace!r:.80} must match {_NAMESPACE_RE.pattern}")
+        raise InternalError(f"metadata namespace {namespace!r:.80} must match {_NAMESPACE_RE.pattern}")
     return namespace
 
 

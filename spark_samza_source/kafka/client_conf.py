@@ -10,7 +10,6 @@ import importlib
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ..core.errors import ConfigError
 from . import errors
 
 __all__ = ["TOKEN_PROVIDER_KEY", "TOKEN_PROVIDER_SETTING", "isolation_level_of", "load_token_provider",
@@ -127,24 +126,29 @@ def load_token_provider(path: str) -> Callable[[str], Any]:
     returns ``(token, expiry_epoch_seconds)`` or ``(token, expiry, principal, extensions)``."""
     module_name, _, attr = path.strip().rpartition(".")
     if not module_name or not attr:
-        raise ConfigError(f"option '{_TOKEN_PROVIDER_OPTION}' must be a dotted path "
-                          f"'package.module.function', got {path!r}")
+        raise errors.token_provider_not_dotted(path, option=_TOKEN_PROVIDER_OPTION)
     try:
         module = importlib.import_module(module_name)
     except ImportError as err:
-        raise ConfigError(f"option '{_TOKEN_PROVIDER_OPTION}': cannot import module {module_name!r} "
-                          f"({err}); install it on the driver and every executor (e.g. --py-files)") from None
+        raise errors.token_provider_not_importable(module_name, err, option=_TOKEN_PROVIDER_OPTION) from None
     provider = getattr(module, attr, None)
     if not callable(provider):
-        raise ConfigError(f"option '{_TOKEN_PROVIDER_OPTION}': {module_name!r} has no callable "
-                          f"{attr!r}; name a function taking the sasl.oauthbearer.config string")
+        raise errors.token_provider_not_callable(module_name, attr, option=_TOKEN_PROVIDER_OPTION)
     return provider
 
 
 def with_callbacks(conf: Mapping[str, Any]) -> dict[str, Any]:
-    """``conf`` ready for a confluent-kafka client: the token provider's path replaced by ``oauth_cb``."""
+    """``conf`` ready for a confluent-kafka client: the token provider's path replaced by ``oauth_cb``.
+
+    A provider with a ``check_config`` (``msk_iam.token_provider``) checks ``sasl.oauthbearer.config`` here,
+    before the client exists: librdkafka drops an exception raised in ``oauth_cb``, and the client then fails with
+    "OAuth token not set within 10 seconds timeout", which never says what was wrong."""
     out = dict(conf)
     path = out.pop(TOKEN_PROVIDER_KEY, None)
     if path is not None:
-        out["oauth_cb"] = load_token_provider(str(path))
+        provider = load_token_provider(str(path))
+        check = getattr(provider, "check_config", None)
+        if callable(check):
+            check(str(out.get("sasl.oauthbearer.config", "")))
+        out["oauth_cb"] = provider
     return out

@@ -163,7 +163,7 @@ def stored_job_model_unreadable(err: SamzaSourceError, job_name: str, *, reset_o
     """The job model stored for this job cannot be read: a store that cannot be read stays a
     :class:`MetadataStoreError`, a value that cannot be parsed a user's error of its own."""
     kind = MetadataStoreError if isinstance(err, MetadataStoreError) else SamzaSourceError
-    return kind(f"the job model stored for {JOB_NAME.name}={job_name} cannot be read ({err}); set "
+    return kind(f"the job model stored for {JOB_NAME.name}={job_name} cannot be read ({err.detail}); set "
                 f"{reset_option}=true to replace it with a new one", condition=STORED_JOB_MODEL_UNREADABLE)
 
 
@@ -302,3 +302,65 @@ def offset_version_unknown(version: int, known: int) -> FormatVersionError:
     return FormatVersionError(
         f"offset format version {version} is newer than this release understands "
         f"({known}); upgrade spark-samza-source on the driver", condition=OFFSET_VERSION_UNKNOWN)
+
+
+# ---- options checked where they are used ------------------------------------------------------------------------
+def token_provider_not_dotted(path: str, *, option: str) -> ConfigError:
+    return ConfigError(f"option '{option}' must be a dotted path 'package.module.function', got {path!r}")
+
+
+def token_provider_not_importable(module_name: str, err: ImportError, *, option: str) -> ConfigError:
+    return ConfigError(f"option '{option}': cannot import module {module_name!r} ({err}); install it on the driver "
+                       "and every executor (e.g. --py-files)")
+
+
+def token_provider_not_callable(module_name: str, attr: str, *, option: str) -> ConfigError:
+    return ConfigError(f"option '{option}': {module_name!r} has no callable {attr!r}; name a function taking the "
+                       "sasl.oauthbearer.config string")
+
+
+def msk_iam_region_missing(*, config_option: str) -> ConfigError:
+    """Amazon MSK IAM signing needs an AWS region, and neither ``config_option`` nor the environment names one."""
+    return ConfigError(f"Amazon MSK IAM: no AWS region; set {config_option} to 'aws_region=<region>' "
+                       "(or AWS_REGION in the environment of the driver and executors)")
+
+
+def bounded_read_partitions_unreported(missing: list[SystemStreamPartition]) -> ConfigError:
+    """Partitions of a batch read's job model that the broker no longer reports (deleted partitions or topics)."""
+    return ConfigError(f"the broker reports no offsets for {', '.join(map(str, missing[:5]))}",
+                       condition=PARTITION_GONE)
+
+
+def bounded_read_starts_after_ends(backwards: list[str]) -> ConfigError:
+    return ConfigError("the batch read's starting options begin after its ending options in "
+                       f"{'; '.join(backwards[:5])}. Give a start at or before the end for each partition")
+
+
+def broadcast_partition_missing(system: str, topic: str, partition: int, count: int, *,
+                                broadcast_option: str) -> ConfigError:
+    return ConfigError(f"option '{broadcast_option}' names {system}.{topic}#{partition}, but topic '{topic}' has "
+                       f"{count} partitions")
+
+
+def starting_offsets_beyond_log_end(option: str, beyond: list[str]) -> ConfigError:
+    return ConfigError(
+        f"option '{option}' names offsets beyond the end of their partition's log, where "
+        f"nothing can be read: {'; '.join(beyond)}. The log end is the next offset to be written; give an "
+        "offset up to it, or -1 for latest, -2 for earliest")
+
+
+def no_record_at_timestamp(ts: int, ssp: SystemStreamPartition, *, strategy_option: str,
+                           latest: str) -> ConfigError:
+    return ConfigError(
+        f"no record at or after timestamp {ts} in {ssp}; the starting timestamp option cannot "
+        f"be honoured. Use an earlier timestamp, or set {strategy_option}={latest} to start "
+        "such partitions at the end")
+
+
+def starting_partitions_not_read(option: str, problems: list[str], specified: str, assigned: str) -> ConfigError:
+    """A per-partition starting option names partitions the query does not read (``specified`` / ``assigned``:
+    the JSON Spark's message also shows)."""
+    return ConfigError(
+        f"option '{option}' names partitions this query does not read: {'; '.join(problems)}. "
+        f"Specified: {specified} Assigned: {assigned}. Name only subscribed "
+        "topics and existing partitions (partitions not named start at latest)")

@@ -19,7 +19,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from ..core.errors import ConfigError
+from ..core.errors import InternalError
 from ..core.jobmodel import JobModel
 from ..core.model import SystemStreamPartition
 from . import errors
@@ -118,11 +118,7 @@ class SpecificOffsets(StartingOffsets):
             else:
                 out[ssp] = wanted
         if beyond:
-            raise ConfigError(
-                f"option '{self.option}' names offsets beyond the end of their partition's log, where "
-                f"nothing can be read: {'; '.join(beyond)}. The log end is the next offset to be written; give an "
-                "offset up to it, or -1 for latest, -2 for earliest"
-            )
+            raise errors.starting_offsets_beyond_log_end(self.option, beyond)
         return Starts(out, tuple(losses))
 
 
@@ -142,9 +138,9 @@ class ByTimestamp(StartingOffsets):
 
     def __post_init__(self) -> None:
         if self.timestamp_ms is not None and self.per_partition:
-            raise ConfigError("ByTimestamp takes one timestamp for every partition or one per partition, not both")
+            raise InternalError("ByTimestamp takes one timestamp for every partition or one per partition, not both")
         if self.strategy not in TIMESTAMP_STRATEGIES:
-            raise ConfigError(f"ByTimestamp strategy must be one of {TIMESTAMP_STRATEGIES}, got {self.strategy!r}")
+            raise InternalError(f"ByTimestamp strategy must be one of {TIMESTAMP_STRATEGIES}, got {self.strategy!r}")
 
     def starts(self, model, marks, offsets_for_times, *, fail_on_data_loss, assigned=None) -> Starts:
         _check_named_partitions(self.option, self.per_partition, model, assigned)
@@ -165,12 +161,8 @@ class ByTimestamp(StartingOffsets):
                 offset = found.get((ssp.stream, ssp.partition))
                 if offset is None or offset < 0:
                     if self.strategy == TIMESTAMP_STRATEGY_ERROR:
-                        raise ConfigError(
-                            f"no record at or after timestamp {ts} in {ssp}; the starting timestamp option cannot "
-                            f"be honoured. Use an earlier timestamp, or set "
-                            f"{self.strategy_option}={TIMESTAMP_STRATEGY_LATEST} to start "
-                            "such partitions at the end"
-                        )
+                        raise errors.no_record_at_timestamp(ts, ssp, strategy_option=self.strategy_option,
+                                                            latest=TIMESTAMP_STRATEGY_LATEST)
                     offset = marks[ssp].high
                 out[ssp] = offset
         return Starts(out)
@@ -217,11 +209,7 @@ def _check_named_partitions(
     if problems:
         specified = {t: sorted(ps) for t, ps in sorted(per_partition.items())}
         assigned_json = {t: _ranges(sorted(ps)) for t, ps in sorted(have.items())}
-        raise ConfigError(
-            f"option '{option}' names partitions this query does not read: {'; '.join(problems)}. "
-            f"Specified: {json.dumps(specified)} Assigned: {json.dumps(assigned_json)}. Name only subscribed "
-            "topics and existing partitions (partitions not named start at latest)"
-        )
+        raise errors.starting_partitions_not_read(option, problems, json.dumps(specified), json.dumps(assigned_json))
 
 
 def _ranges(parts: list[int]) -> str:

@@ -27,6 +27,7 @@ import re
 import urllib.parse
 from typing import TYPE_CHECKING, Any
 
+from ..core import errors
 from ..core.errors import ConfigError
 from ..core.store import JsonValue, MetadataStore, validate_job_name, validate_namespace
 from ..options.common import JOB_NAME
@@ -82,7 +83,7 @@ def __getattr__(name: str) -> Any:
 
 
 def _config_error(uri: str, problem: str) -> ConfigError:
-    return ConfigError(f"{OPTION} {redact_uri(uri)!r}: {problem}. Supported forms: {SUPPORTED_FORMS}")
+    return errors.invalid_option(f"{OPTION} {redact_uri(uri)!r}: {problem}. Supported forms: {SUPPORTED_FORMS}")
 
 
 def _file_uri_path(uri: str) -> str:
@@ -122,7 +123,7 @@ def check_store_uri(uri: str) -> None:
     ``load()``): an empty value, an unknown scheme, ``s3://`` / ``gs://`` without a bucket, ``dynamodb://``
     without a valid table, a ``file:`` URI naming a host. Raises ConfigError naming the option and the fix."""
     if not isinstance(uri, str) or not uri.strip():
-        raise ConfigError(f"{OPTION} is empty: set it to one of {SUPPORTED_FORMS}")
+        raise errors.invalid_option(f"{OPTION} is empty: set it to one of {SUPPORTED_FORMS}")
     uri = uri.strip()
     m = _SCHEME_RE.match(uri)
     if m is None:

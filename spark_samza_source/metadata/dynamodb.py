@@ -29,7 +29,8 @@ import urllib.parse
 from collections.abc import Callable
 from typing import Any
 
-from ..core.errors import ConfigError, FormatVersionError, MetadataStoreError
+from ..core import errors
+from ..core.errors import ConfigError, MetadataStoreError
 from ..core.store import JsonValue, MetadataStore, validate_job_name, validate_namespace
 from .uri import OPTION, redact_uri, scrub_secrets
 
@@ -62,7 +63,7 @@ def sort_key(key: str) -> str:
     try:
         raw = key.encode("utf-8")
     except UnicodeEncodeError as exc:
-        raise MetadataStoreError(
+        raise errors.metadata_value_not_storable(
             f"metadata key {key!r:.200} is not valid Unicode text ({exc.reason}); keys must encode as UTF-8"
         ) from None
     if not raw or len(raw) > MAX_SORT_KEY_BYTES or key.startswith(HASH_PREFIX):
@@ -72,7 +73,7 @@ def sort_key(key: str) -> str:
 
 def _parse_uri(uri: str) -> dict[str, Any]:
     def bad(problem: str) -> ConfigError:
-        return ConfigError(
+        return errors.invalid_option(
             f"{OPTION} {redact_uri(uri)!r}: {problem}. Expected dynamodb://TABLE?region=REGION&endpoint=URL "
             f"(optional: profile, aws_access_key_id, aws_secret_access_key, aws_session_token, create_table, "
             "max_attempts)"
@@ -166,7 +167,7 @@ class DynamoDBMetadataStore(MetadataStore):
             )
         except BotoCoreError as exc:  # NoRegionError, ProfileNotFound ...
             hint = " (add ?region=REGION to the URI or set AWS_REGION)" if "region" in str(exc).lower() else ""
-            raise ConfigError(
+            raise errors.invalid_option(
                 f"{OPTION} {self.uri!r}: cannot create a DynamoDB client: {scrub_secrets(str(exc), self._raw_uri)}"
                 f"{hint}"
             ) from None
@@ -213,7 +214,7 @@ class DynamoDBMetadataStore(MetadataStore):
                 hint = f" Check the credentials and their IAM permissions on table {self.table!r}."
         else:
             hint = f" Check the endpoint and region ({self._client.meta.endpoint_url})."
-        return MetadataStoreError(f"{op} failed for {self._where(namespace, key)}: {detail}.{hint}")
+        return errors.metadata_store_failed(f"{op} failed for {self._where(namespace, key)}: {detail}.{hint}")
 
     def _call(self, op: str, namespace: str, key: str | None, fn: Callable[..., Any], **kwargs: Any) -> Any:
         """Run a client call; ConditionalCheckFailedException propagates, every other failure is wrapped."""
@@ -266,7 +267,7 @@ class DynamoDBMetadataStore(MetadataStore):
                 raise self._fail("opening the table", namespace, key, exc) from None
             schema = sorted(table.get("KeySchema", []), key=lambda e: e["KeyType"])
             if schema != _KEY_SCHEMA:
-                raise MetadataStoreError(
+                raise errors.metadata_store_failed(
                     f"DynamoDB table {self.table!r} ({self.uri}) has key schema {schema}, but the metadata store "
                     "needs pk (string, HASH) and sk (string, RANGE): name another table in " + OPTION
                 )
@@ -278,7 +279,7 @@ class DynamoDBMetadataStore(MetadataStore):
         from botocore.exceptions import ClientError
 
         if not self.create_table:
-            raise MetadataStoreError(
+            raise errors.metadata_store_failed(
                 f"DynamoDB table {self.table!r} does not exist ({self.uri}) and create_table=false: create it "
                 "with partition key pk (S) and sort key sk (S), or drop create_table=false from " + OPTION
             )
@@ -296,7 +297,7 @@ class DynamoDBMetadataStore(MetadataStore):
             if code == "ResourceInUseException":  # another process is creating it right now
                 return self._client.describe_table(TableName=self.table)["Table"]
             if code in ("AccessDeniedException", "UnrecognizedClientException"):
-                raise MetadataStoreError(
+                raise errors.metadata_store_failed(
                     f"DynamoDB table {self.table!r} does not exist ({self.uri}) and these credentials may not "
                     f"create it ({code}): create it with partition key pk (S) and sort key sk (S), or grant "
                     "dynamodb:CreateTable and dynamodb:DescribeTable"
@@ -313,7 +314,7 @@ class DynamoDBMetadataStore(MetadataStore):
         try:
             return json.dumps(value, sort_keys=True, allow_nan=False, separators=(",", ":"))
         except (TypeError, ValueError) as exc:
-            raise MetadataStoreError(
+            raise errors.metadata_value_not_storable(
                 f"cannot store {self._where(namespace, key)}: the value is not JSON ({exc}); store dicts with "
                 "string keys, lists, strings, finite numbers, booleans or None"
             ) from None
@@ -325,21 +326,22 @@ class DynamoDBMetadataStore(MetadataStore):
         fmt_text = item.get("format", {}).get("N", "1")
         where = self._where(namespace, key if key is not None else stored_key)
         if stored_key is None or raw is None or not fmt_text.isdigit():
-            raise MetadataStoreError(
+            raise errors.metadata_value_invalid(
                 f"corrupt item for {where}: expected string attributes key and value and a number format. "
                 "Delete the item (sk " + repr(item.get("sk", {}).get("S", "?"))[:200] + ")"
             )
         if int(fmt_text) > FORMAT_VERSION:
-            raise FormatVersionError(
+            raise errors.format_version_unknown(
                 f"{where} was written in format {fmt_text} by a newer spark-samza-source (this one reads format "
                 f"{FORMAT_VERSION}); upgrade spark-samza-source"
             )
         if key is not None and stored_key != key:
-            raise MetadataStoreError(f"corrupt item for {where}: it holds key {stored_key!r:.200}. Delete it")
+            raise errors.metadata_value_invalid(
+                f"corrupt item for {where}: it holds key {stored_key!r:.200}. Delete it")
         try:
             value = json.loads(raw)
         except (ValueError, RecursionError) as exc:
-            raise MetadataStoreError(
+            raise errors.metadata_value_invalid(
                 f"corrupt value for {where}: attribute value is not valid JSON ({exc}). Delete or rewrite it"
             ) from None
         return stored_key, raw, value
@@ -427,7 +429,7 @@ class DynamoDBMetadataStore(MetadataStore):
             if ours is not None and ours(self._get_item(op, namespace, key)):
                 return True
             # changed between our read and the write: look again
-        raise MetadataStoreError(
+        raise errors.metadata_write_contended(
             f"{op} gave up on {self._where(namespace, key)} after {_MAX_CAS_ATTEMPTS} attempts: the value keeps "
             "changing under concurrent writers"
         )
@@ -445,7 +447,7 @@ class DynamoDBMetadataStore(MetadataStore):
             for item in resp.get("Items", []):
                 stored_key, _, value = self._load(namespace, None, item)
                 if sort_key(stored_key) != item["sk"]["S"]:
-                    raise MetadataStoreError(
+                    raise errors.metadata_value_invalid(
                         f"corrupt item for {self._where(namespace, stored_key)}: its sort key "
                         f"{item['sk']['S']!r:.200} does not belong to that key. Delete the item"
                     )

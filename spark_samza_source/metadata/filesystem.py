@@ -44,7 +44,8 @@ import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from ..core.errors import FormatVersionError, MetadataStoreError, SamzaSourceError
+from ..core import errors
+from ..core.errors import SamzaSourceError
 from ..core.store import JsonValue, MetadataStore, validate_job_name, validate_namespace
 from .uri import OPTION, SUPPORTED_FORMS, redact_uri, scrub_secrets
 
@@ -77,7 +78,7 @@ def _key_bytes(key: str) -> bytes:
     try:
         return key.encode("utf-8")
     except UnicodeEncodeError as exc:
-        raise MetadataStoreError(
+        raise errors.metadata_value_not_storable(
             f"metadata key {key!r:.200} is not valid Unicode text ({exc.reason}); keys must encode as UTF-8"
         ) from None
 
@@ -386,9 +387,7 @@ class FileSystemMetadataStore(MetadataStore):
         try:
             filesystem, path = pafs.FileSystem.from_uri(uri)
         except (ArrowException, OSError, ValueError) as exc:
-            from ..core.errors import ConfigError
-
-            raise ConfigError(
+            raise errors.invalid_option(
                 f"{OPTION} {redact_uri(uri)!r}: pyarrow.fs cannot open this filesystem "
                 f"({type(exc).__name__}: {scrub_secrets(str(exc), uri, limit=300)}). Check the URI, its query "
                 f"parameters and credentials. Supported forms: {SUPPORTED_FORMS}"
@@ -421,7 +420,7 @@ class FileSystemMetadataStore(MetadataStore):
     def _load_checked(self, namespace: str, key: str, path: str, raw: bytes) -> JsonValue:
         stored_key, value = self._load(namespace, key, path, raw)
         if stored_key != key:
-            raise MetadataStoreError(
+            raise errors.metadata_value_invalid(
                 f"corrupt value for {self._where(namespace, key)}: file {path} holds key {stored_key!r:.200} "
                 "(was it renamed or copied by hand?). Delete that file or move it back"
             )
@@ -439,7 +438,7 @@ class FileSystemMetadataStore(MetadataStore):
                 raise
             what = self._where(namespace, key) if key is not None else (
                 f"namespace {namespace!r} of job {self.job_name!r} in metadata store {self.uri}")
-            raise MetadataStoreError(
+            raise errors.metadata_store_failed(
                 f"{op} failed for {what}: {type(exc).__name__}: {scrub_secrets(str(exc), self._raw_uri)}. "
                 f"Check that {self.root!r} is (or can be created as) a directory this process can write, "
                 f"or point {OPTION} elsewhere"
@@ -522,7 +521,7 @@ class FileSystemMetadataStore(MetadataStore):
             if key is None:  # hashed name: the key lives in the envelope
                 stored_key, value = self._load(namespace, stem, path, raw)
                 if hashed_name(stored_key) != stem:
-                    raise MetadataStoreError(
+                    raise errors.metadata_value_invalid(
                         f"corrupt value in namespace {namespace!r} of job {self.job_name!r} in metadata store "
                         f"{self.uri}: file {path} holds key {stored_key!r:.200}, whose hashed name differs. "
                         "Delete that file or move it back"
@@ -557,7 +556,7 @@ def encode_envelope(key: str, value: JsonValue, where: str, **extra: str) -> byt
         text = json.dumps({"format": FORMAT_VERSION, "key": key, "value": value, **extra}, sort_keys=True,
                           allow_nan=False, separators=(",", ":"))
     except (TypeError, ValueError) as exc:
-        raise MetadataStoreError(
+        raise errors.metadata_value_not_storable(
             f"cannot store {where}: the value is not JSON ({exc}); store dicts with "
             "string keys, lists, strings, finite numbers, booleans or None"
         ) from None
@@ -571,18 +570,18 @@ def decode_envelope(raw: bytes, where: str, location: str, kind: str) -> tuple[s
     try:
         doc = json.loads(raw)
     except (ValueError, RecursionError) as exc:
-        raise MetadataStoreError(
+        raise errors.metadata_value_invalid(
             f"corrupt value for {where}: {location} is not valid JSON ({exc}). "
             f"Fix or delete that {kind} (or write the key again)"
         ) from None
     fmt = doc.get("format") if isinstance(doc, dict) else None
     if type(fmt) is not int or fmt < 1 or not isinstance(doc.get("key"), str) or "value" not in doc:
-        raise MetadataStoreError(
+        raise errors.metadata_value_invalid(
             f"corrupt value for {where}: {location} is JSON but not a metadata "
             f'envelope {{"format": 1, "key": ..., "value": ...}}. Fix or delete that {kind}'
         )
     if fmt > FORMAT_VERSION:
-        raise FormatVersionError(
+        raise errors.format_version_unknown(
             f"{where} was written in format {fmt} by a newer spark-samza-source "
             f"(this one reads format {FORMAT_VERSION}); upgrade spark-samza-source"
         )

@@ -26,6 +26,7 @@ from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from typing import Any
 
+from ..core import errors
 from ..core.errors import JobLeaseError
 from ..core.store import MetadataStore
 from ..options.common import (
@@ -144,8 +145,7 @@ class JobLease:
         machine: str | None = None,
     ) -> None:
         if not isinstance(ttl_ms, int) or ttl_ms < MIN_JOB_LEASE_TTL_MS:
-            raise JobLeaseError(
-                f"option '{JOB_LEASE_TTL.name}' must be at least {MIN_JOB_LEASE_TTL_MS} ms, got {ttl_ms!r}")
+            raise errors.job_lease_ttl_invalid(JOB_LEASE_TTL.name, MIN_JOB_LEASE_TTL_MS, ttl_ms)
         self.store = store
         self.ttl_ms = ttl_ms
         self.owner_id = uuid.uuid4().hex
@@ -174,7 +174,7 @@ class JobLease:
         """Acquire the job (first call) or keep it; raise :class:`JobLeaseError` if another query has it."""
         with self._lock:
             if self._lost is not None:
-                raise JobLeaseError(self._lost)
+                raise errors.job_lease_lost(self._lost)
             now = self._wall_ms()
             if self._held is None:
                 self._acquire(identities, now)
@@ -188,7 +188,7 @@ class JobLease:
         """Renew now (what the heartbeat does); raises :class:`JobLeaseError` if the lease was lost."""
         with self._lock:
             if self._lost is not None:
-                raise JobLeaseError(self._lost)
+                raise errors.job_lease_lost(self._lost)
             if self._held is not None:
                 self._renew_or_give_up((), self._wall_ms())
 
@@ -232,13 +232,13 @@ class JobLease:
                 continue
             reason = self._takeover_reason(current, identities, now)
             if reason is None:
-                raise JobLeaseError(self._conflict_message(current, now))
+                raise errors.job_lease_held(self._conflict_message(current, now))
             if self.store.replace_if_equal(NAMESPACE, KEY, current, record):
                 log.warning("job %s: took the job over from %s: %s", self.store.job_name,
                             self._describe_owner(current), reason)
                 self._own(record)
                 return
-        raise JobLeaseError(
+        raise errors.job_lease_held(
             f"{JOB_NAME.name} '{self.store.job_name}' in metadata store '{self.store.uri}': could not acquire the "
             f"job's lease after {_ACQUIRE_ATTEMPTS} attempts, other drivers keep changing it. Is another query with "
             f"the same {JOB_NAME.name} starting and stopping in a loop? Give each query its own {JOB_NAME.name}."
@@ -283,7 +283,7 @@ class JobLease:
                 raise
             self._lost = self._unrenewable_message(now, err)
             self._stop.set()
-            raise JobLeaseError(self._lost) from err
+            raise errors.job_lease_lost(self._lost) from err
 
     def _renew(self, identities: Iterable[str], now: int) -> None:
         identities = tuple(identities)
@@ -309,7 +309,7 @@ class JobLease:
             self._held = current  # our own write (e.g. a renewal whose reply was lost): adopt it, try again
         self._lost = self._lost_message(current)
         self._stop.set()
-        raise JobLeaseError(self._lost)
+        raise errors.job_lease_lost(self._lost)
 
     def _start_heartbeat(self) -> None:
         if not self._heartbeat_enabled or self._thread is not None:

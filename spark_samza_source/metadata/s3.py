@@ -50,6 +50,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
+from ..core import errors
 from ..core.errors import ConfigError, MetadataStoreError
 from ..core.store import JsonValue, MetadataStore, validate_job_name, validate_namespace
 from .filesystem import SUFFIX, decode_envelope, decode_name, encode_envelope, encode_key, hashed_name
@@ -84,7 +85,7 @@ _PROBED_LOCK = threading.Lock()
 
 
 def _bad(uri: str, problem: str) -> ConfigError:
-    return ConfigError(
+    return errors.invalid_option(
         f"{OPTION} {redact_uri(uri)!r}: {problem}. Expected s3://BUCKET/PREFIX?region=REGION (optional: endpoint="
         f"http(s)://HOST:PORT for MinIO and other S3-compatible stores, addressing_style, profile, access_key, "
         f"secret_key, session_token, max_attempts; credentials are best left to boto3's default chain)"
@@ -214,7 +215,7 @@ class S3MetadataStore(MetadataStore):
                               read_timeout=30, s3={"addressing_style": style}),
             )
         except BotoCoreError as exc:  # ProfileNotFound ...
-            raise ConfigError(
+            raise errors.invalid_option(
                 f"{OPTION} {self.uri!r}: cannot create an S3 client: {scrub_secrets(str(exc), self._raw_uri)}"
             ) from None
         self._probe_key = (str(self._client.meta.endpoint_url), bucket)
@@ -267,7 +268,7 @@ class S3MetadataStore(MetadataStore):
                         "(s3:GetObject, s3:PutObject, s3:DeleteObject, s3:ListBucket).")
             else:
                 hint = ""
-        return MetadataStoreError(f"{op} failed for {self._where(namespace, key)}: {detail}.{hint}")
+        return errors.metadata_store_failed(f"{op} failed for {self._where(namespace, key)}: {detail}.{hint}")
 
     def _call(self, op: str, namespace: str, key: str | None, fn: Callable[..., Any], *expected: str,
               **kwargs: Any) -> Any:
@@ -305,7 +306,7 @@ class S3MetadataStore(MetadataStore):
         location = f"object s3://{self.bucket}/{object_key}"
         stored_key, value = decode_envelope(raw, where, location, "object")
         if key is not None and stored_key != key:
-            raise MetadataStoreError(
+            raise errors.metadata_value_invalid(
                 f"corrupt value for {where}: {location} holds key {stored_key!r:.200} "
                 "(was it copied by hand?). Delete that object or move it back"
             )
@@ -493,7 +494,7 @@ class S3MetadataStore(MetadataStore):
         raise self._gave_up(op, namespace, key)
 
     def _gave_up(self, op: str, namespace: str, key: str) -> MetadataStoreError:
-        return MetadataStoreError(
+        return errors.metadata_write_contended(
             f"{op} gave up on {self._where(namespace, key)} after {MAX_CONDITIONAL_ATTEMPTS} attempts: the value "
             "keeps changing under concurrent writers"
         )
@@ -530,7 +531,7 @@ class S3MetadataStore(MetadataStore):
                 raw = body.read()
             stored_key, value = self._load(namespace, key, object_key, raw)
             if key is None and hashed_name(stored_key) != stem:
-                raise MetadataStoreError(
+                raise errors.metadata_value_invalid(
                     f"corrupt value in {self._where(namespace, None)}: object s3://{self.bucket}/{object_key} holds "
                     f"key {stored_key!r:.200}, whose hashed name differs. Delete that object or move it back"
                 )

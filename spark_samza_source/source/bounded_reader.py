@@ -23,8 +23,8 @@ from typing import Any
 
 from pyspark.sql.datasource import DataSourceReader
 
+from ..core import errors
 from ..core.bounded_filters import PushedFilters, push_filters
-from ..core.errors import ConfigError
 from ..options.common import JOB_NAME, METADATA_STORE
 from .partition import TaskInputPartition
 
@@ -45,7 +45,7 @@ def refuse_bounded_only_options(raw: Mapping[str, str], names: Sequence[str], fm
     given = {str(k).lower() for k in raw}
     for name in names:
         if name.lower() in given:
-            raise ConfigError(
+            raise errors.invalid_option(
                 f"option '{name}' is not valid in streaming queries: it says where a batch read "
                 f"(spark.read.format('{fmt}')) stops, and a streaming query reads on. Remove it from the "
                 "readStream, or use spark.read for a bounded read"
@@ -68,7 +68,7 @@ def bounded_raw_options(raw: Mapping[str, str], *, strict: bool = True) -> tuple
         if not strict:
             out[JOB_NAME.name] = BOUNDED_JOB_NAME
             return out, False
-        raise ConfigError(
+        raise errors.invalid_option(
             f"option '{METADATA_STORE.name}' is set without '{JOB_NAME.name}': a batch read uses the store only "
             f"to take the tasks of the job's stored job model, which it finds by {JOB_NAME.name}. Set "
             f"{JOB_NAME.name} to the streaming query's, or remove {METADATA_STORE.name} to group the partitions "

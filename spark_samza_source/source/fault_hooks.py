@@ -23,7 +23,8 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..core.errors import ConfigError, InternalError
+from ..core import errors
+from ..core.errors import InternalError
 from ..options.common import FAULT_HOOKS, TESTING_OPTIONS_PREFIX
 
 __all__ = [
@@ -81,14 +82,15 @@ class FaultHookOptions(Mapping[str, str]):
         module = (hooks.module or "").strip()
         if not module:
             others = ", ".join(f"'{name}'" for name in sorted(given) if name != FAULT_HOOKS.name.lower())
-            raise ConfigError(
+            raise errors.invalid_option(
                 f"option {others or repr(FAULT_HOOKS.name)} is a test-only fault-injection option and needs option "
                 f"'{FAULT_HOOKS.name}': the dotted path of the module that implements the hooks (the development "
                 f"kit's fault_hooks module). Set '{FAULT_HOOKS.name}' or remove every 'testing.*' option"
             )
         if not _MODULE_PATH.match(module) or _find_spec(module) is None:
-            raise ConfigError(f"option '{FAULT_HOOKS.name}' names {module!r}, which is not an importable module "
-                              "(a dotted module path with an on_event(event, options, **details) function)")
+            raise errors.invalid_option(
+                f"option '{FAULT_HOOKS.name}' names {module!r}, which is not an importable module "
+                "(a dotted module path with an on_event(event, options, **details) function)")
         return hooks
 
 
@@ -112,8 +114,8 @@ def report(hooks: FaultHookOptions, event: str, **details: Any) -> None:
     module = importlib.import_module(hooks.module)
     on_event = getattr(module, "on_event", None)
     if on_event is None:
-        raise ConfigError(f"option '{FAULT_HOOKS.name}' names module {hooks.module!r}, which has no "
-                          "on_event(event, options, **details) function")
+        raise errors.invalid_option(f"option '{FAULT_HOOKS.name}' names module {hooks.module!r}, which has no "
+                                    "on_event(event, options, **details) function")
     on_event(event, hooks, **details)
 
 

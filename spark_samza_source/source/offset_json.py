@@ -9,8 +9,8 @@ JSON fail with the same kind of error. Used by ``source/stream_reader.py`` for b
 
 from __future__ import annotations
 
+from ..core import errors
 from ..core.errors import OffsetFormatError
-from ..options.common import JOB_NAME
 
 #: (which offset, in which file of <checkpoint>/offsets/)
 OffsetRole = tuple[str, str]
@@ -27,16 +27,11 @@ COMMIT_END: OffsetRole = ("the end offset of the batch being committed (commit)"
                           "highest)")
 
 
-def offset_problem(source: str, role: OffsetRole, problem: str, file: str | None = None) -> OffsetFormatError:
+def offset_problem(source: str, role: OffsetRole, problem: str, file: str | None = None,
+                   condition: str | None = None) -> OffsetFormatError:
     """The error for an offset ``source`` cannot use: what it is, where it is (``file`` when the offset told), the
-    fix."""
+    fix; ``condition``: that of the error that found the problem (the system's own), kept for the user to search."""
     what, where = role
     if file is not None:
         where = f"{file} in the checkpoint location ({where})"
-    return OffsetFormatError(
-        f"{source} cannot use {what} that Spark read from the query's checkpoint: {problem}. It is in {where}, "
-        "on the line after Spark's metadata line. Spark does not tell the source the checkpoint location or the "
-        "batch number, so check that file: restore it from a backup, or remove that batch's files from "
-        "<checkpoint>/offsets/ and <checkpoint>/commits/ so the batch is planned again; or start a new checkpoint "
-        f"location (the job model and startpoints are kept in the metadata store for the same {JOB_NAME.name})"
-    )
+    return errors.offset_unusable(source, what, where, problem, condition)

@@ -31,6 +31,7 @@ import re
 import sys
 from types import FrameType
 
+from ..core import errors
 from ..core.errors import UnsupportedSparkError
 from .offset_json import COMMIT_END, LATEST_START, PARTITIONS_END, PARTITIONS_START, offset_problem
 
@@ -65,7 +66,7 @@ def _major_minor(version: str) -> tuple[int, int] | None:
 
 def _unsupported(version: str) -> UnsupportedSparkError:
     (lo_major, lo_minor), (hi_major, hi_minor) = SUPPORTED_PYSPARK
-    return UnsupportedSparkError(
+    return errors.spark_unsupported(
         f"this Spark runs PySpark {version}, but spark-samza-source supports PySpark {supported_range()} (4.0 to "
         f"{hi_major}.{hi_minor - 1}, the versions its tests run on; Python data sources exist since 4.0). Run the "
         f"query on a Spark in that range: a platform runtime with Spark {lo_major}.{lo_minor} to "
@@ -185,7 +186,7 @@ def install_offset_json_guard(source: str) -> None:
         return
     missing = runner_layout_missing(runner)
     if missing:
-        raise UnsupportedSparkError(
+        raise errors.spark_unsupported(
             f"PySpark's streaming source runner ({RUNNER}) no longer has {', '.join(missing)}, which "
             f"spark-samza-source relies on (checked against PySpark {supported_range()}). Use a Spark in that range")
     runner.json = _OffsetJson(current, source)  # type: ignore[attr-defined]  # the runner module's global

@@ -143,7 +143,7 @@ class SamzaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         except FormatVersionError:
             raise
         except OffsetFormatError as err:
-            raise offset_problem(self.FORMAT, role, err.detail, self.offset_file(value)) from None
+            raise offset_problem(self.FORMAT, role, err.detail, self.offset_file(value), err.condition) from None
 
 
 def _max_rows_of(limit: Any) -> int | None:

@@ -27,26 +27,8 @@ CONDITION = re.compile(r"^SAMZA_[A-Z0-9]+(?:_[A-Z0-9]+)*$")
 OPTION_MODULES = {"options/option.py", "options/values.py", "kafka/options.py", "kinesis/options.py"}
 
 # Modules not converted to their catalogue yet: they still build user's errors inline. The list only shrinks: a
-# module leaves it when its errors move to its catalogue (a test below fails while a listed module is clean). The
-# kafka/ modules left here raise only ConfigError inline (their messages already start with SAMZA_INVALID_OPTION).
+# module leaves it when its errors move to its catalogue (a test below fails while a listed module is clean).
 NOT_YET_CONVERTED = {
-    "core/broadcast.py",
-    "core/checkpoint.py",
-    "core/copartition.py",
-    "core/expansion.py",
-    "core/grouping.py",
-    "core/jobmodel.py",
-    "core/json_text.py",
-    "core/model.py",
-    "core/next_batch.py",
-    "core/startpoint.py",
-    "core/startpoint_manager.py",
-    "core/store.py",
-    "kafka/client_conf.py",
-    "kafka/driver/bounded_read.py",
-    "kafka/driver/coordinator.py",
-    "kafka/executor/read_settings.py",
-    "kafka/starting.py",
     "kinesis/calls.py",
     "kinesis/client.py",
     "kinesis/driver/admin.py",
@@ -65,11 +47,6 @@ NOT_YET_CONVERTED = {
     "kinesis/positions.py",
     "kinesis/source.py",
     "kinesis/starting.py",
-    "metadata/__init__.py",
-    "metadata/dynamodb.py",
-    "metadata/filesystem.py",
-    "metadata/lease.py",
-    "metadata/s3.py",
     "ops/cli/commands/checkpoint.py",
     "ops/cli/commands/common.py",
     "ops/cli/commands/consumers.py",
@@ -85,10 +62,6 @@ NOT_YET_CONVERTED = {
     "samza_config/kinesis.py",
     "samza_config/offset_log.py",
     "samza_config/properties.py",
-    "source/bounded_reader.py",
-    "source/fault_hooks.py",
-    "source/offset_json.py",
-    "source/pyspark_compat.py",
 }
 
 def _relative(path: Path) -> str:

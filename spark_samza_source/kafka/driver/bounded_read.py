@@ -14,9 +14,9 @@ from __future__ import annotations
 import logging
 
 from ...core.bounded_filters import PushedFilters
-from ...core.errors import ConfigError
 from ...core.jobmodel import JobModel
 from ...core.model import SystemStreamPartition, TaskName
+from .. import errors
 from ..input_partition import KafkaRange
 from ..options import KafkaBoundedOptions
 from ..schema import TASK_COLUMN
@@ -50,7 +50,7 @@ def _plan(coordinator: KafkaCoordinator, options: KafkaBoundedOptions, pushed: P
     marks = coordinator.watermarks(model.ssps())
     missing = sorted(set(model.ssps()) - set(marks))
     if missing:
-        raise ConfigError(f"the broker reports no offsets for {', '.join(map(str, missing[:5]))}")
+        raise errors.bounded_read_partitions_unreported(missing)
     lookup = coordinator.admin.offsets_for_times
     starts = source.starting.starts(model, marks, lookup, fail_on_data_loss=source.fail_on_data_loss,
                                     assigned=discovered).positions
@@ -58,10 +58,7 @@ def _plan(coordinator: KafkaCoordinator, options: KafkaBoundedOptions, pushed: P
                                  assigned=discovered).positions
     backwards = [f"{s}: starts at {starts[s]}, ends at {ends[s]}" for s in sorted(starts) if ends[s] < starts[s]]
     if backwards:
-        raise ConfigError(
-            "the batch read's starting options begin after its ending options in "
-            f"{'; '.join(backwards[:5])}. Give a start at or before the end for each partition"
-        )
+        raise errors.bounded_read_starts_after_ends(backwards)
     wanted = [s for s in sorted(model.ssps()) if _ssp_allowed(pushed, s)]
     if pushed.min_timestamp_ms is not None and wanted:
         found = lookup({(s.stream, s.partition): pushed.min_timestamp_ms for s in wanted})

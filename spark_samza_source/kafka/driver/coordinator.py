@@ -23,7 +23,6 @@ from ...core.broadcast import effective_broadcast
 from ...core.checkpoint import Checkpoint
 from ...core.copartition import check_copartitioning
 from ...core.errors import (
-    ConfigError,
     InternalError,
     PartitionExpansionError,
     SamzaSourceError,
@@ -153,10 +152,8 @@ class KafkaCoordinator(JobCoordinator[KafkaOffset, KafkaSourceOptions, KafkaRang
             counts.update(self.admin.list_partition_counts(topics=sorted(broadcast_streams - set(counts))))
         for b in opts.broadcast:
             if b.partition >= counts.get(b.stream, 0):
-                raise ConfigError(
-                    f"option '{BROADCAST.name}' names {b.system}.{b.stream}#{b.partition}, but topic "
-                    f"'{b.stream}' has {counts.get(b.stream, 0)} partitions"
-                )
+                raise errors.broadcast_partition_missing(b.system, b.stream, b.partition, counts.get(b.stream, 0),
+                                                         broadcast_option=BROADCAST.name)
         stream_counts = {SystemStream(SYSTEM, t): n for t, n in counts.items()}
         broadcast = effective_broadcast(opts.broadcast, previous, stream_counts)
         return sorted(set(ssps) | broadcast), broadcast

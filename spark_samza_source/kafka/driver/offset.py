@@ -260,7 +260,7 @@ class KafkaOffset:
 
     @classmethod
     def from_json_str(cls, text: str) -> KafkaOffset:
-        return cls.from_json(loads(text, OffsetFormatError, "offset"))
+        return cls.from_json(loads(text, errors.offset_invalid, "offset"))
 
 
 def _canonical_text(value: Any) -> str | None:

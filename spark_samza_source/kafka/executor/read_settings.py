@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ...core.errors import ConfigError, InternalError
+from ...core.errors import InternalError
 from ..options import DEFAULT_MAX_ROWS_PER_BATCH, DEFAULT_POLL_TIMEOUT_MS, READ_PATH, READ_PATHS
 
 __all__ = ["KafkaReadSettings", "DEFAULT_MAX_BYTES_PER_BATCH", "ARROW_COLUMN_BYTES_MAX"]
@@ -40,5 +40,5 @@ class KafkaReadSettings:
         if not 1 <= self.max_column_bytes <= ARROW_COLUMN_BYTES_MAX:
             raise InternalError(f"max_column_bytes must be in 1..{ARROW_COLUMN_BYTES_MAX} (Arrow's 32-bit offsets)")
         if self.read_path not in READ_PATHS:
-            raise ConfigError(f"option '{READ_PATH.name}' must be one of {', '.join(READ_PATHS)}, "
-                              f"got {self.read_path!r}")
+            raise InternalError(f"read_path must be one of {', '.join(READ_PATHS)} (option '{READ_PATH.name}' "
+                                f"is read as one of them), got {self.read_path!r}")

@@ -49,8 +49,24 @@ def test_provider_without_a_region_says_how_to_give_one(fake_aws, monkeypatch):
 
     monkeypatch.delenv("AWS_REGION", raising=False)
     monkeypatch.delenv("AWS_DEFAULT_REGION", raising=False)
-    with pytest.raises(ValueError, match="aws_region"):
+    with pytest.raises(ConfigError, match=r"^\[SAMZA_INVALID_OPTION\] Amazon MSK IAM: no AWS region; set "
+                                          r"kafka\.sasl\.oauthbearer\.config to 'aws_region=<region>'"):
         token_provider("")
+
+
+def test_a_missing_region_fails_before_the_client_exists(fake_aws, monkeypatch):
+    # librdkafka drops an exception raised in oauth_cb: the client would fail 10 s later with "OAuth token not set
+    # within 10 seconds timeout", naming no region. So the region is checked while the client's settings are made.
+    from spark_samza_source.kafka.client_conf import with_callbacks
+
+    monkeypatch.delenv("AWS_REGION", raising=False)
+    monkeypatch.delenv("AWS_DEFAULT_REGION", raising=False)
+    conf = {**KafkaSourceOptions.parse(BASE).client_conf, "sasl.oauthbearer.config": "aws_profile=msk"}
+    with pytest.raises(ConfigError, match="no AWS region") as err:
+        with_callbacks(conf)
+    assert err.value.condition == "SAMZA_INVALID_OPTION"
+    monkeypatch.setenv("AWS_REGION", "eu-west-1")
+    assert callable(with_callbacks(conf)["oauth_cb"])
 
 
 def test_options_accept_the_provider_by_dotted_path():

@@ -10,7 +10,7 @@ import pickle
 
 import pytest
 
-from spark_samza_source.core.errors import ConfigError, DataLossError
+from spark_samza_source.core.errors import ConfigError, DataLossError, InternalError
 from spark_samza_source.core.jobmodel import JobModel
 from spark_samza_source.core.model import SystemStream, SystemStreamPartition, TaskName
 from spark_samza_source.kafka.options import DEFAULT_STARTING_OFFSETS
@@ -172,9 +172,10 @@ def test_no_record_at_or_after_the_timestamp_fails_or_starts_at_the_end_as_the_s
 
 
 def test_by_timestamp_takes_one_form_and_a_known_strategy():
-    with pytest.raises(ConfigError, match="not both"):
+    # the option reader gives it one form and a strategy of its OneOf: anything else is a bug of ours
+    with pytest.raises(InternalError, match="not both"):
         ByTimestamp(**BY_TIMESTAMP, timestamp_ms=1, per_partition={"orders": {0: 1}})
-    with pytest.raises(ConfigError, match="strategy must be one of"):
+    with pytest.raises(InternalError, match="strategy must be one of"):
         ByTimestamp(**BY_TIMESTAMP, timestamp_ms=1, strategy="earliest")
 
 
