@@ -160,7 +160,7 @@ def test_root_under_a_regular_file_fails_clearly_even_as_root(tmp_path) -> None:
         with pytest.raises(MetadataStoreError) as info:
             call()
         message = str(info.value)
-        assert message.startswith(f"{op} failed for "), message
+        assert message.startswith(f"[SAMZA_METADATA_STORE_FAILED] {op} failed for "), message
         assert store.uri in message and "metadata.store" in message and "NotADirectoryError" in message
         if op != "list":
             assert "'Partition 1'" in message
