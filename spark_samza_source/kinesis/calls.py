@@ -30,8 +30,9 @@ from botocore.exceptions import ClientError, HTTPClientError
 from botocore.exceptions import ConnectionError as BotoConnectionError
 
 from ..options.common import RETRY_TIMEOUT
+from . import errors
 from .client import AwsClientSettings, client_where
-from .errors import KinesisSourceError, KinesisThrottledError, ThrottledAtDeadlineError
+from .errors import KinesisSourceError
 from .positions import AFTER_SEQUENCE_NUMBER, AT_SEQUENCE_NUMBER, AT_TIMESTAMP, SHARD_END, TRIM_HORIZON, ShardPosition
 
 __all__ = ["KinesisCalls", "RetryClock", "THROTTLING_CODES", "UNREACHABLE", "error_code",
@@ -59,9 +60,7 @@ def unreachable(what: str, where: str, err: BaseException, scrub: Callable[[obje
     if clock is not None:
         tried = (f" for {clock.elapsed_s():.1f} s ({clock.attempts} attempts; option '{RETRY_TIMEOUT.name}' is "
                  f"{clock.timeout_s:g} s)")
-    return KinesisSourceError(f"{what}: no answer from the Kinesis endpoint ({where}){tried}: {scrub(err)}. "
-                              f"Check that the endpoint is reachable from this machine, or raise the option "
-                              f"'{RETRY_TIMEOUT.name}' to ride out longer outages")
+    return errors.endpoint_unreachable(what, where, scrub(err), tried)
 
 
 def error_code(err: BaseException) -> str:
@@ -186,13 +185,10 @@ class KinesisCalls:
                     raise unreachable(what, self.where(), err, self._scrub, outage) from None
                 if error_code(err) not in THROTTLING_CODES or attempt == self.max_retries:
                     if error_code(err) in THROTTLING_CODES:
-                        raise KinesisThrottledError(
-                            f"{what}: still throttled after {self.max_retries} retries ({self.where()}): "
-                            f"{self._scrub(err)}") from None
+                        raise errors.throttled(what, self.max_retries, self.where(), self._scrub(err)) from None
                     raise
                 delay = self.backoff_s(attempt)
                 if deadline is not None and time.monotonic() + delay >= deadline:
-                    raise ThrottledAtDeadlineError(f"{what}: still throttled at the end of the time given to it "
-                                              f"({attempt + 1} attempts, {self.where()}): {self._scrub(err)}") from None
+                    raise errors.throttled_at_deadline(what, attempt + 1, self.where(), self._scrub(err)) from None
                 self.sleep(delay)
                 attempt += 1

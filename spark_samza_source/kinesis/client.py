@@ -38,6 +38,7 @@ from typing import Any
 
 from ..core.errors import ConfigError
 from ..options.common import DEFAULT_RETRY_TIMEOUT_MS
+from . import errors
 
 __all__ = [
     "AwsClientSettings",
@@ -72,14 +73,13 @@ class AwsClientSettings:
 
     def __post_init__(self) -> None:
         if (self.access_key_id is None) != (self.secret_key is None):
-            raise ConfigError("AWS credentials: give both the access key id and the secret key, or neither "
-                              "(neither uses boto3's default credential chain)")
+            raise errors.credentials_half_given()
         if not isinstance(self.max_attempts, int) or not 1 <= self.max_attempts <= 20:
-            raise ConfigError(f"AWS client max_attempts must be an integer from 1 to 20, got {self.max_attempts!r}")
+            raise errors.max_attempts_invalid(self.max_attempts)
         for name in ("connect_timeout_s", "read_timeout_s", "retry_timeout_s"):
             value = getattr(self, name)
             if not isinstance(value, (int, float)) or value <= 0:
-                raise ConfigError(f"AWS client {name} must be a positive number of seconds, got {value!r}")
+                raise errors.client_timeout_invalid(name, value)
 
     @classmethod
     def from_settings(cls, settings: Mapping[str, Any] | AwsClientSettings) -> AwsClientSettings:
@@ -89,7 +89,7 @@ class AwsClientSettings:
         known = {f.name for f in fields(cls)}
         unknown = sorted(set(settings) - known)
         if unknown:
-            raise ConfigError(f"unknown AWS client settings {unknown}; known: {sorted(known)}")
+            raise errors.client_settings_unknown(unknown, sorted(known))
         return cls(**{k: v for k, v in settings.items() if v is not None})
 
     # ---- text without secrets -------------------------------------------------------------------------------
@@ -175,8 +175,7 @@ def _assume_role_session(settings: AwsClientSettings):
         try:
             creds = sts.assume_role(**request)["Credentials"]
         except Exception as err:
-            raise ConfigError(f"cannot assume role {settings.role_arn} ({settings.describe()}): "
-                              f"{settings.scrub(err)}") from None
+            raise errors.role_not_assumed(settings.role_arn, settings.describe(), settings.scrub(err)) from None
         return {"access_key": creds["AccessKeyId"], "secret_key": creds["SecretAccessKey"],
                 "token": creds["SessionToken"], "expiry_time": creds["Expiration"].isoformat()}
 
@@ -225,7 +224,7 @@ def _client(settings: Mapping[str, Any] | AwsClientSettings, service: str, endpo
             except ConfigError:
                 raise
             except Exception as err:
-                raise ConfigError(f"cannot create a {service} client ({cfg.describe()}): {cfg.scrub(err)}") from None
+                raise errors.client_not_created(service, cfg.describe(), cfg.scrub(err)) from None
             _CLIENTS[key] = client
     return client
 

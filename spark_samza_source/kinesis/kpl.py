@@ -38,6 +38,8 @@ import hashlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from ..core.errors import InternalError
+
 __all__ = [
     "MAGIC",
     "DIGEST_SIZE",
@@ -225,7 +227,7 @@ def effective_hash_key(partition_key: str, explicit_hash_key: str | None) -> int
 # ---- encoding (tests, helpers, demo) --------------------------------------------------------------------------------
 def _put_varint(out: bytearray, value: int) -> None:
     if value < 0:
-        raise ValueError("protobuf varints here are unsigned")
+        raise InternalError("protobuf varints here are unsigned")
     while value >= 0x80:
         out.append((value & 0x7F) | 0x80)
         value >>= 7
@@ -285,7 +287,7 @@ def aggregate_put_entry(records: Iterable[UserRecord | Sequence]) -> dict[str, o
     the first user record, explicit hash key = the first user record's effective hash key."""
     users = [_as_user_record(r) for r in records]
     if not users:
-        raise ValueError("an aggregate needs at least one user record")
+        raise InternalError("an aggregate needs at least one user record")
     first = users[0]
     return {
         "Data": aggregate(users),

@@ -21,9 +21,10 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from ..core.errors import InternalError, MetadataStoreError
+from ..core.errors import InternalError
 from ..core.store import MetadataStore
 from ..options.namespaces import BATCH_ENDS
+from . import errors
 from .errors import PositionFormatError
 from .positions import ShardPosition
 
@@ -71,8 +72,7 @@ class BatchEnds:
         try:
             return ShardPosition.from_json(value["end"])
         except (TypeError, KeyError, PositionFormatError) as err:
-            raise MetadataStoreError(f"metadata store {self.store.uri}: the batch end under "
-                                     f"{self.namespace}/{key} is not valid ({err}): {value!r:.200}") from None
+            raise errors.stored_batch_end_invalid(self.store.uri, f"{self.namespace}/{key}", err, value) from None
 
     # ---- operations -----------------------------------------------------------------------------------------
     def record(self, batch: int, shard_id: str, end: ShardPosition, *, task: str | None = None,
@@ -91,9 +91,7 @@ class BatchEnds:
             return end
         existing = self.store.get(self.namespace, key)
         if existing is None:
-            raise MetadataStoreError(f"metadata store {self.store.uri}: the end of batch {batch} for shard {shard_id} "
-                                     "was recorded by another attempt and then removed (cleanup of a batch that is "
-                                     "still running?)")
+            raise errors.batch_end_removed(self.store.uri, batch, shard_id)
         winner = self._decode(key, existing)
         if winner != end:
             log.info("batch %d shard %s: another attempt recorded end %s first (this one reached %s)",

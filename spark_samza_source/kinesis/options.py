@@ -411,7 +411,8 @@ def _parse_starting(value: str | None) -> StartingPosition:
                 per_shard[str(shard)] = ShardPosition.from_json(pos)
         except (ValueError, PositionFormatError, RecursionError) as err:
             raise ConfigError(
-                f"option '{STARTING_POSITION.name}' per-shard JSON is invalid ({err}); expected e.g. "
+                f"option '{STARTING_POSITION.name}' per-shard JSON is invalid ({getattr(err, 'detail', err)}); "
+                "expected e.g. "
                 '{"shardId-000000000000": "TRIM_HORIZON", "shardId-000000000001": '
                 '{"type": "AFTER_SEQUENCE_NUMBER", "sequence": "4960...", "sub": -1}}'
             ) from None

@@ -17,7 +17,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from .errors import PositionFormatError
+from ..core.errors import InternalError
+from . import errors
 
 TRIM_HORIZON = "TRIM_HORIZON"
 AT_TIMESTAMP = "AT_TIMESTAMP"
@@ -37,14 +38,15 @@ class ShardPosition:
 
     def __post_init__(self) -> None:
         if self.type not in POSITION_TYPES:
-            raise PositionFormatError(f"unknown shard position type {self.type!r}; expected one of {POSITION_TYPES}")
+            raise errors.position_invalid(f"unknown shard position type {self.type!r}; expected one of "
+                                          f"{POSITION_TYPES}")
         needs_seq = self.type in (AT_SEQUENCE_NUMBER, AFTER_SEQUENCE_NUMBER)
         if needs_seq and not (isinstance(self.sequence, str) and self.sequence.isascii() and self.sequence.isdigit()):
-            raise PositionFormatError(f"{self.type} needs a decimal sequence number, got {self.sequence!r:.80}")
+            raise errors.position_invalid(f"{self.type} needs a decimal sequence number, got {self.sequence!r:.80}")
         if self.type == AT_TIMESTAMP and not (isinstance(self.timestamp_ms, int) and self.timestamp_ms >= 0):
-            raise PositionFormatError(f"AT_TIMESTAMP needs timestampMs >= 0, got {self.timestamp_ms!r:.80}")
+            raise errors.position_invalid(f"AT_TIMESTAMP needs timestampMs >= 0, got {self.timestamp_ms!r:.80}")
         if not isinstance(self.sub, int) or isinstance(self.sub, bool) or self.sub < -1:
-            raise PositionFormatError(f"sub-sequence number must be an int >= -1, got {self.sub!r:.80}")
+            raise errors.position_invalid(f"sub-sequence number must be an int >= -1, got {self.sub!r:.80}")
 
     # ---- constructors ----------------------------------------------------------------------------------
     @classmethod
@@ -75,7 +77,7 @@ class ShardPosition:
         """(sequence, sub) sort key of an AT / AFTER_SEQUENCE_NUMBER position in its shard: AT(S) sorts before
         every sub-record of S, AFTER(S, -1) after all of them."""
         if self.sequence is None:
-            raise ValueError(f"{self} has no sequence number to order by")
+            raise InternalError(f"{self} has no sequence number to order by")
         if self.type == AT_SEQUENCE_NUMBER:
             return int(self.sequence), -1
         return int(self.sequence), EVERY_SUB if self.sub < 0 else self.sub
@@ -95,10 +97,10 @@ class ShardPosition:
     @classmethod
     def from_json(cls, value: Any) -> ShardPosition:
         if not isinstance(value, dict) or not isinstance(value.get("type"), str):
-            raise PositionFormatError(f"a shard position must be an object with a 'type', got {value!r:.120}")
+            raise errors.position_invalid(f"a shard position must be an object with a 'type', got {value!r:.120}")
         extra = set(value) - {"type", "sequence", "sub", "timestampMs"}
         if extra:
-            raise PositionFormatError(f"unknown shard position fields {sorted(extra)} in {value!r:.120}")
+            raise errors.position_invalid(f"unknown shard position fields {sorted(extra)} in {value!r:.120}")
         sub = value.get("sub", -1)
         return cls(value["type"], value.get("sequence"), sub, value.get("timestampMs"))
 

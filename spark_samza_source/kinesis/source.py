@@ -13,11 +13,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from ..core.errors import OffsetFormatError
 from ..source.bounded_reader import PushdownBoundedReader, SamzaBoundedReader
 from ..source.data_source import SamzaDataSource
 from ..source.fault_hooks import reporting_batches
 from ..source.stream_reader import SamzaStreamReader
+from . import errors
 from .driver.offset import KinesisOffset
 from .input_partition import KinesisTaskPartition
 from .options import BOUNDED_ONLY_OPTIONS, KinesisSourceOptions
@@ -39,8 +39,8 @@ class SamzaKinesisStreamReader(SamzaStreamReader):
     def decode_offset(self, value: Any) -> KinesisOffset:
         offset = KinesisOffset.from_json(value)
         if not offset.shards:
-            raise OffsetFormatError("it lists no shards, and a Kinesis stream always has at least one (a damaged or "
-                                    "hand-edited file? reading on from it would re-read the whole stream)")
+            raise errors.offset_invalid("it lists no shards, and a Kinesis stream always has at least one (a damaged "
+                                        "or hand-edited file? reading on from it would re-read the whole stream)")
         return offset
 
     def offset_file(self, value: Any) -> str | None:

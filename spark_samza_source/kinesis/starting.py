@@ -18,7 +18,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from ..core.errors import ConfigError
+from . import errors
 from .errors import KinesisPlanError
 from .positions import ShardPosition
 from .shards import ShardInfo, index_shards, lineage_order
@@ -168,11 +168,7 @@ def per_shard_starts(
     unknown = sorted(set(named) - set(listed))
     if unknown:
         known = ", ".join(sorted(listed)[:20]) + (" ..." if len(listed) > 20 else "")
-        raise ConfigError(
-            f"option '{option}' names shard(s) {', '.join(repr(u) for u in unknown[:20])} that stream {stream!r} "
-            f"does not have (ListShards lists: {known}). Fix the shard id(s) (they look like shardId-000000000000); "
-            "a closed shard disappears once the stream's retention period has passed"
-        )
+        raise errors.starting_shards_unknown(option, unknown, stream, known)
     for sid, pos in sorted(named.items()):
         if not isinstance(pos, ShardPosition):
             raise KinesisPlanError(f"starting position of shard {sid} must be a ShardPosition, got {pos!r:.80}")
@@ -183,11 +179,7 @@ def per_shard_starts(
             high = int(info.ending_sequence) if info.ending_sequence else None
             if (low is not None and seq < low) or (high is not None and seq > high):
                 span = f"[{info.starting_sequence}, {info.ending_sequence or 'open'}]"
-                raise ConfigError(
-                    f"option '{option}': shard {sid} of stream {stream!r} starts {pos}, but that sequence number "
-                    f"does not belong to the shard (its SequenceNumberRange is {span}). Use a sequence number read "
-                    "from this shard (the sequenceNumber column of a row whose shardId is this shard)"
-                )
+                raise errors.starting_sequence_outside_shard(option, sid, stream, pos, span)
         if pos.timestamp_ms is not None:
             check_not_future(pos.timestamp_ms, latest_timestamp_ms, f"option '{option}' for shard {sid}")
     follows_named: set[str] = set()
@@ -215,11 +207,7 @@ def check_not_future(timestamp_ms: int, now_ms: int, what: str) -> None:
         def iso(ms: int) -> str:
             return datetime.fromtimestamp(ms / 1000, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
-        raise ConfigError(
-            f"{what}: AT_TIMESTAMP {iso(timestamp_ms)} is in the future (now {iso(now_ms)}); Kinesis refuses "
-            "iterators later than its clock. Use a time in the past, or LATEST to read what arrives from the "
-            "query's start"
-        )
+        raise errors.timestamp_in_future(what, iso(timestamp_ms), iso(now_ms))
 
 
 __all__ = [

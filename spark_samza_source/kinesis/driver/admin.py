@@ -19,7 +19,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from .. import kpl
+from .. import errors, kpl
 from ..calls import (  # re-exported: callers and tests that predate calls.py import them from here
     THROTTLING_CODES,
     UNREACHABLE,
@@ -30,7 +30,7 @@ from ..calls import (  # re-exported: callers and tests that predate calls.py im
     iterator_request,
     unreachable,
 )
-from ..errors import KinesisSourceError, KinesisStreamNotFoundError
+from ..errors import KinesisStreamNotFoundError
 from ..options import ENDPOINT_URL, REGION, STREAM_NAME
 from ..positions import AFTER_SEQUENCE_NUMBER, ShardPosition
 from ..shards import ShardInfo
@@ -46,12 +46,9 @@ class KinesisAdmin(KinesisCalls):
     """Metadata operations against one Kinesis endpoint through a boto3 client (see ``client.kinesis_client``)."""
 
     def _not_found(self, stream: str, shard_id: str | None, err: BaseException) -> KinesisStreamNotFoundError:
-        subject = f"shard {shard_id} of stream {stream!r}" if shard_id else f"stream {stream!r}"
-        hint = ("the shard may have expired (closed shards disappear once the stream's retention period has passed)"
-                if shard_id else
-                f"check the options '{STREAM_NAME.name}' and '{REGION.name}' / '{ENDPOINT_URL.name}'")
-        return KinesisStreamNotFoundError(f"Kinesis {subject} not found ({self.where()}): {hint}. "
-                                          f"Kinesis said: {self._scrub(err)}")
+        return errors.stream_not_found(stream, shard_id, self.where(), self._scrub(err),
+                                       stream_option=STREAM_NAME.name, region_option=REGION.name,
+                                       endpoint_option=ENDPOINT_URL.name)
 
     # ---- shards ---------------------------------------------------------------------------------------------
     def list_shards(self, stream: str) -> list[ShardInfo]:
@@ -84,10 +81,9 @@ class KinesisAdmin(KinesisCalls):
                     token, with_name = None, False
                     continue
                 if code == "ResourceInUseException":
-                    raise KinesisSourceError(f"Kinesis stream {stream!r} is not ACTIVE yet (being created or "
-                                             f"deleted?) ({self.where()}): {self._scrub(err)}") from None
-                raise KinesisSourceError(f"ListShards of stream {stream!r} failed ({self.where()}): "
-                                         f"{self._scrub(err)}") from None
+                    raise errors.stream_not_active(stream, self.where(), self._scrub(err)) from None
+                raise errors.operation_failed(f"ListShards of stream {stream!r}", self.where(),
+                                              self._scrub(err)) from None
             for raw in page.get("Shards", []):
                 info = self.shard_info(raw)
                 shards[info.shard_id] = info
@@ -105,8 +101,8 @@ class KinesisAdmin(KinesisCalls):
         except ClientError as err:
             if error_code(err) == "ResourceNotFoundException":
                 raise self._not_found(stream, None, err) from None
-            raise KinesisSourceError(f"DescribeStreamSummary of stream {stream!r} failed ({self.where()}): "
-                                     f"{self._scrub(err)}") from None
+            raise errors.operation_failed(f"DescribeStreamSummary of stream {stream!r}", self.where(),
+                                          self._scrub(err)) from None
         created = summary["StreamCreationTimestamp"]
         created_ms = int(created.timestamp() * 1000) if hasattr(created, "timestamp") else int(float(created) * 1000)
         return str(summary["StreamARN"]), created_ms
@@ -139,7 +135,7 @@ class KinesisAdmin(KinesisCalls):
         except ClientError as err:
             if error_code(err) == "ResourceNotFoundException":
                 raise self._not_found(stream, shard_id, err) from None
-            raise KinesisSourceError(f"{what} failed ({self.where()}): {self._scrub(err)}") from None
+            raise errors.operation_failed(what, self.where(), self._scrub(err)) from None
         return resp.get("ShardIterator")
 
     @staticmethod
@@ -172,7 +168,7 @@ class KinesisAdmin(KinesisCalls):
             except ClientError as err:
                 if error_code(err) == "ResourceNotFoundException":
                     raise self._not_found(stream, shard_id, err) from None
-                raise KinesisSourceError(f"{what} failed ({self.where()}): {self._scrub(err)}") from None
+                raise errors.operation_failed(what, self.where(), self._scrub(err)) from None
             for record in resp.get("Records", []):
                 if record["SequenceNumber"] != skip_seq:
                     return True

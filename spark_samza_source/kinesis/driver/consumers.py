@@ -20,6 +20,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
+from .. import errors
 from ..calls import KinesisCalls, error_code
 from ..errors import KinesisSourceError
 from ..options import CONSUMER_NAME
@@ -68,7 +69,7 @@ class StreamConsumers:
         return f"{operation} of {who}stream {self.stream!r}"
 
     def _failed(self, what: str, err: ClientError) -> KinesisSourceError:
-        return KinesisSourceError(f"{what} failed ({self.calls.where()}): {self.calls._scrub(err)}")
+        return errors.operation_failed(what, self.calls.where(), self.calls._scrub(err))
 
     def list(self) -> list[StreamConsumer]:
         """Every consumer registered on the stream, sorted by name."""
@@ -109,10 +110,8 @@ class StreamConsumers:
         deadline = time.monotonic() + timeout_s
         while consumer.status != ACTIVE:
             if consumer.status == "DELETING" or time.monotonic() >= deadline:
-                raise KinesisSourceError(
-                    f"stream consumer {name!r} of stream {self.stream!r} ({consumer.arn}) is {consumer.status}, not "
-                    f"ACTIVE, after {timeout_s:g} s ({self.calls.where()}); if it is being deregistered, wait until "
-                    f"it is gone and restart, or choose another '{CONSUMER_NAME.name}'")
+                raise errors.consumer_not_active(name, self.stream, (consumer.arn, consumer.status), timeout_s,
+                                                 self.calls.where(), consumer_name_option=CONSUMER_NAME.name)
             self.sleep(self.poll_s)
             consumer = self.describe(name) or self._register(name)
         return consumer
@@ -128,10 +127,8 @@ class StreamConsumers:
                 if found is not None:
                     return found
             if error_code(err) == "LimitExceededException":
-                raise KinesisSourceError(
-                    f"{what}: the stream has as many consumers as AWS allows (20), or registrations come too fast "
-                    f"({self.calls.where()}); deregister one with 'samza-source consumers deregister' or reuse "
-                    f"an existing '{CONSUMER_NAME.name}': {self.calls._scrub(err)}") from None
+                raise errors.consumer_limit_reached(what, self.calls.where(), self.calls._scrub(err),
+                                                    consumer_name_option=CONSUMER_NAME.name) from None
             raise self._failed(what, err) from None
         consumer = StreamConsumer.from_aws(raw)
         log.warning("registered stream consumer %r of stream %r (%s): AWS charges for it per shard-hour until it is "
@@ -142,8 +139,7 @@ class StreamConsumers:
         """Deregister the consumer ``name`` (an error when it is not registered); what it was."""
         consumer = self.describe(name)
         if consumer is None:
-            raise KinesisSourceError(f"stream consumer {name!r} of stream {self.stream!r} is not registered "
-                                     f"({self.calls.where()})")
+            raise errors.consumer_not_registered(name, self.stream, self.calls.where())
         what = self._what("DeregisterStreamConsumer", name)
         try:
             self.calls.call(what, self.client.deregister_stream_consumer, StreamARN=self.stream_arn,

@@ -18,15 +18,14 @@ from collections.abc import Mapping
 from botocore.exceptions import ClientError
 
 from ...core.checkpoint import Checkpoint
-from ...core.errors import ConfigError, SamzaSourceError
 from ...core.jobmodel import JobModel
 from ...metadata.lease import offset_identity, query_identity
 from ...options.common import FAIL_ON_DATA_LOSS
 from ...options.namespaces import STREAM_CONSUMERS
 from ...source.job_coordinator import JobCoordinator, WritesBehind
+from .. import errors
 from ..calls import error_code, iterator_request
 from ..client import AwsClientSettings, dynamodb_client, kinesis_client
-from ..errors import KinesisDataLossError
 from ..input_partition import PlannedShardRead
 from ..microbatch_ends import BatchEnds, batch_ends_for
 from ..options import KCL_LEASE_TABLE, STARTING_POSITION, SYSTEM, KinesisSourceOptions
@@ -283,10 +282,7 @@ class KinesisCoordinator(JobCoordinator[KinesisOffset, KinesisSourceOptions, Pla
                 f"the stream now is {identity.describe()}. The old stream's unread records are gone, and its "
                 "sequence numbers mean nothing in the new one")
         if self.options.fail_on_data_loss:
-            raise KinesisDataLossError(
-                f"{what}. The query stops so nothing is skipped silently. To fix: restart with "
-                f"{FAIL_ON_DATA_LOSS.name}=false to read the new stream from TRIM_HORIZON (the loss is logged and "
-                "reported in the progress), or start a new checkpoint location")
+            raise errors.stream_recreated(what)
         log.warning("data loss: %s; reading the new stream from TRIM_HORIZON (%s=false)", what,
                     FAIL_ON_DATA_LOSS.name)
         self.data_loss.setdefault("streamRecreated", []).append(change)
@@ -305,11 +301,8 @@ class KinesisCoordinator(JobCoordinator[KinesisOffset, KinesisSourceOptions, Pla
             except ClientError as err:
                 if error_code(err) != "InvalidArgumentException":
                     raise
-                raise ConfigError(
-                    f"option '{STARTING_POSITION.name}': shard {sid} of stream {self.options.stream!r} starts "
-                    f"{pos}, but Kinesis refuses that sequence number for this shard ({self.settings.scrub(err)}). "
-                    "Use a sequence number read from this shard (the sequenceNumber column of a row whose shardId "
-                    "is this shard)") from None
+                raise errors.starting_sequence_refused(STARTING_POSITION.name, sid, self.options.stream, pos,
+                                                       self.settings.scrub(err)) from None
 
     def system_progress(self) -> dict:
         """How far behind the tip the last batch's reads ended (``kinesis.progress``: per shard and min / avg /
@@ -383,10 +376,8 @@ class KinesisCoordinator(JobCoordinator[KinesisOffset, KinesisSourceOptions, Pla
 
     def _kcl_positions(self) -> dict[str, ShardPosition]:
         if not self.options.kcl_lease_table:
-            raise SamzaSourceError(
-                f"option '{STARTING_POSITION.name}' is 'kcl' but '{KCL_LEASE_TABLE.name}' is not set: name the "
-                f"KCL application's DynamoDB lease table, e.g. .option('{KCL_LEASE_TABLE.name}', 'my-kcl-app')"
-            )
+            raise errors.kcl_lease_table_not_set(starting_position_option=STARTING_POSITION.name,
+                                                 lease_table_option=KCL_LEASE_TABLE.name)
         table = KclLeaseTable(dynamodb_client(self.settings), self.options.kcl_lease_table, settings=self.settings)
         positions = table.read_checkpoints(stream=self.options.stream)
         log.info("starting from %d KCL checkpoints in %s", len(positions), self.options.kcl_lease_table)
@@ -399,10 +390,7 @@ class KinesisCoordinator(JobCoordinator[KinesisOffset, KinesisSourceOptions, Pla
             shards = start.shards_in_slot(task, ssp)
             position = startpoint.apply(ssp, resolver)
             if position.type == "AT_SEQUENCE_NUMBER" and len(shards) > 1:
-                raise SamzaSourceError(
-                    f"a StartpointSpecific names one sequence number but {ssp} in {task} holds shards "
-                    f"{', '.join(shards)}; use a Timestamp/Oldest/Upcoming startpoint for this slot"
-                )
+                raise errors.startpoint_sequence_for_several_shards(ssp, task, shards)
             return {sid: ShardStartpoint(position, startpoint.creation_timestamp, task, ssp) for sid in shards}
 
         return self.due_startpoints(self._job_model_of(start), start.applied, resolve)

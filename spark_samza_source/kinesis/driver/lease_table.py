@@ -67,9 +67,10 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
+from .. import errors
 from ..calls import error_code
 from ..client import AwsClientSettings
-from ..errors import KclLeaseConflictError, KinesisSourceError
+from ..errors import KinesisSourceError
 from ..options import KCL_LEASE_TABLE
 from ..positions import (
     AFTER_SEQUENCE_NUMBER,
@@ -114,14 +115,10 @@ def from_kcl_checkpoint(checkpoint: str, sub: int | None, *, timestamp_ms: int |
         return latest if latest is not None else ShardPosition.at_timestamp(int(time.time() * 1000))
     if checkpoint == AT_TIMESTAMP:
         if timestamp_ms is None:
-            raise KinesisSourceError(
-                f"the KCL lease of shard {shard_id} is checkpointed at AT_TIMESTAMP, but the lease table does not "
-                "say which timestamp (the KCL keeps it in its configuration): pass the application's "
-                "initial-position timestamp (at_timestamp_ms)")
+            raise errors.kcl_timestamp_unknown(shard_id)
         return ShardPosition.at_timestamp(timestamp_ms)
     if not (checkpoint.isascii() and checkpoint.isdigit()):
-        raise KinesisSourceError(f"the KCL lease of shard {shard_id} has checkpoint {checkpoint!r:.80}, which is "
-                                 f"neither a sequence number nor one of {_SENTINELS}")
+        raise errors.kcl_checkpoint_invalid(shard_id, checkpoint, _SENTINELS)
     if sub is None or sub >= WHOLE_RECORD_SUB:
         return ShardPosition.after_sequence(checkpoint, -1)
     if sub < 0:
@@ -174,7 +171,7 @@ class KclLeaseTable:
                 f"endpoint {getattr(meta, 'endpoint_url', '?')}")
 
     def _fail(self, what: str, err: BaseException) -> KinesisSourceError:
-        return KinesisSourceError(f"KCL lease table: {what} failed ({self._where()}): {self._scrub(err)}")
+        return errors.lease_table_failed(what, self._where(), self._scrub(err))
 
     # ---- table ----------------------------------------------------------------------------------------------
     def ensure_table(self, *, timeout_s: float = 120.0) -> None:
@@ -202,8 +199,7 @@ class KclLeaseTable:
             desc = self._wait_active(timeout_s)
         keys = [(k["AttributeName"], k["KeyType"]) for k in desc.get("KeySchema", [])]
         if keys != [(_KEY, "HASH")]:
-            raise KinesisSourceError(f"KCL lease table: {self._where()} has key schema {keys}, not the KCL's "
-                                     f"[('{_KEY}', 'HASH')]: it is not a KCL lease table")
+            raise errors.lease_table_not_kcl(self._where(), keys, _KEY)
         if desc.get("TableStatus") != "ACTIVE":
             self._wait_active(timeout_s)
 
@@ -214,8 +210,7 @@ class KclLeaseTable:
             if desc.get("TableStatus") == "ACTIVE":
                 return desc
             if time.monotonic() > deadline:
-                raise KinesisSourceError(f"KCL lease table: {self._where()} is still {desc.get('TableStatus')} "
-                                         f"after {timeout_s:.0f} s")
+                raise errors.lease_table_not_active(self._where(), desc.get("TableStatus"), timeout_s)
             time.sleep(0.5)
 
     def _scan(self) -> list[dict[str, Any]]:
@@ -265,8 +260,7 @@ class KclLeaseTable:
                 checkpoint, _n(item, "checkpointSubSequenceNumber"), shard_id=shard_id, latest=latest,
                 timestamp_ms=_n(item, TIMESTAMP_ATTR) if _n(item, TIMESTAMP_ATTR) is not None else at_timestamp_ms)
         if stream is None and len(streams_seen) > 1:
-            raise KinesisSourceError(f"KCL lease table {self._where()} holds leases of several streams "
-                                     f"({sorted(streams_seen)}): say which stream to read")
+            raise errors.lease_table_of_several_streams(self._where(), sorted(streams_seen))
         return dict(sorted(out.items()))
 
     # ---- write ----------------------------------------------------------------------------------------------
@@ -314,11 +308,7 @@ class KclLeaseTable:
             else:
                 conflicts.append(f"{shard_id} (changed by someone else while we wrote it, owner {holder!r})")
         if conflicts:
-            raise KclLeaseConflictError(
-                f"KCL lease table ({self._where()}): did not overwrite {len(conflicts)} lease(s) another worker is "
-                f"using: {', '.join(conflicts)}. Stop any KCL application that uses this table (or point "
-                f"'{KCL_LEASE_TABLE.name}' at another one), then restart the query; the other leases were "
-                "written.")
+            raise errors.kcl_lease_conflict(self._where(), conflicts, lease_table_option=KCL_LEASE_TABLE.name)
         return written
 
     def _write(self, lease: _LeaseWrite, exists: bool, seen_counter: int | None) -> str | None:

@@ -17,9 +17,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any, cast
 
-from ...core.errors import OffsetFormatError
 from ...core.model import SystemStreamPartition, TaskName
-from ..errors import JobModelTooLargeError, MapperError
+from .. import errors
+from ..errors import MapperError
 from ..shards import ShardInfo, lineage_order
 
 LINEAGE = "lineage"
@@ -72,10 +72,7 @@ class ShardPartitionMapper:
         self._num_tasks = _positive_int(num_tasks, "num_tasks")
         self._slots_per_task = _positive_int(slots_per_task, "slots_per_task")
         if num_tasks > MAX_TASKS or num_tasks * slots_per_task > MAX_SLOTS:
-            raise JobModelTooLargeError(
-                f"{num_tasks} tasks x {slots_per_task} slots is too large: at most {MAX_TASKS} tasks and "
-                f"{MAX_SLOTS} slots in all"
-            )
+            raise errors.job_model_too_large(num_tasks, slots_per_task, MAX_TASKS, MAX_SLOTS)
         self._slot_of: dict[str, int] = {}
         self._members: dict[int, set[str]] = {}  # only slots holding a shard
         self._task_used: dict[int, set[int]] = {}  # task -> its slots holding a shard
@@ -288,19 +285,19 @@ class ShardPartitionMapper:
         """A mapper from JSON that was stored or handed over: what does not fit is the input's fault
         (``OffsetFormatError``), not a bug."""
         if not isinstance(value, dict):
-            raise OffsetFormatError(f"mapper JSON must be an object, got {type(value).__name__}")
+            raise errors.offset_invalid(f"mapper JSON must be an object, got {type(value).__name__}")
         slots = value.get("slots", {})
         if not isinstance(slots, dict):
-            raise OffsetFormatError("mapper JSON: 'slots' must be an object of shard id -> slot")
+            raise errors.offset_invalid("mapper JSON: 'slots' must be an object of shard id -> slot")
         for shard, slot in slots.items():
             if not isinstance(slot, int) or isinstance(slot, bool):
-                raise OffsetFormatError(f"mapper JSON: slot of {shard!r:.80} must be an int, got {slot!r:.80}")
+                raise errors.offset_invalid(f"mapper JSON: slot of {shard!r:.80} must be an int, got {slot!r:.80}")
         # unchecked JSON values: the constructor checks that both are positive ints (MapperError, turned below)
         num_tasks, slots_per_task = cast(int, value.get("numTasks")), cast(int, value.get("slotsPerTask"))
         try:
             return cls(num_tasks, slots_per_task, slots)
         except MapperError as err:
-            raise OffsetFormatError(f"mapper JSON: {err}") from None
+            raise errors.offset_invalid(f"mapper JSON: {err}") from None
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, ShardPartitionMapper):

@@ -21,10 +21,11 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, TypeGuard
 
-from ...core.errors import FormatVersionError, OffsetFormatError
+from ...core.errors import OffsetFormatError
 from ...core.jobmodel import JobModel
 from ...core.json_text import decode_offset, loads
 from ...core.model import SystemStream, SystemStreamPartition, TaskName, TaskSsp, by_task_json, parse_ssp_key
+from .. import errors
 from ..errors import MapperError
 from ..positions import ShardPosition
 from .mapper import ShardPartitionMapper, task_index, task_name
@@ -51,9 +52,9 @@ class StreamIdentity:
 
     def __post_init__(self) -> None:
         if not isinstance(self.arn, str) or not self.arn or len(self.arn) > 2048:
-            raise OffsetFormatError(f"streamIdentity arn must be a non-empty string, got {self.arn!r:.80}")
+            raise errors.offset_invalid(f"streamIdentity arn must be a non-empty string, got {self.arn!r:.80}")
         if not _is_int(self.created_ms, 0):
-            raise OffsetFormatError(f"streamIdentity createdMs must be an int >= 0, got {self.created_ms!r:.80}")
+            raise errors.offset_invalid(f"streamIdentity createdMs must be an int >= 0, got {self.created_ms!r:.80}")
 
     def to_json(self) -> dict[str, Any]:
         return {"arn": self.arn, "createdMs": self.created_ms}
@@ -62,7 +63,7 @@ class StreamIdentity:
     def from_json(cls, value: Any) -> StreamIdentity:
         value = _obj(value, "streamIdentity")
         if set(value) != {"arn", "createdMs"}:
-            raise OffsetFormatError(f"streamIdentity must have exactly 'arn' and 'createdMs', got {sorted(value)}")
+            raise errors.offset_invalid(f"streamIdentity must have exactly 'arn' and 'createdMs', got {sorted(value)}")
         return cls(value["arn"], value["createdMs"])
 
     def describe(self) -> str:
@@ -83,17 +84,17 @@ class ShardState:
 
     def __post_init__(self) -> None:
         if not isinstance(self.start, ShardPosition):
-            raise OffsetFormatError(f"a shard's start must be a ShardPosition, got {self.start!r:.80}")
+            raise errors.offset_invalid(f"a shard's start must be a ShardPosition, got {self.start!r:.80}")
         if self.status not in STATUSES:
-            raise OffsetFormatError(f"shard status must be one of {STATUSES}, got {self.status!r:.80}")
+            raise errors.offset_invalid(f"shard status must be one of {STATUSES}, got {self.status!r:.80}")
         if (self.status == DRAINED) != self.start.is_shard_end:
-            raise OffsetFormatError(f"a shard is drained exactly when it starts at SHARD_END: {self!r:.200}")
+            raise errors.offset_invalid(f"a shard is drained exactly when it starts at SHARD_END: {self!r:.200}")
         if self.ending_sequence is not None and not (
             isinstance(self.ending_sequence, str) and self.ending_sequence.isascii() and self.ending_sequence.isdigit()
         ):
-            raise OffsetFormatError(f"endingSequence must be a decimal string, got {self.ending_sequence!r:.80}")
+            raise errors.offset_invalid(f"endingSequence must be a decimal string, got {self.ending_sequence!r:.80}")
         if self.last_task is not None and not (_is_int(self.last_task, 0) and self.status == DRAINED):
-            raise OffsetFormatError(f"only a drained shard has a lastTask (a task index >= 0): {self!r:.200}")
+            raise errors.offset_invalid(f"only a drained shard has a lastTask (a task index >= 0): {self!r:.200}")
 
 
 @dataclass(frozen=True)
@@ -138,21 +139,22 @@ class KinesisOffset:
         for name in ("batch", "generation"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-                raise OffsetFormatError(f"offset {name} must be a non-negative int, got {value!r:.80}")
+                raise errors.offset_invalid(f"offset {name} must be a non-negative int, got {value!r:.80}")
         if self.latest_timestamp_ms is not None and not _is_int(self.latest_timestamp_ms, 0):
-            raise OffsetFormatError(f"latestTimestampMs must be an int >= 0, got {self.latest_timestamp_ms!r:.80}")
+            raise errors.offset_invalid(f"latestTimestampMs must be an int >= 0, got {self.latest_timestamp_ms!r:.80}")
         if not self.system or not self.stream or not isinstance(self.system, str) or not isinstance(self.stream, str):
-            raise OffsetFormatError(f"offset needs a non-empty system and stream, got {self.system!r}, {self.stream!r}")
+            raise errors.offset_invalid(f"offset needs a non-empty system and stream, got {self.system!r}, "
+                                        f"{self.stream!r}")
         for shard in self.mapper.assignments():
             state = self.shards.get(shard)
             if state is None or state.status == DRAINED:
-                raise OffsetFormatError(f"shard {shard} is mapped to a slot but is not a known, undrained shard")
+                raise errors.offset_invalid(f"shard {shard} is mapped to a slot but is not a known, undrained shard")
         for shard, state in self.shards.items():
             if state.status != DRAINED and shard not in self.mapper:
-                raise OffsetFormatError(f"shard {shard} ({state.status}) is not mapped to any slot")
+                raise errors.offset_invalid(f"shard {shard} ({state.status}) is not mapped to any slot")
             if state.last_task is not None and state.last_task >= self.mapper.num_tasks:
-                raise OffsetFormatError(f"shard {shard}: lastTask Task-{state.last_task} is not a task of this job "
-                                        f"model ({self.mapper.num_tasks} tasks)")
+                raise errors.offset_invalid(f"shard {shard}: lastTask Task-{state.last_task} is not a task of this job "
+                                            f"model ({self.mapper.num_tasks} tasks)")
 
     # ---- the job model ---------------------------------------------------------------------------------
     @property
@@ -276,30 +278,27 @@ class KinesisOffset:
 
     @classmethod
     def from_json_str(cls, text: str) -> KinesisOffset:
-        return cls.from_json(loads(text, OffsetFormatError, "offset"))
+        return cls.from_json(loads(text, errors.offset_invalid, "offset"))
 
     @classmethod
     def _from_json(cls, value: Any) -> KinesisOffset:
         if not isinstance(value, dict):
-            raise OffsetFormatError(f"offset must be a JSON object, got {type(value).__name__}")
+            raise errors.offset_invalid(f"offset must be a JSON object, got {type(value).__name__}")
         version = value.get("version")
         if not _is_int(version, 0):
-            raise OffsetFormatError("offset lacks an integer 'version'")
+            raise errors.offset_invalid("offset lacks an integer 'version'")
         if version > KINESIS_OFFSET_FORMAT_VERSION:
-            raise FormatVersionError(
-                f"samza-kinesis offset format version {version} is newer than this release understands "
-                f"({KINESIS_OFFSET_FORMAT_VERSION}); upgrade spark-samza-source on the driver"
-            )
+            raise errors.offset_version_unknown(version, KINESIS_OFFSET_FORMAT_VERSION)
         unknown = set(value) - {"applied", "batch", "jobModel", "latestTimestampMs", "queryId", "shards",
                                 "startpoints", "streamIdentity", "version"}
         if unknown:
-            raise OffsetFormatError(f"unknown offset fields {sorted(unknown)!r:.200}")
+            raise errors.offset_invalid(f"unknown offset fields {sorted(unknown)!r:.200}")
         model = _obj(value.get("jobModel"), "jobModel")
         for key in ("generation", "numTasks", "slotsPerTask", "stream", "system"):
             if key not in model:
-                raise OffsetFormatError(f"jobModel lacks {key!r}")
+                raise errors.offset_invalid(f"jobModel lacks {key!r}")
         if not isinstance(model["stream"], str) or not isinstance(model["system"], str):
-            raise OffsetFormatError("jobModel stream and system must be strings")
+            raise errors.offset_invalid("jobModel stream and system must be strings")
         mapper = _mapper(model["numTasks"], model["slotsPerTask"])
         per = mapper.slots_per_task
         shards: dict[str, ShardState] = {}
@@ -307,23 +306,24 @@ class KinesisOffset:
             entry = _obj(entry, f"shard {shard!r:.80}")
             extra = set(entry) - {"endingSequence", "lastTask", "slot", "start", "status", "task"}
             if extra:
-                raise OffsetFormatError(f"shard {shard!r:.80} has unknown fields {sorted(extra)}")
+                raise errors.offset_invalid(f"shard {shard!r:.80} has unknown fields {sorted(extra)}")
             if "start" not in entry or "status" not in entry:
-                raise OffsetFormatError(f"shard {shard!r:.80} lacks 'start' or 'status'")
+                raise errors.offset_invalid(f"shard {shard!r:.80} lacks 'start' or 'status'")
             last = entry.get("lastTask")
             if last is not None and task_index(last) is None:
-                raise OffsetFormatError(f"shard {shard!r:.80}: lastTask must be a task name Task-<n>, got {last!r:.80}")
+                raise errors.offset_invalid(f"shard {shard!r:.80}: lastTask must be a task name Task-<n>, "
+                                            f"got {last!r:.80}")
             shards[shard] = ShardState(ShardPosition.from_json(entry["start"]), entry["status"],
                                        entry.get("endingSequence"), None if last is None else task_index(last))
             if ("slot" in entry) != ("task" in entry):
-                raise OffsetFormatError(f"shard {shard!r:.80}: 'slot' and 'task' go together")
+                raise errors.offset_invalid(f"shard {shard!r:.80}: 'slot' and 'task' go together")
             if "slot" in entry:
                 slot = entry["slot"]
                 if not _is_int(slot, 0):
-                    raise OffsetFormatError(f"shard {shard!r:.80}: slot must be an int >= 0")
+                    raise errors.offset_invalid(f"shard {shard!r:.80}: slot must be an int >= 0")
                 _assign(mapper, shard, slot)
                 if entry["task"] != f"Task-{slot // per}":
-                    raise OffsetFormatError(
+                    raise errors.offset_invalid(
                         f"shard {shard!r:.80}: slot {slot} belongs to Task-{slot // per}, not {entry['task']!r:.80}"
                     )
         latest = value.get("latestTimestampMs")
@@ -348,14 +348,14 @@ def _mapper(num_tasks: Any, slots_per_task: Any) -> ShardPartitionMapper:
     try:
         return ShardPartitionMapper(num_tasks, slots_per_task)
     except MapperError as err:
-        raise OffsetFormatError(f"jobModel: {err}") from None
+        raise errors.offset_invalid(f"jobModel: {err}") from None
 
 
 def _assign(mapper: ShardPartitionMapper, shard: str, slot: int) -> None:
     try:
         mapper.assign(shard, slot)
     except MapperError as err:
-        raise OffsetFormatError(f"shard {shard!r:.80}: {err}") from None
+        raise errors.offset_invalid(f"shard {shard!r:.80}: {err}") from None
 
 
 def slot_owned(
@@ -373,7 +373,7 @@ def slot_owned(
 def _query_id(value: Any) -> str | None:
     if value is None or (isinstance(value, str) and re.fullmatch(r"[A-Za-z0-9-]{1,64}", value)):
         return value
-    raise OffsetFormatError(f"queryId must be 1-64 letters, digits or '-', got {value!r:.80}")
+    raise errors.offset_invalid(f"queryId must be 1-64 letters, digits or '-', got {value!r:.80}")
 
 
 def _is_int(value: Any, minimum: int) -> TypeGuard[int]:
@@ -382,13 +382,13 @@ def _is_int(value: Any, minimum: int) -> TypeGuard[int]:
 
 def _int(value: Any, what: str) -> int:
     if not _is_int(value, 0):
-        raise OffsetFormatError(f"{what} must be an int >= 0, got {value!r:.80}")
+        raise errors.offset_invalid(f"{what} must be an int >= 0, got {value!r:.80}")
     return value
 
 
 def _obj(value: Any, what: str) -> dict:
     if not isinstance(value, dict):
-        raise OffsetFormatError(f"{what} must be a JSON object, got {type(value).__name__}")
+        raise errors.offset_invalid(f"{what} must be a JSON object, got {type(value).__name__}")
     return value
 
 
@@ -404,6 +404,6 @@ def _nested(obj: Any, conv) -> dict[TaskSsp, Any]:
 def _applied_startpoint(value: Any) -> AppliedStartpoint:
     value = _obj(value, "an applied startpoint")
     if set(value) - {"creationTimestamp", "shards"}:
-        raise OffsetFormatError(f"unknown applied startpoint fields in {value!r:.120}")
+        raise errors.offset_invalid(f"unknown applied startpoint fields in {value!r:.120}")
     positions = {s: ShardPosition.from_json(p) for s, p in _obj(value.get("shards", {}), "shards").items()}
     return AppliedStartpoint(_int(value.get("creationTimestamp"), "creationTimestamp"), positions)

@@ -21,9 +21,9 @@ import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from ...core.errors import DataLossError
 from ...core.model import SystemStreamPartition, TaskName, TaskSsp
-from ...options.common import FAIL_ON_DATA_LOSS, JOB_NAME, METADATA_STORE
+from ...options.common import JOB_NAME, METADATA_STORE
+from .. import errors
 from ..errors import KinesisPlanError
 from ..positions import ShardPosition
 from ..shards import ShardInfo, index_shards, lineage_order
@@ -310,10 +310,7 @@ def drop_unlisted(inputs: PlanInputs, starts: Mapping[str, ShardPosition]) -> Un
 
 def _fail_or_report(inputs: PlanInputs, loss: ShardLoss) -> None:
     if inputs.fail_on_data_loss:
-        raise DataLossError(
-            f"samza-kinesis stream {inputs.previous.stream}: {loss.describe()}. The query stops so nothing is "
-            f"skipped silently; to continue without it restart with {FAIL_ON_DATA_LOSS.name}=false"
-        )
+        raise errors.planned_data_loss(inputs.previous.stream, loss.describe())
     # with failOnDataLoss=false the loss goes into the plan; the coordinator logs and counts it once
 
 

@@ -21,9 +21,9 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
-from ...core.errors import FormatVersionError
 from ...core.store import MetadataStore
 from ...options.namespaces import SHARD_TASKS
+from .. import errors
 from .mapper import task_index
 from .offset import KinesisOffset, StreamIdentity
 
@@ -66,8 +66,7 @@ class ShardTasks:
             log.warning("%s is not a shard-task record; the batch read makes its own tasks", where)
             return None
         if isinstance(value.get("format"), int) and value["format"] > FORMAT_VERSION:
-            raise FormatVersionError(f"{where} has format {value['format']}, newer than this release reads "
-                                     f"({FORMAT_VERSION}): upgrade spark-samza-source")
+            raise errors.shard_tasks_version_unknown(where, value["format"], FORMAT_VERSION)
         try:
             shards = value["shards"]
             num_tasks = value["numTasks"]

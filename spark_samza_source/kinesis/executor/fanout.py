@@ -54,8 +54,8 @@ from typing import Any
 from botocore.exceptions import ClientError, ResponseStreamingError
 from urllib3.exceptions import HTTPError as Urllib3Error
 
+from .. import errors
 from ..calls import THROTTLING_CODES, UNREACHABLE, error_code, is_outage, unreachable
-from ..errors import KinesisSourceError, KinesisThrottledError
 from ..positions import AFTER_SEQUENCE_NUMBER, AT_SEQUENCE_NUMBER, AT_TIMESTAMP, EVERY_SUB, TRIM_HORIZON, ShardPosition
 from .parked_subscriptions import PARKED, ParkedSubscription
 from .reader import STOP_CAUGHT_UP, STOP_MAX_FETCH_TIME, ShardRead, ShardReader, ShardReadSettings, _NotYet, _ShardGone
@@ -369,12 +369,12 @@ class SubscribedShardReader(ShardReader):
             self._backoff(self._retries)
             return self._out_of_time()
         if code in THROTTLING_CODES:
-            raise KinesisThrottledError(f"{self.describe()}: SubscribeToShard at {self.pos} kept failing with {code} "
-                                        f"({self.max_retries} retries, {self.calls.where()})") from None
+            raise errors.kept_throttled(f"{self.describe()}: SubscribeToShard at {self.pos}", code, self.max_retries,
+                                        self.calls.where()) from None
         hint = (" (was the consumer deregistered? restarting the query registers it again)"
                 if code == "ResourceNotFoundException" else "")
-        raise KinesisSourceError(f"{self.describe()}: SubscribeToShard at {self.pos} failed ({self.calls.where()})"
-                                 f"{hint}: {self.scrub(err)}") from None
+        raise errors.operation_failed(f"{self.describe()}: SubscribeToShard at {self.pos}", self.calls.where(),
+                                      self.scrub(err), hint) from None
 
     def _yields_in_use(self) -> bool:
         """A refusal as in use means this consumer subscribed to the shard less than 5 s ago: most often a read of

@@ -26,7 +26,7 @@ from botocore.exceptions import ClientError
 
 from ...core.errors import InternalError
 from ...options.common import FAIL_ON_DATA_LOSS
-from .. import kpl
+from .. import errors, kpl
 from ..calls import (
     THROTTLING_CODES,
     UNREACHABLE,
@@ -37,7 +37,7 @@ from ..calls import (
     unreachable,
 )
 from ..client import AwsClientSettings
-from ..errors import KinesisDataLossError, KinesisSourceError, KinesisThrottledError, ThrottledAtDeadlineError
+from ..errors import KinesisDataLossError, ThrottledAtDeadlineError
 from ..options import DEFAULT_MAX_FETCH_TIME_MS, DEFAULT_MAX_RECORDS_PER_SHARD
 from ..positions import AFTER_SEQUENCE_NUMBER, AT_SEQUENCE_NUMBER, AT_TIMESTAMP, EVERY_SUB, SHARD_END, ShardPosition
 from ..schema import kinesis_arrow_schema
@@ -372,15 +372,14 @@ class ShardReader:
         if code not in THROTTLING_CODES and code != "ExpiredIteratorException":
             if code == "ResourceNotFoundException":
                 raise _ShardGone(err) from None
-            raise KinesisSourceError(
-                f"task {self.task!r}: GetRecords on shard {self.shard_id} of stream {self.stream!r} at "
-                f"{self.pos} failed ({self.calls.where()}): {self.scrub(err)}") from None
+            raise errors.operation_failed(f"task {self.task!r}: GetRecords on shard {self.shard_id} of stream "
+                                          f"{self.stream!r} at {self.pos}", self.calls.where(),
+                                          self.scrub(err)) from None
         if self._retries > self.max_retries:
-            raise KinesisThrottledError(
+            raise errors.kept_throttled(
                 f"task {self.task!r}: GetRecords on shard {self.shard_id} of stream {self.stream!r} at "
-                f"{self.pos} kept failing with {code} ({self.max_retries} retries, "
-                f"{self.calls.where()}); another consumer may be using the shard's 5 reads/s or "
-                "2 MB/s") from None
+                f"{self.pos}", code, self.max_retries, self.calls.where(),
+                "; another consumer may be using the shard's 5 reads/s or 2 MB/s") from None
         if code != "ExpiredIteratorException":
             self._backoff(self._retries)
             return iterator
@@ -572,7 +571,7 @@ class ShardReader:
             self._data_loss(pos.sequence_order()[0], None, detail=f"Kinesis refused the position: {self.scrub(err)}")
             self.expect = None
             return ShardPosition.trim_horizon()
-        raise KinesisSourceError(f"{what} failed ({self.calls.where()}): {self.scrub(err)}") from None
+        raise errors.operation_failed(what, self.calls.where(), self.scrub(err)) from None
 
     def _pace(self) -> None:
         wait = self.last_call + self.interval_s - time.monotonic()
@@ -624,8 +623,7 @@ class ShardReader:
             text += f" exactly to the end an earlier attempt recorded ({self.recorded})"
         text += f": {what}"
         if self.fail_on_data_loss:
-            raise KinesisDataLossError(text + f". Set the option '{FAIL_ON_DATA_LOSS.name}' to 'false' to skip lost "
-                                              "records with a warning instead.")
+            raise errors.read_data_loss(text)
         log.warning("%s; continuing with the oldest records available (%s=false).", text, FAIL_ON_DATA_LOSS.name)
         self.result.lost.append(text)
 
@@ -638,8 +636,7 @@ class ShardReader:
     def _check_recorded(self) -> None:
         rec = self._recorded_end
         if rec.type not in (AFTER_SEQUENCE_NUMBER, SHARD_END) and rec != self.start:
-            raise KinesisSourceError(f"task {self.task!r}: a recorded batch end must be AFTER_SEQUENCE_NUMBER or "
-                                     f"SHARD_END (or the start itself), got {rec} for shard {self.shard_id}")
+            raise errors.recorded_end_invalid(self.task, rec, self.shard_id)
         if self.start.is_shard_end and not rec.is_shard_end:
             raise self._exact_error("the read starts at SHARD_END")
         if (rec.type == AFTER_SEQUENCE_NUMBER and self.start.type in (AFTER_SEQUENCE_NUMBER, AT_SEQUENCE_NUMBER)
@@ -647,8 +644,8 @@ class ShardReader:
             raise self._exact_error("it lies before the start")
 
     def _exact_error(self, why: str) -> KinesisDataLossError:
-        return KinesisDataLossError(
+        return errors.recorded_end_not_reached(
             f"task {self.task!r}: cannot re-read shard {self.shard_id} of stream {self.stream!r} from {self.start} "
-            f"exactly to the end an earlier attempt recorded ({self.recorded}); reached {self.pos}: {why}"
-            + ("" if self.ending is not None or not self._recorded_end.is_shard_end else
-               ". (For a closed shard, pass its ending sequence number so SHARD_END can be recognised.)"))
+            f"exactly to the end an earlier attempt recorded ({self.recorded}); reached {self.pos}", why,
+            "" if self.ending is not None or not self._recorded_end.is_shard_end else
+            ". (For a closed shard, pass its ending sequence number so SHARD_END can be recognised.)")

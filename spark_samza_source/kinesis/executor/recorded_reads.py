@@ -17,6 +17,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from .. import errors
 from ..errors import AttemptPassedRecordedEndError
 from ..microbatch_ends import BatchEnds
 from ..positions import AFTER_SEQUENCE_NUMBER, ShardPosition
@@ -58,11 +59,9 @@ def stream_and_record(ends: BatchEnds, batch: int, client: Any, read: ShardRead,
     if winner == result.end:
         return result
     if result.records and not _after(winner, result.end):
-        raise AttemptPassedRecordedEndError(
+        raise errors.attempt_passed_recorded_end(
             f"task {task!r}: another attempt of batch {batch} recorded the end {winner} for shard {shard_id} of "
-            f"stream {stream!r} first, and this attempt had already read on to {result.end}; it fails so that "
-            "Spark discards its rows, and the retry reads exactly to the recorded end (this happens only when "
-            "two attempts of one batch run at once, e.g. with speculative execution)", winner)
+            f"stream {stream!r} first, and this attempt had already read on to {result.end}", winner)
     resume = result.end if result.records else start
     rest = open_shard_reader(client, replace(read, start=resume, recorded_end=winner), settings)
     yield from rest

@@ -17,9 +17,8 @@ import socket
 from ...core.errors import MetadataStoreError
 from ...core.store import MetadataStore
 from ...metadata.filesystem import FileSystemMetadataStore
-from ...options.common import METADATA_STORE
 from ...options.namespaces import LEASE, LEASE_KEY
-from ..errors import UnreachableStoreError
+from .. import errors
 
 __all__ = ["check_store_shared_with_driver"]
 
@@ -42,12 +41,4 @@ def check_store_shared_with_driver(store: MetadataStore) -> None:
     if lease is not None:
         _SEEN_SHARED.add(key)
         return
-    raise UnreachableStoreError(
-        f"option '{METADATA_STORE.name}' is a local directory ({store.uri}) that this executor (host "
-        f"{socket.gethostname()}) does not share with the driver: the driver's job lease for job '{store.job_name}' "
-        "is not in it here. samza-kinesis executors record where each batch ended in the metadata store and the "
-        "driver plans the next batch from it, so a file: store (including the default 'samza-metadata', relative "
-        "to each process's working directory) works only in local mode (master local[N]) or on a filesystem every "
-        "node mounts at the same absolute path. Fix: set metadata.store to dynamodb://TABLE?region=REGION or "
-        "s3://BUCKET/PREFIX (or an absolute path on shared storage), e.g. "
-        ".option('metadata.store', 'dynamodb://samza-metadata?region=eu-west-1')")
+    raise errors.store_not_shared(store.uri, socket.gethostname(), store.job_name)
