@@ -173,6 +173,16 @@ def test_usage_error_with_json_also_prints_a_json_error(capsys):
     assert "usage:" in err
 
 
+def test_an_error_is_printed_with_its_condition_first(capsys, store_uri):
+    code, out, err = run(capsys, "startpoint", "get", "--store", store_uri, "--job", "j")
+    assert code == 2 and "samza-source startpoint get: error: [SAMZA_CLI_SELECTOR_INVALID] name the partition" in err
+    code, out, err = run(capsys, "checkpoint", "show", "--store", store_uri, "--job", "j")
+    assert code == 1 and out == ""
+    assert err.startswith("samza-source: error: [SAMZA_CLI_NO_COMMITTED_POSITIONS] no committed positions mirrored")
+    code, out, err = run(capsys, "startpoint", "list", "--store", "bogus://h/x", "--job", "j")
+    assert code == 2 and "error: [SAMZA_INVALID_OPTION] metadata.store 'bogus://h/x'" in err  # the store's own
+
+
 def test_parser_accepts_sequence_as_an_alias_and_normalises_positions():
     args = build_parser().parse_args(["startpoint", "set", *BASE, "--stream", "s", "--slot", "2",
                                       "--sequence", "000495"])
