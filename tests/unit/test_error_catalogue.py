@@ -70,7 +70,6 @@ NOT_YET_CONVERTED = {
     "metadata/filesystem.py",
     "metadata/lease.py",
     "metadata/s3.py",
-    "ops/lag.py",
     "source/bounded_reader.py",
     "source/fault_hooks.py",
     "source/offset_json.py",
