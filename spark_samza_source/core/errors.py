@@ -3,7 +3,8 @@
 Every error a user can meet derives from :class:`SamzaSourceError`, so callers (and the fuzz tests) can tell our own
 clear errors apart from bugs; a broken invariant of our own raises an :class:`InternalError`, outside that
 hierarchy. This module holds the errors both systems and the shared layers raise; each system's own are in its
-``errors.py`` (``kafka/errors.py``, ``kinesis/errors.py``), the command line's in ``ops/cli/errors.py``
+``errors.py`` (``kafka/errors.py``, ``kinesis/errors.py``), the Samza config importer's in ``samza_config/errors.py``,
+the command line's in ``ops/cli/errors.py`` and the lag tools' in ``ops/errors.py``
 (``tests/unit/test_error_classes.py`` holds that). Messages name the option, stream or key at fault, what was
 expected and how to fix it. They never contain secrets.
 

@@ -36,6 +36,7 @@ from ..core.checkpoint import Checkpoint
 from ..core.jobmodel import JobModel
 from ..core.model import SystemStreamPartition, TaskName
 from ..core.startpoint import current_time_ms
+from . import errors
 
 __all__ = [
     "LagReport",
@@ -225,7 +226,6 @@ def measure_shard_backlog(
     ``max_records`` records the count is returned as a lower bound (``capped``).
     """
     from ..kinesis.calls import error_code
-    from ..kinesis.errors import KinesisSourceError
 
     if position.is_shard_end:
         return ShardBacklog(0, None, 0)
@@ -252,8 +252,7 @@ def measure_shard_backlog(
             if error_code(err) == "ResourceNotFoundException":
                 raise admin._not_found(stream, shard_id, err) from None
             if error_code(err):
-                raise KinesisSourceError(f"GetRecords of shard {shard_id} of stream {stream!r} failed "
-                                         f"({admin.where()}): {admin._scrub(err)}") from None
+                raise errors.get_records_failed(shard_id, stream, admin.where(), admin._scrub(err)) from None
             raise
         records = resp.get("Records", [])
         behind_ms = resp.get("MillisBehindLatest")

@@ -26,6 +26,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from ..core.errors import extra_install_hint
+from . import errors
 from .metrics import KAFKA, SamzaLagListener, SourceLag
 
 try:
@@ -131,7 +132,7 @@ def serve_lag_metrics(spark: Any = None, *, listener: SamzaLagListener | None = 
     """
     if listener is None:
         if spark is None:
-            raise ValueError("serve_lag_metrics needs a SparkSession (to add a SamzaLagListener to) or a listener")
+            raise errors.exporter_needs_listener()
         listener = SamzaLagListener()
         spark.streams.addListener(listener)
     registry = CollectorRegistry(auto_describe=False)

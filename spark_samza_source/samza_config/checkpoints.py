@@ -18,7 +18,8 @@ import json
 import os
 import re
 
-from ..core.errors import CheckpointDirError, ConfigError
+from ..core.errors import CheckpointDirError
+from . import errors
 from .offset_log import OffsetLog
 
 __all__ = ["starting_offsets_from_samza_checkpoint", "starting_offsets_from_spark_checkpoint"]
@@ -51,17 +52,15 @@ def starting_offsets_from_samza_checkpoint(text: str, *, system: str | None = No
             if offset < 0:
                 raise ValueError
         except ValueError:
-            raise ConfigError(f"Samza checkpoint line {lineno}: offset {match['offset']!r} of "
-                              f"{match['system']}.{match['stream']}#{match['partition']} is not a Kafka offset "
-                              "(a whole number >= 0)") from None
+            ssp = f"{match['system']}.{match['stream']}#{match['partition']}"
+            raise errors.checkpoint_offset_invalid(lineno, match["offset"], ssp) from None
         systems.add(match["system"])
         key = (match["system"], match["stream"], int(match["partition"]))
         found[key] = min(found.get(key, offset + 1), offset + 1)
     if not found:
-        raise ConfigError("no Samza checkpoint line (tasknames.<task>.systems.<system>.streams.<topic>.partitions."
-                          f"<p> = <offset>){f' of system {system!r}' if system else ''} found")
+        raise errors.checkpoint_empty(system)
     if len(systems) > 1:
-        raise ConfigError(f"the checkpoint spans systems {', '.join(sorted(systems))}: pass system='<name>'")
+        raise errors.checkpoint_spans_systems(sorted(systems))
     out: dict[str, dict[str, int]] = {}
     for (_, stream, partition), offset in sorted(found.items()):
         out.setdefault(stream, {})[str(partition)] = offset
@@ -82,19 +81,18 @@ def starting_offsets_from_spark_checkpoint(checkpoint_location: str | os.PathLik
         log = OffsetLog(root)
         batch = log.last_committed_batch()
     except CheckpointDirError as err:
-        raise ConfigError(f"{root} is not a readable Spark checkpoint ({err})") from None
+        raise errors.spark_checkpoint_unreadable(root, err) from None
     except OSError as err:
-        raise ConfigError(f"{root} is not a readable Spark checkpoint ({err.strerror or err}): expected the "
-                          "directories offsets/ and commits/") from None
+        raise errors.spark_checkpoint_unlistable(root, err.strerror or err) from None
     if batch is None:
-        raise ConfigError(f"{root}: no committed batch in the checkpoint: nothing to resume from")
+        raise errors.no_committed_batch(root)
     path = log.path(batch)
     try:
         lines = log.source_lines(batch)
     except CheckpointDirError as err:  # unreadable, or not "v1", metadata, one line per source
-        raise ConfigError(str(err)) from None
+        raise errors.offset_entry_unusable(err) from None
     if len(lines) <= source:
-        raise ConfigError(f"{path} is not a Spark offset log entry with a source #{source}")
+        raise errors.no_source(path, source)
     raw = lines[source].strip()
     try:
         parsed = json.loads(raw)
@@ -111,7 +109,6 @@ def starting_offsets_from_spark_checkpoint(checkpoint_location: str | os.PathLik
                     raise ValueError
                 out[str(topic)][str(int(partition))] = offset
     except ValueError:
-        raise ConfigError(f"{path}: source #{source} of batch {batch} is not a Kafka source offset "
-                          f'({{"topic": {{"0": offset}}}}): {raw[:200]!r}') from None
+        raise errors.not_a_kafka_offset(path, source, batch, raw) from None
     return json.dumps(out, separators=(",", ":"))
 

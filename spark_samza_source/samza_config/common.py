@@ -8,7 +8,7 @@ the query reads and its type, then hands over to that system's :class:`SystemTra
 sources' own options written into the file, and everything left over (Samza runtime keys, with the reason).
 
 Callers: ``importer.py`` creates one per ``import_mapping`` call; ``kafka.py`` and ``kinesis.py`` record
-through its bookkeeping methods (``get``, ``ignore``, ``reject``, ``fail``, ``set_option``) and read
+through its bookkeeping methods (``get``, ``ignore``, ``reject``, ``fail``, ``invalid``, ``set_option``) and read
 ``stream_ids``. Every option name is a constant of the option spec (``options/``).
 """
 
@@ -25,6 +25,7 @@ from ..core.store import validate_job_name
 from ..kafka.options import ASSIGN, SUBSCRIBE_PATTERN
 from ..options.common import BROADCAST, JOB_NAME, METADATA_STORE
 from ..options.values import is_secret_option, shown
+from . import errors
 from .report import PropertiesImport
 
 __all__ = ["KAFKA_FORMAT", "KINESIS_FORMAT", "SystemTranslation", "Translation"]
@@ -117,7 +118,7 @@ class Translation:
             key = str(key).strip()
             name = key[len("sensitive."):] if key.startswith("sensitive.") else key
             if name in self.props:
-                raise ConfigError(f"both {self.original[name]!r} and {key!r} are set: keep one of them")
+                raise errors.key_set_twice(self.original[name], key)
             self.props[name] = "" if value is None else str(value)
             self.original[name] = key
         self.want_system = system
@@ -154,7 +155,12 @@ class Translation:
         self.rejected[self.name(key)] = why
 
     def fail(self, key: str, why: str) -> ConfigError:
-        return ConfigError(f"{self.name(key)}: {why}")
+        """The error for ``key``, which asks for something no translation keeps (``why``: what, and the way out)."""
+        return errors.key_unsupported(self.name(key), why)
+
+    def invalid(self, key: str, why: str) -> ConfigError:
+        """The error for ``key``, whose value is malformed or lacks a key it needs (``why``)."""
+        return errors.key_invalid(self.name(key), why)
 
     def set_option(self, option: str, value: str, source: str) -> None:
         self.options[option] = value
@@ -180,8 +186,7 @@ class Translation:
         name_key = SAMZA_JOB_NAME_KEY if self.props.get(SAMZA_JOB_NAME_KEY, "").strip() else "app.name"
         name = self.get(name_key)
         if not name:
-            raise ConfigError(f"{SAMZA_JOB_NAME_KEY} is required: it names the job's startpoints, job model and "
-                              "checkpoint mirror in the metadata store (Samza's app.name is accepted too)")
+            raise errors.job_name_missing(SAMZA_JOB_NAME_KEY)
         id_key = "job.id" if name_key == SAMZA_JOB_NAME_KEY else "app.id"
         job_id = self.get(id_key) or "1"
         for other in ("app.name", "app.id") if name_key == SAMZA_JOB_NAME_KEY else ("job.id",):
@@ -191,7 +196,7 @@ class Translation:
         try:
             validate_job_name(folded)
         except ConfigError as err:
-            raise ConfigError(f"{self.name(name_key)}/{self.name(id_key)}: {err.detail}") from None
+            raise errors.job_name_invalid(self.name(name_key), self.name(id_key), err) from None
         if job_id != "1":
             self.notes.append(f"{id_key}={job_id} is folded into {JOB_NAME.name} '{folded}' (Samza identifies a "
                               f"job by {name_key} and {id_key}; id 1, the default, is left out)")
@@ -208,7 +213,7 @@ class Translation:
                     continue
                 system, dot, stream = entry.partition(".")
                 if not dot or not system or not stream:
-                    raise self.fail("task.inputs", f"entry {entry!r} is not 'system.stream' (e.g. kafka.orders)")
+                    raise self.invalid("task.inputs", f"entry {entry!r} is not 'system.stream' (e.g. kafka.orders)")
                 if stream not in inputs.setdefault(system, []):
                     inputs[system].append(stream)
         patterns: dict[str, list[tuple[str, str]]] = {}
@@ -223,11 +228,11 @@ class Translation:
                 regex_key, system_key = prefix + "regex", prefix + "system"
                 regex, topic_system = self.get(regex_key), self.get(system_key)
                 if not regex or not topic_system:
-                    raise self.fail(class_key, f"RegExTopicGenerator needs {regex_key} and {system_key}")
+                    raise self.invalid(class_key, f"RegExTopicGenerator needs {regex_key} and {system_key}")
                 try:
                     re.compile(regex)
                 except re.error as err:
-                    raise self.fail(regex_key, f"{regex!r} is not a regular expression Python accepts ({err})") \
+                    raise self.invalid(regex_key, f"{regex!r} is not a regular expression Python accepts ({err})") \
                         from None
                 patterns.setdefault(topic_system, []).append((regex, regex_key))
                 for key in self.keys_with(prefix + "config."):
@@ -242,8 +247,7 @@ class Translation:
             if key not in self.used and key.split(".")[3] not in active:
                 self.ignore(key, "this rewriter is not listed in job.config.rewriters, so Samza does not run it")
         if not inputs and not patterns:
-            raise ConfigError("task.inputs is missing or empty: name the input streams as system.stream, e.g. "
-                              "task.inputs=kafka.orders,kafka.payments")
+            raise errors.inputs_missing()
         return inputs, patterns
 
     def broadcast(self) -> list[SystemStreamPartition]:
@@ -256,8 +260,7 @@ class Translation:
         systems = list(dict.fromkeys([*inputs, *patterns]))
         if self.want_system is not None:
             if self.want_system not in systems:
-                raise ConfigError(f"system={self.want_system!r} has no input in task.inputs (systems with inputs: "
-                                  f"{', '.join(systems)})")
+                raise errors.system_not_an_input(self.want_system, systems)
             for other in systems:
                 if other != self.want_system:
                     streams = ", ".join(f"{other}.{s}" for s in inputs.get(other, [])) or "regex inputs"
@@ -268,9 +271,7 @@ class Translation:
             described = "; ".join(
                 f"'{s}' ({self._describe_type(s)}): {', '.join(inputs.get(s, [])) or 'regex inputs'}"
                 for s in systems)
-            raise ConfigError(
-                f"task.inputs reads from several systems ({described}). One query reads one system: import with "
-                "system='<name>' once per system and combine the streams in Spark (union or join)")
+            raise errors.several_systems(described)
         else:
             system = systems[0]
         others = sorted({b.system for b in broadcast} - {system})
@@ -311,9 +312,7 @@ class Translation:
                                   f"{'Kafka' if kafka else 'Kinesis'} from its "
                                   f"{'consumer/producer' if kafka else 'aws.*'} keys")
             return kind
-        raise ConfigError(f"{factory_key} is not set and the keys under {prefix}* do not tell Kafka from Kinesis: "
-                          f"set it to org.apache.samza.system.kafka.{_KAFKA_FACTORY} or "
-                          f"org.apache.samza.system.kinesis.{_KINESIS_FACTORY}")
+        raise errors.system_type_unknown(factory_key, prefix, _KAFKA_FACTORY, _KINESIS_FACTORY)
 
     # ---- stream properties ------------------------------------------------------------------------------
     def stream_ids(self, system: str, streams: Iterable[str]) -> dict[str, str]:
@@ -387,15 +386,15 @@ class Translation:
                 self.set_option(option, value, self.name(key))
                 continue
             if option in self.options and self.options[option] != value:
-                raise ConfigError(f"{self.name(key)}={shown(option, value)} contradicts "
-                                  f"{option}={shown(option, self.options[option])} derived from "
-                                  f"{self.derived_from[option]}: remove one of them")
+                raise errors.option_contradicts(f"{self.name(key)}={shown(option, value)}",
+                                                f"{option}={shown(option, self.options[option])}",
+                                                self.derived_from[option])
             for group in translation.exclusive:
                 if option in group:
                     clash = [o for o in group if o != option and o in self.options]
                     if clash:
-                        raise ConfigError(f"{self.name(key)} and {clash[0]} (derived from "
-                                          f"{self.derived_from[clash[0]]}) exclude each other: remove one")
+                        raise errors.options_exclude_each_other(self.name(key), clash[0],
+                                                                self.derived_from[clash[0]])
             if option not in self.options:
                 self.set_option(option, value, self.name(key))
                 self.notes.append(f"{self.name(key)} is an option of {kind}: passed through")

@@ -18,6 +18,7 @@ import os
 from collections.abc import Mapping
 
 from ..core.errors import ConfigError
+from . import errors
 from .common import SystemTranslation, Translation
 from .kafka import KAFKA
 from .kinesis import KINESIS
@@ -48,7 +49,7 @@ def import_properties(
         return import_mapping(read_properties(path), system=system, stream=stream,
                               partition_counts=partition_counts)
     except ConfigError as err:
-        raise ConfigError(f"{os.fspath(path)}: {err.detail}") from None
+        raise errors.in_file(os.fspath(path), err) from None
 
 
 def import_mapping(

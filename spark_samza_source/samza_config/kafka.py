@@ -19,7 +19,6 @@ import json
 import re
 
 from ..core.broadcast import format_broadcast_inputs
-from ..core.errors import ConfigError
 from ..core.grouping import SAMZA_GROUPER_FACTORIES, FixedTasksGrouper
 from ..core.model import SystemStreamPartition
 from ..kafka.java_client import translate_java_settings
@@ -60,6 +59,7 @@ from ..options.common import (
     STARTPOINT_POLL_INTERVAL,
     STARTPOINT_TTL,
 )
+from . import errors
 from .common import (
     EXPANSION_KEY,
     GROUPER_KEY,
@@ -212,7 +212,7 @@ def _system_keys(tr: Translation, system: str) -> None:
 def _offset_value(tr: Translation, value: str, key: str) -> str:
     lowered = value.lower()
     if lowered not in ("oldest", "upcoming"):
-        raise tr.fail(key, f"samza.offset.default must be 'oldest' or 'upcoming', got {value!r}")
+        raise tr.invalid(key, f"samza.offset.default must be 'oldest' or 'upcoming', got {value!r}")
     return lowered
 
 
@@ -259,17 +259,12 @@ def _offsets(tr: Translation, system, topics, stream_props, regexes) -> None:
         return
     listing = "; ".join(f"{t}: {v} ({tr.name(k) if k else 'Samza default'})" for t, (v, k) in per_topic.items())
     if regexes:
-        raise ConfigError(f"samza.offset.default differs between inputs ({listing}) and some inputs come from a "
-                          f"regex: {STARTING_OFFSETS.name} cannot express that. Make the values agree or read the "
-                          "streams in separate queries")
+        raise errors.offset_defaults_differ_with_regex(listing, STARTING_OFFSETS.name)
     oldest = [t for t, (v, _) in per_topic.items() if v == "oldest"]
     missing = [t for t in oldest if not isinstance(tr.partition_counts.get(t), int)
                or tr.partition_counts[t] < 1]
     if missing:
-        raise ConfigError(
-            f"samza.offset.default differs between inputs ({listing}). {STARTING_OFFSETS.name} can express that only "
-            f"per partition: pass partition_counts={{topic: current partition count}} for "
-            f"{', '.join(missing)}, make the values agree, or read the topics in separate queries")
+        raise errors.offset_defaults_differ_without_counts(listing, STARTING_OFFSETS.name, missing)
     per_partition = {t: {str(p): -2 for p in range(tr.partition_counts[t])} for t in oldest}
     tr.set_option(STARTING_OFFSETS.name, json.dumps(per_partition, sort_keys=True, separators=(",", ":")),
                   sources)
@@ -283,7 +278,7 @@ def _grouper(tr: Translation) -> None:
     expansion = True
     if expansion_raw is not None:
         if expansion_raw.lower() not in ("true", "false"):
-            raise tr.fail(EXPANSION_KEY, f"must be true or false, got {expansion_raw!r}")
+            raise tr.invalid(EXPANSION_KEY, f"must be true or false, got {expansion_raw!r}")
         expansion = expansion_raw.lower() == "true"
     grouper_cls = None
     if factory:

@@ -17,7 +17,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ..core.errors import ConfigError
 from ..core.model import SystemStreamPartition
 from ..kinesis.options import (
     ACCESS_KEY_ID,
@@ -48,6 +47,7 @@ from ..options.common import (
     STARTPOINT_POLL_INTERVAL,
     STARTPOINT_TTL,
 )
+from . import errors
 from .common import (
     EXPANSION_KEY,
     GROUPER_KEY,
@@ -127,13 +127,10 @@ def chosen_stream(tr: Translation, system: str, streams: list[str]) -> str:
     input; several inputs without ``stream=`` are refused, since one query reads one stream."""
     if tr.want_stream is None:
         if len(streams) > 1:
-            raise ConfigError(f"task.inputs names {len(streams)} Kinesis streams of system '{system}' "
-                              f"({', '.join(streams)}); one samza-kinesis query reads one stream: import with "
-                              "stream='<name>' once per stream")
+            raise errors.several_kinesis_streams(system, streams)
         return streams[0]
     if tr.want_stream not in streams:
-        raise ConfigError(f"stream={tr.want_stream!r} is not an input of system '{system}' "
-                          f"({', '.join(streams)})")
+        raise errors.stream_not_an_input(tr.want_stream, system, streams)
     for other in streams:
         if other != tr.want_stream:
             tr.ignored[f"task.inputs ({system}.{other})"] = (

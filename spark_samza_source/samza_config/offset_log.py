@@ -20,7 +20,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from ..core.errors import CheckpointDirError, SamzaSourceError
+from ..core.errors import SamzaSourceError
+from . import errors
 
 __all__ = ["OffsetLog", "SourceOffset"]
 
@@ -47,7 +48,7 @@ class OffsetLog:
             try:
                 self._fs, root = fs.FileSystem.from_uri(location)
             except Exception as err:  # noqa: BLE001 - pyarrow raises several types for bad URIs
-                raise CheckpointDirError(f"cannot open checkpoint location {location!r}: {err}") from None
+                raise errors.location_unopenable(location, err) from None
             self._root = root.rstrip("/")
         else:
             path = urllib.parse.unquote(urllib.parse.urlsplit(location).path) if location.startswith("file:") \
@@ -84,12 +85,9 @@ class OffsetLog:
         try:
             return self.listing("offsets")
         except FileNotFoundError:
-            raise CheckpointDirError(
-                f"{self.location!r} has no offsets/ directory: is it the query's checkpointLocation, and has the "
-                "query run at least one batch?"
-            ) from None
+            raise errors.offsets_dir_missing(self.location) from None
         except OSError as err:
-            raise CheckpointDirError(f"cannot list {self._dir!r}: {err}") from None
+            raise errors.offsets_dir_unlistable(self._dir, err) from None
 
     def path(self, batch_id: int) -> str:
         """The offset file of one batch."""
@@ -104,16 +102,13 @@ class OffsetLog:
             with self._fs.open_input_stream(path) as f:
                 return f.read().decode("utf-8")
         except (OSError, UnicodeDecodeError) as err:
-            raise CheckpointDirError(f"cannot read offset file {path!r}: {err}") from None
+            raise errors.offset_file_unreadable(path, err) from None
 
     def source_lines(self, batch_id: int) -> list[str]:
         """The per-source offset lines of one batch (``-`` where a source has none)."""
         lines = self._read(batch_id).splitlines()
         if len(lines) < 3 or not lines[0].startswith("v"):
-            raise CheckpointDirError(
-                f"offset file {batch_id} in {self.location!r} is not a Spark offset log entry "
-                "(expected a version line, a metadata line and one line per source)"
-            )
+            raise errors.offset_entry_invalid(batch_id, self.location)
         return lines[2:]
 
     # ---- parsed offsets ------------------------------------------------------------------------------------
@@ -141,10 +136,7 @@ class OffsetLog:
         for found in self.offsets(parse):
             if accept(found.offset):
                 return found
-        raise CheckpointDirError(
-            f"no offset of the expected source in {self.location!r} (offsets/ holds batches "
-            f"{_describe(self.batch_ids())}): is it the checkpointLocation of this job's query?"
-        )
+        raise errors.no_source_offset(self.location, _describe(self.batch_ids()))
 
 
 def _describe(ids: list[int]) -> str:

@@ -16,7 +16,7 @@ import os
 import re
 from collections.abc import Iterable
 
-from ..core.errors import ConfigError
+from . import errors
 
 __all__ = ["parse_properties", "read_properties"]
 
@@ -39,7 +39,7 @@ def _read_text(path: str | os.PathLike[str]) -> str:
         with open(path, "rb") as handle:
             data = handle.read()
     except OSError as err:
-        raise ConfigError(f"cannot read Samza properties file {os.fspath(path)!r}: {err.strerror or err}") from None
+        raise errors.file_unreadable(os.fspath(path), err.strerror or err) from None
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError:
@@ -119,7 +119,7 @@ def _unescape(raw: str, lineno: int) -> str:
             digits = raw[i:i + 4]
             if len(digits) != 4 or any(d not in "0123456789abcdefABCDEF" for d in digits):
                 shown_escape = "\\u" + digits
-                raise ConfigError(f"Samza properties line {lineno}: malformed \\uXXXX escape {shown_escape!r}")
+                raise errors.escape_invalid(lineno, shown_escape)
             out.append(chr(int(digits, 16)))
             i += 4
         else:

@@ -26,25 +26,6 @@ CONDITION = re.compile(r"^SAMZA_[A-Z0-9]+(?:_[A-Z0-9]+)*$")
 # where ConfigError may be raised inline: the option spec and the option readers (their messages are the option's)
 OPTION_MODULES = {"options/option.py", "options/values.py", "kafka/options.py", "kinesis/options.py"}
 
-# Modules not converted to their catalogue yet: they still build user's errors inline. The list only shrinks: a
-# module leaves it when its errors move to its catalogue (a test below fails while a listed module is clean).
-NOT_YET_CONVERTED = {
-    "ops/cli/commands/checkpoint.py",
-    "ops/cli/commands/common.py",
-    "ops/cli/commands/consumers.py",
-    "ops/cli/commands/jobmodel.py",
-    "ops/cli/commands/lag.py",
-    "ops/cli/commands/startpoint.py",
-    "ops/cli/parser.py",
-    "ops/lag.py",
-    "samza_config/checkpoints.py",
-    "samza_config/common.py",
-    "samza_config/importer.py",
-    "samza_config/kafka.py",
-    "samza_config/kinesis.py",
-    "samza_config/offset_log.py",
-    "samza_config/properties.py",
-}
 
 def _relative(path: Path) -> str:
     return path.relative_to(PACKAGE).as_posix()
@@ -116,16 +97,11 @@ def test_the_walk_sees_the_user_errors_and_the_conditions():
     assert _called_name(probe.exc) == "KafkaSourceError"
 
 
-@pytest.mark.parametrize("path", [p for p in _sources() if _relative(p) not in NOT_YET_CONVERTED], ids=_relative)
+@pytest.mark.parametrize("path", _sources(), ids=_relative)
 def test_a_users_error_is_built_by_its_catalogue(path):
     assert not inline_user_errors(path), (
         f"{_relative(path)} builds user's errors inline; add a function to its errors.py that builds each, with a "
         f"condition, and raise what it returns: {inline_user_errors(path)}")
-
-
-@pytest.mark.parametrize("module", sorted(NOT_YET_CONVERTED))
-def test_the_list_of_modules_not_yet_converted_only_names_modules_that_need_it(module):
-    assert inline_user_errors(PACKAGE / module), f"{module} is converted: take it off NOT_YET_CONVERTED"
 
 
 def test_each_condition_is_declared_in_one_catalogue_once():

@@ -17,7 +17,7 @@ from typing import NoReturn
 
 from ..._version import __version__
 from ...options.common import JOB_NAME, METADATA_STORE
-from .errors import UsageError
+from . import errors
 
 __all__ = [
     "STORE_ENV",
@@ -302,7 +302,7 @@ def _add_consumers(groups) -> None:
 def validate(args: argparse.Namespace) -> None:
     """Raise :class:`UsageError` (exit 2) for an argument combination that makes no sense."""
     if not args.store:
-        raise UsageError(f"--store is required (or set ${STORE_ENV})")
+        raise errors.store_missing(STORE_ENV)
     if args.group == "startpoint" and args.command != "list":
         _validate_selector(args)
     if args.group == "lag":
@@ -313,55 +313,51 @@ def _validate_selector(args: argparse.Namespace) -> None:
     kafka = args.topic is not None or args.partition is not None
     kinesis = args.stream is not None or args.shard is not None or args.slot is not None
     if kafka and kinesis:
-        raise UsageError("give either --topic/--partition (Kafka) or --stream with --shard/--slot (Kinesis), not both")
+        raise errors.kafka_and_kinesis_selected()
     if not kafka and not kinesis:
-        raise UsageError("name the partition: --topic T --partition P (Kafka) or --stream S --shard ID|--slot N "
-                         "(Kinesis)")
+        raise errors.nothing_selected()
     whole = args.command == "set"  # set: --topic alone means every partition, --stream alone every slot
     if kafka:
         if args.topic is None:
-            raise UsageError("--partition needs --topic")
+            raise errors.partition_without_topic()
         if args.partition is None and not whole:
-            raise UsageError("--topic needs --partition")
+            raise errors.topic_without_partition()
         if args.partition is None:
             _validate_whole(args, "--topic needs --partition", "partition")
         if args.checkpoint is not None:
-            raise UsageError("--checkpoint is only used with --stream --shard (Kinesis)")
+            raise errors.checkpoint_without_shard()
         return
     if args.stream is None:
-        raise UsageError("--shard/--slot need --stream")
+        raise errors.shard_or_slot_without_stream()
     if args.shard is not None and args.slot is not None or args.shard is None and args.slot is None and not whole:
-        raise UsageError("--stream needs exactly one of --shard ID or --slot N")
+        raise errors.stream_needs_shard_or_slot()
     if args.shard is None and args.slot is None:
         _validate_whole(args, "--stream needs --shard ID or --slot N", "slot")
         if args.checkpoint is None:
-            raise UsageError("--stream without --shard or --slot (a startpoint for every slot of the stream) needs "
-                             "--checkpoint DIR, the query's checkpointLocation, whose latest offset lists the slots")
+            raise errors.every_slot_needs_checkpoint()
         return
     if args.shard is not None and args.checkpoint is None:
-        raise UsageError("--shard needs --checkpoint DIR (the query's checkpointLocation) to find the shard's slot "
-                         "in the job model; or give --slot N")
+        raise errors.shard_needs_checkpoint()
 
 
 def _validate_whole(args: argparse.Namespace, needs: str, each: str) -> None:
     """``startpoint set`` for every partition of a topic or every slot of a stream: a position all of them share."""
     if args.specific is not None:
-        raise UsageError(f"{needs} with --offset/--sequence: one offset or sequence number positions one {each}; "
-                         f"name the {each}, or use --timestamp, --oldest or --upcoming for every {each}")
+        raise errors.every_with_one_position(needs, each)
     if args.task is not None:
-        raise UsageError(f"{needs} with --task: a task-specific startpoint is for one {each}")
+        raise errors.every_with_task(needs, each)
 
 
 def _validate_lag(args: argparse.Namespace) -> None:
     if (args.bootstrap is None) == (args.stream is None):
-        raise UsageError("give exactly one of --bootstrap HOST:PORT (Kafka) or --stream S (Kinesis)")
+        raise errors.lag_system_unclear()
     if args.bootstrap is not None:
         for flag, value in (("--region", args.region), ("--endpoint", args.endpoint),
                             ("--checkpoint", args.checkpoint)):
             if value is not None:
-                raise UsageError(f"{flag} is for Kinesis (--stream), not with --bootstrap")
+                raise errors.kinesis_flag_with_bootstrap(flag)
     elif args.kafka_properties:
-        raise UsageError("-X/--kafka-property is for Kafka (--bootstrap), not with --stream")
+        raise errors.kafka_property_with_stream()
 
 
 def json_requested(argv: list[str]) -> bool:

@@ -7,6 +7,8 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+from ...core.errors import InternalError
+
 __all__ = ["cell", "iso_ms", "render_table"]
 
 #: what an empty or unknown cell shows
@@ -40,11 +42,12 @@ def render_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], *, gap: 
     """An aligned text table: a header row, a rule of dashes, then the rows.
 
     A column whose values are all numbers (None allowed) is right-aligned, any other column left-aligned; the
-    last column carries no trailing spaces. Every row must have as many cells as there are headers.
+    last column carries no trailing spaces. Every row must have as many cells as there are headers: the commands
+    build the rows and the headers together, so a ragged row is a bug here (:class:`InternalError`).
     """
     for row in rows:
         if len(row) != len(headers):
-            raise ValueError(f"table row has {len(row)} cells, expected {len(headers)}: {row!r:.200}")
+            raise InternalError(f"table row has {len(row)} cells, expected {len(headers)}: {row!r:.200}")
     texts = [[cell(v) for v in row] for row in rows]
     widths = [len(h) for h in headers]
     for row in texts:

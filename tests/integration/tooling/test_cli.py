@@ -59,12 +59,13 @@ def test_bad_arguments_exit_2_with_a_usage_message():
     result = cli("startpoint", "set", "--store", "file:///tmp/x", "--job", "j", "--topic", "t", "--offset", "3")
     assert result.returncode == 2
     assert result.stderr.startswith("usage: samza-source startpoint set")
-    assert "error: --topic needs --partition" in result.stderr and result.stdout == ""
+    assert "error: [SAMZA_CLI_SELECTOR_TOO_WIDE] --topic needs --partition" in result.stderr and result.stdout == ""
 
     result = cli("lag", "--store", "file:///tmp/x", "--job", "j", "--bootstrap", "h:1", "--stream", "s", "--json")
     assert result.returncode == 2 and "usage: samza-source lag" in result.stderr
     assert json.loads(result.stdout) == {
-        "error": "samza-source lag: give exactly one of --bootstrap HOST:PORT (Kafka) or --stream S (Kinesis)",
+        "error": "samza-source lag: [SAMZA_CLI_LAG_FLAGS_INVALID] give exactly one of --bootstrap HOST:PORT (Kafka) or "
+                 "--stream S (Kinesis)",
         "exitCode": 2}
 
     result = cli("startpoint", "set", "--store", "file:///tmp/x", "--job", "j", "--topic", "t", "--partition", "0",

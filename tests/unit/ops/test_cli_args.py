@@ -10,7 +10,7 @@ import uuid
 import pytest
 
 from spark_samza_source.core.checkpoint import Checkpoint, CheckpointMirror
-from spark_samza_source.core.errors import MetadataStoreError
+from spark_samza_source.core.errors import InternalError, MetadataStoreError
 from spark_samza_source.core.jobmodel import JobModel
 from spark_samza_source.core.model import SystemStream, SystemStreamPartition, TaskName
 from spark_samza_source.core.startpoint import StartpointOldest, StartpointSpecific, StartpointUpcoming
@@ -24,7 +24,13 @@ from spark_samza_source.ops import cli
 from spark_samza_source.ops.cli.commands import common as command_common
 from spark_samza_source.ops.cli.parser import STORE_ENV, build_parser, parse_timestamp
 from spark_samza_source.ops.cli.render import iso_ms, render_table
-from spark_samza_source.ops.lag import ShardBacklog, kafka_lag, kinesis_lag, slot_mapping_matches
+from spark_samza_source.ops.lag import (
+    ShardBacklog,
+    kafka_lag,
+    kinesis_lag,
+    measure_shard_backlog,
+    slot_mapping_matches,
+)
 
 
 def run(capsys, *argv: str) -> tuple[int, str, str]:
@@ -98,7 +104,7 @@ def test_table_mixed_column_is_left_aligned_and_containers_are_json():
 
 
 def test_table_rejects_ragged_rows():
-    with pytest.raises(ValueError, match="2 cells, expected 3"):
+    with pytest.raises(InternalError, match="2 cells, expected 3"):
         render_table(["A", "B", "C"], [[1, 2]])
 
 
@@ -171,6 +177,16 @@ def test_usage_error_with_json_also_prints_a_json_error(capsys):
     payload = json.loads(out)
     assert payload["exitCode"] == 2 and "--topic needs --partition" in payload["error"]
     assert "usage:" in err
+
+
+def test_an_error_is_printed_with_its_condition_first(capsys, store_uri):
+    code, out, err = run(capsys, "startpoint", "get", "--store", store_uri, "--job", "j")
+    assert code == 2 and "samza-source startpoint get: error: [SAMZA_CLI_SELECTOR_INVALID] name the partition" in err
+    code, out, err = run(capsys, "checkpoint", "show", "--store", store_uri, "--job", "j")
+    assert code == 1 and out == ""
+    assert err.startswith("samza-source: error: [SAMZA_CLI_NO_COMMITTED_POSITIONS] no committed positions mirrored")
+    code, out, err = run(capsys, "startpoint", "list", "--store", "bogus://h/x", "--job", "j")
+    assert code == 2 and "error: [SAMZA_INVALID_OPTION] metadata.store 'bogus://h/x'" in err  # the store's own
 
 
 def test_parser_accepts_sequence_as_an_alias_and_normalises_positions():
@@ -496,6 +512,34 @@ def test_kinesis_lag_maps_one_shard_slots_through_the_offset():
     unmapped = kinesis_lag(checkpoint, "clicks", measure, None)
     assert unmapped.rows[0].shard is None and "pass --checkpoint DIR" in unmapped.rows[0].note
     assert not unmapped.complete
+
+
+def test_a_refused_get_records_is_a_kinesis_error_with_the_lag_condition():
+    from botocore.exceptions import ClientError
+
+    from spark_samza_source.kinesis.errors import KinesisSourceError
+
+    class RefusingAdmin:
+        client = type("Client", (), {"get_records": None})()
+
+        def shard_iterator(self, stream, shard_id, position):
+            return "iterator"
+
+        def call(self, what, fn, **kwargs):
+            raise ClientError({"Error": {"Code": "AccessDeniedException", "Message": "no"}}, "GetRecords")
+
+        def where(self):
+            return "region eu-west-1"
+
+        def _scrub(self, err):
+            return str(err)
+
+    position = ShardPosition.from_json({"type": "AFTER_SEQUENCE_NUMBER", "sequence": "10", "sub": -1})
+    with pytest.raises(KinesisSourceError) as err:
+        measure_shard_backlog(RefusingAdmin(), "clicks", "shardId-1", position, sleep=lambda _: None)
+    assert str(err.value).startswith("[SAMZA_LAG_READ_FAILED] GetRecords of shard shardId-1 of stream 'clicks' "
+                                     "failed (region eu-west-1): ")
+    assert "AccessDeniedException" in str(err.value)
 
 
 # ---- startpoint set for every partition of a topic, every slot of a stream ----------------------------------------

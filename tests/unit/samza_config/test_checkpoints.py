@@ -100,6 +100,16 @@ def test_starting_offsets_from_spark_checkpoint_errors(tmp_path):
                                                source=1)
 
 
+def test_an_offset_log_error_reaches_the_importers_caller_with_its_condition_once(tmp_path):
+    root = spark_checkpoint(tmp_path / "chk", {0: '{"orders":{"0":1}}'}, committed=[0])
+    (root / "offsets" / "0").write_text("not an offset log entry")
+    with pytest.raises(ConfigError) as err:
+        starting_offsets_from_spark_checkpoint(root)
+    assert err.value.condition == "SAMZA_SPARK_CHECKPOINT_ENTRY_INVALID"
+    assert str(err.value).startswith("[SAMZA_SPARK_CHECKPOINT_ENTRY_INVALID] offset file 0 in ")
+    assert str(err.value).count("[SAMZA_") == 1
+
+
 # ---- the offset log is read in one place --------------------------------------------------------------------
 
 

@@ -68,7 +68,7 @@ def kinesis(**extra):
 def error(props, **kwargs) -> str:
     with pytest.raises(ConfigError) as err:
         import_mapping(props, **kwargs)
-    assert str(err.value).startswith("[SAMZA_INVALID_OPTION] ")
+    assert err.value.condition and str(err.value).startswith(f"[{err.value.condition}] ")
     return err.value.detail
 
 
@@ -676,7 +676,8 @@ def test_errors_from_a_file_name_the_file(tmp_path):
                     "\njob.systemstreampartition.grouper.factory=com.acme.G\n")
     with pytest.raises(ConfigError) as err:
         load_properties(path)
-    assert str(err.value).startswith(f"[SAMZA_INVALID_OPTION] {path}: job.systemstreampartition.grouper.factory")
+    assert str(err.value).startswith(
+        f"[SAMZA_CONFIG_KEY_UNSUPPORTED] {path}: job.systemstreampartition.grouper.factory")
 
 
 # ---- conf/ ------------------------------------------------------------------------------------------------------
@@ -733,3 +734,15 @@ def test_a_contradicting_password_is_never_echoed():
         }))
     assert "kafka.sasl.password" in str(err.value)
     assert "pw-FIRST" not in str(err.value) and "pw-SECOND" not in str(err.value)
+
+
+def test_a_malformed_key_and_an_untranslatable_one_have_conditions_of_their_own():
+    with pytest.raises(ConfigError) as malformed:
+        import_mapping(kafka(job__systemstreampartition__input__expansion__enabled="maybe"))
+    assert malformed.value.condition == "SAMZA_CONFIG_KEY_INVALID"
+    with pytest.raises(ConfigError) as unsupported:
+        import_mapping(kafka(job__elasticity__factor="4"))
+    assert unsupported.value.condition == "SAMZA_CONFIG_KEY_UNSUPPORTED"
+    with pytest.raises(ConfigError) as missing:
+        import_mapping(kafka(task__inputs=None))
+    assert str(missing.value).startswith("[SAMZA_CONFIG_INPUTS_MISSING] task.inputs is missing")

@@ -6,7 +6,7 @@ import argparse
 from typing import Any
 
 from ....core.checkpoint import CheckpointMirror
-from ..errors import CommandError
+from .. import errors
 from ..render import cell, iso_ms, render_table
 from .common import Outcome, _header, _open, _where
 
@@ -31,8 +31,7 @@ def _position_text(position: Any) -> int | str:
 def checkpoint_show(args: argparse.Namespace) -> Outcome:
     checkpoint = CheckpointMirror(_open(args)).read()
     if checkpoint is None:
-        raise CommandError(f"no committed positions mirrored for {_where(args)}: the query has not committed a "
-                           "batch yet (Spark commits a batch when it plans the next one)")
+        raise errors.no_committed_positions(_where(args))
     rows = [[task.name, ssp.key, _position_text(pos)] for task, positions in checkpoint.positions.items()
             for ssp, pos in positions.items()]
     batch = f"batch {checkpoint.batch_id}, " if checkpoint.batch_id is not None else ""

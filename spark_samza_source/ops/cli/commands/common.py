@@ -11,7 +11,7 @@ from ....core.errors import ConfigError, SamzaSourceError
 from ....core.jobmodel import JobModel
 from ....core.jobmodel_store import JobModelStore
 from ....metadata import open_store, redact_uri
-from ..errors import UsageError
+from .. import errors
 
 KAFKA = "kafka"
 KINESIS = "kinesis"
@@ -31,7 +31,7 @@ def _open(args: argparse.Namespace):
     try:
         return open_store(args.store, args.job)
     except ConfigError as err:  # a malformed URI or job name is a usage problem
-        raise UsageError(str(err)) from None
+        raise errors.store_or_job_invalid(err) from None
 
 
 def _header(args: argparse.Namespace) -> dict[str, Any]:

@@ -8,7 +8,7 @@ from typing import Any
 from ....options.namespaces import (
     STREAM_CONSUMERS,
 )
-from ..errors import CommandError, UsageError
+from .. import errors
 from ..render import cell, render_table
 from .common import Outcome, _header, _open, _where
 
@@ -43,7 +43,7 @@ def _status_in_kinesis(calls, arn: str) -> str:
     except ClientError as err:
         if error_code(err) == "ResourceNotFoundException":
             return "gone"
-        raise CommandError(f"DescribeStreamConsumer of {arn} failed: {err}") from None
+        raise errors.kinesis_call_failed("DescribeStreamConsumer", arn, err) from None
     return str(described["ConsumerDescription"]["ConsumerStatus"])
 
 
@@ -67,12 +67,9 @@ def consumers_deregister(args: argparse.Namespace) -> Outcome:
     store = _open(args)
     matching = [c for c in _job_consumers(args, store) if c.get("name") == args.name]
     if not matching:
-        raise CommandError(f"{_where(args)} has no stream consumer named {args.name!r}"
-                           + (f" on stream {args.stream!r}" if args.stream else "")
-                           + " ('samza-source consumers list' shows them)")
+        raise errors.consumer_not_found(_where(args), args.name, args.stream)
     if len(matching) > 1:
-        raise UsageError(f"consumer {args.name!r} is recorded for several streams "
-                         f"({', '.join(str(c.get('stream')) for c in matching)}): name one with --stream")
+        raise errors.consumer_ambiguous(args.name, [str(c.get("stream")) for c in matching])
     consumer = matching[0]
     calls = _kinesis_calls(args)
     try:
@@ -81,7 +78,7 @@ def consumers_deregister(args: argparse.Namespace) -> Outcome:
         gone = False
     except ClientError as err:
         if error_code(err) != "ResourceNotFoundException":
-            raise CommandError(f"DeregisterStreamConsumer of {consumer['arn']} failed: {err}") from None
+            raise errors.kinesis_call_failed("DeregisterStreamConsumer", consumer["arn"], err) from None
         gone = True
     store.delete(STREAM_CONSUMERS, f"{consumer['stream']}/{consumer['name']}")
     what = "was already gone" if gone else "deregistered"

@@ -8,7 +8,7 @@ from typing import Any
 from ....core.jobmodel import JobModel
 from ....core.jobmodel_store import JobModelStore
 from ....metadata import redact_uri
-from ..errors import CommandError
+from .. import errors
 from ..render import render_table
 from .common import _JOB_MODEL_HISTORY, Outcome, _header, _open, _parse_any_offset, _where
 
@@ -45,7 +45,7 @@ def _job_model_from_checkpoint(args: argparse.Namespace):
             previous = found
             break
     if newest is None:
-        raise CommandError(f"no samza-kafka or samza-kinesis offset in the checkpoint location {args.checkpoint}")
+        raise errors.no_offset_in_checkpoint(args.checkpoint)
     kinesis = newest.offset if isinstance(newest.offset, KinesisOffset) else None
     source = f"checkpoint {args.checkpoint}, Spark batch {newest.batch_id}"
     return newest.offset.job_model, previous.offset.job_model if previous else None, source, kinesis
@@ -59,11 +59,7 @@ def jobmodel_show(args: argparse.Namespace) -> Outcome:
         stored = JobModelStore(_open(args))
         model = stored.current()
         if model is None:
-            raise CommandError(
-                f"no job model stored for {_where(args)}: the samza-kafka driver writes it when the query plans "
-                "its first batch (check --store and --job); samza-kinesis keeps its job model only in the Spark "
-                "offset: pass --checkpoint DIR"
-            )
+            raise errors.no_job_model(_where(args))
         previous = stored.previous()
         source = f"metadata store {redact_uri(args.store)}"
     diff = model.diff(previous) if previous is not None else None

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from ....core.checkpoint import CheckpointMirror
-from ..errors import CommandError
+from .. import errors
 from ..render import iso_ms, render_table
 from .common import _JOB_MODEL_HISTORY, KAFKA, Outcome, _current_job_model, _header, _kinesis_offsets, _open, _where
 
@@ -42,8 +42,7 @@ def lag(args: argparse.Namespace) -> Outcome:
     store = _open(args)
     checkpoint = CheckpointMirror(store).read()
     if checkpoint is None:
-        raise CommandError(f"no committed positions mirrored for {_where(args)}: the query has not committed a "
-                           "batch yet (Spark commits a batch when it plans the next one)")
+        raise errors.no_committed_positions(_where(args))
     warnings: list[str] = []
     if args.bootstrap is not None:
         from ....kafka.driver.admin import KafkaAdmin

@@ -21,7 +21,7 @@ from ....options.namespaces import (
     CHECKPOINTS,
     STARTPOINTS,
 )
-from ..errors import CommandError
+from .. import errors
 from ..render import iso_ms, render_table
 from .common import KAFKA, KINESIS, Outcome, _current_job_model, _header, _kinesis_offsets, _open, _where
 
@@ -84,13 +84,10 @@ def _select(args: argparse.Namespace) -> Selected:
         why = (f"it is {state.status} (read to its end)" if state is not None
                else "the query does not know it (not listed when that batch was planned)")
         mapped = ", ".join(sorted(offset.mapper.assignments())) or "none"
-        raise CommandError(
-            f"shard {args.shard} of stream {args.stream!r} has no slot in the job model of Spark batch "
-            f"{found.batch_id} in {args.checkpoint}: {why}. Shards with a slot: {mapped}"
-        )
+        raise errors.shard_has_no_slot(args.shard, args.stream, found.batch_id, args.checkpoint, why, mapped)
     shard_task = offset.task_of(args.shard)
     if task is not None and task != shard_task:
-        raise CommandError(f"shard {args.shard} is in task {shard_task} (slot {ssp.partition}), not in {task}")
+        raise errors.shard_not_in_task(args.shard, shard_task, ssp.partition, task)
     shards = offset.shards_in_slot(shard_task, ssp)
     info = {"shard": args.shard, "slot": ssp.partition, "shardTask": shard_task.name,
             "sparkBatch": found.batch_id, "shardsInSlot": shards}
@@ -172,14 +169,11 @@ def _select_every(args: argparse.Namespace, store) -> list[Selected]:
     if args.topic is not None:
         model = _current_job_model(store)
         if model is None:
-            raise CommandError(f"no job model is stored for {_where(args)}, so the partitions of topic "
-                               f"{args.topic!r} are not known: the query has not planned a batch yet (or --store / "
-                               "--job are wrong); give --partition P for each partition")
+            raise errors.no_job_model_for_topic(_where(args), args.topic)
         ssps = sorted(ssp for ssp in model.ssps() if ssp.system == KAFKA and ssp.stream == args.topic)
         if not ssps:
             topics = sorted({ssp.stream for ssp in model.ssps() if ssp.system == KAFKA})
-            raise CommandError(f"topic {args.topic!r} is not in the current job model of {_where(args)} (its topics: "
-                               f"{', '.join(topics) or 'none'}); give --partition P to store a startpoint anyway")
+            raise errors.topic_not_in_job_model(args.topic, _where(args), topics)
         return [Selected(ssp, None) for ssp in ssps]
     log, parse, accept = _kinesis_offsets(args.checkpoint, args.stream)
     found = log.latest(parse, accept)
@@ -190,8 +184,7 @@ def _select_every(args: argparse.Namespace, store) -> list[Selected]:
         selected.append(Selected(ssp, None, {"slot": slot, "sparkBatch": found.batch_id,
                                              "shardsInSlot": sorted(shards)}, sorted(shards)))
     if not selected:
-        raise CommandError(f"no slot of stream {args.stream!r} holds a shard in Spark batch {found.batch_id} of "
-                           f"{args.checkpoint}")
+        raise errors.no_slot_with_shards(args.stream, found.batch_id, args.checkpoint)
     return selected
 
 
@@ -222,10 +215,7 @@ def startpoint_set(args: argparse.Namespace) -> Outcome:
     startpoint = _build_startpoint(args)
     warnings = []
     if isinstance(startpoint, StartpointSpecific) and sel.shards_in_slot is not None and len(sel.shards_in_slot) > 1:
-        raise CommandError(
-            f"slot {sel.ssp.partition} holds shards {', '.join(sel.shards_in_slot)} (an overloaded slot): one "
-            "sequence number cannot position them all; use --timestamp, --oldest or --upcoming"
-        )
+        raise errors.slot_overloaded(sel.ssp.partition, sel.shards_in_slot)
     if sel.shards_in_slot is not None and len(sel.shards_in_slot) > 1:
         warnings.append(f"slot {sel.ssp.partition} holds shards {', '.join(sel.shards_in_slot)}: the startpoint "
                         "applies to all of them")
