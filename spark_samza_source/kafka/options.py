@@ -426,6 +426,7 @@ def _client_conf(opts: Options) -> dict[str, str]:
             f"option '{servers}' is required: a comma-separated list of host:port, "
             f"e.g. .option('{servers}', 'broker1:9092,broker2:9092')"
         )
+    check_bootstrap_servers(client_conf[servers[len(KAFKA_CLIENT_OPTIONS_PREFIX):]])
     for key, why in REFUSED_CLIENT_SETTINGS.items():
         if key in client_conf:
             raise ConfigError(f"option 'kafka.{key}' is not supported: {why}")
@@ -434,6 +435,25 @@ def _client_conf(opts: Options) -> dict[str, str]:
             raise ConfigError(f"option 'kafka.{key}' is empty; give a value or remove it ({shown(key, value)})")
     check_client_conf(client_conf)
     return client_conf
+
+
+#: one broker of ``kafka.bootstrap.servers``: an optional librdkafka protocol prefix (``SSL://``), a host name,
+#: IPv4 address or bracketed IPv6 address, and a port
+_BROKER_RE = re.compile(r"^(?:[A-Za-z_]+://)?(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]+):(\d{1,5})$")
+
+
+def check_bootstrap_servers(value: str) -> None:
+    """Refuse a ``kafka.bootstrap.servers`` that is not ``host:port[,host:port]`` at ``load()``, naming the bad
+    entry: librdkafka would otherwise retry it until ``endpoint.retryTimeout`` (60 s) and fail without naming it."""
+    for entry in value.split(","):
+        broker = entry.strip()
+        match = _BROKER_RE.match(broker)
+        if match is None or not 0 < int(match.group(1)) <= 65535:
+            raise ConfigError(
+                f"option '{BOOTSTRAP_SERVERS.name}' entry {broker!r:.100} is not host:port (a host name or address "
+                f"and a port 1-65535): write the option as host:port[,host:port], e.g. "
+                f".option('{BOOTSTRAP_SERVERS.name}', 'broker1:9092,broker2:9092')"
+            )
 
 
 def _translated_client_conf(opts: Options) -> dict[str, str]:

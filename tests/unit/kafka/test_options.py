@@ -145,3 +145,23 @@ def test_secret_values_never_echoed():
     assert "'kafka.sasl.password' is empty" in message
     opts = parse(**{"kafka__sasl__password": "hunter2"})
     assert "hunter2" not in opts.describe()
+
+
+@pytest.mark.parametrize(("servers", "bad"), [
+    ("localhost:notaport", "'localhost:notaport'"),
+    ("broker1:9092,broker2", "'broker2'"),
+    ("broker1:9092,,broker2:9092", "''"),
+    ("broker1:70000", "'broker1:70000'"),
+    ("broker 1:9092", "'broker 1:9092'"),
+])
+def test_a_bootstrap_list_that_does_not_parse_fails_at_load_naming_the_bad_entry(servers, bad):
+    message = error_of(**{"kafka.bootstrap.servers": servers})
+    assert f"'kafka.bootstrap.servers' entry {bad} is not host:port" in message
+    assert "host:port[,host:port]" in message
+
+
+@pytest.mark.parametrize("servers", [
+    "localhost:9092", " b1:9092 , b2.example.com:9093", "SSL://b1:9093", "[::1]:9092", "10.0.0.1:1",
+])
+def test_bootstrap_lists_of_host_port_are_taken(servers):
+    assert parse(**{"kafka.bootstrap.servers": servers}).client_conf["bootstrap.servers"] == servers
