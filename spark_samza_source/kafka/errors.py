@@ -123,10 +123,17 @@ def topic_recreated(topic: str, ids: tuple[str, str]) -> DataLossError:
 
 
 # ---- topics and the job model ---------------------------------------------------------------------------------
-def topics_not_found(missing: list[str], where: str, *, subscribe_option: str, assign_option: str) -> KafkaSourceError:
+def topics_not_found(missing: list[str], where: str, *, subscribe_option: str, assign_option: str,
+                     drop_topics_option: str) -> KafkaSourceError:
+    """Topics named in ``subscribe`` / ``assign`` that the cluster does not list: a misspelt name, or a topic deleted
+    under a job that read it, which leaves only through ``dropTopics``."""
+    names = ",".join(missing)
     return KafkaSourceError(
         f"Kafka topic(s) {', '.join(repr(t) for t in missing)} not found {where}; "
-        f"check the topic names in '{subscribe_option}' / '{assign_option}' and that the topics exist",
+        f"check the topic names in '{subscribe_option}' / '{assign_option}' and that the topics exist. If a topic "
+        f"was deleted on purpose and this job read it, remove it from '{subscribe_option}' / '{assign_option}' "
+        f"and let it go with the option '{drop_topics_option}' (its positions and the tasks holding only it are "
+        f"forgotten, every other topic keeps its tasks): add the line .option('{drop_topics_option}', '{names}')",
         condition=TOPIC_NOT_FOUND)
 
 

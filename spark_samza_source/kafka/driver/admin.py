@@ -41,6 +41,7 @@ from ..client_conf import isolation_level_of, with_callbacks
 from ..errors import KafkaSourceError
 from ..options import (
     ASSIGN,
+    DROP_TOPICS,
     GROUP_ID_PREFIX,
     KAFKA_GROUP_ID,
     OAUTHBEARER_TOKEN_PROVIDER,
@@ -233,7 +234,7 @@ class KafkaAdmin:
                 missing = [t for t in wanted if t not in found]
                 if missing:
                     raise errors.topics_not_found(missing, self._where(), subscribe_option=SUBSCRIBE.name,
-                                                  assign_option=ASSIGN.name)
+                                                  assign_option=ASSIGN.name, drop_topics_option=DROP_TOPICS.name)
                 names = wanted
             else:
                 assert regex is not None  # exactly one of topics and pattern, checked above

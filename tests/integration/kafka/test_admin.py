@@ -55,6 +55,7 @@ def test_missing_topic_names_topic_and_servers_never_secrets(kafka_broker, kafka
     msg = str(info.value)
     assert "no-such-topic-xyz" in msg and kafka_broker.bootstrap_servers in msg
     assert present not in msg and SECRET not in msg
+    assert "add the line .option('dropTopics', 'no-such-topic-xyz')" in msg  # how a deleted topic leaves
 
 
 def test_unreachable_cluster_fails_within_the_api_timeout(caplog):
