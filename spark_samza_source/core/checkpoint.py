@@ -16,6 +16,7 @@ A newer format version raises :class:`FormatVersionError`.
 from __future__ import annotations
 
 import json
+import logging
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -23,17 +24,20 @@ from typing import Any
 
 from ..options.namespaces import CHECKPOINTS
 from . import errors
-from .errors import FormatVersionError, SamzaSourceError
+from .damage import rule_for_namespace
+from .errors import SamzaSourceError
 from .json_text import loads
 from .model import SystemStreamPartition, TaskName
 from .startpoint import JAVA_LONG_MAX, current_time_ms, truncate_json
-from .store import MetadataStore
+from .store import DamagedRecord, MetadataStore
 
-__all__ = ["CHECKPOINT_FORMAT_VERSION", "NAMESPACE", "Checkpoint", "CheckpointMirror"]
+__all__ = ["CHECKPOINT_FORMAT_VERSION", "NAMESPACE", "Checkpoint", "CheckpointMirror", "parse_mirror_record"]
 
 CHECKPOINT_FORMAT_VERSION = 1
 #: The metadata-store namespace of the checkpoint mirror.
 NAMESPACE = CHECKPOINTS
+
+log = logging.getLogger(__name__)
 
 _MAX_DEPTH = 32
 
@@ -214,11 +218,28 @@ def _detail(err: Exception) -> str:
     return err.detail if isinstance(err, SamzaSourceError) else str(err)
 
 
+#: what repairs a damaged mirror record (the rule's row in docs/guarantees.md)
+MIRROR_REPAIR = rule_for_namespace(NAMESPACE).repair
+
+
+def parse_mirror_record(key: str, value: Any, where: str) -> tuple[int | None, int, dict[SystemStreamPartition, Any]]:
+    """(batch id, timestamp, positions) of one task's mirror record; the kind's error when it is not one."""
+    _check_version(value, where)
+    _no_extra(value, {"batchId", "positions", "task", "timestamp", "version"}, where)
+    if value.get("task") != key:
+        raise errors.checkpoint_invalid(f"{where}: its 'task' is {truncate_json(value.get('task'))}")
+    batch_id, timestamp = _header_from_json(value)
+    return batch_id, timestamp, _positions_from_json(value.get("positions"), where)
+
+
 class CheckpointMirror:
     """Writes and reads the checkpoint mirror through a ``MetadataStore`` (one key per task)."""
 
     def __init__(self, store: MetadataStore) -> None:
         self._store = store
+        self._warned: set[str] = set()  # locations of damaged records already said
+        #: the damaged records the last :meth:`read` left out
+        self.skipped: list[DamagedRecord] = []
         self._written: dict[str, list] = {}  # task -> positions JSON this mirror last stored
         self._task_set: frozenset[str] | None = None
 
@@ -231,6 +252,9 @@ class CheckpointMirror:
         idle tasks would otherwise rewrite 1,000 records): their record keeps its older batch id, with the
         same, still exact positions.
         """
+        current = frozenset(t.name for t in checkpoint.positions)
+        if self._task_set is None:  # the first write of this run: say what it is about to write over
+            self._warn_damaged(self._store.scan(NAMESPACE).damaged, "is written again by this commit")
         header = checkpoint._header()
         for task, positions in checkpoint.positions.items():
             as_json = _positions_json(positions)
@@ -239,42 +263,52 @@ class CheckpointMirror:
             record = {**header, "positions": as_json, "task": task.name}
             self._store.put(NAMESPACE, task.name, record)
             self._written[task.name] = as_json
-        current = frozenset(t.name for t in checkpoint.positions)
         if current == self._task_set:
             return
-        for key, value in self._store.list(NAMESPACE).items():
+        found = self._store.scan(NAMESPACE)
+        for key, value in found.values.items():
             if key not in current:
                 self._store.delete_if_equal(NAMESPACE, key, value)
                 self._written.pop(key, None)
+        self._warn_damaged([d for d in found.damaged if d.key not in current], "is left in place")
         self._task_set = current
+
+    def _warn_damaged(self, damaged: list[DamagedRecord], fate: str) -> None:
+        """One WARN per damaged record, once per mirror: the rule's verdict for the mirror is skip (a copy for
+        tools; the query's own checkpoint is Spark's), and nothing damaged is written over without a word."""
+        for bad in damaged:
+            if bad.location not in self._warned:
+                self._warned.add(bad.location)
+                log.warning("damaged checkpoint mirror record (kind: checkpoint mirror) at %s %s: %s. Repair: %s",
+                            bad.location, fate, bad.error, MIRROR_REPAIR)
 
     def read(self) -> Checkpoint | None:
         """The mirrored checkpoint, or None when nothing was mirrored yet.
 
         If tasks disagree (a write interrupted part-way), ``batch_id`` and ``timestamp_ms`` are the oldest among
-        the tasks (None if any task lacks a batch id): every task's position is at least that recent.
+        the tasks (None if any task lacks a batch id): every task's position is at least that recent. A damaged
+        record (a newer release's too) is left out with one WARN and listed in :attr:`skipped` (the damaged-record
+        rule: skip), so it never hides the other tasks' records.
         """
-        records = self._store.list(NAMESPACE)
-        if not records:
-            return None
+        found = self._store.scan(NAMESPACE)
+        self.skipped = list(found.damaged)
         positions: dict[TaskName, dict[SystemStreamPartition, Any]] = {}
         batch_ids: list[int | None] = []
         timestamps: list[int] = []
-        for key, value in records.items():
+        for key, value in found.values.items():
             where = f"checkpoint mirror in {self._store.uri} (job {self._store.job_name!r}) key {key!r:.200}"
             try:
-                _check_version(value, where)
-                _no_extra(value, {"batchId", "positions", "task", "timestamp", "version"}, where)
-                if value.get("task") != key:
-                    raise errors.checkpoint_invalid(f"{where}: its 'task' is {truncate_json(value.get('task'))}")
-                batch_id, timestamp = _header_from_json(value)
-                positions[TaskName(key)] = _positions_from_json(value.get("positions"), where)
-            except FormatVersionError:
-                raise
+                batch_id, timestamp, task_positions = parse_mirror_record(key, value, where)
             except SamzaSourceError as err:
                 message = err.detail if err.detail.startswith(where) else f"{where}: {err.detail}"
-                raise errors.metadata_value_invalid(f"{message}; rewrite or delete the key") from None
+                self.skipped.append(DamagedRecord(NAMESPACE, key, f"key {key!r:.200}",
+                                                  errors.metadata_value_invalid(message)))
+                continue
+            positions[TaskName(key)] = task_positions
             batch_ids.append(batch_id)
             timestamps.append(timestamp)
+        self._warn_damaged(self.skipped, "is left out")
+        if not positions:
+            return None
         batch = None if any(b is None for b in batch_ids) else min(b for b in batch_ids if b is not None)
         return Checkpoint(positions, batch, min(timestamps))

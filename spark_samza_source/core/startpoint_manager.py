@@ -16,8 +16,9 @@ Fan-out (:meth:`StartpointManager.fan_out`), at every planning round:
   startpoint written by a tool meanwhile is never lost: a merge re-reads and compares again, and an SSP-only key
   that changed since it was read is kept and fans out at the next round;
 - expiry: startpoints older than the TTL are ignored with a warning (``purge_expired`` removes them);
-- malformed values: an error for operator calls; inside a live query a warning, once per value, and an entry
-  in ``FanOutResult.malformed``, never fatal.
+- malformed values, and damaged records the store cannot read (a torn file, another job's or a newer release's):
+  an error for operator calls; inside a live query a warning, once per value, and an entry in
+  ``FanOutResult.malformed``, never fatal and never hiding the valid startpoints beside them.
 
 The life cycle (write, fan out, resolve, apply, delete only if unchanged) and its reasons: docs/architecture.md §6.
 """
@@ -380,8 +381,10 @@ class StartpointManager:
 
     def _scan(self) -> tuple[builtins.list[StartpointEntry], builtins.list[MalformedStartpoint]]:
         entries: builtins.list[StartpointEntry] = []
-        malformed: builtins.list[MalformedStartpoint] = []
-        for key, raw in self._store.list(NAMESPACE).items():
+        found = self._store.scan(NAMESPACE)
+        # a damaged file, object or item is one more malformed startpoint: it must never hide the valid ones
+        malformed = [MalformedStartpoint(bad.location, None, str(bad.error)) for bad in found.damaged]
+        for key, raw in found.values.items():
             try:
                 ssp, task = parse_startpoint_key(key)
                 startpoint = Startpoint.from_json(raw)

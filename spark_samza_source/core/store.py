@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import re
 from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..options.common import JOB_NAME
 from . import errors
-from .errors import InternalError
+from .errors import FormatVersionError, InternalError, MetadataStoreError
 
 JsonValue = Any  # a value json.dumps accepts: dict, list, str, int, float, bool, None
 
@@ -41,6 +42,43 @@ def validate_namespace(namespace: str) -> str:
     if not isinstance(namespace, str) or not _NAMESPACE_RE.match(namespace):
         raise InternalError(f"metadata namespace {namespace!r:.80} must match {_NAMESPACE_RE.pattern}")
     return namespace
+
+
+#: what a store raises for one record it cannot read (not ours, torn, another key's, a newer format); an I/O
+#: failure (``SAMZA_METADATA_STORE_FAILED``) is never a damaged record: it fails the whole listing
+DAMAGE_ERRORS = (MetadataStoreError, FormatVersionError)
+
+
+def is_damage(error: BaseException) -> bool:
+    """True for an error about one stored record, false for one about the store (I/O, credentials)."""
+    return isinstance(error, DAMAGE_ERRORS) and getattr(error, "condition", "") != errors.METADATA_STORE_FAILED
+
+
+@dataclass(frozen=True)
+class DamagedRecord:
+    """One record of a namespace the store could not read, with the store's error naming where it lies."""
+
+    namespace: str
+    #: the key its file name or sort key says it holds; None when only its (unreadable) content could tell
+    key: str | None
+    #: the file, object or item holding it, as the store names it
+    location: str
+    error: Exception
+
+
+@dataclass
+class StoreScan:
+    """Every readable record of a namespace, and apart from them the damaged ones: one damaged record must never
+    hide the valid records beside it (the caller applies the rule of docs/guarantees.md to each)."""
+
+    values: dict[str, JsonValue] = field(default_factory=dict)
+    damaged: list[DamagedRecord] = field(default_factory=list)
+
+    def values_or_raise(self) -> dict[str, JsonValue]:
+        """The values, or the first damaged record's error: for callers whose kind fails on any damage."""
+        if self.damaged:
+            raise self.damaged[0].error
+        return self.values
 
 
 class MetadataStore(ABC):
@@ -82,7 +120,14 @@ class MetadataStore(ABC):
 
     @abstractmethod
     def list(self, namespace: str) -> dict[str, JsonValue]:
-        """Every key and value in ``namespace``."""
+        """Every key and value in ``namespace``; the first damaged record's error if any is damaged."""
+
+    def scan(self, namespace: str) -> StoreScan:
+        """Every readable key and value in ``namespace``, and the damaged records apart (never raised for).
+
+        A store that can hold bytes it did not write (files, objects, items) overrides this; one that cannot
+        (memory) has no damaged records."""
+        return StoreScan(self.list(namespace))
 
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release clients; the store must not be used afterwards."""

@@ -74,6 +74,7 @@ STARTPOINT_INVALID = "SAMZA_KINESIS_STARTPOINT_INVALID"
 POSITION_INVALID = "SAMZA_KINESIS_POSITION_INVALID"
 OFFSET_INVALID = "SAMZA_KINESIS_OFFSET_INVALID"
 FORMAT_VERSION_UNKNOWN = "SAMZA_KINESIS_FORMAT_VERSION_UNKNOWN"
+SHARD_TASKS_INVALID = "SAMZA_KINESIS_SHARD_TASKS_INVALID"
 
 
 class KinesisSourceError(SamzaSourceError):
@@ -280,10 +281,12 @@ def recorded_end_invalid(task: str, end: ShardPosition, shard_id: str) -> Kinesi
                               condition=BATCH_END_INVALID)
 
 
-def stored_batch_end_invalid(uri: str, key: str, err: object, value: object) -> MetadataStoreError:
-    """The batch end stored under ``key`` (a namespace and key) cannot be read as a position."""
-    return MetadataStoreError(f"metadata store {uri}: the batch end under {key} is not valid ({err}): {value!r:.200}",
-                              condition=BATCH_END_INVALID)
+def stored_batch_end_invalid(uri: str, key: str, err: object, value: object, repair: str) -> MetadataStoreError:
+    """The batch end stored under ``key`` (a namespace and key) is damaged or cannot be read as a position: a
+    guess would read another range than the batch's first attempt."""
+    shown = "" if value is None else f": {value!r:.200}"
+    return MetadataStoreError(f"metadata store {uri}: the batch end under {key} (kind: batch ends) is not valid "
+                              f"({err}){shown}. Repair: {repair}", condition=BATCH_END_INVALID)
 
 
 def batch_end_removed(uri: str, batch: int, shard_id: str) -> MetadataStoreError:
@@ -418,6 +421,14 @@ def offset_version_unknown(version: int, known: int) -> FormatVersionError:
     return FormatVersionError(
         f"samza-kinesis offset format version {version} is newer than this release understands "
         f"({known}); upgrade spark-samza-source on the driver", condition=FORMAT_VERSION_UNKNOWN)
+
+
+def shard_tasks_invalid(where: str, problem: str, repair: str) -> SamzaSourceError:
+    """The shard -> task record under ``where`` is damaged: a batch read regrouping instead would put records in
+    other tasks than the streaming query did."""
+    return SamzaSourceError(f"{where} (kind: shard tasks) is damaged: {problem}. A batch read will not make tasks "
+                            f"of its own in its place (its task column would differ from the streaming query's). "
+                            f"Repair: {repair}", condition=SHARD_TASKS_INVALID)
 
 
 def shard_tasks_version_unknown(where: str, version: int, known: int) -> FormatVersionError:

@@ -21,8 +21,9 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from ..core.errors import InternalError
-from ..core.store import MetadataStore
+from ..core.damage import rule_for_namespace
+from ..core.errors import InternalError, MetadataStoreError
+from ..core.store import DAMAGE_ERRORS, DamagedRecord, MetadataStore, is_damage
 from ..options.namespaces import BATCH_ENDS
 from . import errors
 from .errors import PositionFormatError
@@ -33,6 +34,8 @@ __all__ = ["BatchEnds", "NAMESPACE", "RecordedEnd", "batch_ends_for"]
 log = logging.getLogger(__name__)
 
 NAMESPACE = BATCH_ENDS
+#: what repairs a damaged batch end (the rule's row in docs/guarantees.md)
+BATCH_ENDS_REPAIR = rule_for_namespace(NAMESPACE).repair
 _BATCH_DIGITS = 20
 _WARNED: set[str] = set()  # store URIs already warned about (BatchEnds is built once per shard read)
 
@@ -72,7 +75,14 @@ class BatchEnds:
         try:
             return ShardPosition.from_json(value["end"])
         except (TypeError, KeyError, PositionFormatError) as err:
-            raise errors.stored_batch_end_invalid(self.store.uri, f"{self.namespace}/{key}", err, value) from None
+            raise errors.stored_batch_end_invalid(self.store.uri, f"{self.namespace}/{key}", err, value,
+                                                  BATCH_ENDS_REPAIR) from None
+
+    def _damaged(self, key: str, damage: DamagedRecord | Exception) -> MetadataStoreError:
+        """The kind's error for a record the store could not read at all."""
+        err = damage.error if isinstance(damage, DamagedRecord) else damage
+        return errors.stored_batch_end_invalid(self.store.uri, f"{self.namespace}/{key}", err, None,
+                                               BATCH_ENDS_REPAIR)
 
     # ---- operations -----------------------------------------------------------------------------------------
     def record(self, batch: int, shard_id: str, end: ShardPosition, *, task: str | None = None,
@@ -100,7 +110,12 @@ class BatchEnds:
 
     def get(self, batch: int, shard_id: str) -> ShardPosition | None:
         key = self.key(batch, shard_id)
-        value = self.store.get(self.namespace, key)
+        try:
+            value = self.store.get(self.namespace, key)
+        except DAMAGE_ERRORS as exc:
+            if not is_damage(exc):
+                raise
+            raise self._damaged(key, exc) from None
         return None if value is None else self._decode(key, value)
 
     def ends_for(self, batch: int) -> dict[str, ShardPosition]:
@@ -111,19 +126,28 @@ class BatchEnds:
         """Every shard end recorded for ``batch`` with its ``MillisBehindLatest``: {shard id: RecordedEnd}."""
         prefix = self._prefix(batch)
         out = {}
-        for key, value in self.store.list(self.namespace).items():
-            if key.startswith(prefix):
-                rest = key[len(prefix):]
-                if "/" not in rest:  # another stream's key when this one has no stream
-                    out[rest] = RecordedEnd(self._decode(key, value), _millis(value))
+        found = self.store.scan(self.namespace)
+        for bad in found.damaged:  # another batch's damaged end is not this batch's: it hides nothing here
+            if bad.key is None or self._of_batch(bad.key, prefix):
+                raise self._damaged(bad.key if bad.key is not None else bad.location, bad)
+        for key, value in found.values.items():
+            if self._of_batch(key, prefix):
+                out[key[len(prefix):]] = RecordedEnd(self._decode(key, value), _millis(value))
         return dict(sorted(out.items()))
+
+    @staticmethod
+    def _of_batch(key: str, prefix: str) -> bool:
+        """Whether ``key`` is a shard's end under ``prefix`` (not another stream's, when this one has none)."""
+        return key.startswith(prefix) and "/" not in key[len(prefix):]
 
     def cleanup_before(self, batch: int) -> int:
         """Delete the ends recorded for batches < ``batch`` (committed ones); returns how many were deleted."""
         limit = self._prefix(batch)[:_BATCH_DIGITS]
         own = f"{self.stream}/" if self.stream else None
         deleted = 0
-        for key in self.store.list(self.namespace):
+        found = self.store.scan(self.namespace)
+        damaged = {bad.key: bad for bad in found.damaged if bad.key is not None}
+        for key in [*found.values, *damaged]:
             head, _, rest = key.partition("/")
             if len(head) != _BATCH_DIGITS or head >= limit:
                 continue
@@ -132,6 +156,9 @@ class BatchEnds:
                     continue
             elif "/" in rest:
                 continue
+            if key in damaged:  # a committed batch's end: no longer read, but never removed without a word
+                log.warning("deleting the damaged batch end at %s (kind: batch ends) with the committed batches' "
+                            "ends: %s", damaged[key].location, damaged[key].error)
             self.store.delete(self.namespace, key)
             deleted += 1
         return deleted

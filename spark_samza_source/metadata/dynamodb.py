@@ -31,7 +31,16 @@ from typing import Any
 
 from ..core import errors
 from ..core.errors import ConfigError, MetadataStoreError
-from ..core.store import JsonValue, MetadataStore, validate_job_name, validate_namespace
+from ..core.store import (
+    DAMAGE_ERRORS,
+    DamagedRecord,
+    JsonValue,
+    MetadataStore,
+    StoreScan,
+    is_damage,
+    validate_job_name,
+    validate_namespace,
+)
 from .uri import OPTION, redact_uri, scrub_secrets
 
 __all__ = ["DynamoDBMetadataStore", "sort_key", "FORMAT_VERSION", "MAX_SORT_KEY_BYTES"]
@@ -435,7 +444,10 @@ class DynamoDBMetadataStore(MetadataStore):
         )
 
     def list(self, namespace: str) -> dict[str, JsonValue]:
-        out: dict[str, JsonValue] = {}
+        return self.scan(namespace).values_or_raise()
+
+    def scan(self, namespace: str) -> StoreScan:
+        found = StoreScan()
         kwargs: dict[str, Any] = {
             "TableName": self.table, "KeyConditionExpression": "pk = :pk",
             "ExpressionAttributeValues": {":pk": self._pk(namespace)}, "ConsistentRead": True,
@@ -445,18 +457,33 @@ class DynamoDBMetadataStore(MetadataStore):
         while True:
             resp = self._call("list", namespace, None, self._client.query, **kwargs)
             for item in resp.get("Items", []):
-                stored_key, _, value = self._load(namespace, None, item)
-                if sort_key(stored_key) != item["sk"]["S"]:
-                    raise errors.metadata_value_invalid(
-                        f"corrupt item for {self._where(namespace, stored_key)}: its sort key "
-                        f"{item['sk']['S']!r:.200} does not belong to that key. Delete the item"
-                    )
-                out[stored_key] = value
+                try:
+                    stored_key, value = self._read_listed(namespace, item)
+                except DAMAGE_ERRORS as exc:
+                    if not is_damage(exc):
+                        raise
+                    sk = str(item.get("sk", {}).get("S", "?"))
+                    location = f"item pk={self._pk(namespace)['S']!r} sk={sk!r:.200} of table {self.table!r}"
+                    found.damaged.append(
+                        DamagedRecord(namespace, None if sk.startswith(HASH_PREFIX) else sk, location, exc))
+                    continue
+                found.values[stored_key] = value
             last = resp.get("LastEvaluatedKey")
             if not last:
                 break
             kwargs["ExclusiveStartKey"] = last
-        return dict(sorted(out.items()))
+        found.values = dict(sorted(found.values.items()))
+        return found
+
+    def _read_listed(self, namespace: str, item: dict[str, Any]) -> tuple[str, JsonValue]:
+        """(key, value) of a listed item; the store's error for an item that is not the record its sort key says."""
+        stored_key, _, value = self._load(namespace, None, item)
+        if sort_key(stored_key) != item["sk"]["S"]:
+            raise errors.metadata_value_invalid(
+                f"corrupt item for {self._where(namespace, stored_key)}: its sort key "
+                f"{item['sk']['S']!r:.200} does not belong to that key. Delete the item"
+            )
+        return stored_key, value
 
 
 def _unchanged(raw: str) -> dict[str, Any]:

@@ -46,7 +46,16 @@ from typing import Any
 
 from ..core import errors
 from ..core.errors import SamzaSourceError
-from ..core.store import JsonValue, MetadataStore, validate_job_name, validate_namespace
+from ..core.store import (
+    DAMAGE_ERRORS,
+    DamagedRecord,
+    JsonValue,
+    MetadataStore,
+    StoreScan,
+    is_damage,
+    validate_job_name,
+    validate_namespace,
+)
 from .uri import OPTION, SUPPORTED_FORMS, redact_uri, scrub_secrets
 
 try:  # POSIX only; elsewhere the local store falls back to best-effort conditionals
@@ -501,8 +510,11 @@ class FileSystemMetadataStore(MetadataStore):
             return self._backend.replace_if(directory, path, matches, data)
 
     def list(self, namespace: str) -> dict[str, JsonValue]:
+        return self.scan(namespace).values_or_raise()
+
+    def scan(self, namespace: str) -> StoreScan:
         directory = self._dir(namespace)
-        out: dict[str, JsonValue] = {}
+        found = StoreScan()
         with self._io("list", namespace, None):
             names = self._backend.names(directory)
         for name in names:
@@ -518,18 +530,30 @@ class FileSystemMetadataStore(MetadataStore):
                 raw = self._backend.read(path)
             if raw is None:
                 continue  # deleted since the listing
-            if key is None:  # hashed name: the key lives in the envelope
-                stored_key, value = self._load(namespace, stem, path, raw)
-                if hashed_name(stored_key) != stem:
-                    raise errors.metadata_value_invalid(
-                        f"corrupt value in namespace {namespace!r} of job {self.job_name!r} in metadata store "
-                        f"{self.uri}: file {path} holds key {stored_key!r:.200}, whose hashed name differs. "
-                        "Delete that file or move it back"
-                    )
-                out[stored_key] = value
-            else:
-                out[key] = self._load_checked(namespace, key, path, raw)
-        return dict(sorted(out.items()))
+            try:
+                stored_key, value = self._read_listed(namespace, key, stem, path, raw)
+            except DAMAGE_ERRORS as exc:
+                if not is_damage(exc):
+                    raise
+                found.damaged.append(DamagedRecord(namespace, key, f"file {path}", exc))
+                continue
+            found.values[stored_key] = value
+        found.values = dict(sorted(found.values.items()))
+        return found
+
+    def _read_listed(self, namespace: str, key: str | None, stem: str, path: str,
+                     raw: bytes) -> tuple[str, JsonValue]:
+        """(key, value) of a listed file; the store's error for a file that is not the record its name says."""
+        if key is not None:
+            return key, self._load_checked(namespace, key, path, raw)
+        stored_key, value = self._load(namespace, stem, path, raw)  # hashed name: the key lives in the envelope
+        if hashed_name(stored_key) != stem:
+            raise errors.metadata_value_invalid(
+                f"corrupt value in namespace {namespace!r} of job {self.job_name!r} in metadata store "
+                f"{self.uri}: file {path} holds key {stored_key!r:.200}, whose hashed name differs. "
+                "Delete that file or move it back"
+            )
+        return stored_key, value
 
     def _foreign(self, directory: str, name: str) -> None:
         if not self._warned_foreign:

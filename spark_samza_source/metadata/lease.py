@@ -27,8 +27,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ..core import errors
+from ..core.damage import rule_for_namespace
 from ..core.errors import JobLeaseError
-from ..core.store import MetadataStore
+from ..core.store import DAMAGE_ERRORS, MetadataStore, is_damage
 from ..options.common import (
     DEFAULT_JOB_LEASE_TTL_MS,
     JOB_LEASE_TTL,
@@ -223,7 +224,7 @@ class JobLease:
             if self.store.put_if_absent(NAMESPACE, KEY, record):
                 self._own(record)
                 return
-            current = self.store.get(NAMESPACE, KEY)
+            current = self._stored_lease()
             if current is None:
                 # Released meanwhile, between an earlier release's renewal halves (give that owner a moment rather
                 # than steal the key from a live driver), or a stored JSON null (reads like absent).
@@ -243,6 +244,20 @@ class JobLease:
             f"job's lease after {_ACQUIRE_ATTEMPTS} attempts, other drivers keep changing it. Is another query with "
             f"the same {JOB_NAME.name} starting and stopping in a loop? Give each query its own {JOB_NAME.name}."
         )
+
+    def _stored_lease(self) -> Any:
+        """The stored lease; for one the store cannot read, the damaged-record rule's verdict for leases: fail,
+        naming it and the repair (guessing could let two queries of one job.name run at once)."""
+        try:
+            return self.store.get(NAMESPACE, KEY)
+        except DAMAGE_ERRORS as exc:
+            if not is_damage(exc):
+                raise
+            raise errors.metadata_value_invalid(
+                f"damaged job lease (kind: job lease, namespace {NAMESPACE!r}, key {KEY!r}) of "
+                f"{JOB_NAME.name} '{self.store.job_name}' in metadata store {self.store.uri}: {exc}. "
+                f"Repair: {rule_for_namespace(NAMESPACE).repair}"
+            ) from None
 
     def _own(self, record: dict[str, Any]) -> None:
         self._held = record
@@ -295,7 +310,7 @@ class JobLease:
             if self.store.replace_if_equal(NAMESPACE, KEY, held, new):
                 self._held = new
                 return
-            current = self.store.get(NAMESPACE, KEY)
+            current = self._stored_lease()
             if current is None:
                 # Removed by someone (an operator, or a contender that gave up): nobody holds it, take it back.
                 if self.store.put_if_absent(NAMESPACE, KEY, new):
@@ -303,7 +318,7 @@ class JobLease:
                                 self.store.job_name, self.store.uri)
                     self._held = new
                     return
-                current = self.store.get(NAMESPACE, KEY)
+                current = self._stored_lease()
             if not (isinstance(current, dict) and current.get("owner") == self.owner_id):
                 break
             self._held = current  # our own write (e.g. a renewal whose reply was lost): adopt it, try again

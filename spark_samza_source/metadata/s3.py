@@ -52,7 +52,16 @@ from typing import Any
 
 from ..core import errors
 from ..core.errors import ConfigError, MetadataStoreError
-from ..core.store import JsonValue, MetadataStore, validate_job_name, validate_namespace
+from ..core.store import (
+    DAMAGE_ERRORS,
+    DamagedRecord,
+    JsonValue,
+    MetadataStore,
+    StoreScan,
+    is_damage,
+    validate_job_name,
+    validate_namespace,
+)
 from .filesystem import SUFFIX, decode_envelope, decode_name, encode_envelope, encode_key, hashed_name
 from .uri import OPTION, _userinfo_span, redact_uri, scrub_secrets
 
@@ -500,8 +509,11 @@ class S3MetadataStore(MetadataStore):
         )
 
     def list(self, namespace: str) -> dict[str, JsonValue]:
+        return self.scan(namespace).values_or_raise()
+
+    def scan(self, namespace: str) -> StoreScan:
         directory = self._dir(namespace)
-        out: dict[str, JsonValue] = {}
+        found = StoreScan()
         pages = self._call("list", namespace, None, self._client.get_paginator("list_objects_v2").paginate,
                            Prefix=directory, Delimiter="/")
         try:
@@ -520,23 +532,37 @@ class S3MetadataStore(MetadataStore):
             if key is None and not (len(stem) == 65 and stem.startswith("!")):
                 continue  # not written by this store
             object_key = directory + name
+            raw = self._read_listed_object(namespace, key, object_key)
+            if raw is None:
+                continue  # deleted since the listing
             try:
-                resp = self._call("list", namespace, key, self._client.get_object, "NoSuchKey", "404",
-                                  Key=object_key)
-            except Exception as exc:
-                if _is(exc, "NoSuchKey", "404"):
-                    continue  # deleted since the listing
-                raise
-            with resp["Body"] as body:
-                raw = body.read()
-            stored_key, value = self._load(namespace, key, object_key, raw)
-            if key is None and hashed_name(stored_key) != stem:
-                raise errors.metadata_value_invalid(
-                    f"corrupt value in {self._where(namespace, None)}: object s3://{self.bucket}/{object_key} holds "
-                    f"key {stored_key!r:.200}, whose hashed name differs. Delete that object or move it back"
-                )
-            out[stored_key] = value
-        return dict(sorted(out.items()))
+                stored_key, value = self._load(namespace, key, object_key, raw)
+                if key is None and hashed_name(stored_key) != stem:
+                    raise errors.metadata_value_invalid(
+                        f"corrupt value in {self._where(namespace, None)}: object s3://{self.bucket}/{object_key} "
+                        f"holds key {stored_key!r:.200}, whose hashed name differs. Delete that object or move it "
+                        "back"
+                    )
+            except DAMAGE_ERRORS as exc:
+                if not is_damage(exc):
+                    raise
+                found.damaged.append(DamagedRecord(namespace, key, f"object s3://{self.bucket}/{object_key}", exc))
+                continue
+            found.values[stored_key] = value
+        found.values = dict(sorted(found.values.items()))
+        return found
+
+    def _read_listed_object(self, namespace: str, key: str | None, object_key: str) -> bytes | None:
+        """A listed object's bytes; None when it was deleted since the listing."""
+        try:
+            resp = self._call("list", namespace, key, self._client.get_object, "NoSuchKey", "404", Key=object_key)
+        except Exception as exc:
+            if _is(exc, "NoSuchKey", "404"):
+                return None
+            raise
+        with resp["Body"] as body:
+            data: bytes = body.read()
+        return data
 
 
 def _restore(args: dict[str, Any]) -> S3MetadataStore:

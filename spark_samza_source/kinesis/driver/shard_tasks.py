@@ -12,22 +12,23 @@ One record per stream, namespace ``shard-tasks``, key the stream name::
     {"format": 1, "stream": "clicks", "streamIdentity": {"arn": ..., "createdMs": ...} | null,
      "numTasks": 4, "batch": 17, "shards": {"shardId-000000000000": "Task-0", ...}}
 
-A record of another incarnation of the stream (deleted and re-created since) is not used: shard ids restart.
+A record of another incarnation of the stream (deleted and re-created since) is not used: shard ids restart. A
+damaged record fails the batch read naming it (the damaged-record rule, docs/guarantees.md): making tasks afresh
+instead would silently give the backfill another ``task`` column than the streaming query's.
 """
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass
 from typing import Any
 
-from ...core.store import MetadataStore
+from ...core.damage import rule_for_namespace
+from ...core.startpoint import truncate_json
+from ...core.store import DAMAGE_ERRORS, MetadataStore, is_damage
 from ...options.namespaces import SHARD_TASKS
 from .. import errors
 from .mapper import task_index
 from .offset import KinesisOffset, StreamIdentity
-
-log = logging.getLogger(__name__)
 
 __all__ = ["NAMESPACE", "ShardTasks", "ShardTasksMirror"]
 
@@ -60,27 +61,49 @@ class ShardTasks:
                 "numTasks": self.num_tasks, "batch": self.batch, "shards": dict(sorted(self.shards.items()))}
 
     @classmethod
-    def from_json(cls, value: Any, where: str) -> ShardTasks | None:
-        """The record, or None (with a warning) when it is not one a batch read can trust."""
+    def from_json(cls, value: Any, where: str, stream: str | None = None) -> ShardTasks:
+        """The record; the kind's error (docs/guarantees.md, the damaged-record rule: fail) for anything a batch
+        read cannot trust, since regrouping instead would silently change its ``task`` column."""
         if not isinstance(value, dict):
-            log.warning("%s is not a shard-task record; the batch read makes its own tasks", where)
-            return None
-        if isinstance(value.get("format"), int) and value["format"] > FORMAT_VERSION:
+            raise errors.shard_tasks_invalid(where, f"it is {type(value).__name__}, not a shard-task record",
+                                             SHARD_TASKS_REPAIR)
+        if isinstance(value.get("format"), int) and not isinstance(value["format"], bool) \
+                and value["format"] > FORMAT_VERSION:
             raise errors.shard_tasks_version_unknown(where, value["format"], FORMAT_VERSION)
-        try:
-            shards = value["shards"]
-            num_tasks = value["numTasks"]
-            ok = (value.get("format") == FORMAT_VERSION and isinstance(num_tasks, int) and num_tasks >= 1
-                  and isinstance(shards, dict)
-                  and all(isinstance(s, str) and (i := task_index(t)) is not None and i < num_tasks
-                          for s, t in shards.items()))
-            identity = StreamIdentity.from_json(value["streamIdentity"]) if value.get("streamIdentity") else None
-            if ok:
-                return cls(str(value["stream"]), identity, num_tasks, int(value["batch"]), dict(shards))
-        except (KeyError, TypeError, ValueError):  # OffsetFormatError (the identity) is a ValueError
-            pass
-        log.warning("%s is malformed; the batch read makes its own tasks", where)
-        return None
+        problem = _shard_tasks_problem(value, stream)
+        if problem is not None:
+            raise errors.shard_tasks_invalid(where, problem, SHARD_TASKS_REPAIR)
+        identity = StreamIdentity.from_json(value["streamIdentity"]) if value.get("streamIdentity") else None
+        return cls(str(value["stream"]), identity, value["numTasks"], int(value["batch"]), dict(value["shards"]))
+
+
+#: what repairs a damaged shard-task record (the rule's row in docs/guarantees.md)
+SHARD_TASKS_REPAIR = rule_for_namespace(NAMESPACE).repair
+
+
+def _shard_tasks_problem(value: dict[str, Any], stream: str | None) -> str | None:
+    """What makes ``value`` not a shard-task record of ``stream``, or None."""
+    if value.get("format") != FORMAT_VERSION:
+        return f"format {truncate_json(value.get('format'))}, where this release writes {FORMAT_VERSION}"
+    num_tasks, shards, batch = value.get("numTasks"), value.get("shards"), value.get("batch")
+    if isinstance(num_tasks, bool) or not isinstance(num_tasks, int) or num_tasks < 1:
+        return f"numTasks {truncate_json(num_tasks)} is not a count of tasks"
+    if isinstance(batch, bool) or not isinstance(batch, int) or batch < 0:
+        return f"batch {truncate_json(batch)} is not a batch number"
+    if not isinstance(shards, dict):
+        return f"shards {truncate_json(shards)} is not a map of shard id to task"
+    for sid, task in shards.items():
+        index = task_index(task) if isinstance(task, str) else None
+        if index is None or index >= num_tasks:
+            return f"shard {sid!r:.100} is in task {truncate_json(task)}, not one of its {num_tasks} tasks"
+    if not isinstance(value.get("stream"), str) or (stream is not None and value["stream"] != stream):
+        return f"it is the record of stream {truncate_json(value.get('stream'))} (copied from another job?)"
+    try:
+        if value.get("streamIdentity"):
+            StreamIdentity.from_json(value["streamIdentity"])
+    except (KeyError, TypeError, ValueError):  # OffsetFormatError (the identity) is a ValueError
+        return f"streamIdentity {truncate_json(value.get('streamIdentity'))} is not a stream's identity"
+    return None
 
 
 class ShardTasksMirror:
@@ -100,8 +123,16 @@ class ShardTasksMirror:
         self._written = unchanged
 
     def read(self) -> ShardTasks | None:
-        value = self._store.get(NAMESPACE, self._stream)
+        """The stored record, None when none was stored; the kind's error when it is damaged (the store's own
+        error, for bytes it cannot read, is carried in the message with its location)."""
+        where = (f"the shard-task record of stream {self._stream!r} (namespace {NAMESPACE!r}, key "
+                 f"{self._stream!r}) in {self._store.uri} (job {self._store.job_name!r})")
+        try:
+            value = self._store.get(NAMESPACE, self._stream)
+        except DAMAGE_ERRORS as exc:
+            if not is_damage(exc):
+                raise
+            raise errors.shard_tasks_invalid(where, str(exc), SHARD_TASKS_REPAIR) from None
         if value is None:
             return None
-        return ShardTasks.from_json(value, f"the shard-task record of stream {self._stream!r} in "
-                                           f"{self._store.uri} (job {self._store.job_name!r})")
+        return ShardTasks.from_json(value, where, self._stream)

@@ -4,11 +4,9 @@ and how a batch read resolves tasks from it (``kinesis/driver/bounded_read.py``)
 
 from __future__ import annotations
 
-import logging
-
 import pytest
 
-from spark_samza_source.core.errors import FormatVersionError
+from spark_samza_source.core.errors import FormatVersionError, SamzaSourceError
 from spark_samza_source.core.model import TaskName
 from spark_samza_source.kinesis.driver.bounded_read import _stored_tasks_first
 from spark_samza_source.kinesis.driver.offset import StreamIdentity
@@ -51,16 +49,23 @@ def test_the_record_round_trips_and_is_rewritten_only_when_the_map_changes():
     assert store.get(NAMESPACE, "clicks")["batch"] == -1
 
 
-@pytest.mark.parametrize("bad", [
-    "text", {"format": 1}, {"format": 1, "stream": "s", "numTasks": 0, "batch": 1, "shards": {}},
-    {"format": 1, "stream": "s", "numTasks": 2, "batch": 1, "shards": {sid(0): "Task-2"}},  # beyond numTasks
-    {"format": 1, "stream": "s", "numTasks": 2, "batch": 1, "shards": {sid(0): "Partition 0"}},
-    {"format": 1, "stream": "s", "numTasks": 2, "batch": 1, "shards": {}, "streamIdentity": {"arn": ""}},
+@pytest.mark.parametrize(("bad", "what"), [
+    ("text", "str, not a shard-task record"),
+    ({"format": 1}, "numTasks null"),
+    ({"format": 1, "stream": "s", "numTasks": 0, "batch": 1, "shards": {}}, "numTasks 0"),
+    ({"format": 1, "stream": "s", "numTasks": 2, "batch": 1, "shards": {sid(0): "Task-2"}}, "not one of its 2"),
+    ({"format": 1, "stream": "s", "numTasks": 2, "batch": 1, "shards": {sid(0): "Partition 0"}}, "not one of"),
+    ({"format": 1, "stream": "s", "numTasks": 2, "batch": 1, "shards": {}, "streamIdentity": {"arn": ""}},
+     "streamIdentity"),
+    ({"format": 0, "stream": "s", "numTasks": 2, "batch": 1, "shards": {}}, "format 0"),  # an older format
+    ({"format": 1, "stream": "other", "numTasks": 1, "batch": 1, "shards": {}}, "record of stream"),
 ])
-def test_a_malformed_record_is_not_used_and_said(bad, caplog):
-    with caplog.at_level(logging.WARNING):
-        assert ShardTasks.from_json(bad, "the record") is None
-    assert "the record" in caplog.text
+def test_a_damaged_record_fails_naming_it_what_is_wrong_and_the_repair(bad, what):
+    with pytest.raises(SamzaSourceError, match="SHARD_TASKS_INVALID") as caught:
+        ShardTasks.from_json(bad, "the record", "s")
+    assert "the record (kind: shard tasks) is damaged" in str(caught.value)
+    assert what in str(caught.value)
+    assert "run the streaming query for one batch" in str(caught.value)
 
 
 def test_a_record_of_a_newer_format_fails_naming_it():
