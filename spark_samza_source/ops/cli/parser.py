@@ -171,7 +171,8 @@ def _ssp_selector(sub: argparse.ArgumentParser, *, task_help: str) -> None:
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog=PROG,
-        description="Operator tool for samza-kafka and samza-kinesis jobs: startpoints, job model, checkpoints, lag.",
+        description="Operator tool for samza-kafka and samza-kinesis jobs: startpoints, job model, checkpoints, lag, "
+                    "checks.",
         epilog=_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -183,7 +184,19 @@ def build_parser() -> argparse.ArgumentParser:
     _add_checkpoint(groups)
     _add_lag(groups)
     _add_consumers(groups)
+    _add_check(groups)
     return parser
+
+
+def _add_check(groups) -> None:
+    """``check``: every record of the job, damaged ones with the rule's verdict and repair."""
+    ch = groups.add_parser(
+        "check", help="read every record of the job in its store and report the damaged ones",
+        description="Reads every record of the job (job model, startpoints, checkpoint mirror, job lease, Kinesis "
+                    "shard tasks and batch ends) as the query reads it, and reports each damaged one with what the "
+                    "query does about it (fail or skip) and the repair. Exits 1 when a query would stop on one.",
+        epilog=_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    _common(ch)
 
 
 def _add_startpoint(groups) -> None:

@@ -1,5 +1,5 @@
 """What each ``samza-source`` command does, one module per command group (``startpoint``, ``jobmodel``,
-``checkpoint``, ``lag``, ``consumers``). Each returns an :class:`Outcome` (JSON data, text, exit status).
+``checkpoint``, ``lag``, ``consumers``, ``check``). Each returns an :class:`Outcome` (JSON data, text, exit status).
 
 Nothing here prints: ``cli.main`` prints the outcome as text or ``--json`` and scrubs secrets from all of it.
 Client libraries are imported only by the commands that need them (``lag`` imports confluent-kafka or boto3),
@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 
+from .check import check
 from .checkpoint import checkpoint_show
 from .common import Outcome
 from .consumers import consumers_deregister, consumers_list
@@ -30,6 +31,7 @@ COMMANDS = {
     ("jobmodel", "show"): jobmodel_show,
     ("checkpoint", "show"): checkpoint_show,
     ("lag", None): lag,
+    ("check", None): check,
 }
 
 

@@ -114,8 +114,11 @@ def _describe_selected(sel: Selected) -> str:
 def _scan_startpoints(store) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """(entries, malformed) of the startpoint namespace, each as the JSON the commands print."""
     manager = StartpointManager(store)
-    entries, malformed = [], []
-    for key, raw in sorted(store.list(STARTPOINTS).items()):
+    found = store.scan(STARTPOINTS)
+    entries: list[dict[str, Any]] = []
+    malformed: list[dict[str, Any]] = [{"key": bad.location, "error": str(bad.error), "value": None}
+                                       for bad in found.damaged]
+    for key, raw in sorted(found.values.items()):
         try:
             ssp, task = parse_startpoint_key(key)
         except StartpointFormatError as err:
