@@ -47,6 +47,7 @@ def test_partition_counts_by_pattern_is_a_full_match(admin, kafka_topic):
 
 
 def test_missing_topic_names_topic_and_servers_never_secrets(kafka_broker, kafka_topic):
+    """Backs Guarantees (docs/guarantees.md): a deleted topic's error shows the dropTopics line to add."""
     present = kafka_topic(1)
     conf = {"bootstrap.servers": kafka_broker.bootstrap_servers, "sasl.username": "u", "sasl.password": SECRET}
     with KafkaAdmin(conf) as admin:

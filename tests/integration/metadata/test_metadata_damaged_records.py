@@ -52,4 +52,5 @@ def store(request: pytest.FixtureRequest, store_uris: dict[str, str]) -> Iterato
 @pytest.mark.parametrize("case", KINDS, ids=lambda case: case.kind)
 def test_a_damaged_record_lands_on_its_kinds_rule_on_every_store(case: KindCase, damage: str,
                                                                  store: MetadataStore):
+    """Backs Guarantees (docs/guarantees.md, the damaged-record rule): the same verdict on every store."""
     lands_on_the_rule(case, store, damage)

@@ -155,6 +155,7 @@ def test_secret_values_never_echoed():
     ("broker 1:9092", "'broker 1:9092'"),
 ])
 def test_a_bootstrap_list_that_does_not_parse_fails_at_load_naming_the_bad_entry(servers, bad):
+    """Backs Guarantees (docs/guarantees.md, mistakes caught where they are made)."""
     message = error_of(**{"kafka.bootstrap.servers": servers})
     assert f"'kafka.bootstrap.servers' entry {bad} is not host:port" in message
     assert "host:port[,host:port]" in message

@@ -8,6 +8,7 @@ from spark_samza_source.kafka.options import ASSIGN, DROP_TOPICS, SUBSCRIBE
 
 
 def test_a_missing_topic_names_drop_topics_and_the_option_line_to_add():
+    """Backs Guarantees (docs/guarantees.md, mistakes caught where they are made)."""
     error = topics_not_found(["orders", "refunds"], "(bootstrap servers b:9092)", subscribe_option=SUBSCRIBE.name,
                              assign_option=ASSIGN.name, drop_topics_option=DROP_TOPICS.name)
     assert error.condition == TOPIC_NOT_FOUND

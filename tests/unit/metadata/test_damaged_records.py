@@ -37,10 +37,13 @@ def test_every_namespace_of_a_job_has_one_rule():
 @pytest.mark.parametrize("damage", DAMAGES)
 @pytest.mark.parametrize("case", KINDS, ids=lambda case: case.kind)
 def test_a_damaged_record_of_each_kind_lands_on_its_rule(case: KindCase, damage: str, tmp_path):
+    """Backs Guarantees (docs/guarantees.md, the damaged-record rule): each kind, each damage, on file:."""
     lands_on_the_rule(case, new_store(str(tmp_path)), damage)
 
 
 def test_a_damaged_batch_end_of_another_batch_hides_nothing_of_this_one(tmp_path):
+    """Backs Guarantees (the damaged-record rule): a damaged record never hides the valid ones of its kind, not even
+    for a fail kind, and is removed only with a WARN."""
     store = new_store(str(tmp_path))
     ends = BatchEnds(store, stream="clicks")
     ends.record(5, "shardId-000000000000", ShardPosition.after_sequence("100"))
@@ -90,6 +93,8 @@ def _damaged(case: KindCase, root: str) -> st.SearchStrategy[bytes]:
 
 @pytest.mark.parametrize("case", KINDS, ids=lambda case: case.kind)
 def test_fuzzed_records_land_on_the_rule_never_on_a_traceback(case: KindCase, tmp_path):
+    """Backs Guarantees (the damaged-record rule): truncated records, random bytes, JSON of the wrong shape, newer
+    and older formats, another kind's or job's record each land on the verdict, within a fixed budget."""
     root = str(tmp_path)
 
     @settings(max_examples=25, deadline=2000, derandomize=True,

@@ -30,6 +30,7 @@ def run(argv: list[str], capsys) -> tuple[int, dict]:
 
 
 def test_a_healthy_job_reads_clean(job, capsys):
+    """Backs Guarantees (the damaged-record rule): check finds nothing on a healthy job."""
     _, argv = job
     code, out = run(argv, capsys)
     assert code == 0 and out["damaged"] == [] and out["stopsTheQuery"] is False
@@ -49,6 +50,7 @@ def test_a_damaged_record_of_a_skip_kind_is_reported_and_exits_0(job, capsys):
 
 
 def test_damaged_records_of_every_kind_are_each_reported_and_a_fail_kind_exits_1(job, capsys):
+    """Backs Guarantees (the damaged-record rule): check reports every damaged record with its verdict."""
     store, argv = job
     for case in KINDS:
         plant(store, case.namespace, case.damaged_key, "another-key")
