@@ -590,3 +590,31 @@ def test_startpoint_set_for_a_whole_stream_writes_one_per_slot_holding_shards(ca
     manager = StartpointManager(open_store(store_uri, "j"))
     assert sorted(e.key for e in manager.list()) == ["kinesis.clicks.0", "kinesis.clicks.2"]
     assert isinstance(manager.read(ssp("clicks", 2, "kinesis")), StartpointUpcoming)
+
+
+# ---- a startpoint the job can never apply: the same words for both systems -----------------------------------
+NOT_IN_MODEL = "is not in the job's current job model: the startpoint is kept until a job model holds it"
+
+
+def test_kinesis_slot_startpoints_are_checked_against_the_job_as_kafka_partitions_are(capsys, tmp_path, store_uri):
+    """Backs Guarantees (docs/guarantees.md, mistakes caught where they are made): a startpoint for a Kinesis slot or
+    stream the job does not read is stored with the warning a Kafka partition outside the job model gets."""
+    job = ["--store", store_uri, "--job", "j"]
+    code, _, err = run(capsys, "startpoint", "set", *job, "--stream", "clicks", "--slot", "1", "--oldest")
+    assert code == 0 and "nothing is stored yet" in err  # no mirror, no --checkpoint: a typo in --store or --job?
+    location = write_offset_log(tmp_path / "cp", [kinesis_offset().to_json_str()])
+    with_checkpoint = ["--checkpoint", location, "--oldest"]
+    code, _, err = run(capsys, "startpoint", "set", *job, "--stream", "clicks", "--slot", "2", *with_checkpoint)
+    assert code == 0 and err == ""  # slot 2 of 4 (2 tasks x 2 slots): read by the job
+    code, _, err = run(capsys, "startpoint", "set", *job, "--stream", "clicks", "--slot", "9", *with_checkpoint)
+    assert code == 0 and f"SystemStreamPartition [kinesis, clicks, 9] {NOT_IN_MODEL}" in err
+    code, _, err = run(capsys, "startpoint", "set", *job, "--stream", "clicks", "--slot", "2", "--task", "Task-0",
+                       *with_checkpoint)
+    assert code == 0 and "task Task-0 does not hold SystemStreamPartition [kinesis, clicks, 2]" in err
+    # no --checkpoint: the checkpoint mirror says which slots of which streams the job reads
+    CheckpointMirror(open_store(store_uri, "j")).write(
+        Checkpoint({TaskName("Task-0"): {ssp("clicks", 0, "kinesis"): {"type": "TRIM_HORIZON"}}}))
+    code, _, err = run(capsys, "startpoint", "set", *job, "--stream", "views", "--slot", "0", "--oldest")
+    assert code == 0 and f"SystemStreamPartition [kinesis, views, 0] {NOT_IN_MODEL}" in err
+    code, _, err = run(capsys, "startpoint", "set", *job, "--topic", "views", "--partition", "0", "--oldest")
+    assert code == 0 and f"SystemStreamPartition [kafka, views, 0] {NOT_IN_MODEL}" in err  # the same words

@@ -6,6 +6,7 @@ import argparse
 from dataclasses import dataclass, field
 from typing import Any
 
+from ....core.checkpoint import CheckpointMirror
 from ....core.errors import StartpointFormatError
 from ....core.model import SystemStreamPartition, TaskName
 from ....core.startpoint import (
@@ -18,7 +19,6 @@ from ....core.startpoint import (
 from ....core.startpoint_manager import StartpointManager, parse_startpoint_key, startpoint_key
 from ....options.common import STARTPOINT_POLL_INTERVAL
 from ....options.namespaces import (
-    CHECKPOINTS,
     STARTPOINTS,
 )
 from .. import errors
@@ -211,6 +211,41 @@ def _startpoint_set_every(args: argparse.Namespace) -> Outcome:
     return Outcome(data, text)
 
 
+def _placement_warnings(args: argparse.Namespace, store: Any, sel: Selected) -> list[str]:
+    """Whether the job reads the selected SSP (and task), in the same words for both systems: a startpoint for a
+    partition, slot or stream the job does not read waits for its TTL and is never applied."""
+    tasks = _job_tasks(args, store, sel.ssp.system)
+    if tasks is None:
+        return [f"nothing is stored yet for {_where(args)}: check --store and --job (the startpoint is stored anyway "
+                "and applies when the query plans a batch)"]
+    holders = [task for task, ssps in tasks.items() if sel.ssp in ssps]
+    if not holders:
+        return [f"{sel.ssp} is not in the job's current job model: the startpoint is kept until a job model holds it"]
+    if sel.task is not None and sel.task not in holders:
+        return [f"task {sel.task} does not hold {sel.ssp} in the current job model (held by "
+                f"{', '.join(t.name for t in holders)}): the startpoint is kept until it does"]
+    return []
+
+
+JobTasks = dict[TaskName, frozenset[SystemStreamPartition]]
+
+
+def _job_tasks(args: argparse.Namespace, store: Any, system: str) -> JobTasks | None:
+    """task -> SSPs of the job as far as this tool can know it, None when nothing says: samza-kafka's stored job
+    model; samza-kinesis' newest offset (``--checkpoint``), else the slots its checkpoint mirror holds."""
+    if system == KAFKA:
+        model = _current_job_model(store)
+        if model is not None:
+            return dict(model.tasks)
+    elif args.checkpoint is not None:
+        log, parse, accept = _kinesis_offsets(args.checkpoint, args.stream)
+        return dict(log.latest(parse, accept).offset.job_model.tasks)
+    mirror = CheckpointMirror(store).read()
+    if mirror is None:
+        return None
+    return {task: frozenset(positions) for task, positions in mirror.positions.items()}
+
+
 def startpoint_set(args: argparse.Namespace) -> Outcome:
     if args.partition is None and args.shard is None and args.slot is None:
         return _startpoint_set_every(args)
@@ -223,19 +258,7 @@ def startpoint_set(args: argparse.Namespace) -> Outcome:
         warnings.append(f"slot {sel.ssp.partition} holds shards {', '.join(sel.shards_in_slot)}: the startpoint "
                         "applies to all of them")
     store = _open(args)
-    if sel.ssp.system == KAFKA:
-        model = _current_job_model(store)
-        if model is None:
-            if not store.list(CHECKPOINTS):
-                warnings.append(f"nothing is stored yet for {_where(args)}: check --store and --job (the "
-                                "startpoint is stored anyway and applies when the query plans a batch)")
-        elif sel.ssp not in model.ssps():
-            warnings.append(f"{sel.ssp} is not in the job's current job model: the startpoint is kept until a job "
-                            "model holds it")
-        elif sel.task is not None and sel.task not in model.tasks_for(sel.ssp):
-            holders = ", ".join(t.name for t in model.tasks_for(sel.ssp))
-            warnings.append(f"task {sel.task} does not hold {sel.ssp} in the current job model (held by "
-                            f"{holders}): the startpoint is kept until it does")
+    warnings.extend(_placement_warnings(args, store, sel))
     key = StartpointManager(store).write(sel.ssp, startpoint, sel.task)
     data = {**_header(args), "action": "set", "key": key, **_selected_json(sel), "type": startpoint.type_name,
             "startpoint": startpoint.to_json()}
