@@ -475,7 +475,8 @@ class ShardReader:
     def _stop_before(self, record: dict[str, Any], iseq: int) -> ShardReadResult | None:
         """A result when ``record`` must not be read: past a closed shard's end, past the recorded end, or
         arrived after the ``Trigger.AvailableNow`` cut-off."""
-        if self.ending is not None and iseq > self.ending:  # never past the shard's end (moto keeps writing)
+        if self.ending is not None and iseq > self.ending:  # never past the shard's stated end...
+            self._past_stated_end(iseq)  # ...but a record there contradicts it: never trusted silently
             return self._shard_end()
         if self.recorded_key is not None and iseq > self.recorded_key[0]:
             return self._passed_recorded_end(iseq)
@@ -626,6 +627,14 @@ class ShardReader:
             raise errors.read_data_loss(text)
         log.warning("%s; continuing with the oldest records available (%s=false).", text, FAIL_ON_DATA_LOSS.name)
         self.result.lost.append(text)
+
+    def _past_stated_end(self, iseq: int) -> None:
+        """Kinesis listed the shard as closed at ``self.ending`` yet returned a record above it: the two answers
+        contradict each other, and ending the shard there would skip that record and any after it, then record
+        the shard as finished (``SHARD_END``, in the KCL lease table too). Data loss, named, not trusted."""
+        self._loss(f"shard {self.shard_id} of stream {self.stream!r}: Kinesis listed the shard as closed with "
+                   f"EndingSequenceNumber {self.ending}, but returned a record at sequence number {iseq} above it; "
+                   "the shard is ended at its stated end, so that record and any after it are not read")
 
     def _passed_recorded_end(self, iseq: int) -> ShardReadResult:
         """A record after the recorded end arrived before the recorded end's own record: that one is gone."""

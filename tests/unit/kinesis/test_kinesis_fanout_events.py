@@ -212,3 +212,19 @@ def test_aws_keys_never_appear_in_an_error_and_an_exact_read_error_names_the_con
     with pytest.raises(KinesisDataLossError) as err:
         read(FedKinesis(), ShardPosition.after_sequence("9", -1), recorded_end=ShardPosition.after_sequence("5", -1))
     assert CONSUMER in str(err.value) and SHARD in str(err.value) and "'clicks'" in str(err.value)
+
+
+def test_a_record_above_a_closed_shards_stated_end_is_data_loss_not_a_silent_end():
+    """Backs Guarantees (docs/guarantees.md, answers that contradict each other): Kinesis listed the shard as
+    closed at EndingSequenceNumber 2, yet sends record 3; ending the shard there skips 3 and records SHARD_END."""
+    def contradicting():
+        return FedKinesis(subscription(event(record(1, b"a"), record(3, b"c"), continuation=3, behind=0)))
+
+    with pytest.raises(KinesisDataLossError) as caught:
+        read(contradicting(), ending=2)
+    message = str(caught.value)
+    assert "EndingSequenceNumber 2, but returned a record at sequence number 3 above it" in message
+    assert f"shard {SHARD} of stream 'clicks'" in message and "failOnDataLoss" in message
+    result = read(contradicting(), ending=2, fail_on_data_loss=False)
+    assert rows(result) == [("1", 0, b"a")] and result.end == ShardPosition.shard_end()
+    assert len(result.lost) == 1 and "above it" in result.lost[0]  # with the WARN the executor logs
