@@ -103,6 +103,8 @@ def test_carried_start_own_position_moved_ssp_broadcast_and_new_partition():
 
 
 def test_checked_against_log_keeps_a_start_inside_and_reports_one_outside():
+    """Backs Guarantees (docs/guarantees.md, answers that contradict each other): a log end below the committed
+    position is data loss, raised or (failOnDataLoss=false) reported."""
     prev = offset({0: 10, 1: 20})
     inside = carried_start(inputs(prev), (T0, ssp(0)), W)
     assert checked_against_log(inside, (T0, ssp(0)), W, True) is inside
