@@ -237,7 +237,9 @@ class CheckpointMirror:
 
     def __init__(self, store: MetadataStore) -> None:
         self._store = store
-        self._warned: set[str] = set()  # locations of damaged records already said
+        #: location -> what is wrong, for every damaged record this mirror has met (said once each in a WARN;
+        #: ``damagedMirrorRecords`` in the query's progress)
+        self.damaged: dict[str, str] = {}
         #: the damaged records the last :meth:`read` left out
         self.skipped: list[DamagedRecord] = []
         self._written: dict[str, list] = {}  # task -> positions JSON this mirror last stored
@@ -254,7 +256,8 @@ class CheckpointMirror:
         """
         current = frozenset(t.name for t in checkpoint.positions)
         if self._task_set is None:  # the first write of this run: say what it is about to write over
-            self._warn_damaged(self._store.scan(NAMESPACE).damaged, "is written again by this commit")
+            damaged = self._store.scan(NAMESPACE).damaged
+            self._warn_damaged([d for d in damaged if d.key in current], "is written again by this commit")
         header = checkpoint._header()
         for task, positions in checkpoint.positions.items():
             as_json = _positions_json(positions)
@@ -277,8 +280,8 @@ class CheckpointMirror:
         """One WARN per damaged record, once per mirror: the rule's verdict for the mirror is skip (a copy for
         tools; the query's own checkpoint is Spark's), and nothing damaged is written over without a word."""
         for bad in damaged:
-            if bad.location not in self._warned:
-                self._warned.add(bad.location)
+            if bad.location not in self.damaged:
+                self.damaged[bad.location] = str(bad.error)
                 log.warning("damaged checkpoint mirror record (kind: checkpoint mirror) at %s %s: %s. Repair: %s",
                             bad.location, fate, bad.error, MIRROR_REPAIR)
 

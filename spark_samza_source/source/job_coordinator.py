@@ -180,11 +180,14 @@ class JobCoordinator(ABC, Generic[Offset, Options, Read]):
             self.write_behind.submit(behind)
 
     def progress_report(self) -> dict[str, Any] | None:
-        """``sources[i].latestOffset`` in Spark's progress: the system's figures, and ``"malformedStartpoints": N``
-        while the store holds startpoints that can never apply (skipped, logged once each)."""
+        """``sources[i].latestOffset`` in Spark's progress: the system's figures, ``"malformedStartpoints": N``
+        while the store holds startpoints that can never apply (skipped, logged once each), and
+        ``"damagedMirrorRecords": N`` once the checkpoint mirror met damaged records (skipped, logged once each)."""
         out = dict(self.system_progress())
         if self.malformed_startpoints:
             out["malformedStartpoints"] = len(self.malformed_startpoints)
+        if self._mirror is not None and self._mirror.damaged:
+            out["damagedMirrorRecords"] = len(self._mirror.damaged)
         return out or None
 
     def mirror_checkpoint(self, checkpoint: Checkpoint) -> None:

@@ -21,7 +21,7 @@ from samza_devkit.checkpoint_log import offset_log
 from samza_devkit.fault_harness import wait_for
 from samza_devkit.kafka_helpers import create_topic, produce, unique_topic
 from samza_devkit.waits import scaled
-from spark_samza_source.core.errors import FormatVersionError, MetadataStoreError
+from spark_samza_source.core.errors import SamzaSourceError
 from spark_samza_source.core.model import SystemStreamPartition
 from spark_samza_source.core.startpoint import StartpointOldest
 from spark_samza_source.kafka.driver.coordinator import KafkaCoordinator
@@ -161,11 +161,12 @@ def _file_of(store_dir: Path, job: str, namespace: str, key: str) -> Path:
     return store_dir / job / namespace / f"{encode_key(key)}.json"
 
 
-def test_corrupt_and_newer_format_values_fail_planning_naming_key_and_store(kafka_broker, tmp_path):
-    """Garbage in the job model file, garbage in a startpoint file, and a startpoint file written in a newer
-    envelope format each make planning fail with an error naming the key, namespace and store -- before any
-    offset is returned, so Spark cannot advance. A startpoint whose *type* a newer release added is skipped with
-    a warning instead (documented in core/startpoint_manager.py): the query keeps its checkpoint position."""
+def test_corrupt_and_newer_format_values_land_on_the_damaged_record_rule(kafka_broker, tmp_path):
+    """The damaged-record rule (docs/guarantees.md) at a Kafka driver: garbage in the job model file makes planning
+    fail with an error naming the key, namespace, store, kind and repair -- before any offset is returned, so Spark
+    cannot advance; garbage in a startpoint file, a startpoint file in a newer envelope format and a startpoint type
+    a newer release added are skipped with a warning and counted in the progress: the query keeps its checkpoint
+    position and the files are left as they are."""
     bootstrap = kafka_broker.bootstrap_servers
     topic = create_topic(bootstrap, unique_topic("corrupt"), 1)
     produce(bootstrap, topic, [(b"k", f"{i}".encode()) for i in range(10)])
@@ -190,10 +191,12 @@ def _corrupt_and_newer(bootstrap, topic, store_dir, uri, ssp, made):
     jm.write_text('{"format": 1, "key": "current", "value": {"tasks": ')
     first = _coordinator(bootstrap, uri, job, topic)
     made.append(first)
-    with pytest.raises(MetadataStoreError) as err:
+    with pytest.raises(SamzaSourceError) as err:
         first.initial_offset()
+    assert err.value.condition == "SAMZA_KAFKA_STORED_JOB_MODEL_UNREADABLE"
     assert "key 'current' in namespace 'jobmodel'" in str(err.value) and _store_named(str(err.value), store_dir)
     assert "not valid JSON" in str(err.value) and str(jm) in str(err.value)
+    assert "kind: job model" in str(err.value) and "jobModel.reset=true" in str(err.value)
 
     # 2. a running query meets a garbage startpoint file, then one in a newer envelope format
     job = "corrupt-startpoint"
@@ -204,14 +207,16 @@ def _corrupt_and_newer(bootstrap, topic, store_dir, uri, ssp, made):
     sp = _file_of(store_dir, job, "startpoint", key)
     sp.parent.mkdir(parents=True, exist_ok=True)
     sp.write_bytes(b"\x00\x01garbage")
-    with pytest.raises(MetadataStoreError) as err:
-        coordinator.latest_offset(start, max_rows=None)
-    assert f"key '{key}' in namespace 'startpoint'" in str(err.value) and _store_named(str(err.value), store_dir)
+    planned = coordinator.latest_offset(start, max_rows=None)  # skipped (the rule for startpoints), never fatal
+    assert planned.positions == {k: 10 for k in start.positions}
+    [(where, why)] = coordinator.malformed_startpoints.items()
+    assert str(sp) in where and f"key '{key}' in namespace 'startpoint'" in why and _store_named(why, store_dir)
+    assert coordinator.progress_report()["malformedStartpoints"] == 1
     sp.write_text(json.dumps({"format": 2, "key": key, "value": StartpointOldest().to_json()}))
-    with pytest.raises(FormatVersionError) as err:
-        coordinator.latest_offset(start, max_rows=None)
-    assert f"key '{key}' in namespace 'startpoint'" in str(err.value) and "format 2" in str(err.value)
-    assert "newer spark-samza-source" in str(err.value) and _store_named(str(err.value), store_dir)
+    planned = coordinator.latest_offset(start, max_rows=None)
+    [why] = coordinator.malformed_startpoints.values()
+    assert "format 2" in why and "newer spark-samza-source" in why and _store_named(why, store_dir)
+    assert sp.read_text().startswith('{"format": 2')  # left as it is
 
     # 3. a startpoint type this release does not know: skipped, the checkpoint position holds
     sp.write_text(json.dumps({"format": 1, "key": key, "value": {"@type": "StartpointFromTheFuture",

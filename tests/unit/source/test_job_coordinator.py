@@ -88,8 +88,8 @@ class Clock:
         return self.now
 
 
-def make(poll_ms: int = 10_000):
-    options = JobOptions(job_name="toy", metadata_store=f"memory:{uuid.uuid4().hex}", fail_on_data_loss=True,
+def make(poll_ms: int = 10_000, store: str | None = None):
+    options = JobOptions(job_name="toy", metadata_store=store or f"memory:{uuid.uuid4().hex}", fail_on_data_loss=True,
                          startpoint_ttl_ms=3_600_000, startpoint_poll_ms=poll_ms, job_lease_ttl_ms=60_000,
                          retry_timeout_ms=60_000)
     clock = Clock()
@@ -139,6 +139,25 @@ def test_a_malformed_startpoint_is_counted_in_the_progress_and_kept():
     assert coordinator.progress_report() == {"malformedStartpoints": 1}
     assert list(coordinator.malformed_startpoints.values()) == ["negative positions are not offsets"]
     assert coordinator.startpoints.read(SSP1, T1) is not None
+
+
+def test_a_damaged_checkpoint_mirror_record_is_left_in_place_said_once_and_counted_in_the_progress(tmp_path, caplog):
+    """Backs Guarantees (docs/guarantees.md, the damaged-record rule: the checkpoint mirror skips): the commit goes
+    on, the damaged record is neither written over nor deleted without a WARN, and the progress counts it."""
+    from samza_devkit.damaged_records import plant
+
+    coordinator, clock = make(poll_ms=0, store=tmp_path.as_uri())
+    plant(coordinator.store, "checkpoint", "Partition 9", "truncated")
+    start = coordinator.initial_offset()
+    end = coordinator.latest_offset(start)
+    with caplog.at_level(logging.WARNING, logger="spark_samza_source.core.checkpoint"):
+        coordinator.commit(end)
+        coordinator.settle_writes()
+    said = [r.getMessage() for r in caplog.records if "damaged checkpoint mirror record" in r.getMessage()]
+    assert len(said) == 1 and "Partition%209.json" in said[0] and "is left in place" in said[0]
+    assert coordinator.progress_report() == {"damagedMirrorRecords": 1}
+    assert list(coordinator.checkpoint_mirror.read().positions) == [T0]
+    assert (tmp_path / "toy" / "checkpoint" / "Partition%209.json").exists()  # never deleted silently
 
 
 def test_commit_deletes_only_the_applied_startpoint_and_mirrors_the_checkpoint(caplog):
