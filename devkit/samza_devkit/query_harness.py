@@ -46,6 +46,7 @@ class QueryHarness:
         # query name -> [(batch id, rows)] in the order the batches ran; foreachBatch calls run on Spark's threads
         self.batches: dict[str, list[tuple[int, list]]] = {}
         self.started: list = []  # every query this harness started, for what a timed-out wait saw
+        self.replays_that_differ: list[str] = []  # batches Spark ran again whose records were not the first run's
         self._lock = threading.Lock()
 
     # ---- options ----------------------------------------------------------------------------------------------
@@ -77,7 +78,7 @@ class QueryHarness:
         def collect(batch_df, batch_id):
             rows = _collect_in_foreach_batch(batch_df if columns is None else batch_df.select(*columns))
             with self._lock:
-                self.batches[name].append((batch_id, rows))
+                self._keep(name, batch_id, rows)
             if on_batch is not None:
                 on_batch(batch_id, rows)
 
@@ -96,9 +97,25 @@ class QueryHarness:
         return query
 
     # ---- reading back -----------------------------------------------------------------------------------------
+    def _keep(self, name: str, batch_id: int, rows: list) -> None:
+        """Keep a batch as an idempotent sink keyed by batch id would: a batch Spark runs again after a restart
+        (its sink call had ended but its commit was not written when the query stopped, which a stop on a busy
+        machine meets) replaces the earlier rows instead of adding them twice. The source must plan the replay as
+        the same records, so a replay that differs is kept aside and :meth:`collected` fails naming it."""
+        kept = self.batches[name]
+        earlier = next((i for i, (seen, _) in enumerate(kept) if seen == batch_id), None)
+        if earlier is None:
+            kept.append((batch_id, rows))
+            return
+        if sorted(map(repr, kept[earlier][1])) != sorted(map(repr, rows)):
+            self.replays_that_differ.append(
+                f"{name} batch {batch_id}: {len(kept[earlier][1])} rows first, {len(rows)} when run again")
+        kept[earlier] = (batch_id, rows)
+
     def collected(self, name: str) -> list:
-        """Every row ``name``'s foreachBatch sink has kept so far, batch after batch."""
+        """Every row ``name``'s foreachBatch sink has kept so far, batch after batch (a batch run again once)."""
         with self._lock:
+            assert not self.replays_that_differ, f"a batch run again read other records: {self.replays_that_differ}"
             return [row for _, rows in self.batches.get(name, []) for row in rows]
 
     def startpoints(self) -> StartpointManager:

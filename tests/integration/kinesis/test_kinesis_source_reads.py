@@ -40,15 +40,15 @@ def test_reads_4_shards_exactly_across_restarts(ks):
     a record of another shard with the same data, fails.
     """
     stream = ks.create_stream(4, "exact")
-    acks = kh.put_round(ks.client, stream, 5000, "r0")
-    run_available_now_until_read(ks, "exact", stream, acks, maxRecordsPerShard="2000")
+    acks = kh.put_round(ks.client, stream, 1500, "r0")
+    run_available_now_until_read(ks, "exact", stream, acks, maxRecordsPerShard="250")
     tasks = {(r.shardId, r.task) for r in ks.spark.read.parquet(ks.sink_path("exact")).select("shardId", "task")
              .distinct().collect()}
     assert {task for _, task in tasks} == {"Task-0", "Task-1", "Task-2", "Task-3"}
     assert len(tasks) == 4  # each shard in one task
     for round_ in range(1, 3):
         acks += kh.put_round(ks.client, stream, 300, f"r{round_}")
-        ks.run_available_now_parquet("exact", stream, maxRecordsPerShard="2000")
+        ks.run_available_now_parquet("exact", stream, maxRecordsPerShard="250")
         assert ks.sink_keys("exact") == acks_key(acks), f"round {round_}: duplicates or losses"
     data = sorted(r.data for r in ks.spark.read.parquet(ks.sink_path("exact")).select("data").collect())
     assert data == sorted(a.data for a in acks)

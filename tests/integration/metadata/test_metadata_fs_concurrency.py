@@ -261,8 +261,10 @@ def store_uri(request: pytest.FixtureRequest, tmp_path) -> str:
 def test_concurrent_writer_processes_keep_every_invariant(store_uri, tmp_path) -> None:
     """Backs docs/guarantees.md: racing writer processes keep every invariant, on file: and s3://."""
     started = time.monotonic()
-    # S3 over HTTP on a 2-core machine: fewer operations per writer, the same races (every claim is contended)
-    assert run_harness(store_uri, naive=False, ops=200 if store_uri.startswith("file:") else 80) == []
+    # S3 over HTTP on moto, one Python server process on a 2-core machine: four writers with fewer operations each
+    # meet the same races (every claim is contended by all of them) in a fifth of the time
+    on_s3 = not store_uri.startswith("file:")
+    assert run_harness(store_uri, naive=False, writers=4 if on_s3 else 8, ops=40 if on_s3 else 200) == []
     if store_uri.startswith("file:"):
         leftovers = [n for n in os.listdir(tmp_path / "store" / JOB / NS) if n.startswith(".tmp-")]
         assert leftovers == [], "temporary files left behind by writers that were not killed"
@@ -423,9 +425,10 @@ def race_claims(uri: str, *, naive: bool | str, racers: int = 8, rounds: int = 6
 
 
 def test_synchronized_put_if_absent_races_have_exactly_one_winner(store_uri) -> None:
-    """Backs docs/guarantees.md: racing put_if_absent (eight processes at once) never both win; only the winner's
-    delete_if_equal matches. On file: and s3://."""
-    assert race_claims(store_uri, naive=False) == []
+    """Backs docs/guarantees.md: racing put_if_absent (eight processes at once on file:, four on s3://) never both
+    win; only the winner's delete_if_equal matches."""
+    # four racers on s3:// (each round's requests queue in moto's one process anyway), eight on file:
+    assert race_claims(store_uri, naive=False, racers=8 if store_uri.startswith("file:") else 4) == []
     assert open_store(store_uri, JOB).list(NS) == {}
 
 
@@ -477,4 +480,4 @@ def test_the_race_check_catches_a_store_that_ignores_conditions(bucket_behind) -
     """The harness is able to fail on S3: the same store through a proxy that drops If-None-Match / If-Match (the
     store's probe then switches to check-then-act) lets two racers win one claim."""
     uri, _ = bucket_behind("ignore")
-    assert race_claims(uri, naive=False, rounds=20) != []
+    assert race_claims(uri, naive=False, racers=4, rounds=20) != []
