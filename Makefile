@@ -39,11 +39,11 @@ $(NATIVE_STAMP): $(STAMP) $(NATIVE_SRC)
 	$(PY) setup.py --quiet build_ext --inplace || echo "native Kafka reader not built: reads use the Python path"
 	touch $(NATIVE_STAMP)
 
-# Two pytest workers (pytest-xdist), each test file whole in one of them so module fixtures are built once: the
-# suite waits far more than it computes (emulator event cadences, AWS's 5-second subscription rule, trigger
-# intervals, JVM starts; ~9 CPU-minutes in ~17 wall-minutes with two workers), so a second worker nearly halves it
-# on two cores. TEST_WORKERS=0 runs everything in this one process (a debugger, a single test).
-TEST_WORKERS ?= 2
+# Three pytest workers (pytest-xdist), each test file whole in one of them so module fixtures are built once: with
+# two, the suite kept two cores only about 60% busy (its tests wait on emulator cadences, AWS's 5-second
+# subscription rule, trigger intervals, JVM starts and subprocess drivers), and a third worker computes while the
+# others wait. TEST_WORKERS=0 runs everything in this one process (a debugger, a single test).
+TEST_WORKERS ?= 3
 # pytest exits 5 when it collected no test: that must fail, never pass silently.
 test: setup
 	$(PY) -m pytest $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile) $(PYTEST_ARGS)
