@@ -28,7 +28,8 @@ from collections.abc import Iterator
 import pytest
 
 # fixtures only: the plugin star-imports this
-__all__ = ["moto_server", "aws_region", "dynamodb_store_uri", "kinesalite_process", "kinesalite_server", "aws_faults"]
+__all__ = ["moto_server", "aws_region", "dynamodb_store_uri", "drop_dynamodb_table", "kinesalite_process",
+           "kinesalite_server", "aws_faults"]
 
 #: environment the moto_server fixture sets for its lifetime (AWS_PROFILE is removed)
 DUMMY_AWS_ENV = {
@@ -79,9 +80,14 @@ def aws_region(moto_server: str) -> str:
 def dynamodb_store_uri(moto_server: str, aws_region: str) -> Iterator[str]:
     table = unique_aws_name("samza-meta")
     yield f"dynamodb://{table}?region={aws_region}&endpoint={moto_server}"
+    drop_dynamodb_table(moto_server, aws_region, table)
+
+
+def drop_dynamodb_table(endpoint: str, region: str, table: str) -> None:
+    """Delete ``table`` at ``endpoint`` if a test's store created it (a store creates its table on first use)."""
     import boto3
 
-    client = boto3.client("dynamodb", region_name=aws_region, endpoint_url=moto_server)
+    client = boto3.client("dynamodb", region_name=region, endpoint_url=endpoint)
     try:
         client.delete_table(TableName=table)
     except client.exceptions.ResourceNotFoundException:

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from samza_devkit.aws_fixtures import unique_aws_name
+from samza_devkit.aws_fixtures import drop_dynamodb_table, unique_aws_name
 from samza_devkit.damaged_records import KINDS, KindCase, lands_on_the_rule
 from samza_devkit.s3_fixtures import drop_s3_bucket, make_s3_bucket, s3_uri
 from spark_samza_source.metadata import MetadataStore, open_store
@@ -30,15 +30,7 @@ def store_uris(moto_server: str, tmp_path_factory: pytest.TempPathFactory) -> It
     yield {"file": tmp_path_factory.mktemp("damaged").as_uri(), "s3": s3_uri(bucket, moto_server, REGION),
            "dynamodb": f"dynamodb://{table}?region={REGION}&endpoint={moto_server}"}
     drop_s3_bucket(moto_server, REGION, bucket)
-    import boto3
-
-    client = boto3.client("dynamodb", region_name=REGION, endpoint_url=moto_server)
-    try:
-        client.delete_table(TableName=table)
-    except client.exceptions.ResourceNotFoundException:
-        pass
-    finally:
-        client.close()
+    drop_dynamodb_table(moto_server, REGION, table)
 
 
 @pytest.fixture(params=STORES)
