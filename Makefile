@@ -44,9 +44,12 @@ $(NATIVE_STAMP): $(STAMP) $(NATIVE_SRC)
 # subscription rule, trigger intervals, JVM starts and subprocess drivers), and a third worker computes while the
 # others wait. TEST_WORKERS=0 runs everything in this one process (a debugger, a single test).
 TEST_WORKERS ?= 3
+# xdist's own order (the files with the most tests first) started the longest modules last: our order instead, the
+# longest first by tests/module_times.tsv (devkit/samza_devkit/module_order.py).
+XDIST_ARGS = $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder)
 # pytest exits 5 when it collected no test: that must fail, never pass silently.
 test: setup
-	$(PY) -m pytest $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile) $(PYTEST_ARGS)
+	$(PY) -m pytest $(XDIST_ARGS) $(PYTEST_ARGS)
 
 # The suite's slowest modules (the Spark cluster, the KCL worker, the fault injections, the secrets scan) beside a
 # CPU hog holding the run queue at LOAD_PER_CORE runnable threads per core (busy processes at normal priority
@@ -59,7 +62,7 @@ LOAD_TESTS    ?= tests/integration/cluster tests/integration/faults tests/integr
 test-under-load: setup
 	mkdir -p build
 	$(PY) -m samza_devkit.cpu_load --per-core $(LOAD_PER_CORE) --log build/load.log -- \
-	  $(PY) -m pytest $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile) $(LOAD_TESTS) $(PYTEST_ARGS)
+	  $(PY) -m pytest $(XDIST_ARGS) $(LOAD_TESTS) $(PYTEST_ARGS)
 
 # The native Kafka reader under AddressSanitizer and UndefinedBehaviorSanitizer (not part of `make test`): the
 # extension rebuilt instrumented (-fno-wrapv: Python's -fwrapv would define away the signed overflows UBSan is to

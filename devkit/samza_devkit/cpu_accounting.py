@@ -7,6 +7,9 @@ descendants (Spark's JVM, Python workers, brokers, emulators) used while it ran.
 what the tree used between its first test's start and its last test's end, so a server a module fixture started
 (and the session's JVM, shared by all modules) is charged to whichever module was running then: a figure for
 finding where the time goes, not an invoice.
+
+``python -m samza_devkit.cpu_accounting FILE`` sums a report up; ``--module-times FILE`` turns it into
+``tests/module_times.tsv``, the order in which ``make test`` starts the modules (:mod:`samza_devkit.module_order`).
 """
 
 from __future__ import annotations
@@ -83,7 +86,22 @@ def summary(report: str, top: int = 25) -> str:
     return "\n".join(lines)
 
 
+def module_times(report: str) -> str:
+    """The report as ``tests/module_times.tsv`` (:mod:`samza_devkit.module_order`): each module's wall seconds,
+    longest first."""
+    walls: dict[str, float] = {}
+    for line in Path(report).read_text().splitlines():
+        module, wall, _cpu = line.split("\t")
+        walls[module] = walls.get(module, 0.0) + float(wall)
+    header = ("# test module<TAB>wall seconds in a whole `make test` (--cpu-report): the longest start first "
+              "(samza_devkit.module_order)\n")
+    return header + "".join(f"{module}\t{wall:.0f}\n" for module, wall in sorted(walls.items(), key=lambda kv: -kv[1]))
+
+
 if __name__ == "__main__":
     import sys
 
-    print(summary(sys.argv[1]))
+    if sys.argv[1] == "--module-times":
+        sys.stdout.write(module_times(sys.argv[2]))
+    else:
+        print(summary(sys.argv[1]))

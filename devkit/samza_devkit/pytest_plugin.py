@@ -57,6 +57,13 @@ def pytest_addoption(parser):
                           "(samza_devkit.cpu_accounting; python -m samza_devkit.cpu_accounting FILE sums it up)")
 
 
+def pytest_collection_modifyitems(session, config, items):
+    """The longest test modules first (:mod:`samza_devkit.module_order`), by ``tests/module_times.tsv``."""
+    from .module_order import longest_first, read_module_times
+
+    items[:] = longest_first(items, read_module_times(config.rootpath / "tests" / "module_times.tsv"))
+
+
 def pytest_configure(config):
     report = config.getoption("--cpu-report", default=None)
     if report:
