@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from ..options.namespaces import BATCH_ENDS, CHECKPOINTS, JOB_MODEL, LEASE, SHARD_TASKS, STARTPOINTS
 from .errors import InternalError
 
-__all__ = ["DamageRule", "RULES", "Verdict", "rule_for_namespace"]
+__all__ = ["DamageRule", "KCL_LEASE_MIRROR_RULE", "KCL_LEASE_START_RULE", "RULES", "Verdict", "rule_for_namespace"]
 
 
 class Verdict(enum.Enum):
@@ -76,6 +76,21 @@ RULES: tuple[DamageRule, ...] = (
         "a misread end reads another range than the batch's first attempt: records twice or never",
         "delete the record named and restart the query from its checkpoint (the batch is read again)",
     ),
+)
+
+#: KCL lease rows live in the KCL application's DynamoDB table, not in the metadata store: two readers, two verdicts
+KCL_LEASE_TABLE = "(KCL lease table)"
+KCL_LEASE_START_RULE = DamageRule(
+    "KCL lease row, read to start from", KCL_LEASE_TABLE, Verdict.FAIL,
+    "a misread KCL checkpoint starts its shard elsewhere than the KCL application stopped: records twice or never",
+    "correct the row's attribute named (checkpoint: a sequence number or TRIM_HORIZON, LATEST, AT_TIMESTAMP, "
+    "SHARD_END; checkpointSubSequenceNumber and leaseCounter: numbers), or delete the row: a shard without a row "
+    "starts at TRIM_HORIZON, as a KCL worker's would",
+)
+KCL_LEASE_MIRROR_RULE = DamageRule(
+    "KCL lease row, mirrored to", KCL_LEASE_TABLE, Verdict.SKIP,
+    "the mirror is a copy for a KCL application; the query's own checkpoint is Spark's",
+    "delete the row named (or correct the attribute named): the query's next commit writes it again",
 )
 
 _BY_NAMESPACE = {rule.namespace: rule for rule in RULES}

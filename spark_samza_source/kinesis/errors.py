@@ -340,6 +340,15 @@ def kcl_checkpoint_invalid(shard_id: str, checkpoint: str, sentinels: object) ->
                               f"neither a sequence number nor one of {sentinels}", condition=KCL_CHECKPOINT_UNREADABLE)
 
 
+def kcl_lease_row_damaged(where: str, lease_key: str, what: str, repair: str, *,
+                          lease_table_option: str) -> KinesisSourceError:
+    """A lease row a query was to start from cannot be read (the damaged-record rule: fail)."""
+    return KinesisSourceError(
+        f"KCL lease table ({where}, option '{lease_table_option}'): the lease row {lease_key!r:.200} is damaged: "
+        f"{what}. The query does not start from a checkpoint it cannot read. Repair: {repair}",
+        condition=KCL_CHECKPOINT_UNREADABLE)
+
+
 def kcl_lease_conflict(where: str, conflicts: list[str], *, lease_table_option: str) -> KclLeaseConflictError:
     """Leases another worker is using (``conflicts``: each shard and why), left as they are."""
     return KclLeaseConflictError(

@@ -306,7 +306,8 @@ class KinesisCoordinator(JobCoordinator[KinesisOffset, KinesisSourceOptions, Pla
 
     def system_progress(self) -> dict:
         """How far behind the tip the last batch's reads ended (``kinesis.progress``: per shard and min / avg /
-        max ``MillisBehindLatest``), and what this run skipped with failOnDataLoss=false (``"dataLoss"``).
+        max ``MillisBehindLatest``), what this run skipped with failOnDataLoss=false (``"dataLoss"``), and how many
+        KCL lease rows the mirror left alone as damaged (``"damagedKclLeaseRows"``).
 
         Kinesis has no per-shard "latest offset" to report, and asking costs ``GetRecords`` calls from the shards'
         5 reads/s that this query's readers need; but every answer the readers got carries ``MillisBehindLatest``,
@@ -320,6 +321,8 @@ class KinesisCoordinator(JobCoordinator[KinesisOffset, KinesisSourceOptions, Pla
             out.update(millis_behind_report(self.millis_behind[1], self.millis_behind[0]))
         if self.data_loss:
             out["dataLoss"] = {k: list(v) for k, v in sorted(self.data_loss.items())}
+        if self._lease_table is not None and self._lease_table.damaged:
+            out["damagedKclLeaseRows"] = len(self._lease_table.damaged)
         return out
 
     def _note_millis_behind(self, batch: int, recorded: Mapping) -> None:

@@ -67,6 +67,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
+from ...core.damage import KCL_LEASE_MIRROR_RULE, KCL_LEASE_START_RULE
 from .. import errors
 from ..calls import error_code
 from ..client import AwsClientSettings
@@ -81,7 +82,8 @@ from ..positions import (
     ShardPosition,
 )
 
-__all__ = ["KclLeaseTable", "LATEST_SENTINEL", "WHOLE_RECORD_SUB", "to_kcl_checkpoint", "from_kcl_checkpoint"]
+__all__ = ["DamagedLeaseRow", "KclLeaseTable", "LATEST_SENTINEL", "WHOLE_RECORD_SUB", "to_kcl_checkpoint",
+           "from_kcl_checkpoint"]
 
 log = logging.getLogger(__name__)
 
@@ -126,14 +128,50 @@ def from_kcl_checkpoint(checkpoint: str, sub: int | None, *, timestamp_ms: int |
     return ShardPosition.after_sequence(checkpoint, sub)
 
 
+class DamagedLeaseRow(Exception):
+    """A lease row attribute of the wrong DynamoDB type (a hand edit, another tool's row under a shard's key):
+    what is wrong, for the damaged-record rule (``core.damage``: fail when a query starts from the table, skip when
+    the mirror meets it)."""
+
+
 def _n(item: Mapping[str, Any], name: str) -> int | None:
+    """A number attribute, None when absent; any other type is damage (DynamoDB itself keeps N values numeric,
+    but an integer attribute may hold a fraction)."""
     value = item.get(name)
-    return int(value["N"]) if value and "N" in value else None
+    if value is None:
+        return None
+    number = value.get("N") if isinstance(value, Mapping) and len(value) == 1 else None
+    if isinstance(number, str) and number.lstrip("-").isdigit():
+        return int(number)
+    raise DamagedLeaseRow(f"attribute {name} is {_shape(value)}, not an integer number")
 
 
 def _s(item: Mapping[str, Any], name: str) -> str | None:
+    """A string attribute, None when absent; any other type is damage."""
     value = item.get(name)
-    return value["S"] if value and "S" in value else None
+    if value is None:
+        return None
+    text = value.get("S") if isinstance(value, Mapping) and len(value) == 1 else None
+    if not isinstance(text, str):
+        raise DamagedLeaseRow(f"attribute {name} is {_shape(value)}, not a string")
+    return text
+
+
+def _checkpoint(item: Mapping[str, Any]) -> str | None:
+    """The row's checkpoint: a sequence number or a sentinel, None when absent; anything else is damage."""
+    checkpoint = _s(item, "checkpoint")
+    if checkpoint is not None and checkpoint not in _SENTINELS and not (checkpoint.isascii() and checkpoint.isdigit()):
+        raise DamagedLeaseRow(f"checkpoint {checkpoint[:40]!r} is neither a sequence number nor one of "
+                              f"{list(_SENTINELS)}")
+    return checkpoint
+
+
+def _shape(value: object) -> str:
+    """A DynamoDB attribute value in a few words, never its content (a row may hold anything)."""
+    if isinstance(value, Mapping) and len(value) == 1:
+        kind, inner = next(iter(value.items()))
+        return f"of type {kind}" if kind != "N" else f"the number {str(inner)[:24]!r}"
+    return "not a DynamoDB attribute value"
 
 
 @dataclass(frozen=True)
@@ -159,6 +197,9 @@ class KclLeaseTable:
         self.client = dynamodb_client
         self.table = table_name
         self.take_over = take_over
+        #: shard id -> what is wrong with its lease row, for rows the mirror left as they were (the progress'
+        #: ``damagedKclLeaseRows``); a row leaves it once it reads again
+        self.damaged: dict[str, str] = {}
         self._scrub = settings.scrub if settings is not None else (lambda t: str(t)[:1000])
         meta = getattr(dynamodb_client, "meta", None)
         where = (getattr(meta, "endpoint_url", None), getattr(meta, "region_name", None), table_name)
@@ -241,27 +282,40 @@ class KclLeaseTable:
         out: dict[str, ShardPosition] = {}
         streams_seen: set[str] = set()
         for key, item in sorted(self.read_items().items()):
-            if _s(item, "entityType") not in (None, "LEASE"):
-                continue  # KCL 3.5+ keeps its coordinator state and worker metrics in the lease table too
-            shard_id = key
-            stream_id = _s(item, "streamName")
-            multi_stream_shard_id = _s(item, "shardId")
-            if stream_id is not None and multi_stream_shard_id is not None:  # multi-stream lease
-                name = stream_id.split(":")[1] if stream_id.count(":") >= 2 else stream_id
-                streams_seen.add(name)
-                if stream is not None and name != stream:
-                    continue
-                shard_id = multi_stream_shard_id
-            checkpoint = _s(item, "checkpoint")
-            if checkpoint is None:
-                log.warning("KCL lease %s in %s has no checkpoint; ignored", key, self._where())
-                continue
-            out[shard_id] = from_kcl_checkpoint(
-                checkpoint, _n(item, "checkpointSubSequenceNumber"), shard_id=shard_id, latest=latest,
-                timestamp_ms=_n(item, TIMESTAMP_ATTR) if _n(item, TIMESTAMP_ATTR) is not None else at_timestamp_ms)
+            try:
+                entry = self._checkpoint_of_row(key, item, stream, streams_seen, at_timestamp_ms, latest)
+            except DamagedLeaseRow as damage:
+                raise errors.kcl_lease_row_damaged(self._where(), key, str(damage), KCL_LEASE_START_RULE.repair,
+                                                   lease_table_option=KCL_LEASE_TABLE.name) from None
+            if entry is not None:
+                out[entry[0]] = entry[1]
         if stream is None and len(streams_seen) > 1:
             raise errors.lease_table_of_several_streams(self._where(), sorted(streams_seen))
         return dict(sorted(out.items()))
+
+    def _checkpoint_of_row(self, key: str, item: Mapping[str, Any], stream: str | None, streams_seen: set[str],
+                           at_timestamp_ms: int | None, latest: ShardPosition | None,
+                           ) -> tuple[str, ShardPosition] | None:
+        """(shard id, position after its checkpoint) of one lease row; None for a row that is not a lease of
+        ``stream`` or has no checkpoint."""
+        if _s(item, "entityType") not in (None, "LEASE"):
+            return None  # KCL 3.5+ keeps its coordinator state and worker metrics in the lease table too
+        shard_id = key
+        stream_id = _s(item, "streamName")
+        multi_stream_shard_id = _s(item, "shardId")
+        if stream_id is not None and multi_stream_shard_id is not None:  # multi-stream lease
+            name = stream_id.split(":")[1] if stream_id.count(":") >= 2 else stream_id
+            streams_seen.add(name)
+            if stream is not None and name != stream:
+                return None
+            shard_id = multi_stream_shard_id
+        checkpoint = _checkpoint(item)
+        if checkpoint is None:
+            log.warning("KCL lease %s in %s has no checkpoint; ignored", key, self._where())
+            return None
+        sub, stated_ms = _n(item, "checkpointSubSequenceNumber"), _n(item, TIMESTAMP_ATTR)
+        return shard_id, from_kcl_checkpoint(checkpoint, sub, shard_id=shard_id, latest=latest,
+                                             timestamp_ms=stated_ms if stated_ms is not None else at_timestamp_ms)
 
     # ---- write ----------------------------------------------------------------------------------------------
     def write_checkpoints(self, checkpoints: Mapping[str, tuple[ShardPosition, Iterable[str]]], owner: str, *,
@@ -280,8 +334,16 @@ class KclLeaseTable:
             item = current.get(shard_id)
             checkpoint, sub = to_kcl_checkpoint(position)
             parent_ids = sorted(set(parents))
-            seen_counter = _n(item, "leaseCounter") if item else None
-            seen_owner = _s(item, "leaseOwner") if item else None
+            try:
+                seen_counter = _n(item, "leaseCounter") if item else None
+                seen_owner = _s(item, "leaseOwner") if item else None
+                unchanged = item is not None and (
+                    _checkpoint(item), _n(item, "checkpointSubSequenceNumber"), _n(item, TIMESTAMP_ATTR)
+                ) == (checkpoint, sub, position.timestamp_ms)
+            except DamagedLeaseRow as damage:
+                self._leave_damaged_row(shard_id, str(damage))
+                continue
+            self.damaged.pop(shard_id, None)
             mine = self._written.get(shard_id)
             if item is not None:
                 if mine is not None and seen_counter != mine:
@@ -291,9 +353,7 @@ class KclLeaseTable:
                 if seen_owner not in (None, owner) and not self.take_over:
                     conflicts.append(f"{shard_id} (held by {seen_owner!r})")
                     continue
-                if (mine is not None and seen_owner == owner and _s(item, "checkpoint") == checkpoint
-                        and _n(item, "checkpointSubSequenceNumber") == sub
-                        and _n(item, TIMESTAMP_ATTR) == position.timestamp_ms):
+                if mine is not None and seen_owner == owner and unchanged:
                     continue  # nothing changed since our last write
                 if seen_owner not in (None, owner):
                     log.warning("taking over the KCL lease of shard %s in %s from %r (counter %s)", shard_id,
@@ -310,6 +370,15 @@ class KclLeaseTable:
         if conflicts:
             raise errors.kcl_lease_conflict(self._where(), conflicts, lease_table_option=KCL_LEASE_TABLE.name)
         return written
+
+    def _leave_damaged_row(self, shard_id: str, what: str) -> None:
+        """The mirror's side of the damaged-record rule: a lease row it cannot read is left as it is (never written
+        over: it may be a hand repair in progress, or another tool's), said once and counted in the progress."""
+        if shard_id not in self.damaged:
+            log.warning("KCL lease table %s: the lease row of shard %s is damaged (%s); left as it is, and this "
+                        "shard's checkpoint is not mirrored until it is repaired. Repair: %s", self._where(),
+                        shard_id, what, KCL_LEASE_MIRROR_RULE.repair)
+        self.damaged[shard_id] = what
 
     def _write(self, lease: _LeaseWrite, exists: bool, seen_counter: int | None) -> str | None:
         """Write ``lease`` on condition that nobody changed it since it was read (its counter is still
@@ -369,8 +438,13 @@ class KclLeaseTable:
                                         ConsistentRead=True).get("Item")
         except ClientError as err:
             raise self._fail(f"GetItem of the lease of shard {lease.shard_id}", err) from None
-        if (item is not None and _n(item, "leaseCounter") == lease.counter
-                and _s(item, "leaseOwner") == lease.owner and _s(item, "checkpoint") == lease.checkpoint
-                and _n(item, "checkpointSubSequenceNumber") == lease.sub):
-            return None
-        return (_s(item, "leaseOwner") if item is not None else None) or "nobody"
+        if item is None:
+            return "nobody"
+        try:
+            found = (_n(item, "leaseCounter"), _s(item, "leaseOwner"), _s(item, "checkpoint"),
+                     _n(item, "checkpointSubSequenceNumber"))
+            if found == (lease.counter, lease.owner, lease.checkpoint, lease.sub):
+                return None
+            return _s(item, "leaseOwner") or "nobody"
+        except DamagedLeaseRow:
+            return "a writer that left the row damaged"

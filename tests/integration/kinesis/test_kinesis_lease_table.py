@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from samza_devkit import kinesis_helpers as kh
@@ -128,8 +130,48 @@ def test_a_table_written_by_a_kcl_worker_is_read_back(dynamodb, table):
         leases.read_checkpoints()
     assert leases.read_checkpoints(at_timestamp_ms=7)[sid(6)] == ShardPosition.at_timestamp(7)
     lease(sid(7), "garbage")
-    with pytest.raises(KinesisSourceError, match=rf"{sid(7)} has checkpoint 'garbage'"):
+    with pytest.raises(KinesisSourceError, match=rf"row '{sid(7)}' is damaged: checkpoint 'garbage' is neither"):
         leases.read_checkpoints(at_timestamp_ms=7)
+
+
+@pytest.mark.parametrize(("attribute", "value", "what"), [
+    ("checkpoint", {"N": "5"}, "attribute checkpoint is the number .5., not a string"),
+    ("checkpointSubSequenceNumber", {"S": "four"}, "attribute checkpointSubSequenceNumber is of type S, not an "
+                                                   "integer number"),
+    ("checkpointSubSequenceNumber", {"N": "1.5"}, "is the number .1\\.5., not an integer number"),
+    ("checkpoint", {"S": SEQ + "x"}, "is neither a sequence number nor one of"),
+])
+def test_a_damaged_lease_row_fails_a_start_from_the_table_and_is_left_alone_by_the_mirror(
+        dynamodb, table, attribute, value, what):
+    """The damaged-record rule for KCL lease rows (core/damage.py): a query starting from the table fails naming the
+    row, what is wrong and the repair; the mirror leaves the row as it is, writes every other lease, says so once
+    and counts it; once the row is repaired (deleted), the next mirror write puts the lease back.
+
+    Backs docs/guarantees.md: the KCL lease row rows of "Damaged records in the metadata store: one rule"."""
+    leases = KclLeaseTable(dynamodb, table)
+    leases.ensure_table()
+    good = ShardPosition.after_sequence(SEQ, 0)
+    leases.write_checkpoints({sid(0): (good, ()), sid(1): (good, ())}, owner=OWNER)
+    dynamodb.update_item(TableName=table, Key={"leaseKey": {"S": sid(1)}},
+                         UpdateExpression="SET #a = :v", ExpressionAttributeNames={"#a": attribute},
+                         ExpressionAttributeValues={":v": value})
+    damaged = item(dynamodb, table, sid(1))
+
+    with pytest.raises(KinesisSourceError, match=rf"row '{sid(1)}' is damaged: .*{what}.*Repair: correct") as err:
+        KclLeaseTable(dynamodb, table).read_checkpoints()
+    assert err.value.condition == "SAMZA_KINESIS_KCL_CHECKPOINT_UNREADABLE"
+
+    later = ShardPosition.after_sequence(SEQ[:-1] + "9", 0)
+    mirror = KclLeaseTable(dynamodb, table)
+    assert mirror.write_checkpoints({sid(0): (later, ()), sid(1): (later, ())}, owner=OWNER) == 1
+    assert item(dynamodb, table, sid(1)) == damaged  # never written over
+    assert item(dynamodb, table, sid(0))["checkpoint"] == {"S": later.sequence}
+    assert list(mirror.damaged) == [sid(1)] and re.search(what, mirror.damaged[sid(1)])
+
+    dynamodb.delete_item(TableName=table, Key={"leaseKey": {"S": sid(1)}})  # the repair the rule names
+    assert mirror.write_checkpoints({sid(0): (later, ()), sid(1): (later, ())}, owner=OWNER) == 1
+    assert mirror.damaged == {}
+    assert KclLeaseTable(dynamodb, table).read_checkpoints() == {sid(0): later, sid(1): later}
 
 
 def test_multi_stream_tables(dynamodb, table):
