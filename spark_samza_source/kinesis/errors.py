@@ -251,6 +251,21 @@ def planned_data_loss(stream: str, described: str) -> DataLossError:
         f"skipped silently; to continue without it restart with {FAIL_ON_DATA_LOSS.name}=false", condition=DATA_LOSS)
 
 
+def closed_shard_without_children(stream: str, shard_id: str, ending_sequence: str | None,
+                                  waited_ms: int) -> DataLossError:
+    """A drained closed shard that ListShards has listed without any child for ``waited_ms``."""
+    return DataLossError(
+        f"samza-kinesis stream {stream}: {describe_childless(shard_id, ending_sequence, waited_ms)}. The query "
+        f"stops so nothing is skipped silently; to continue without those records restart with "
+        f"{FAIL_ON_DATA_LOSS.name}=false", condition=DATA_LOSS)
+
+
+def describe_childless(shard_id: str, ending_sequence: str | None, waited_ms: int) -> str:
+    return (f"shard {shard_id} is closed (ending sequence number {ending_sequence}) and was read to its end, but "
+            f"ListShards has named no child of it for {waited_ms / 1000:.0f} s: the records of its hash keys written "
+            "since it closed are in shards this query cannot see")
+
+
 def stream_recreated(what: str) -> KinesisDataLossError:
     """The stream was deleted and re-created under its name (``what``: both incarnations and where it was found)."""
     return KinesisDataLossError(

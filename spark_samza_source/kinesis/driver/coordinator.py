@@ -13,7 +13,7 @@ import dataclasses
 import logging
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from botocore.exceptions import ClientError
 
@@ -33,6 +33,7 @@ from ..positions import ShardPosition
 from ..shards import ShardInfo
 from ..starting import Starts
 from .admin import KinesisAdmin
+from .childless import ChildlessShards
 from .consumers import StreamConsumer, StreamConsumers
 from .lease_table import KclLeaseTable
 from .offset import READABLE, KinesisOffset, StreamIdentity
@@ -70,6 +71,7 @@ class KinesisCoordinator(JobCoordinator[KinesisOffset, KinesisSourceOptions, Pla
         self.available_now_until_ms: int | None = None
         self._identity_checked = False  # the stream identity was compared with an offset in this process
         self.data_loss: dict[str, list[str]] = {}  # reported in the progress (reportLatestOffset)
+        self._childless = ChildlessShards()
         #: (batch, {shard id: MillisBehindLatest}) where the reads of the last batch planned from ended
         self.millis_behind: tuple[int, dict[str, int]] | None = None
         self._consumer: StreamConsumer | None = None  # enhanced fan-out: the stream consumer tasks read through
@@ -185,11 +187,24 @@ class KinesisCoordinator(JobCoordinator[KinesisOffset, KinesisSourceOptions, Pla
         if start.stream_identity is None:  # an offset of an earlier release: record the stream from now on
             plan.offset = dataclasses.replace(plan.offset, stream_identity=identity)
         self._report_shard_losses(plan.data_loss)
+        self._check_childless(shards, plan.offset)
         if not plan.has_work:
             return start if not (plan.drained or plan.new_shards or plan.released or plan.applied) else plan.offset
         if self._worth_a_batch(start, recorded, plan):
             return plan.offset
         return start
+
+    def _check_childless(self, shards: Sequence[ShardInfo], offset: KinesisOffset) -> None:
+        """A drained closed shard listed without children past the grace (:mod:`.childless`): data loss."""
+        drained = [sid for sid, state in offset.shards.items() if state.start.is_shard_end]
+        for sid, waited in self._childless.past_grace(shards, drained, self._wall_ms()).items():
+            ending = next((info.ending_sequence for info in shards if info.shard_id == sid), None)
+            if self.options.fail_on_data_loss:
+                raise errors.closed_shard_without_children(self.options.stream, sid, ending, waited)
+            reported = self.data_loss.setdefault("shardsClosedWithoutChildren", [])
+            if sid not in reported:
+                log.warning("data loss: %s; continuing without them", errors.describe_childless(sid, ending, waited))
+                reported.append(sid)
 
     def _report_shard_losses(self, losses) -> None:
         """Log and count each expired shard once: a plan held back is planned again at the next trigger, from

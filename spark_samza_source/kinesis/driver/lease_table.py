@@ -82,7 +82,7 @@ from ..positions import (
     ShardPosition,
 )
 
-__all__ = ["DamagedLeaseRow", "KclLeaseTable", "LATEST_SENTINEL", "WHOLE_RECORD_SUB", "to_kcl_checkpoint",
+__all__ = ["KclLeaseTable", "LATEST_SENTINEL", "WHOLE_RECORD_SUB", "to_kcl_checkpoint",
            "from_kcl_checkpoint"]
 
 log = logging.getLogger(__name__)
@@ -128,7 +128,7 @@ def from_kcl_checkpoint(checkpoint: str, sub: int | None, *, timestamp_ms: int |
     return ShardPosition.after_sequence(checkpoint, sub)
 
 
-class DamagedLeaseRow(Exception):
+class _DamagedLeaseRow(Exception):
     """A lease row attribute of the wrong DynamoDB type (a hand edit, another tool's row under a shard's key):
     what is wrong, for the damaged-record rule (``core.damage``: fail when a query starts from the table, skip when
     the mirror meets it)."""
@@ -143,7 +143,7 @@ def _n(item: Mapping[str, Any], name: str) -> int | None:
     number = value.get("N") if isinstance(value, Mapping) and len(value) == 1 else None
     if isinstance(number, str) and number.lstrip("-").isdigit():
         return int(number)
-    raise DamagedLeaseRow(f"attribute {name} is {_shape(value)}, not an integer number")
+    raise _DamagedLeaseRow(f"attribute {name} is {_shape(value)}, not an integer number")
 
 
 def _s(item: Mapping[str, Any], name: str) -> str | None:
@@ -153,7 +153,7 @@ def _s(item: Mapping[str, Any], name: str) -> str | None:
         return None
     text = value.get("S") if isinstance(value, Mapping) and len(value) == 1 else None
     if not isinstance(text, str):
-        raise DamagedLeaseRow(f"attribute {name} is {_shape(value)}, not a string")
+        raise _DamagedLeaseRow(f"attribute {name} is {_shape(value)}, not a string")
     return text
 
 
@@ -161,7 +161,7 @@ def _checkpoint(item: Mapping[str, Any]) -> str | None:
     """The row's checkpoint: a sequence number or a sentinel, None when absent; anything else is damage."""
     checkpoint = _s(item, "checkpoint")
     if checkpoint is not None and checkpoint not in _SENTINELS and not (checkpoint.isascii() and checkpoint.isdigit()):
-        raise DamagedLeaseRow(f"checkpoint {checkpoint[:40]!r} is neither a sequence number nor one of "
+        raise _DamagedLeaseRow(f"checkpoint {checkpoint[:40]!r} is neither a sequence number nor one of "
                               f"{list(_SENTINELS)}")
     return checkpoint
 
@@ -284,7 +284,7 @@ class KclLeaseTable:
         for key, item in sorted(self.read_items().items()):
             try:
                 entry = self._checkpoint_of_row(key, item, stream, streams_seen, at_timestamp_ms, latest)
-            except DamagedLeaseRow as damage:
+            except _DamagedLeaseRow as damage:
                 raise errors.kcl_lease_row_damaged(self._where(), key, str(damage), KCL_LEASE_START_RULE.repair,
                                                    lease_table_option=KCL_LEASE_TABLE.name) from None
             if entry is not None:
@@ -340,7 +340,7 @@ class KclLeaseTable:
                 unchanged = item is not None and (
                     _checkpoint(item), _n(item, "checkpointSubSequenceNumber"), _n(item, TIMESTAMP_ATTR)
                 ) == (checkpoint, sub, position.timestamp_ms)
-            except DamagedLeaseRow as damage:
+            except _DamagedLeaseRow as damage:
                 self._leave_damaged_row(shard_id, str(damage))
                 continue
             self.damaged.pop(shard_id, None)
@@ -446,5 +446,5 @@ class KclLeaseTable:
             if found == (lease.counter, lease.owner, lease.checkpoint, lease.sub):
                 return None
             return _s(item, "leaseOwner") or "nobody"
-        except DamagedLeaseRow:
+        except _DamagedLeaseRow:
             return "a writer that left the row damaged"

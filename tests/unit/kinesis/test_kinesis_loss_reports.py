@@ -7,9 +7,13 @@ from __future__ import annotations
 
 import logging
 
+import pytest
+
+from spark_samza_source.kinesis.driver.childless import CHILDLESS_GRACE_MS
 from spark_samza_source.kinesis.driver.coordinator import KinesisCoordinator
 from spark_samza_source.kinesis.driver.offset import StreamIdentity
 from spark_samza_source.kinesis.driver.planner import ShardLoss, initial_offset
+from spark_samza_source.kinesis.errors import DataLossError
 from spark_samza_source.kinesis.options import KinesisSourceOptions
 from spark_samza_source.kinesis.positions import ShardPosition
 from spark_samza_source.kinesis.shards import ShardInfo
@@ -72,3 +76,70 @@ def test_a_stream_recreated_before_a_replayed_batch_is_reported_once(tmp_path, c
     assert planned.stream_identity == new
     assert len(_losses(caplog)) == 1 and "re-created" in _losses(caplog)[0]
     assert coordinator.system_progress()["dataLoss"] == {"streamRecreated": [f"{old.describe()} -> {new.describe()}"]}
+
+
+class ListingAdmin:
+    """ListShards as a proxy in front of Kinesis could bend it: whatever ``shards`` holds now."""
+
+    def __init__(self, identity: StreamIdentity, shards: list[ShardInfo]) -> None:
+        self.identity, self.shards = identity, shards
+
+    def stream_identity(self, stream):
+        return self.identity.arn, self.identity.created_ms
+
+    def list_shards(self, stream):
+        return list(self.shards)
+
+
+def _drained_parent_query(tmp_path, fail_on_data_loss: bool):
+    """A coordinator whose offset has shard 0 closed and read to its end, and a listing without its children."""
+    arn = "arn:aws:kinesis:us-east-1:123456789012:stream/clicks"
+    identity = StreamIdentity(arn, 1_700_000_000_000)
+    parent = ShardInfo(LOST, ending_sequence="4900")
+    start = initial_offset([parent], 1, ShardPosition.shard_end(), stream="clicks", query_id="q",
+                           stream_identity=identity)
+    now = [1_000_000]
+    options = KinesisSourceOptions.parse({"streamname": "clicks", "region": "us-east-1", "job.name": "j",
+                                          "metadata.store": f"file://{tmp_path}",
+                                          "failOnDataLoss": str(fail_on_data_loss).lower()})
+    coordinator = KinesisCoordinator(options, wall_ms=lambda: now[0])
+    coordinator._admin = ListingAdmin(identity, [parent])
+    return coordinator, start, now
+
+
+def test_a_closed_shard_listed_without_children_past_the_grace_is_data_loss(tmp_path):
+    """Backs docs/guarantees.md: "a shard that is closed without children" under "Answers that contradict each
+    other are named, not trusted"."""
+    coordinator, start, now = _drained_parent_query(tmp_path, fail_on_data_loss=True)
+    coordinator.plan_batch(start, max_rows=None)  # a listing may lag a reshard for a moment: not yet
+    now[0] += CHILDLESS_GRACE_MS - 1
+    coordinator.plan_batch(start, max_rows=None)
+    now[0] += 1
+    with pytest.raises(DataLossError, match=rf"shard {LOST} is closed \(ending sequence number 4900\).*named no "
+                                            rf"child of it for 120 s.*failOnDataLoss=false") as err:
+        coordinator.plan_batch(start, max_rows=None)
+    assert err.value.condition == "SAMZA_KINESIS_DATA_LOSS"
+
+
+def test_children_listed_within_the_grace_end_the_watch(tmp_path):
+    coordinator, start, now = _drained_parent_query(tmp_path, fail_on_data_loss=True)
+    coordinator.plan_batch(start, max_rows=None)
+    now[0] += CHILDLESS_GRACE_MS // 2
+    coordinator._admin.shards.append(ShardInfo("shardId-000000000001", parent_ids=(LOST,)))
+    coordinator.plan_batch(start, max_rows=None)
+    coordinator._admin.shards.pop()  # a later listing without the child starts the grace again
+    now[0] += CHILDLESS_GRACE_MS // 2 + 1
+    coordinator.plan_batch(start, max_rows=None)
+    assert "dataLoss" not in coordinator.system_progress()
+
+
+def test_with_fail_on_data_loss_false_a_childless_shard_is_reported_once_and_counted(tmp_path, caplog):
+    coordinator, start, now = _drained_parent_query(tmp_path, fail_on_data_loss=False)
+    coordinator.plan_batch(start, max_rows=None)
+    now[0] += CHILDLESS_GRACE_MS
+    with caplog.at_level(logging.WARNING):
+        for _ in range(3):
+            coordinator.plan_batch(start, max_rows=None)
+            now[0] += 1000
+    assert len(_losses(caplog)) == 1 and "named no child" in _losses(caplog)[0]
+    assert coordinator.system_progress()["dataLoss"] == {"shardsClosedWithoutChildren": [LOST]}
