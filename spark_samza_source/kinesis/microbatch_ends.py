@@ -47,6 +47,8 @@ class RecordedEnd:
 
     end: ShardPosition
     millis_behind_latest: int | None = None
+    #: what the read skipped with failOnDataLoss=false (the executor's own words), for the driver's progress
+    data_loss: tuple[str, ...] = ()
 
 
 class BatchEnds:
@@ -86,17 +88,20 @@ class BatchEnds:
 
     # ---- operations -----------------------------------------------------------------------------------------
     def record(self, batch: int, shard_id: str, end: ShardPosition, *, task: str | None = None,
-               millis_behind_latest: int | None = None) -> ShardPosition:
+               millis_behind_latest: int | None = None, data_loss: tuple[str, ...] = ()) -> ShardPosition:
         """Record ``end`` for (batch, shard) unless an end is recorded already; return the end that holds.
 
         If another attempt recorded first, its end is returned: the caller must then read exactly to it.
         ``millis_behind_latest`` (Kinesis' ``MillisBehindLatest`` where the read ended) is kept beside the end;
-        the first attempt's figure holds, like its end.
+        the first attempt's figure holds, like its end; so does ``data_loss``, what it skipped with
+        failOnDataLoss=false, which the driver reports in the query's progress.
         """
         key = self.key(batch, shard_id)
         value = {"end": end.to_json(), "recordedAtMs": int(time.time() * 1000), "task": task}
         if millis_behind_latest is not None:
             value["millisBehindLatest"] = int(millis_behind_latest)
+        if data_loss:
+            value["dataLoss"] = list(data_loss)
         if self.store.put_if_absent(self.namespace, key, value):
             return end
         existing = self.store.get(self.namespace, key)
@@ -132,7 +137,7 @@ class BatchEnds:
                 raise self._damaged(bad.key if bad.key is not None else bad.location, bad)
         for key, value in found.values.items():
             if self._of_batch(key, prefix):
-                out[key[len(prefix):]] = RecordedEnd(self._decode(key, value), _millis(value))
+                out[key[len(prefix):]] = RecordedEnd(self._decode(key, value), _millis(value), _data_loss(value))
         return dict(sorted(out.items()))
 
     @staticmethod
@@ -170,6 +175,15 @@ def _millis(value: Any) -> int | None:
     if isinstance(millis, bool) or not isinstance(millis, int) or millis < 0:
         return None
     return millis
+
+
+def _data_loss(value: Any) -> tuple[str, ...]:
+    """The recorded ``dataLoss`` texts; absent (no loss, or an end recorded before they were kept) is none. A report,
+    not a position: a value of another shape is left out rather than failing the batch."""
+    texts = value.get("dataLoss") if isinstance(value, dict) else None
+    if not isinstance(texts, list):
+        return ()
+    return tuple(text for text in texts if isinstance(text, str))
 
 
 def batch_ends_for(store: MetadataStore, stream: str, query_id: str | None) -> BatchEnds:

@@ -28,7 +28,8 @@ FAIL_ON_DATA_LOSS = Option(
     "re-created under its name) fail the query naming where; `false` logs, reads on (a re-created stream from "
     "`TRIM_HORIZON`) and reports what this run skipped in the progress's `latestOffset[\"dataLoss\"]`: samza-kafka "
     "`{SSP key: records}` (and `recreatedTopics`: `{topic: new topic ID}`), samza-kinesis `{\"shardsExpired\": "
-    "[shard ids], \"shardsClosedWithoutChildren\": [shard ids], \"streamRecreated\": [\"old -> new\"]}`",
+    "[shard ids], \"shardsClosedWithoutChildren\": [shard ids], \"readsSkipped\": [\"<shard> in batch <n>\"], "
+    "\"streamRecreated\": [\"old -> new\"]}`",
     default=True)
 STARTPOINT_TTL = Option(
     "startpoint.ttl", Duration(minimum_ms=1),

@@ -176,6 +176,7 @@ class KinesisCoordinator(JobCoordinator[KinesisOffset, KinesisSourceOptions, Pla
         found = self.batch_ends(start).recorded_for(start.batch) if start.batch > 0 else {}
         recorded = {sid: rec.end for sid, rec in found.items()}
         self._note_millis_behind(start.batch, found)
+        self._report_read_losses(start.batch, found)
         startpoints = self._due_startpoints(start)
         # A restart maps shards 1:1 again (the proposal's step 5) when splits had overloaded slots.
         rebuild = self._first_plan and bool(start.mapper.overloaded_slots())
@@ -193,6 +194,19 @@ class KinesisCoordinator(JobCoordinator[KinesisOffset, KinesisSourceOptions, Pla
         if self._worth_a_batch(start, recorded, plan):
             return plan.offset
         return start
+
+    def _report_read_losses(self, batch: int, recorded: Mapping) -> None:
+        """What the executors' reads of ``batch`` skipped with failOnDataLoss=false (recorded beside their ends):
+        into the progress as ``dataLoss.readsSkipped`` ("<shard> in batch <n>"), logged once here as well, since
+        the executor's own WARN is in a log few people read."""
+        reported = self.data_loss.setdefault("readsSkipped", [])
+        for sid, rec in sorted(recorded.items()):
+            entry = f"{sid} in batch {batch}"
+            if rec.data_loss and entry not in reported:
+                log.warning("data loss reported by the read of %s: %s", entry, "; ".join(rec.data_loss))
+                reported.append(entry)
+        if not reported:
+            del self.data_loss["readsSkipped"]
 
     def _check_childless(self, shards: Sequence[ShardInfo], offset: KinesisOffset) -> None:
         """A drained closed shard listed without children past the grace (:mod:`.childless`): data loss."""

@@ -55,7 +55,8 @@ def stream_and_record(ends: BatchEnds, batch: int, client: Any, read: ShardRead,
     result = reading.result
     if recorded is not None:
         return result
-    winner = ends.record(batch, shard_id, result.end, task=task, millis_behind_latest=_behind_at_end(result))
+    winner = ends.record(batch, shard_id, result.end, task=task, millis_behind_latest=_behind_at_end(result),
+                         data_loss=tuple(result.lost))
     if winner == result.end:
         return result
     if result.records and not _after(winner, result.end):

@@ -14,9 +14,11 @@ from spark_samza_source.kinesis.driver.coordinator import KinesisCoordinator
 from spark_samza_source.kinesis.driver.offset import StreamIdentity
 from spark_samza_source.kinesis.driver.planner import ShardLoss, initial_offset
 from spark_samza_source.kinesis.errors import DataLossError
+from spark_samza_source.kinesis.microbatch_ends import BatchEnds, RecordedEnd
 from spark_samza_source.kinesis.options import KinesisSourceOptions
 from spark_samza_source.kinesis.positions import ShardPosition
 from spark_samza_source.kinesis.shards import ShardInfo
+from spark_samza_source.metadata.memory import MemoryMetadataStore
 
 LOST = "shardId-000000000000"
 
@@ -143,3 +145,37 @@ def test_with_fail_on_data_loss_false_a_childless_shard_is_reported_once_and_cou
             now[0] += 1000
     assert len(_losses(caplog)) == 1 and "named no child" in _losses(caplog)[0]
     assert coordinator.system_progress()["dataLoss"] == {"shardsClosedWithoutChildren": [LOST]}
+
+
+def test_what_an_executors_read_skipped_reaches_the_drivers_progress_once(tmp_path, caplog):
+    """A read with failOnDataLoss=false records what it skipped beside its batch end (the first attempt's words
+    hold, like its end); the driver that plans from that end reports it in the progress and logs it, once.
+
+    Backs docs/guarantees.md: what a Kinesis read skips with failOnDataLoss=false "is recorded beside its batch end
+    and reported by the driver in the progress"."""
+    store = MemoryMetadataStore("j")
+    ends = BatchEnds(store, stream="clicks")
+    skipped = "shard shardId-000000000000: the records after sequence number 7 are no longer available"
+    ends.record(3, LOST, ShardPosition.after_sequence("9"), data_loss=(skipped,))
+    ends.record(3, LOST, ShardPosition.after_sequence("9"), data_loss=("a retry's own words",))
+    ends.record(3, "shardId-000000000001", ShardPosition.after_sequence("5"))
+    found = ends.recorded_for(3)
+    assert found[LOST].data_loss == (skipped,) and found["shardId-000000000001"].data_loss == ()
+
+    options = KinesisSourceOptions.parse({"streamname": "clicks", "region": "us-east-1", "job.name": "j",
+                                          "metadata.store": f"file://{tmp_path}", "failOnDataLoss": "false"})
+    coordinator = KinesisCoordinator(options)
+    with caplog.at_level(logging.WARNING):
+        for _ in range(2):  # a plan held back is planned again from the same ends
+            coordinator._report_read_losses(3, found)
+    assert len(_losses(caplog)) == 1 and skipped in _losses(caplog)[0]
+    assert coordinator.system_progress()["dataLoss"] == {"readsSkipped": [f"{LOST} in batch 3"]}
+
+
+def test_a_recorded_end_with_a_malformed_loss_report_still_reads():
+    store = MemoryMetadataStore("j")
+    ends = BatchEnds(store)
+    ends.record(1, LOST, ShardPosition.after_sequence("9"))
+    key = ends.key(1, LOST)
+    store.put("kinesis-batch-ends", key, {**store.get("kinesis-batch-ends", key), "dataLoss": "not a list"})
+    assert ends.recorded_for(1)[LOST] == RecordedEnd(ShardPosition.after_sequence("9"), None, ())
