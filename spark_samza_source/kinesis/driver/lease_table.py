@@ -82,8 +82,7 @@ from ..positions import (
     ShardPosition,
 )
 
-__all__ = ["KclLeaseTable", "LATEST_SENTINEL", "WHOLE_RECORD_SUB", "to_kcl_checkpoint",
-           "from_kcl_checkpoint"]
+__all__ = ["KclLeaseTable", "LATEST_SENTINEL", "WHOLE_RECORD_SUB", "to_kcl_checkpoint", "from_kcl_checkpoint"]
 
 log = logging.getLogger(__name__)
 
