@@ -36,6 +36,7 @@ from confluent_kafka import (
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
 from ...core.errors import InternalError
+from ...options.secrets import scrub
 from .. import errors
 from ..client_conf import isolation_level_of, with_callbacks
 from ..errors import KafkaSourceError
@@ -110,6 +111,10 @@ class KafkaAdmin:
     def _where(self) -> str:
         return f"(bootstrap servers {self.bootstrap_servers})"
 
+    def _said(self, err: BaseException | None) -> str:
+        """What librdkafka said, without a secret of the client's configuration (it may quote a key's path)."""
+        return scrub(_msg(err), self._conf)
+
     def _client_conf(self) -> dict[str, Any]:
         conf: dict[str, Any] = with_callbacks(self._conf)  # the OAUTHBEARER token provider as oauth_cb
         conf["logger"] = log  # librdkafka logs go to Python logging, not stderr
@@ -127,7 +132,7 @@ class KafkaAdmin:
                 try:
                     self._admin = AdminClient(conf)
                 except KafkaException as err:
-                    raise errors.admin_client_not_created(self._where(), _msg(err)) from None
+                    raise errors.admin_client_not_created(self._where(), self._said(err)) from None
             return self._admin
 
     def _on_client_error(self, err: KafkaError) -> None:
@@ -142,7 +147,7 @@ class KafkaAdmin:
         err = self._auth_error
         if err is None:
             return None
-        return errors.authentication_failed(self._where(), err.str(),
+        return errors.authentication_failed(self._where(), scrub(err.str(), self._conf),
                                             token_provider_option=OAUTHBEARER_TOKEN_PROVIDER.name)
 
     def _deadline(self) -> float:
@@ -176,7 +181,7 @@ class KafkaAdmin:
                 last = err
                 kerr = err.args[0] if err.args and isinstance(err.args[0], KafkaError) else None
                 if kerr is not None and not (kerr.retriable() or kerr.code() in _RETRIABLE):
-                    raise errors.operation_failed(what, self._where(), _msg(err)) from None
+                    raise errors.operation_failed(what, self._where(), self._said(err)) from None
                 momentary = kerr is not None and kerr.code() in _MOMENTARY
             except TimeoutError as err:  # concurrent.futures.TimeoutError is TimeoutError on 3.11
                 last, momentary = err, False
@@ -189,11 +194,11 @@ class KafkaAdmin:
                     and (not momentary or waited >= _MOMENTARY_GRACE_S):
                 warned = True
                 log.warning("Kafka operation '%s' failed %s: %s; retrying for up to %.0f s more%s", what,
-                            self._where(), _msg(last) or type(last).__name__, left,
+                            self._where(), self._said(last) or type(last).__name__, left,
                             f" ({self._timeout_option})" if self._timeout_option else "")
             time.sleep(min(_RETRY_BACKOFF_S, max(0.0, left)))
         raise errors.operation_timed_out(what, self._timeout_s, self._timeout_option, self._where(),
-                                         _msg(last) if last is not None and str(last) else "")
+                                         self._said(last) if last is not None and str(last) else "")
 
     # ---- topics -------------------------------------------------------------------------------------------
     def _topic_partitions(self, left: float) -> dict[str, int | KafkaError]:
