@@ -47,6 +47,7 @@ TLS_CLIENT_CERTIFICATE_REFUSED = "SAMZA_KAFKA_TLS_CLIENT_CERTIFICATE_REFUSED"
 TLS_HANDSHAKE_FAILED = "SAMZA_KAFKA_TLS_HANDSHAKE_FAILED"
 TLS_KEY_UNREADABLE = "SAMZA_KAFKA_TLS_KEY_UNREADABLE"
 PLAINTEXT_ON_TLS_LISTENER = "SAMZA_KAFKA_PLAINTEXT_ON_TLS_LISTENER"
+TOPIC_READ_NOT_AUTHORIZED = "SAMZA_KAFKA_TOPIC_READ_NOT_AUTHORIZED"
 OPERATION_FAILED = "SAMZA_KAFKA_OPERATION_FAILED"
 OPERATION_TIMED_OUT = "SAMZA_KAFKA_OPERATION_TIMED_OUT"
 GROUP_HAS_ACTIVE_MEMBERS = "SAMZA_KAFKA_GROUP_HAS_ACTIVE_MEMBERS"
@@ -135,7 +136,9 @@ def topics_not_found(missing: list[str], where: str, *, subscribe_option: str, a
     names = ",".join(missing)
     return KafkaSourceError(
         f"Kafka topic(s) {', '.join(repr(t) for t in missing)} not found {where}; "
-        f"check the topic names in '{subscribe_option}' / '{assign_option}' and that the topics exist. If a topic "
+        f"check the topic names in '{subscribe_option}' / '{assign_option}' and that the topics exist (on a cluster "
+        f"with ACLs, a topic the query's principal may not DESCRIBE looks absent too: grant DESCRIBE and READ on "
+        f"it, docs/security.md). If a topic "
         f"was deleted on purpose and this job read it, remove it from '{subscribe_option}' / '{assign_option}' "
         f"and let it go with the option '{drop_topics_option}' (its positions and the tasks holding only it are "
         f"forgotten, every other topic keeps its tasks): add the line .option('{drop_topics_option}', '{names}')",
@@ -280,6 +283,14 @@ def jaas_config_invalid(expected: str) -> JaasError:
 
 
 # ---- the executors' reads -------------------------------------------------------------------------------------
+def topic_read_not_authorized(task: str, label: str, text: str) -> KafkaSourceError:
+    """The broker answered a fetch with TOPIC_AUTHORIZATION_FAILED: an ACL, which retrying cannot change."""
+    return KafkaSourceError(
+        f"task {task!r}: the broker does not let this query's principal read {label} ({text}): grant it READ on the "
+        "topic (docs/security.md, Kafka ACLs: READ and DESCRIBE on each topic read)",
+        condition=TOPIC_READ_NOT_AUTHORIZED)
+
+
 def consumer_failed(task: str, text: str) -> KafkaSourceError:
     return KafkaSourceError(f"Kafka consumer failed in task {task!r}: {text}", condition=CONSUMER_FAILED)
 

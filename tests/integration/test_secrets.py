@@ -1,7 +1,8 @@
 """Credentials given as options never show up anywhere we (or Spark, for what we control) write them down.
 
-Real queries on the local SparkSession, with ``kafka.sasl.password`` / ``kafka.ssl.key.password`` (the development
-broker speaks PLAINTEXT; librdkafka accepts SASL/SSL settings it does not use) and ``awsSecretKey`` /
+Real queries on the local SparkSession, with ``kafka.sasl.password`` / ``kafka.ssl.key.password`` /
+``kafka.ssl.key.pem`` / ``kafka.sasl.username`` (the development broker speaks PLAINTEXT; librdkafka accepts SASL/SSL
+settings it does not use) and ``awsSecretKey`` /
 ``sessionToken`` (moto accepts any credentials). Scanned for each secret:
 
 - Python logging in this process at DEBUG for our package (``caplog``), including a complete in-process driver
@@ -15,8 +16,10 @@ broker speaks PLAINTEXT; librdkafka accepts SASL/SSL settings it does not use) a
 - every file under the metadata store, the checkpoint and the sink.
 
 Spark itself prints a source's options in ``explain()``, redacting those whose names match
-``spark.redaction.regex`` (default ``(?i)secret|password|token|access[.]?key``), which covers every credential
-option named above; the last test pins that, and the documented remedy for other sensitive names.
+``spark.redaction.regex`` (default ``(?i)secret|password|token|access[.]?key``), which misses ``kafka.ssl.key.pem``
+and ``kafka.sasl.username``: ``spark_samza_source.redact_secret_options`` adds the package's list
+(``options/secrets.py``) to ``spark.sql.redaction.options.regex``; the Kafka test pins both. Every path without a
+SparkSession, for every secret option: ``tests/unit/options/test_secrets.py``.
 """
 
 from __future__ import annotations
@@ -129,7 +132,11 @@ def test_kafka_sasl_and_ssl_passwords_never_appear(spark, kafka_broker, tmp_path
     from spark_samza_source.kafka.source import SamzaKafkaDataSource
 
     caplog.set_level(logging.DEBUG, logger="spark_samza_source")
-    secrets = [f"SASL-PW-{uuid.uuid4().hex}", f"SSL-KEY-PW-{uuid.uuid4().hex}"]
+    from spark_samza_source import redact_secret_options
+
+    redact_secret_options(spark)  # explain() hides every secret option, not only those Spark's regex knows
+    secrets = [f"SASL-PW-{uuid.uuid4().hex}", f"SSL-KEY-PW-{uuid.uuid4().hex}", f"SSL-KEY-PEM-{uuid.uuid4().hex}",
+               f"SASL-USER-{uuid.uuid4().hex}"]
     bootstrap = kafka_broker.bootstrap_servers
     topic = create_topic(bootstrap, unique_topic("secret"), 2)
     produce(bootstrap, topic, [(b"k", f"v{i}".encode(), None, i % 2) for i in range(20)])
@@ -138,8 +145,8 @@ def test_kafka_sasl_and_ssl_passwords_never_appear(spark, kafka_broker, tmp_path
     options = {
         "kafka.bootstrap.servers": bootstrap, "subscribe": topic, "job.name": job,
         "metadata.store": f"file://{store_dir}", "startingOffsets": "earliest",
-        "kafka.security.protocol": "PLAINTEXT", "kafka.sasl.username": "samza",
-        "kafka.sasl.password": secrets[0], "kafka.ssl.key.password": secrets[1],
+        "kafka.security.protocol": "PLAINTEXT", "kafka.sasl.username": secrets[3],
+        "kafka.sasl.password": secrets[0], "kafka.ssl.key.password": secrets[1], "kafka.ssl.key.pem": secrets[2],
     }
     texts: dict[str, str | bytes] = {}
     batches: list[int] = []
@@ -147,6 +154,7 @@ def test_kafka_sasl_and_ssl_passwords_never_appear(spark, kafka_broker, tmp_path
         df = spark.readStream.format("samza-kafka").options(**options).load()
         texts["explain(DataFrame)"] = plan = explain_text(df)
         assert "kafka.sasl.password=*********(redacted)" in plan  # Spark prints the options, redacted
+        assert "kafka.ssl.key.pem=*********(redacted)" in plan  # ... with the package's list too
         query = (df.writeStream.foreachBatch(lambda d, i: batches.append(d.count()))
                  .option("checkpointLocation", str(checkpoints / "ok")).queryName(f"secret_{job[-8:]}")
                  .trigger(processingTime="500 milliseconds").start())
