@@ -19,12 +19,15 @@ from ..options.secrets import scrub
 from . import errors
 from .errors import KafkaSourceError
 
-__all__ = ["SecurityWatch", "key_unreadable"]
+__all__ = ["SecurityWatch", "WatchingLogger", "key_unreadable"]
 
 #: disconnects before the first answer, with a client not speaking TLS, that name a TLS listener as the cause:
 #: one could be a broker restarting, three in a row before any answer are not
 _PLAINTEXT_DISCONNECTS = 3
 _PLAIN_PROTOCOLS = ("plaintext", "sasl_plaintext")
+#: an _SSL report with these words is a connection lost during the handshake (a broker restarting): an outage,
+#: retried like one, not a wrong setting
+_LOST_DURING_HANDSHAKE = ("Disconnected", "reset by peer", "timed out", "Connection refused", "Broken pipe")
 
 
 def key_unreadable(text: str, where: str) -> KafkaSourceError | None:
@@ -48,9 +51,14 @@ class SecurityWatch:
         self.failure: KafkaSourceError | None = None
 
     def answered(self) -> None:
-        """The cluster answered a call: a later disconnect is an outage, not a protocol mismatch."""
+        """The cluster answered a call: a later disconnect is an outage, not a protocol mismatch, and a report
+        from before the answer no longer stands for the next call."""
         with self._lock:
             self._disconnects = -1
+            self.failure = None
+
+    def scrubbed(self, text: str) -> str:
+        return scrub(text, self._conf)
 
     def on_error(self, code_name: str, text: str) -> None:
         """An ``error_cb`` report (``KafkaError.name()``, ``KafkaError.str()``)."""
@@ -58,9 +66,10 @@ class SecurityWatch:
         found: KafkaSourceError | None = None
         if code_name in ("_AUTHENTICATION", "SASL_AUTHENTICATION_FAILED"):
             found = errors.authentication_failed(self._where, said, token_provider_option=self._token_option)
-        elif code_name == "_SSL":
-            found = (errors.tls_broker_not_trusted(self._where, said) if "certificate verify failed" in said
-                     else errors.tls_handshake_failed(self._where, said))
+        elif code_name == "_SSL" and "certificate verify failed" in said:
+            found = errors.tls_broker_not_trusted(self._where, said)
+        elif code_name == "_SSL" and not any(words in said for words in _LOST_DURING_HANDSHAKE):
+            found = errors.tls_handshake_failed(self._where, said)
         elif code_name == "_TRANSPORT" and "alert" in said.lower() and ("ssl" in said.lower() or "tls" in said.lower()):
             lowered = said.lower()
             found = (errors.tls_client_certificate_refused(self._where, said) if "certificate" in lowered
@@ -92,4 +101,4 @@ class WatchingLogger:
     def log(self, level: int, msg: str, *args) -> None:
         text = msg % args if args else msg
         self._watch.on_log(text)
-        self._target.log(level, "%s", scrub(text, self._watch._conf))
+        self._target.log(level, "%s", self._watch.scrubbed(text))

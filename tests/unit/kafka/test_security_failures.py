@@ -41,6 +41,14 @@ def test_a_security_report_ends_the_call_with_its_condition(code, text, conditio
 def test_a_plain_disconnect_is_an_outage_not_a_cause():
     w = watch(**{"security.protocol": "SSL"})
     w.on_error("_TRANSPORT", "127.0.0.1:9093/bootstrap: Connect to ipv4#127.0.0.1:9093 failed: Connection refused")
+    w.on_error("_SSL", "ssl://127.0.0.1:9093/bootstrap: SSL handshake failed: Disconnected: connection closed by peer")
+    assert w.failure is None  # a broker restarting during a handshake
+
+
+def test_an_answer_clears_what_was_reported_before_it():
+    w = watch(**{"security.protocol": "SSL"})
+    w.on_error("_SSL", VERIFY)
+    w.answered()  # e.g. another broker of the list answered: the next call starts clean
     assert w.failure is None
 
 
