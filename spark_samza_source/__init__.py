@@ -6,7 +6,7 @@ client library, so it can be used (and tested) anywhere.
 
 from ._version import __version__
 
-__all__ = ["__version__", "register"]
+__all__ = ["__version__", "redact_secret_options", "register"]
 
 
 def register(spark) -> None:
@@ -17,3 +17,20 @@ def register(spark) -> None:
 
     spark.dataSource.register(SamzaKafkaDataSource)
     spark.dataSource.register(SamzaKinesisDataSource)
+    redact_secret_options(spark)
+
+
+def redact_secret_options(spark) -> None:
+    """Make ``explain()`` and Spark's UI hide every secret option of the sources (``options/secrets.py``), as they
+    hide Spark's own: Spark redacts option values whose names match ``spark.redaction.regex`` (default
+    ``secret|password|token|access[.]?key``) or ``spark.sql.redaction.options.regex``, which misses
+    ``kafka.ssl.key.pem``, ``kafka.sasl.username`` and ``kafka.ssl.key.location``. This adds the package's list to
+    the session's ``spark.sql.redaction.options.regex``, keeping what is there; ``register`` calls it. A session
+    that finds the sources by itself (the pip-installed wheel) needs this call, or the same setting at start."""
+    from .options.secrets import spark_redaction_regex
+
+    key = "spark.sql.redaction.options.regex"
+    ours = spark_redaction_regex()
+    current = spark.conf.get(key, "(?i)url")
+    if ours not in current:
+        spark.conf.set(key, f"{current}|{ours}" if current else ours)

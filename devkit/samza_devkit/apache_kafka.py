@@ -164,6 +164,7 @@ class ApacheKafkaBroker:
             for attempt in range(3):
                 if first_start:
                     listeners = ["PLAINTEXT", "CONTROLLER"] + ([_SASL_LISTENER] if self._has_sasl else [])
+                    listeners += list(self._more_listeners())
                     self._ports = _free_ports(listeners, self.host)
                     if self.port:
                         self._ports["PLAINTEXT"] = self.port
@@ -244,6 +245,8 @@ class ApacheKafkaBroker:
         if self._has_sasl:
             listeners[_SASL_LISTENER] = ports[_SASL_LISTENER]
             protocols[_SASL_LISTENER] = "SASL_PLAINTEXT"
+        for name, protocol in self._more_listeners().items():
+            listeners[name], protocols[name], hosts[name] = ports[name], protocol, self.host
         settings = dict(_SETTINGS)
         settings.update({
             "controller.quorum.voters": f"{_NODE_ID}@127.0.0.1:{ports['CONTROLLER']}",
@@ -255,10 +258,18 @@ class ApacheKafkaBroker:
         })
         if self._has_sasl:
             settings.update(self._sasl_settings())
+        settings.update(self._more_settings())
         settings.update(self.extra_config)
         self._home.mkdir(parents=True, exist_ok=True)
         (self._home / "server.properties").write_text("".join(f"{k}={v}\n" for k, v in settings.items()))
         (self._home / "log4j2.properties").write_text(_log4j_to_file(self.log_path))
+
+    # a subclass's further client listeners (name -> security protocol) and their settings: ``kafka_tls.py``
+    def _more_listeners(self) -> dict[str, str]:
+        return {}
+
+    def _more_settings(self) -> dict[str, str]:
+        return {}
 
     def _sasl_settings(self) -> dict[str, str]:
         prefix = f"listener.name.{_SASL_LISTENER.lower()}"

@@ -42,6 +42,12 @@ TOPIC_LEFT_JOB = "SAMZA_KAFKA_TOPIC_LEFT_JOB"
 STORED_JOB_MODEL_NOT_RESTORABLE = "SAMZA_KAFKA_STORED_JOB_MODEL_NOT_RESTORABLE"
 CLIENT_NOT_CREATED = "SAMZA_KAFKA_CLIENT_NOT_CREATED"
 AUTHENTICATION_FAILED = "SAMZA_KAFKA_AUTHENTICATION_FAILED"
+TLS_BROKER_NOT_TRUSTED = "SAMZA_KAFKA_TLS_BROKER_NOT_TRUSTED"
+TLS_CLIENT_CERTIFICATE_REFUSED = "SAMZA_KAFKA_TLS_CLIENT_CERTIFICATE_REFUSED"
+TLS_HANDSHAKE_FAILED = "SAMZA_KAFKA_TLS_HANDSHAKE_FAILED"
+TLS_KEY_UNREADABLE = "SAMZA_KAFKA_TLS_KEY_UNREADABLE"
+PLAINTEXT_ON_TLS_LISTENER = "SAMZA_KAFKA_PLAINTEXT_ON_TLS_LISTENER"
+TOPIC_READ_NOT_AUTHORIZED = "SAMZA_KAFKA_TOPIC_READ_NOT_AUTHORIZED"
 OPERATION_FAILED = "SAMZA_KAFKA_OPERATION_FAILED"
 OPERATION_TIMED_OUT = "SAMZA_KAFKA_OPERATION_TIMED_OUT"
 GROUP_HAS_ACTIVE_MEMBERS = "SAMZA_KAFKA_GROUP_HAS_ACTIVE_MEMBERS"
@@ -130,7 +136,9 @@ def topics_not_found(missing: list[str], where: str, *, subscribe_option: str, a
     names = ",".join(missing)
     return KafkaSourceError(
         f"Kafka topic(s) {', '.join(repr(t) for t in missing)} not found {where}; "
-        f"check the topic names in '{subscribe_option}' / '{assign_option}' and that the topics exist. If a topic "
+        f"check the topic names in '{subscribe_option}' / '{assign_option}' and that the topics exist (on a cluster "
+        f"with ACLs, a topic the query's principal may not DESCRIBE looks absent too: grant DESCRIBE and READ on "
+        f"it, docs/security.md). If a topic "
         f"was deleted on purpose and this job read it, remove it from '{subscribe_option}' / '{assign_option}' "
         f"and let it go with the option '{drop_topics_option}' (its positions and the tasks holding only it are "
         f"forgotten, every other topic keeps its tasks): add the line .option('{drop_topics_option}', '{names}')",
@@ -198,6 +206,49 @@ def authentication_failed(where: str, why: str, *, token_provider_option: str) -
         f"token of '{token_provider_option}')", condition=AUTHENTICATION_FAILED)
 
 
+# ---- TLS: causes librdkafka reports at once and retrying cannot cure (kafka/security_failures.py finds them) -------
+def tls_broker_not_trusted(where: str, why: str) -> KafkaSourceError:
+    """The broker's certificate failed verification: an unknown CA or a host name it does not name (librdkafka's
+    message is the same for both)."""
+    return KafkaSourceError(
+        f"the broker's TLS certificate could not be verified {where}: {why}. Either it is not signed by the CA "
+        "given in kafka.ssl.ca.location or kafka.ssl.ca.pem (give the CA that signed the brokers' certificates), or "
+        "the host name in kafka.bootstrap.servers (or a broker's advertised name) is not one its certificate names "
+        "(use a name it lists; kafka.ssl.endpoint.identification.algorithm=none turns the name check off)",
+        condition=TLS_BROKER_NOT_TRUSTED)
+
+
+def tls_client_certificate_refused(where: str, why: str) -> KafkaSourceError:
+    """The broker ended the handshake with an alert about the client's certificate."""
+    return KafkaSourceError(
+        f"the broker refused this client's TLS certificate {where}: {why}. The certificate in "
+        "kafka.ssl.certificate.location or kafka.ssl.certificate.pem has expired, is not yet valid, or is not "
+        "signed by a CA the broker trusts (or the broker requires one and none is given): renew it, with its key "
+        "(kafka.ssl.key.location or kafka.ssl.key.pem)", condition=TLS_CLIENT_CERTIFICATE_REFUSED)
+
+
+def tls_handshake_failed(where: str, why: str) -> KafkaSourceError:
+    return KafkaSourceError(
+        f"the TLS handshake with the broker failed {where}: {why}. Check kafka.security.protocol (SSL or SASL_SSL "
+        "for a TLS listener) and the kafka.ssl.* options", condition=TLS_HANDSHAKE_FAILED)
+
+
+def tls_key_unreadable(where: str, why: str) -> KafkaSourceError:
+    """librdkafka could not load the client's private key: a wrong password, or not a PEM key."""
+    return KafkaSourceError(
+        f"the client's TLS private key cannot be read {where}: {why}. Check kafka.ssl.key.password (the password of "
+        "an encrypted key) and that kafka.ssl.key.location or kafka.ssl.key.pem is the PEM key of the certificate",
+        condition=TLS_KEY_UNREADABLE)
+
+
+def plaintext_on_tls_listener(where: str, protocol: str) -> KafkaSourceError:
+    """Every connection was closed before the broker answered its first request, with a client not speaking TLS."""
+    return KafkaSourceError(
+        f"the broker closed every connection before answering {where} while kafka.security.protocol is {protocol}: "
+        "the listener most likely expects TLS. Set kafka.security.protocol to SSL (or SASL_SSL with SASL) and "
+        "kafka.ssl.ca.location or kafka.ssl.ca.pem", condition=PLAINTEXT_ON_TLS_LISTENER)
+
+
 def operation_failed(what: str, where: str, why: str) -> KafkaSourceError:
     """A Kafka admin operation failed with an error retrying cannot help."""
     return KafkaSourceError(f"Kafka operation '{what}' failed {where}: {why}", condition=OPERATION_FAILED)
@@ -232,6 +283,14 @@ def jaas_config_invalid(expected: str) -> JaasError:
 
 
 # ---- the executors' reads -------------------------------------------------------------------------------------
+def topic_read_not_authorized(task: str, label: str, text: str) -> KafkaSourceError:
+    """The broker answered a fetch with TOPIC_AUTHORIZATION_FAILED: an ACL, which retrying cannot change."""
+    return KafkaSourceError(
+        f"task {task!r}: the broker does not let this query's principal read {label} ({text}): grant it READ on the "
+        "topic (docs/security.md, Kafka ACLs: READ and DESCRIBE on each topic read)",
+        condition=TOPIC_READ_NOT_AUTHORIZED)
+
+
 def consumer_failed(task: str, text: str) -> KafkaSourceError:
     return KafkaSourceError(f"Kafka consumer failed in task {task!r}: {text}", condition=CONSUMER_FAILED)
 

@@ -47,7 +47,8 @@ from ..options.option import (
     Text,
     format_duration,
 )
-from ..options.values import Options, is_secret_option, json_object, shown
+from ..options.secrets import scrub
+from ..options.values import Options, json_object, shown
 from ..source.job_options import JobOptions
 from .client_conf import (
     PYTHON_CALLBACK_SETTINGS,
@@ -299,12 +300,11 @@ def check_client_conf(client_conf: dict[str, str]) -> None:
                 "see librdkafka's CONFIGURATION.md for the property names (Java-client names differ in places)")
         raise ConfigError(f"option '{prefix}{key}' is not a librdkafka configuration property ('{prefix}*' options "
                           f"are passed to librdkafka without the prefix): {hint}")
-    value = client_conf.get(key, "")
-    hide = is_secret_option(key) and value.strip() != "" and value in reason  # librdkafka may quote the value
-    detail = "" if hide else f" ({reason})"
-    raise ConfigError(f"option '{prefix}{key}' is refused by librdkafka{detail}: fix it as librdkafka's "
+    scrubbed = scrub(reason, client_conf)  # librdkafka may quote the value
+    hidden = scrubbed != reason
+    raise ConfigError(f"option '{prefix}{key}' is refused by librdkafka ({scrubbed}): fix it as librdkafka's "
                       "CONFIGURATION.md describes (Java-client settings have librdkafka equivalents)"
-                      + ("" if detail else "; the value is not shown because it may be secret"))
+                      + ("; secret values are shown as ***" if hidden else ""))
 
 
 @dataclass(frozen=True, repr=False)

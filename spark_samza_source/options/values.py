@@ -2,9 +2,10 @@
 
 Spark hands a Python data source its options as a case-insensitive dict of strings (keys lower-cased). Every
 reader here raises :class:`ConfigError` naming the option, the value, what is allowed and how to fix it.
-Values of options that look secret are never echoed. Secrecy is one rule over the name (:func:`is_secret_option`),
-not a flag per entry, because the ``kafka.*`` pass-through (``kafka.sasl.password``, ``kafka.ssl.key.password``)
-has no entries; an entry's ``secret`` and the reference's "secret" mark come from the same rule.
+Values of secret options are never echoed. Secrecy is one declaration (``secrets.py``: librdkafka's sensitive
+properties, the Java client's, the AWS credentials, the store URI's), not a flag per entry, because the ``kafka.*``
+pass-through (``kafka.sasl.password``, ``kafka.ssl.key.pem``) has no entries; an entry's ``secret`` and the
+reference's "secret" mark come from the same declaration.
 """
 
 from __future__ import annotations
@@ -15,19 +16,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from .errors import ConfigError
+from .secrets import is_secret_option, shown
 
-_SECRET_HINTS = ("password", "secret", "credential", "token", "sasl.jaas", "private", "accesskey", "secretkey")
-
-
-def is_secret_option(name: str) -> bool:
-    """Whether the value of option ``name`` may be a credential: it is then never logged or shown in an error."""
-    lowered = name.lower().replace("_", "").replace("-", "")
-    return any(hint.replace(".", "") in lowered.replace(".", "") for hint in _SECRET_HINTS)
-
-
-def shown(name: str, value: Any) -> str:
-    """The value as it may appear in an error or a log line: secrets are replaced by ``***``."""
-    return "***" if is_secret_option(name) else repr(value)
+__all__ = ["Options", "is_secret_option", "json_object", "parse_duration_ms", "shown"]
 
 
 class Options:
@@ -93,7 +84,7 @@ class Options:
             return default_ms
         ms = parse_duration_ms(value, name)
         if ms < minimum_ms:
-            raise ConfigError(f"option '{name}' must be at least {minimum_ms} ms, got {value!r}")
+            raise ConfigError(f"option '{name}' must be at least {minimum_ms} ms, got {shown(name, value)}")
         return ms
 
     def choice(self, name: str, default: str, allowed: tuple[str, ...]) -> str:
@@ -103,7 +94,7 @@ class Options:
         for candidate in allowed:
             if value.strip().lower() == candidate.lower():
                 return candidate
-        raise ConfigError(f"option '{name}' must be one of {', '.join(allowed)}; got {value!r}")
+        raise ConfigError(f"option '{name}' must be one of {', '.join(allowed)}; got {shown(name, value)}")
 
 
 def json_object(text: str, *, empty_ok: bool = False) -> dict[str, Any]:
@@ -125,7 +116,7 @@ def parse_duration_ms(value: str, name: str) -> int:
     if not match:
         raise ConfigError(
             f"option '{name}' must be a duration such as '500ms', '10s', '5m', '12h' or '1d' "
-            f"with its unit; got {value!r}"
+            f"with its unit; got {shown(name, value)}"
         )
     unit = (match.group(2) or "ms").lower()
     key = "ms" if unit == "ms" else unit[0]

@@ -19,6 +19,7 @@ import os
 import re
 
 from ..core.errors import CheckpointDirError
+from ..options.secrets import redact_uri, scrub_secrets
 from . import errors
 from .offset_log import OffsetLog
 
@@ -77,15 +78,16 @@ def starting_offsets_from_spark_checkpoint(checkpoint_location: str | os.PathLik
     path, a ``file:`` URI, or another URI ``pyarrow.fs`` opens (``s3://``...), read as the CLI reads it.
     """
     root = os.fspath(checkpoint_location)
+    where = redact_uri(root)  # what errors show: an s3:// location may carry KEY:SECRET@
     try:
         log = OffsetLog(root)
         batch = log.last_committed_batch()
     except CheckpointDirError as err:
-        raise errors.spark_checkpoint_unreadable(root, err) from None
+        raise errors.spark_checkpoint_unreadable(where, err) from None
     except OSError as err:
-        raise errors.spark_checkpoint_unlistable(root, err.strerror or err) from None
+        raise errors.spark_checkpoint_unlistable(where, scrub_secrets(str(err.strerror or err), root)) from None
     if batch is None:
-        raise errors.no_committed_batch(root)
+        raise errors.no_committed_batch(where)
     path = log.path(batch)
     try:
         lines = log.source_lines(batch)

@@ -24,7 +24,8 @@ from ..core.model import SystemStreamPartition
 from ..core.store import validate_job_name
 from ..kafka.options import ASSIGN, SUBSCRIBE_PATTERN
 from ..options.common import BROADCAST, JOB_NAME, METADATA_STORE
-from ..options.values import is_secret_option, shown
+from ..options.secrets import displayed
+from ..options.values import shown
 from . import errors
 from .report import PropertiesImport
 
@@ -424,4 +425,4 @@ class Translation:
 
 def _plain(option: str, value: str) -> str:
     """A value as a note shows it: as written, or ``***`` for a secret option."""
-    return "***" if is_secret_option(option) else value
+    return displayed(option, value)

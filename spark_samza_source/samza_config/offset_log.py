@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from ..core.errors import SamzaSourceError
+from ..options.secrets import redact_uri, scrub_secrets
 from . import errors
 
 __all__ = ["OffsetLog", "SourceOffset"]
@@ -41,14 +42,15 @@ class OffsetLog:
     """The ``offsets/`` directory (and the ``commits/`` beside it) of one checkpoint location."""
 
     def __init__(self, location: str) -> None:
-        self.location = location
+        # Shown in every error: without the credentials an s3:// location may carry (s3://KEY:SECRET@bucket/...).
+        self.location = redact_uri(location)
         if "://" in location and not location.startswith("file:"):
             from pyarrow import fs
 
             try:
                 self._fs, root = fs.FileSystem.from_uri(location)
             except Exception as err:  # noqa: BLE001 - pyarrow raises several types for bad URIs
-                raise errors.location_unopenable(location, err) from None
+                raise errors.location_unopenable(self.location, scrub_secrets(str(err), location)) from None
             self._root = root.rstrip("/")
         else:
             path = urllib.parse.unquote(urllib.parse.urlsplit(location).path) if location.startswith("file:") \

@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 
-from ..options.values import is_secret_option
+from ..options.secrets import displayed
 
 __all__ = ["PropertiesImport", "log_report"]
 
@@ -35,14 +35,14 @@ class PropertiesImport:
     ignored: dict[str, str] = field(default_factory=dict)
 
     def __repr__(self) -> str:  # options may hold credentials
-        shown = {k: ("***" if is_secret_option(k) else v) for k, v in self.options.items()}
+        shown = {k: displayed(k, v) for k, v in self.options.items()}
         return (f"PropertiesImport(format={self.format!r}, system={self.system!r}, options={shown!r}, "
                 f"{len(self.notes)} notes, {len(self.rejected)} rejected, {len(self.ignored)} ignored)")
 
     def describe(self) -> str:
         """A human-readable report (secret values are never shown)."""
         lines = [f"{self.format} options from Samza system '{self.system}':"]
-        lines += [f"  {k} = {'***' if is_secret_option(k) else v}" for k, v in self.options.items()]
+        lines += [f"  {k} = {displayed(k, v)}" for k, v in self.options.items()]
         for title, entries in (("notes", self.notes),
                                ("rejected (not carried over)", [f"{k}: {w}" for k, w in self.rejected.items()]),
                                ("ignored", [f"{k}: {w}" for k, w in self.ignored.items()])):

@@ -1,7 +1,8 @@
 """Credentials given as options never show up anywhere we (or Spark, for what we control) write them down.
 
-Real queries on the local SparkSession, with ``kafka.sasl.password`` / ``kafka.ssl.key.password`` (the development
-broker speaks PLAINTEXT; librdkafka accepts SASL/SSL settings it does not use) and ``awsSecretKey`` /
+Real queries on the local SparkSession, with ``kafka.sasl.password`` / ``kafka.ssl.key.password`` /
+``kafka.ssl.key.pem`` / ``kafka.sasl.username`` (the development broker speaks PLAINTEXT; librdkafka accepts SASL/SSL
+settings it does not use) and ``awsSecretKey`` /
 ``sessionToken`` (moto accepts any credentials). Scanned for each secret:
 
 - Python logging in this process at DEBUG for our package (``caplog``), including a complete in-process driver
@@ -15,8 +16,10 @@ broker speaks PLAINTEXT; librdkafka accepts SASL/SSL settings it does not use) a
 - every file under the metadata store, the checkpoint and the sink.
 
 Spark itself prints a source's options in ``explain()``, redacting those whose names match
-``spark.redaction.regex`` (default ``(?i)secret|password|token|access[.]?key``), which covers every credential
-option named above; the last test pins that, and the documented remedy for other sensitive names.
+``spark.redaction.regex`` (default ``(?i)secret|password|token|access[.]?key``), which misses ``kafka.ssl.key.pem``
+and ``kafka.sasl.username``: ``spark_samza_source.redact_secret_options`` adds the package's list
+(``options/secrets.py``) to ``spark.sql.redaction.options.regex``; the Kafka test pins both. Every path without a
+SparkSession, for every secret option: ``tests/unit/options/test_secrets.py``.
 """
 
 from __future__ import annotations
@@ -129,7 +132,12 @@ def test_kafka_sasl_and_ssl_passwords_never_appear(spark, kafka_broker, tmp_path
     from spark_samza_source.kafka.source import SamzaKafkaDataSource
 
     caplog.set_level(logging.DEBUG, logger="spark_samza_source")
-    secrets = [f"SASL-PW-{uuid.uuid4().hex}", f"SSL-KEY-PW-{uuid.uuid4().hex}"]
+    from spark_samza_source import redact_secret_options
+
+    previous_redaction = spark.conf.get("spark.sql.redaction.options.regex")
+    redact_secret_options(spark)  # explain() hides every secret option, not only those Spark's regex knows
+    secrets = [f"SASL-PW-{uuid.uuid4().hex}", f"SSL-KEY-PW-{uuid.uuid4().hex}", f"SSL-KEY-PEM-{uuid.uuid4().hex}",
+               f"SASL-USER-{uuid.uuid4().hex}"]
     bootstrap = kafka_broker.bootstrap_servers
     topic = create_topic(bootstrap, unique_topic("secret"), 2)
     produce(bootstrap, topic, [(b"k", f"v{i}".encode(), None, i % 2) for i in range(20)])
@@ -138,8 +146,8 @@ def test_kafka_sasl_and_ssl_passwords_never_appear(spark, kafka_broker, tmp_path
     options = {
         "kafka.bootstrap.servers": bootstrap, "subscribe": topic, "job.name": job,
         "metadata.store": f"file://{store_dir}", "startingOffsets": "earliest",
-        "kafka.security.protocol": "PLAINTEXT", "kafka.sasl.username": "samza",
-        "kafka.sasl.password": secrets[0], "kafka.ssl.key.password": secrets[1],
+        "kafka.security.protocol": "PLAINTEXT", "kafka.sasl.username": secrets[3],
+        "kafka.sasl.password": secrets[0], "kafka.ssl.key.password": secrets[1], "kafka.ssl.key.pem": secrets[2],
     }
     texts: dict[str, str | bytes] = {}
     batches: list[int] = []
@@ -147,6 +155,7 @@ def test_kafka_sasl_and_ssl_passwords_never_appear(spark, kafka_broker, tmp_path
         df = spark.readStream.format("samza-kafka").options(**options).load()
         texts["explain(DataFrame)"] = plan = explain_text(df)
         assert "kafka.sasl.password=*********(redacted)" in plan  # Spark prints the options, redacted
+        assert "kafka.ssl.key.pem=*********(redacted)" in plan  # ... with the package's list too
         query = (df.writeStream.foreachBatch(lambda d, i: batches.append(d.count()))
                  .option("checkpointLocation", str(checkpoints / "ok")).queryName(f"secret_{job[-8:]}")
                  .trigger(processingTime="500 milliseconds").start())
@@ -186,6 +195,7 @@ def test_kafka_sasl_and_ssl_passwords_never_appear(spark, kafka_broker, tmp_path
     assert any("/offsets/" in p for p in stored) and any("/jobmodel/" in p for p in stored)
     texts.update(stored)
     assert_nowhere(secrets, texts)
+    spark.conf.set("spark.sql.redaction.options.regex", previous_redaction)  # as the other tests had it
 
 
 # ---- samza-kafka on a SASL listener: OAUTHBEARER tokens and a JAAS line's password -----------------------------
@@ -326,18 +336,22 @@ def test_aws_secret_key_and_session_token_never_appear(spark, moto_server, tmp_p
     assert_nowhere(secrets, texts)
 
 
-def test_explain_redacts_by_option_name_and_the_documented_setting_covers_other_names(spark, tmp_path):
+def test_explain_redacts_by_option_name_and_the_packages_setting_covers_other_names(spark, tmp_path):
     """Spark, not this source, prints options in explain(): by name, with ``spark.redaction.regex``. Sensitive
     options whose names it does not match (librdkafka's ``ssl.key.pem``: a private key) need the runtime SQL
-    setting ``spark.sql.redaction.options.regex``, as the README says."""
+    setting ``spark.sql.redaction.options.regex``, which ``spark_samza_source.redact_secret_options`` extends with
+    the package's list of secret options (docs/security.md)."""
+    from spark_samza_source import redact_secret_options
+
     pem = f"-----BEGIN PRIVATE KEY-----{uuid.uuid4().hex}"
     options = {"kafka.bootstrap.servers": "127.0.0.1:9", "subscribe": "t", "job.name": "explain-only",
                "metadata.store": f"file://{tmp_path}/md", "kafka.ssl.key.pem": pem}
-    plain = explain_text(spark.readStream.format("samza-kafka").options(**options).load())
-    assert pem in plain  # Spark's default redaction does not know this name: the limitation
     previous = spark.conf.get("spark.sql.redaction.options.regex")
-    spark.conf.set("spark.sql.redaction.options.regex", r"(?i)url|pem|jaas|oauthbearer")
+    spark.conf.set("spark.sql.redaction.options.regex", "(?i)url")  # Spark's default
     try:
+        plain = explain_text(spark.readStream.format("samza-kafka").options(**options).load())
+        assert pem in plain  # Spark's default redaction does not know this name: the limitation
+        redact_secret_options(spark)
         redacted = explain_text(spark.readStream.format("samza-kafka").options(**options).load())
     finally:
         spark.conf.set("spark.sql.redaction.options.regex", previous)

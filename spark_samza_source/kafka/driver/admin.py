@@ -36,6 +36,7 @@ from confluent_kafka import (
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
 from ...core.errors import InternalError
+from ...options.secrets import scrub
 from .. import errors
 from ..client_conf import isolation_level_of, with_callbacks
 from ..errors import KafkaSourceError
@@ -47,6 +48,7 @@ from ..options import (
     OAUTHBEARER_TOKEN_PROVIDER,
     SUBSCRIBE,
 )
+from ..security_failures import SecurityWatch, WatchingLogger, key_unreadable
 
 __all__ = ["KafkaAdmin", "DEFAULT_API_TIMEOUT_MS", "isolation_level_of"]
 
@@ -98,7 +100,8 @@ class KafkaAdmin:
         self._timeout_s = max(0.001, api_timeout_ms / 1000.0)
         self._isolation = isolation_level_of(self._conf)
         self._admin: AdminClient | None = None
-        self._auth_error: KafkaError | None = None  # the last SASL/SSL authentication failure librdkafka reported
+        # what librdkafka reports about our security settings (a refused password, an untrusted certificate ...)
+        self._watch = SecurityWatch(self._conf, self._where(), token_provider_option=OAUTHBEARER_TOKEN_PROVIDER.name)
         self._answered = False  # a call has succeeded: the cluster took our credentials
         self._lock = threading.Lock()
 
@@ -110,9 +113,13 @@ class KafkaAdmin:
     def _where(self) -> str:
         return f"(bootstrap servers {self.bootstrap_servers})"
 
+    def _said(self, err: BaseException | None) -> str:
+        """What librdkafka said, without a secret of the client's configuration (it may quote a key's path)."""
+        return scrub(_msg(err), self._conf)
+
     def _client_conf(self) -> dict[str, Any]:
         conf: dict[str, Any] = with_callbacks(self._conf)  # the OAUTHBEARER token provider as oauth_cb
-        conf["logger"] = log  # librdkafka logs go to Python logging, not stderr
+        conf["logger"] = WatchingLogger(log, self._watch)  # librdkafka logs go to Python logging, not stderr
         return conf
 
     @property
@@ -127,23 +134,21 @@ class KafkaAdmin:
                 try:
                     self._admin = AdminClient(conf)
                 except KafkaException as err:
-                    raise errors.admin_client_not_created(self._where(), _msg(err)) from None
+                    said = self._said(err)
+                    raise (key_unreadable(said, self._where())
+                           or errors.admin_client_not_created(self._where(), said)) from None
             return self._admin
 
     def _on_client_error(self, err: KafkaError) -> None:
-        if err.code() in (KafkaError._AUTHENTICATION, KafkaError.SASL_AUTHENTICATION_FAILED):
-            self._auth_error = err
+        self._watch.on_error(err.name(), err.str())
 
-    def _authentication_failure(self) -> KafkaSourceError | None:
-        """A clear error when the broker refused our credentials: retrying cannot help, so it ends the call."""
+    def _security_failure(self) -> KafkaSourceError | None:
+        """A clear error when the broker refused our credentials or certificate, or we do not speak its
+        listener's protocol (``security_failures.py``): retrying cannot help, so it ends the call."""
         admin = self._admin
         if admin is not None:
-            admin.poll(0)  # serves error_cb
-        err = self._auth_error
-        if err is None:
-            return None
-        return errors.authentication_failed(self._where(), err.str(),
-                                            token_provider_option=OAUTHBEARER_TOKEN_PROVIDER.name)
+            admin.poll(0)  # serves error_cb and the log
+        return self._watch.failure
 
     def _deadline(self) -> float:
         return time.monotonic() + self._timeout_s
@@ -169,6 +174,7 @@ class KafkaAdmin:
                 # Attempts in slices, so an outage is seen (and logged) while it is ridden out, not only at the end.
                 result = fn(min(left, slice_s if self._answered else _FIRST_CONTACT_ATTEMPT_S))
                 self._answered = True
+                self._watch.answered()
                 return result
             except KafkaSourceError:
                 raise
@@ -176,11 +182,11 @@ class KafkaAdmin:
                 last = err
                 kerr = err.args[0] if err.args and isinstance(err.args[0], KafkaError) else None
                 if kerr is not None and not (kerr.retriable() or kerr.code() in _RETRIABLE):
-                    raise errors.operation_failed(what, self._where(), _msg(err)) from None
+                    raise errors.operation_failed(what, self._where(), self._said(err)) from None
                 momentary = kerr is not None and kerr.code() in _MOMENTARY
             except TimeoutError as err:  # concurrent.futures.TimeoutError is TimeoutError on 3.11
                 last, momentary = err, False
-            refused = self._authentication_failure()
+            refused = self._security_failure()
             if refused is not None:
                 raise refused
             left = deadline - time.monotonic()
@@ -189,11 +195,11 @@ class KafkaAdmin:
                     and (not momentary or waited >= _MOMENTARY_GRACE_S):
                 warned = True
                 log.warning("Kafka operation '%s' failed %s: %s; retrying for up to %.0f s more%s", what,
-                            self._where(), _msg(last) or type(last).__name__, left,
+                            self._where(), self._said(last) or type(last).__name__, left,
                             f" ({self._timeout_option})" if self._timeout_option else "")
             time.sleep(min(_RETRY_BACKOFF_S, max(0.0, left)))
         raise errors.operation_timed_out(what, self._timeout_s, self._timeout_option, self._where(),
-                                         _msg(last) if last is not None and str(last) else "")
+                                         self._said(last) if last is not None and str(last) else "")
 
     # ---- topics -------------------------------------------------------------------------------------------
     def _topic_partitions(self, left: float) -> dict[str, int | KafkaError]:

@@ -39,6 +39,7 @@ from .. import errors
 from ..input_partition import KafkaRange
 from ..options import (
     ASSIGN,
+    COMMIT_OFFSETS_TO_KAFKA,
     DRAIN_FIRST,
     DROP_TOPICS,
     EXPANSION_SETTLE,
@@ -98,6 +99,7 @@ class KafkaCoordinator(JobCoordinator[KafkaOffset, KafkaSourceOptions, KafkaRang
         self.latest_watermarks: dict[SystemStreamPartition, Watermarks] = {}
         self._last_model: JobModel | None = None
         self._job_models: JobModelStore | None = None
+        self._group_mirror_failing = False  # the group mirror's last write failed: warned once already
         self._initial: KafkaOffset | None = None  # what initial_offset returned, until the first plan
         self._until: dict[SystemStreamPartition, int] | None = None  # Trigger.AvailableNow's end offsets
         self._gate: MinRowsGate | None = None  # minOffsetsPerTrigger / maxTriggerDelay
@@ -397,8 +399,23 @@ class KafkaCoordinator(JobCoordinator[KafkaOffset, KafkaSourceOptions, KafkaRang
         if group:
             try:
                 self.admin.commit_group_offsets(self.options.group_id, group)
-            except Exception as err:  # a mirror for tools: never fail the query for it
-                log.warning("could not mirror offsets to consumer group %s: %s", self.options.group_id, err)
+            except Exception as err:  # a mirror for tools: never fail the query for it (docs/security.md)
+                self._group_mirror_failed(err)
+            else:
+                if self._group_mirror_failing:
+                    log.info("offsets are mirrored to consumer group %s again", self.options.group_id)
+                self._group_mirror_failing = False
+
+    def _group_mirror_failed(self, err: Exception) -> None:
+        """Warn once while the group mirror keeps failing (a principal without READ on the group fails every
+        commit alike), then at DEBUG: the query reads on, its positions are in the metadata store and Spark's
+        checkpoint; only lag tools reading the group lose sight of it."""
+        level = logging.DEBUG if self._group_mirror_failing else logging.WARNING
+        self._group_mirror_failing = True
+        log.log(level, "could not mirror offsets to consumer group %s: %s. The query reads on (its positions are in "
+                "the metadata store); lag tools reading the group see stale offsets. Grant the query's principal "
+                "READ on the group (docs/security.md), or set %s=false; further failures are logged at DEBUG until "
+                "a mirror succeeds", self.options.group_id, err, COMMIT_OFFSETS_TO_KAFKA.name)
 
     def batch_reads(self, start: KafkaOffset, end: KafkaOffset) -> list[tuple[TaskName, list[KafkaRange]]]:
         out = []

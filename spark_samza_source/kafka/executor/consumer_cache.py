@@ -30,6 +30,7 @@ from typing import Any
 from confluent_kafka import Consumer, KafkaException
 
 from ...core.errors import InternalError
+from ...options.secrets import scrub
 from .. import errors
 from ..client_conf import isolation_level_of, with_callbacks
 
@@ -144,7 +145,8 @@ def _new_consumer(conf: dict[str, str]) -> Consumer:
         return Consumer(full)
     except KafkaException as err:
         raise errors.consumer_not_created(
-            conf.get('bootstrap.servers', '?'), err.args[0].str() if err.args and hasattr(err.args[0], 'str') else err
+            conf.get('bootstrap.servers', '?'),
+            scrub(err.args[0].str() if err.args and hasattr(err.args[0], 'str') else err, conf)
         ) from None
 
 

@@ -35,6 +35,7 @@ from .reader_rules import (
     GONE,
     MAX_REPOSITION,
     OUT_OF_RANGE,
+    REFUSED,
     SPARK_MAX_MS,
     SPARK_MIN_MS,
     WAIT_BYTES_MIN,
@@ -206,6 +207,10 @@ class RangeReadControl:
         """Fatal: fail. Out of range / partition gone on a live range: decide on data loss. Else librdkafka
         retries by itself; the text is kept for the stall error."""
         if code == FATAL:
+            raise errors.consumer_failed(self.task, text)
+        if code == KafkaError.TOPIC_AUTHORIZATION_FAILED:
+            raise errors.topic_read_not_authorized(self.task, self.labels[i] if i >= 0 else "its topics", text)
+        if code in REFUSED:
             raise errors.consumer_failed(self.task, text)
         live = i >= 0 and not self.b.state(i)[3]
         if live and code in OUT_OF_RANGE:

@@ -24,6 +24,10 @@ CONSUME_BYTES = 8 * 1024 * 1024  # ... and about this many value bytes, from the
 CONSUME_WAIT_S = 0.5  # longest single consume() wait; also how often the stall timeout is checked
 OUT_OF_RANGE = {KafkaError._AUTO_OFFSET_RESET, KafkaError.OFFSET_OUT_OF_RANGE}
 GONE = {KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_PARTITION, KafkaError._UNKNOWN_TOPIC}
+# The broker refuses this principal the read (an ACL), or its credentials or certificate: librdkafka retries these
+# for ever, so without this rule a task waited for kafkaConsumer.pollTimeoutMs (120 s) per attempt
+REFUSED = {KafkaError.TOPIC_AUTHORIZATION_FAILED, KafkaError._AUTHENTICATION, KafkaError.SASL_AUTHENTICATION_FAILED,
+           KafkaError._SSL}
 WAIT_BYTES_TOTAL = 64 * 1024 * 1024  # buffered value bytes of waiting partitions, shared among them
 WAIT_BYTES_MIN = 8 * 1024 * 1024
 MAX_REPOSITION = 5  # out-of-range errors at an offset the broker says exists (leader moving): retries

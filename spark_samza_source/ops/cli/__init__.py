@@ -25,12 +25,12 @@ from __future__ import annotations
 import json
 import logging
 import os
-import re
 import sys
 from collections.abc import Sequence
 
 from ...core.errors import SamzaSourceError
 from ...metadata import scrub_secrets
+from ...options.secrets import secret_values
 from .errors import UsageError
 from .parser import build_parser, json_errors, json_requested, validate
 
@@ -39,19 +39,13 @@ __all__ = ["main"]
 log = logging.getLogger("spark_samza_source.ops.cli")
 
 
-#: librdkafka properties whose values are secrets (matched anywhere in the name): sasl.password,
-#: sasl.oauthbearer.client.secret, ssl.key.password, ssl.keystore.password, sasl.jaas.config ...
-_SECRET_PROPERTY_RE = re.compile(r"secret|passw|pwd|token|credential|key|auth|sasl|jaas", re.I)
-
-
 class _Scrubber:
     """Removes credentials from any text: those of the URIs given (store, checkpoint location, endpoint) and the
-    values of secret-looking ``-X`` properties."""
+    secrets of the ``-X`` properties (``options/secrets.py`` says which are secret)."""
 
     def __init__(self, uris: Sequence[str | None], properties: Sequence[tuple[str, str]] = ()) -> None:
         self.uris = [u for u in uris if isinstance(u, str) and u]
-        secrets = [v for k, v in properties if _SECRET_PROPERTY_RE.search(k)]
-        self.secrets = sorted((s for s in secrets if s and len(s) >= 3), key=len, reverse=True)
+        self.secrets = secret_values(properties)
 
     def __call__(self, text: str) -> str:
         text = str(text)
