@@ -91,6 +91,8 @@ def kafka_partitions(rows) -> int:
 
 
 def test_the_spark_partitions_follow_the_topic_through_growth_restarts_and_a_startpoint(kq):
+    """Backs docs/guarantees.md, "Guarantees": minPartitions keeps per-key order, exactly once and the tasks, and
+    can be turned on and off on one checkpoint."""
     topic = create_topic(kq.bootstrap, unique_topic("split"), 2)
     rounds = Rounds(kq, topic)
     total = rounds.send()
