@@ -54,9 +54,9 @@ def split_tasks(
     if target is None or target <= len(plan):
         return [(task, list(reads)) for task, reads in plan]
     tasks_units = [_units(reads, weight, unit) for _, reads in plan]
-    counts = _split_counts([(str(task), units) for (task, _), units in zip(plan, tasks_units)], target)
+    counts = _split_counts([(str(task), units) for (task, _), units in zip(plan, tasks_units, strict=True)], target)
     out: list[tuple[Task, list[Read]]] = []
-    for (task, reads), units, count in zip(plan, tasks_units, counts):
+    for (task, reads), units, count in zip(plan, tasks_units, counts, strict=True):
         for group in _pack(units, count):
             out.append((task, [reads[i] for i in group]))
     return out
@@ -86,7 +86,8 @@ def _split_counts(tasks: list[tuple[str, list[_Unit]]], target: int) -> list[int
     whose name sorts first, so the answer does not depend on the plan's order."""
     counts = [1] * len(tasks)
     totals = [sum(w for w, _ in units) for _, units in tasks]
-    heap = [(-totals[i], name, i) for i, (name, units) in enumerate(tasks) if len(units) > 1]
+    heap: list[tuple[float, str, int]] = [(-float(totals[i]), name, i) for i, (name, units) in enumerate(tasks)
+                                          if len(units) > 1]
     heapq.heapify(heap)
     spare = target - len(tasks)
     while spare > 0 and heap:

@@ -91,7 +91,8 @@ micro-batch) with one difference: one partition's range is never cut across Spar
 Spark tasks read one key's records at once. A batch therefore gets `min(minPartitions, partitions with records)`
 Spark partitions, and at least one per task; the job's tasks, the checkpoint and the `task` column are the same
 with and without it, so it can be turned on or off at any restart. Adding partitions to a topic adds none by
-itself: the job keeps its tasks. How parallelism is set and grows: [guide](guide.md#parallelism-how-many-spark-tasks-read-and-how-it-grows).
+itself: the job keeps its tasks. How parallelism is set and grows:
+[guide](guide.md#parallelism-how-many-spark-tasks-read-and-how-it-grows).
 """
 
 

@@ -24,7 +24,7 @@ def plans(draw) -> list[tuple[TaskName, list[KafkaRange]]]:
     owners = [draw(st.integers(0, task_count - 1)) for _ in partitions]
     plan = []
     for t in range(task_count):
-        mine = sorted(p for p, owner in zip(partitions, owners) if owner == t)
+        mine = sorted(p for p, owner in zip(partitions, owners, strict=True) if owner == t)
         ranges = [KafkaRange(topic, partition, 10, 10 + draw(st.integers(1, 500))) for topic, partition in mine]
         plan.append((TaskName(f"Partition {t}"), ranges))
     return plan
