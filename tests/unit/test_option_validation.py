@@ -146,6 +146,7 @@ def test_the_refusal_reasons_say_what_to_do():
     assert "'minPartitions'" in kafka_options.REFUSED["maxRecordsPerPartition"]
     assert "endpoint.retryTimeout" in kafka_options.REFUSED["fetchOffset.numRetries"]
     assert "'tasks'" in kinesis_options.REFUSED["maxRecordsPerPartition"]
+    assert "'minPartitions'" in kinesis_options.REFUSED["maxRecordsPerPartition"]
     assert "HTTPS_PROXY" in kinesis_options.REFUSED["proxyAddress"]
     assert "metadata.store" in kinesis_options.REFUSED["kinesis.metadataCommitterType"]
 
