@@ -291,7 +291,8 @@ def test_min_partitions_runs_the_splits_of_one_task_on_both_workers_in_key_order
     four partitions are read by up to four Spark tasks, which the slow stage keeps in flight together, so the
     splits of the one Samza task run on both workers (one one-core executor each). The sink holds every
     acknowledged record exactly once, every row's ``task`` is the one task, and no key's record came in a batch
-    before an earlier write of that key (drain-first holds across the split)."""
+    before an earlier write of that key (drain-first holds across the split). Backs docs/guarantees.md,
+    "Guarantees" (minPartitions)."""
     cluster = spark_cluster.cluster
     bootstrap = spark_cluster.bootstrap
     keys = [f"user-{i}".encode() for i in range(40)]
