@@ -504,6 +504,7 @@ def part_planning(args, work: Path) -> None:
         say(f"  warm latestOffset + partitions, {len(timings)} calls: median {total:.3f} s (medians of the parts: "
             f"latestOffset {latest_s:.3f} s, partitions {parts_s:.3f} s), min {min(t[0] for t in timings):.3f} s, "
             f"max {max(t[0] for t in timings):.3f} s")
+        split_s = _split_cost(options, start, args.planning_repeat)
         size = len(json.dumps(end))
         say(f"  offset JSON (json.dumps of latestOffset's dict, as Spark's offset log stores it): {size:,} bytes "
             f"({size / PLANNING_PARTITIONS:.0f} B per partition)")
@@ -524,10 +525,48 @@ def part_planning(args, work: Path) -> None:
         if args.profile:
             say("  cProfile of one warm commit (internal time):")
             say(profile_text(lambda: reader.commit(end), sort="tottime"))
+        # the commits' mirrors are written behind: wait for them, or the work directory is removed under them
+        reader.coordinator.settle_writes()
     record(f"planning latestOffset+partitions, {PLANNING_PARTITIONS:,} partitions", f"{total:.3f} s",
            f"< {PLANNING_TARGET_S:g} s", met)
+    record(f"partitions() with minPartitions={2 * PLANNING_PARTITIONS:,}, {PLANNING_PARTITIONS:,} partitions",
+           f"{split_s:.3f} s", "-", None)
     record("offset JSON size (1,000 partitions)", f"{size / 1024:.1f} KiB", "-", None)
     record("commit, 1,000 partitions (every batch)", f"{commit_s:.3f} s", "-", None)
+
+
+def _split_cost(options, start, repeat: int) -> float:
+    """``partitions()`` of the same topic read with ``minPartitions`` (twice the partitions: every task spread as
+    far as it goes), and the pure split at its worst (2 tasks of 500 ranges each into 1,000 input partitions)."""
+    import dataclasses
+
+    from pyspark.sql.streaming.datasource import ReadAllAvailable
+
+    from spark_samza_source.core.model import TaskName
+    from spark_samza_source.kafka.driver.input_splits import spread_tasks
+    from spark_samza_source.kafka.input_partition import KafkaRange
+    from spark_samza_source.kafka.schema import kafka_schema
+    from spark_samza_source.kafka.source import SamzaKafkaStreamReader
+
+    wide = dataclasses.replace(options, min_partitions=2 * PLANNING_PARTITIONS)
+    reader = SamzaKafkaStreamReader(wide, kafka_schema(False))
+    end = reader.latestOffset(start, ReadAllAvailable())
+    timings = []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        parts = reader.partitions(start, end)
+        timings.append(time.perf_counter() - t)
+    parts_s = statistics.median(timings)
+    say(f"  partitions() with minPartitions={wide.min_partitions:,}, median of {repeat}: {parts_s:.3f} s -> "
+        f"{len(parts):,} input partitions")
+    half = PLANNING_PARTITIONS // 2
+    plan = [(TaskName(f"Partition {t}"), [KafkaRange("bench", t + 2 * p, 0, 10 + p % 7) for p in range(half)])
+            for t in range(2)]
+    t = time.perf_counter()
+    split = spread_tasks(plan, PLANNING_PARTITIONS)
+    say(f"  the split alone, 2 tasks x {half} ranges into {len(split):,} input partitions: "
+        f"{time.perf_counter() - t:.4f} s")
+    return parts_s
 
 
 # ---- part 3: grouping ------------------------------------------------------------------------------------------

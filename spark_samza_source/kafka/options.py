@@ -158,6 +158,15 @@ MAX_TRIGGER_DELAY = Option(
     "maxTriggerDelay", Duration(),
     "the longest a micro-batch waits for `minOffsetsPerTrigger`",
     default=15 * 60 * 1000)
+#: Spark's name and promise (at least this many Spark partitions), reached here by spreading a task's partitions
+#: over several input partitions, never by cutting one partition's range (core/split.py; docs/options.md says why)
+MIN_PARTITIONS = Option(
+    MIN_PARTITIONS_OPTION, Count(minimum=1),
+    "a micro-batch is read by at least this many Spark partitions where it holds enough partitions with records: "
+    "a task's partitions are spread over several Spark partitions (the `task` column stays the task); unlike "
+    "Spark's Kafka source one partition's range is never cut, so each is read in offset order by one Spark task. "
+    "Not with `task.broadcast.inputs`",
+    default_doc="one Spark partition per task")
 
 # ---- what a row holds, and the executors' reads ----------------------------------------------------------------------
 INCLUDE_HEADERS = Option(
@@ -217,16 +226,15 @@ CLIENT = Namespace("kafka.", "librdkafka configuration properties, passed on wit
 
 # ---- refused: what Spark's Kafka source has and this one deliberately does not ---------------------------------------
 _ONE_TASK_PER_PARTITION = (
-    "a Spark input partition is one Samza task, which reads its partitions in order, so a range is never split "
-    "across Spark tasks (that would break per-key order and task identity). For more parallelism add partitions "
-    "to the topic, or repartition() the DataFrame after load(); remove the option")
+    "one partition's range is read by one Spark task in offset order, so it is never cut across Spark tasks (that "
+    f"would break per-key order). For more read parallelism set '{MIN_PARTITIONS.name}' (a task's partitions spread "
+    "over several Spark partitions), or repartition() the DataFrame after load(); remove the option")
 _FETCH_RETRIES = (
     f"calls to the cluster are retried with backoff for a time rather than a count; set '{RETRY_TIMEOUT.name}' "
     f"(default {format_duration(RETRY_TIMEOUT.default)}) instead")
 FETCH_OFFSET_NUM_RETRIES_OPTION = "fetchOffset.numRetries"
 FETCH_OFFSET_RETRY_INTERVAL_OPTION = "fetchOffset.retryIntervalMs"
 REFUSED = {
-    MIN_PARTITIONS_OPTION: _ONE_TASK_PER_PARTITION,
     MAX_RECORDS_PER_PARTITION_OPTION: _ONE_TASK_PER_PARTITION,
     FETCH_OFFSET_NUM_RETRIES_OPTION: _FETCH_RETRIES,
     FETCH_OFFSET_RETRY_INTERVAL_OPTION: _FETCH_RETRIES,
@@ -248,7 +256,7 @@ KAFKA = OptionSpec(
         BOOTSTRAP_SERVERS, SUBSCRIBE, SUBSCRIBE_PATTERN, ASSIGN, *JOB_OPTIONS, *GROUPING_OPTIONS,
         EXPANSION_ORDERING, EXPANSION_SETTLE, JOB_MODEL_RESET, DROP_TOPICS,
         STARTING_OFFSETS, STARTING_TIMESTAMP, STARTING_OFFSETS_BY_TIMESTAMP, STARTING_OFFSETS_BY_TIMESTAMP_STRATEGY,
-        MAX_OFFSETS_PER_TRIGGER, MIN_OFFSETS_PER_TRIGGER, MAX_TRIGGER_DELAY,
+        MAX_OFFSETS_PER_TRIGGER, MIN_OFFSETS_PER_TRIGGER, MAX_TRIGGER_DELAY, MIN_PARTITIONS,
         INCLUDE_HEADERS, MAX_ROWS_PER_ARROW_BATCH, POLL_TIMEOUT, READ_PATH,
         COMMIT_OFFSETS_TO_KAFKA, KAFKA_GROUP_ID, GROUP_ID_PREFIX, OAUTHBEARER_TOKEN_PROVIDER,
         ENDING_OFFSETS, ENDING_TIMESTAMP, ENDING_OFFSETS_BY_TIMESTAMP,
@@ -324,6 +332,7 @@ class KafkaSourceOptions(JobOptions):
     max_offsets_per_trigger: int | None
     min_offsets_per_trigger: int | None
     max_trigger_delay_ms: int
+    min_partitions: int | None  # minPartitions: spread a task's partitions over Spark partitions (core/split.py)
     include_headers: bool
     commit_offsets_to_kafka: bool
     max_rows_per_arrow_batch: int
@@ -371,6 +380,7 @@ class KafkaSourceOptions(JobOptions):
             **_job_model_fields(opts),
             starting=_parse_starting(opts),
             **_trigger_fields(opts),
+            min_partitions=_parse_min_partitions(opts),
             include_headers=INCLUDE_HEADERS.read(opts),
             commit_offsets_to_kafka=COMMIT_OFFSETS_TO_KAFKA.read(opts),
             max_rows_per_arrow_batch=MAX_ROWS_PER_ARROW_BATCH.read(opts),
@@ -413,6 +423,20 @@ def _trigger_fields(opts: Options) -> dict[str, Any]:
         )
     return {"max_offsets_per_trigger": max_offsets, "min_offsets_per_trigger": min_offsets,
             "max_trigger_delay_ms": max_delay}
+
+
+def _parse_min_partitions(opts: Options) -> int | None:
+    """``minPartitions``, refused beside broadcast inputs: a task's broadcast partition would be read by one of its
+    Spark partitions only, so the task's other Spark partitions would not see it (what Samza promises every task's
+    reader), and handing it to each of them would repeat its rows under one task name (docs/options.md)."""
+    value = MIN_PARTITIONS.read(opts)
+    if value is not None and common.BROADCAST.read(opts):
+        raise ConfigError(
+            f"option '{MIN_PARTITIONS.name}' cannot be set with '{common.BROADCAST.name}': a broadcast partition is "
+            "read once per task, by one of the task's Spark partitions, so the task's other Spark partitions would "
+            f"not see it. Remove '{MIN_PARTITIONS.name}' (and repartition() after load() for more parallelism), or "
+            "read the broadcast stream in a query of its own")
+    return value
 
 
 def _client_conf(opts: Options) -> dict[str, str]:

@@ -114,6 +114,13 @@ TASKS = Option(
     "tasks", Count(minimum=1),
     "Spark input partitions (Samza tasks); at most one per shard is useful",
     default_doc="open shards at the first job model")
+#: Spark's name (samza-kafka has it too): a task's shards spread over several Spark input partitions, never a shard
+#: cut (core/split.py); a parent and its child are never readable in one batch (lineage), so any split keeps order
+MIN_PARTITIONS = Option(
+    MIN_PARTITIONS_OPTION, Count(minimum=1),
+    "a micro-batch is read by at least this many Spark partitions where it holds enough readable shards: a task's "
+    "shards are spread over several Spark partitions (the `task` column stays the task), one shard never cut",
+    default_doc="one Spark partition per task")
 ASSIGNMENT = Option(
     "assignment", OneOf((LINEAGE, BALANCED)),
     "`lineage`: a child shard joins its parent's task (keys keep their task); `balanced`: the least-loaded task",
@@ -155,9 +162,10 @@ ENDING_POSITION = Option(
     default=LATEST, bounded_only=True)
 
 # ---- refused: what Spark's or the AWS connector's sources have and this one deliberately does not ------------------
-_ONE_TASK = (f"a Spark input partition is one Samza task, which reads its shards in order, so a shard is never "
-             f"split across Spark tasks; for more parallelism set '{TASKS.name}' (up to one task per shard), add "
-             "shards, or repartition() the DataFrame after load(); remove the option")
+_ONE_TASK = ("a shard's records of a batch are read by one Spark task in order, so a shard is never split across "
+             f"Spark tasks; for more parallelism set '{MIN_PARTITIONS.name}' (a task's shards spread over several "
+             f"Spark partitions), '{TASKS.name}' on a new job (up to one task per shard), or repartition() the "
+             "DataFrame after load(); remove the option")
 _OWN_METADATA = (f"samza-kinesis keeps its batch ends, startpoints and checkpoint mirror in '{METADATA_STORE.name}' "
                  f"(e.g. dynamodb://table?region=...), and can mirror checkpoints to a KCL lease table with "
                  f"'{KCL_LEASE_TABLE.name}'; use those instead")
@@ -177,7 +185,6 @@ AWS_PROXY_OPTIONS = ("proxyAddress", "proxyPort", "proxyUsername", "proxyPasswor
 #: the job-model options of the Kafka source (``common.GROUPING_OPTIONS``)
 KAFKA_GROUPING_OPTIONS = ("grouper", "expansion.algorithm", "task.broadcast.inputs", "copartition")
 REFUSED = {
-    MIN_PARTITIONS_OPTION: _ONE_TASK,
     MAX_RECORDS_PER_PARTITION_OPTION: _ONE_TASK,
     "kinesis.subscribeToShard.timeoutSec": "a subscription is read for at most the batch's "
     f"'{MAX_FETCH_TIME_PER_SHARD.name}' and renewed within it when it ends; remove the option",
@@ -211,7 +218,7 @@ KINESIS = OptionSpec(
         ROLE_ARN, ROLE_SESSION_NAME, STS_ENDPOINT_URL, CONSUMER_TYPE, CONSUMER_NAME,
         *(FAIL_ON_DATA_LOSS.with_aliases("kinesis.failOnDataLoss") if o is FAIL_ON_DATA_LOSS else o
           for o in JOB_OPTIONS),
-        TASKS, ASSIGNMENT, STARTING_POSITION, MAX_RECORDS_PER_SHARD, MAX_FETCH_TIME_PER_SHARD,
+        TASKS, ASSIGNMENT, MIN_PARTITIONS, STARTING_POSITION, MAX_RECORDS_PER_SHARD, MAX_FETCH_TIME_PER_SHARD,
         DESCRIBE_SHARD_INTERVAL, KCL_LEASE_TABLE, ENDING_POSITION,
     ),
     namespaces=(TESTING,),
@@ -287,6 +294,7 @@ class KinesisSourceOptions(JobOptions):
     sts_endpoint_url: str | None
     tasks: int | None
     assignment: str
+    min_partitions: int | None  # minPartitions: a task's shards spread over Spark partitions (core/split.py)
     starting: StartingPosition  # where a query without a checkpoint starts (starting.py); Startpoints override it
     max_records_per_shard: int
     max_fetch_time_ms: int
@@ -355,6 +363,7 @@ class KinesisSourceOptions(JobOptions):
             role_session_name=(opts.string(ROLE_SESSION_NAME.name) or f"samza-{common['job_name']}")[:64],
             sts_endpoint_url=STS_ENDPOINT_URL.read(opts),
             tasks=TASKS.read(opts),
+            min_partitions=MIN_PARTITIONS.read(opts),
             assignment=ASSIGNMENT.read(opts),
             starting=_parse_starting(STARTING_POSITION.read(opts)),
             max_records_per_shard=MAX_RECORDS_PER_SHARD.read(opts),

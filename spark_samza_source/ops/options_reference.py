@@ -69,10 +69,12 @@ def _refused(refused: dict[str, str]) -> list[str]:
     return lines
 
 
-def _section(spec: OptionSpec, shared: set[str], refused: dict[str, str]) -> list[str]:
+def _section(spec: OptionSpec, shared: set[str], refused: dict[str, str], notes: str = "") -> list[str]:
     own = [o for o in spec.options if o.name not in shared]
     lines = [f"## {spec.source}", "", "### Streaming queries and batch reads", ""]
     lines += _table([o for o in own if not o.bounded_only], (spec,))
+    if notes:
+        lines += ["", notes.rstrip("\n")]
     lines += ["", "### Batch reads only (`spark.read`; a streaming query refuses them)", ""]
     lines += _table([o for o in own if o.bounded_only], (spec,))
     lines += ["", "### Open namespaces", "", "| prefix | what goes there |", "|---|---|"]
@@ -80,6 +82,18 @@ def _section(spec: OptionSpec, shared: set[str], refused: dict[str, str]) -> lis
     lines += ["", f"### Refused by {spec.source}", ""]
     lines += _refused(refused)
     return lines + [""]
+
+
+#: why samza-kafka's read-parallelism option has Spark's name, said under its table
+_KAFKA_NOTES = """\
+`minPartitions` has the name and the promise of Spark's Kafka source (at least this many Spark partitions per
+micro-batch) with one difference: one partition's range is never cut across Spark tasks, since that would let two
+Spark tasks read one key's records at once. A batch therefore gets `min(minPartitions, partitions with records)`
+Spark partitions, and at least one per task; the job's tasks, the checkpoint and the `task` column are the same
+with and without it, so it can be turned on or off at any restart. Adding partitions to a topic adds none by
+itself: the job keeps its tasks. How parallelism is set and grows:
+[guide](guide.md#parallelism-how-many-spark-tasks-read-and-how-it-grows).
+"""
 
 
 def render() -> str:
@@ -90,7 +104,7 @@ def render() -> str:
     lines += _table([o for o in KAFKA.options if o.name in shared], specs)
     lines += [""]
     kafka_refused = {**KAFKA.refused, **{f"kafka.{name}": why for name, why in REFUSED_CLIENT_SETTINGS.items()}}
-    lines += _section(KAFKA, shared, kafka_refused)
+    lines += _section(KAFKA, shared, kafka_refused, _KAFKA_NOTES)
     lines += _section(KINESIS, shared, dict(KINESIS.refused))
     return "\n".join(lines).rstrip("\n") + "\n"
 

@@ -142,9 +142,11 @@ def test_each_option_samza_kinesis_refuses_fails_with_its_reason(name):
 
 
 def test_the_refusal_reasons_say_what_to_do():
-    assert "repartition()" in kafka_options.REFUSED["minPartitions"]
+    assert "repartition()" in kafka_options.REFUSED["maxRecordsPerPartition"]
+    assert "'minPartitions'" in kafka_options.REFUSED["maxRecordsPerPartition"]
     assert "endpoint.retryTimeout" in kafka_options.REFUSED["fetchOffset.numRetries"]
     assert "'tasks'" in kinesis_options.REFUSED["maxRecordsPerPartition"]
+    assert "'minPartitions'" in kinesis_options.REFUSED["maxRecordsPerPartition"]
     assert "HTTPS_PROXY" in kinesis_options.REFUSED["proxyAddress"]
     assert "metadata.store" in kinesis_options.REFUSED["kinesis.metadataCommitterType"]
 

@@ -21,6 +21,7 @@ from ..input_partition import KafkaRange
 from ..options import KafkaBoundedOptions
 from ..schema import TASK_COLUMN
 from .coordinator import KafkaCoordinator
+from .input_splits import spread_tasks
 
 log = logging.getLogger(__name__)
 
@@ -28,7 +29,8 @@ __all__ = ["plan_bounded_read"]
 
 
 def plan_bounded_read(options: KafkaBoundedOptions, pushed: PushedFilters) -> list[tuple[TaskName, list[KafkaRange]]]:
-    """(task, ranges) for every task of the job model, in task order; ranges in SSP order."""
+    """(task, ranges) for every task of the job model, in task order, ranges in SSP order; with ``minPartitions``
+    a task may have several entries (``input_splits.py``)."""
     coordinator = KafkaCoordinator(options.source)
     try:
         return _plan(coordinator, options, pushed)
@@ -81,7 +83,7 @@ def _plan(coordinator: KafkaCoordinator, options: KafkaBoundedOptions, pushed: P
             if end > begin:
                 ranges.append(KafkaRange(s.stream, s.partition, begin, end))
         out.append((task, ranges))
-    return out
+    return spread_tasks(out, source.min_partitions, source.copartition)
 
 
 def _ssp_allowed(pushed: PushedFilters, ssp: SystemStreamPartition) -> bool:

@@ -51,6 +51,7 @@ from ..options import (
 )
 from ..positions import Watermarks
 from .admin import KafkaAdmin
+from .input_splits import spread_tasks
 from .offset import REBASE_NEW_PARTITION, REBASE_STARTPOINT, KafkaOffset, Rebase
 from .planner import (
     NonMultipleGrowth,
@@ -429,7 +430,7 @@ class KafkaCoordinator(JobCoordinator[KafkaOffset, KafkaSourceOptions, KafkaRang
                 if until > begin:
                     ranges.append(KafkaRange(ssp.stream, ssp.partition, begin, until))
             out.append((task, ranges))
-        return out
+        return spread_tasks(out, self.options.min_partitions, self.options.copartition)
 
     def lease_identity(self, offset: KafkaOffset) -> str:
         return offset_identity(offset.canonical_text())

@@ -42,6 +42,7 @@ from .planner import (
     initial_offset,
     plan_next,
     recreated_stream_offset,
+    spread_shards,
     tasks_for_batch,
 )
 from .progress import millis_behind_report
@@ -288,7 +289,7 @@ class KinesisCoordinator(JobCoordinator[KinesisOffset, KinesisSourceOptions, Pla
         for task, reads in tasks_for_batch(end):
             out.append((task, [PlannedShardRead(end.batch, end.query_id, sid, start, end.shards[sid].ending_sequence,
                                                 self.available_now_until_ms, consumer_arn) for sid, start in reads]))
-        return out
+        return spread_shards(out, self.options.min_partitions)
 
     def prepare_available_now(self) -> None:
         self.available_now_until_ms = self._wall_ms()

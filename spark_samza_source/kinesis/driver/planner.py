@@ -20,8 +20,10 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from ...core.model import SystemStreamPartition, TaskName, TaskSsp
+from ...core.split import split_tasks
 from ...options.common import JOB_NAME, METADATA_STORE
 from .. import errors
 from ..errors import KinesisPlanError
@@ -42,6 +44,7 @@ log = logging.getLogger(__name__)
 
 __all__ = [
     "KinesisPlan", "ShardLoss", "ShardStartpoint", "initial_offset", "plan_next", "recreated_stream_offset",
+    "spread_shards",
     "tasks_for_batch",
 ]
 
@@ -442,6 +445,16 @@ def tasks_for_batch(offset: KinesisOffset) -> list[tuple[TaskName, list[tuple[st
         (task_name(i), [(sid, start) for _, sid, start in sorted(reads, key=lambda r: (r[0], r[1]))])
         for i, reads in enumerate(by_task)
     ]
+
+
+def spread_shards(plan: Sequence[tuple[TaskName, Sequence[Any]]],
+                  min_partitions: int | None) -> list[tuple[TaskName, list[Any]]]:
+    """``plan`` (one entry per task, each with its shard reads) as the entries of its Spark input partitions
+    (option ``minPartitions``, core/split.py): a task's shards spread over several, a shard never cut. Every
+    shard is a unit of its own: a shard is readable only once its parents are drained (``_statuses``), so no
+    batch holds a parent and its child, and the shards of one batch may be read in any order. A shard's backlog
+    is unknown before it is read, so each weighs the same."""
+    return split_tasks(plan, min_partitions, weight=lambda _read: 1, unit=lambda read: read.shard_id)
 
 
 # ---- helpers ---------------------------------------------------------------------------------------------

@@ -22,6 +22,7 @@ from samza_devkit.fault_harness import exactly_once, startpoints_left, wait_for
 from samza_devkit.kafka_helpers import add_partitions, create_topic, produce, unique_topic
 from samza_devkit.key_order import ahead_of_key_order, keyed_rounds
 from samza_devkit.spark_cluster import CutUnsupported, committed_parquet_rows, committed_parquet_rows_by_batch
+from spark_samza_source.core.jobmodel import JobModel
 from spark_samza_source.core.model import SystemStreamPartition
 from spark_samza_source.core.startpoint import StartpointSpecific
 from spark_samza_source.core.startpoint_manager import StartpointManager
@@ -281,3 +282,61 @@ def test_partitions_added_while_a_worker_is_lost_keep_key_order_exactly_once(spa
     batches = [(batch, [SimpleNamespace(key=k, value=v) for k, v in rows])
                for batch, rows in sorted(committed_parquet_rows_by_batch(job.sink, ["key", "value"]).items())]
     assert ahead_of_key_order(batches) == {}
+
+
+def test_min_partitions_runs_the_splits_of_one_task_on_both_workers_in_key_order_exactly_once(
+        spark_cluster, tmp_path):
+    """A job created on a one-partition topic has one task; the topic grows 1 -> 4 under the running query, and a
+    keyed producer writes a second round over the four partitions. With ``minPartitions=4`` the batches over the
+    four partitions are read by up to four Spark tasks, which the slow stage keeps in flight together, so the
+    splits of the one Samza task run on both workers (one one-core executor each). The sink holds every
+    acknowledged record exactly once, every row's ``task`` is the one task, and no key's record came in a batch
+    before an earlier write of that key (drain-first holds across the split). Backs docs/guarantees.md,
+    "Guarantees" (minPartitions)."""
+    cluster = spark_cluster.cluster
+    bootstrap = spark_cluster.bootstrap
+    keys = [f"user-{i}".encode() for i in range(40)]
+    topic = create_topic(bootstrap, unique_topic("split"), 1)
+    acks = produce(bootstrap, topic, keyed_rounds(keys, 0, 5))
+    job = Job(tmp_path, bootstrap, topic)
+    stop = tmp_path / "stop"
+    both_executors = {"spark.scheduler.minRegisteredResourcesRatio": "1.0",
+                      "spark.scheduler.maxRegisteredResourcesWaitingTime": "120s"}
+    driver = cluster.driver("split", None, *job.args("1", "--slow-ms", "1500", "--trigger", "processing:300",
+                                                     "--stop-file", str(stop), "--timeout", "300",
+                                                     "--source-option", "expansion.settleTime=0",
+                                                     "--source-option", "minPartitions=4"),
+                            conf={**both_executors, "spark.sql.streaming.fileSink.log.compactInterval": "1000"})
+
+    def in_sink(records) -> bool:
+        return set(job.sink_counts()) >= {(a.partition, a.offset) for a in records}
+
+    def partitions_seen() -> int:
+        value = open_store(job.store, job.name).get("jobmodel", "current")
+        return 0 if value is None else len(JobModel.from_json(value).ssp_to_task())
+
+    try:
+        wait_for(lambda: in_sink(acks), timeout=180, interval=0.5, what="the first round in the sink")
+        add_partitions(bootstrap, topic, 4)
+        wait_for(lambda: partitions_seen() == 4, timeout=120, interval=0.2, what="the query to see 4 partitions")
+        more = produce(bootstrap, topic, keyed_rounds(keys, 5, 5))
+        assert {a.partition for a in more} == {0, 1, 2, 3}, "no key moved to a new partition"
+        acks += more
+        wait_for(lambda: in_sink(acks), timeout=240, interval=0.5, what="every acknowledged record in the sink")
+        stop.touch()
+        assert driver.wait(120) == 0, driver.log_tail()
+    finally:
+        driver.kill()
+    assert exactly_once(job.sink_counts(), [(a.partition, a.offset) for a in acks]) == []
+    by_batch = committed_parquet_rows_by_batch(job.sink, ["key", "value", "partition", "task"])
+    assert {task for rows in by_batch.values() for *_, task in rows} == {"Partition 0"}
+    batches = [(batch, [SimpleNamespace(key=k, value=v) for k, v, _, _ in rows])
+               for batch, rows in sorted(by_batch.items())]
+    assert ahead_of_key_order(batches) == {}
+    stages: dict[int, list[dict]] = {}
+    for mark in marked(job.markers("1")):
+        stages.setdefault(mark["task"][0], []).append(mark)
+    split_stages = [marks for marks in stages.values() if len({m["task"][1] for m in marks}) > 1]
+    assert split_stages, f"no batch of the one task was split: {stages}"
+    assert any({m["host"] for m in marks} == set(cluster.worker_hosts) for marks in split_stages), \
+        f"the splits of the one task never ran on both workers: {split_stages}"

@@ -96,6 +96,26 @@ def test_earliest_to_latest_reads_every_record_with_its_task(spark, broker):
     assert df.schema == stream_schema
 
 
+def test_min_partitions_spreads_a_tasks_partitions_over_spark_partitions(spark, broker):
+    """Two topics of two partitions grouped by partition: tasks ``Partition 0`` and ``Partition 1`` hold two
+    partitions each. ``minPartitions=4`` reads them with 4 Spark partitions (one per Kafka partition, the task
+    column unchanged), without it with 2 (one per task)."""
+    from pyspark.sql.functions import spark_partition_id
+
+    topics = [make_topic(broker, partitions=2, per_partition=5, prefix=f"spread{i}") for i in range(2)]
+    base = {"kafka.bootstrap.servers": broker.bootstrap_servers, "subscribe": ",".join(topics)}
+    for min_partitions, count in ((None, 2), ("4", 4)):
+        options = base if min_partitions is None else {**base, "minPartitions": min_partitions}
+        df = spark.read.format("samza-kafka").options(**options).load()
+        assert df.rdd.getNumPartitions() == count
+        rows = df.withColumn("sparkPartition", spark_partition_id()).collect()
+        assert sorted((r.topic, r.partition, r.offset) for r in rows) == sorted(
+            (t, p, o) for t in topics for p in range(2) for o in range(5))
+        assert all(r.task == f"Partition {r.partition}" for r in rows)
+        by_spark = {(r.topic, r.partition): r.sparkPartition for r in rows}
+        assert len(set(by_spark.values())) == count
+
+
 def test_per_partition_json_starts_and_ends(spark, broker):
     topic = make_topic(broker)
     rows, _ = batch(spark, broker, subscribe=topic,

@@ -151,3 +151,33 @@ def test_available_now_reads_what_arrived_before_it_started_and_stops(ks):
     assert late and sorted(r.data for r in rows) == sorted(a.data for a in before)
     assert len(ks.batches["an"]) >= 4  # bounded by maxRecordsPerShard
 
+
+
+def test_min_partitions_spreads_one_tasks_shards_over_spark_partitions_exactly_once(ks):
+    """Backs docs/guarantees.md, "Guarantees": with ``minPartitions`` a task's shards are read by several Spark
+    partitions, each shard by one of them in sequence order, the ``task`` column still the one task.
+
+    One task (``tasks=1``) over 4 shards, ``minPartitions=4``, AvailableNow into a foreachBatch sink whose rows carry
+    ``spark_partition_id()``: every batch with records on all 4 shards has 4 Spark partitions, each shard's rows
+    come from one of them in sequence order, and every acknowledged put is read exactly once."""
+    from pyspark.sql.functions import spark_partition_id
+
+    from samza_devkit.query_harness import await_available_now
+
+    stream = ks.create_stream(4, "split")
+    acks = kh.put_round(ks.client, stream, 400, "r0")
+    df = ks.stream(stream, tasks="1", minPartitions="4").withColumn("sparkPartition", spark_partition_id())
+    await_available_now(ks.collect_batches("split", df, trigger={"availableNow": True}), "split", 240)
+    rows = ks.collected("split")
+    assert rows_key(rows) == acks_key(acks), "duplicates or losses"
+    assert {r.task for r in rows} == {"Task-0"}
+    for batch_id, batch_rows in ks.batches["split"]:
+        spark_of: dict[str, set[int]] = {}
+        sequences: dict[str, list[int]] = {}
+        for r in batch_rows:
+            spark_of.setdefault(r.shardId, set()).add(r.sparkPartition)
+            sequences.setdefault(r.shardId, []).append(int(r.sequenceNumber))
+        assert all(len(s) == 1 for s in spark_of.values()), f"batch {batch_id}: a shard split: {spark_of}"
+        assert all(s == sorted(s) for s in sequences.values()), f"batch {batch_id}: a shard out of order"
+        assert len({r.sparkPartition for r in batch_rows}) == len(spark_of), f"batch {batch_id}: not spread"
+    assert max(len({r.shardId for r in b}) for _, b in ks.batches["split"]) == 4

@@ -58,3 +58,24 @@ def test_leadership_moving_for_a_moment_is_retried_without_a_warning(caplog):
     attempt, _ = failing_then_answering(KafkaError._TRANSPORT, 1)
     assert admin._retrying("watermarks", attempt) == "answer"
     assert [r.levelname for r in caplog.records] == ["WARNING"]
+
+
+def test_a_negative_watermark_is_no_answer_and_is_retried():
+    """librdkafka once answered -1001 (its invalid offset) for a partition of a topic created a moment before,
+    without an error: taken for the log end, it failed the query as data loss. It is retried instead."""
+    from types import SimpleNamespace
+
+    from spark_samza_source.kafka.driver.admin import _low_high
+
+    tp = ("orders", 0)
+    answers = [{"low": {tp: SimpleNamespace(offset=-1001)}, "high": {tp: SimpleNamespace(offset=-1001)}},
+               {"low": {tp: SimpleNamespace(offset=0)}, "high": {tp: SimpleNamespace(offset=5)}}]
+    calls = []
+
+    def attempt(left: float):
+        calls.append(left)
+        return _low_high(answers[len(calls) - 1], [tp])
+
+    admin = KafkaAdmin({"bootstrap.servers": "b:9092"}, api_timeout_ms=10_000)
+    assert admin._retrying("watermarks", attempt) == {tp: (0, 5)}
+    assert len(calls) == 2

@@ -13,11 +13,17 @@ count is a multiple of the previous one, (b) at the cut otherwise (records of ke
 partitions are ambiguous before it; docs/guarantees.md says so). The query sees every growth before the next
 one (two growths between two triggers look like one to it). Within those rules every key must come out
 in produce order, every SSP must stay in its first task, and once production stops everything is read.
+
+Each batch is also spread over Spark input partitions as ``minPartitions`` would (``input_splits.spread_tasks``),
+and its input partitions are emitted in a random order (Spark runs them in parallel, in no order): per-key order
+must hold all the same, because within one batch every key's records come from one partition (drain-first keeps a
+grown partition out of any batch that holds its parent's records from before the growth), which is also checked.
 """
 
 from __future__ import annotations
 
 import os
+import random
 from dataclasses import dataclass, field
 
 from hypothesis import HealthCheck, given, settings
@@ -25,8 +31,10 @@ from hypothesis import strategies as st
 
 from spark_samza_source.core.grouping import GroupByPartitionFixedTasks
 from spark_samza_source.core.model import SystemStreamPartition
+from spark_samza_source.kafka.driver.input_splits import spread_tasks
 from spark_samza_source.kafka.driver.offset import KafkaOffset
 from spark_samza_source.kafka.driver.planner import PlanRules, plan_next
+from spark_samza_source.kafka.input_partition import KafkaRange
 from spark_samza_source.kafka.positions import Watermarks
 
 STREAM = "orders"
@@ -84,8 +92,11 @@ STEP = st.one_of(
     steps=st.lists(STEP, min_size=5, max_size=60),
     settle_ticks=st.integers(0, 4),
     early_switch=st.booleans(),
+    min_partitions=st.one_of(st.none(), st.integers(1, 16)),
+    split_order=st.integers(0, 2**16),
 )
-def test_every_key_in_produce_order_and_every_ssp_in_its_task(chain, steps, settle_ticks, early_switch):
+def test_every_key_in_produce_order_and_every_ssp_in_its_task(chain, steps, settle_ticks, early_switch,
+                                                              min_partitions, split_order):
     grouper = GroupByPartitionFixedTasks()
     topic = Topic([[] for _ in range(chain[0])], chain[0])
     growths = iter(chain[1:])
@@ -108,12 +119,25 @@ def test_every_key_in_produce_order_and_every_ssp_in_its_task(chain, steps, sett
         end = result.offset
         if end is offset:  # nothing to do: Spark plans no batch
             return
+        batch = []
         for task, group in end.job_model.tasks.items():
+            ranges = []
             for s in sorted(group):
                 assert task_of.setdefault(s, task) == task, f"{s} moved from {task_of[s]} to {task}"
                 begin = end.start_of(task, s, offset)
                 stop = end.positions[(task, s)]
-                emitted.extend(topic.logs[s.partition][begin if begin is not None else stop:stop])
+                if begin is not None and stop > begin:
+                    ranges.append(KafkaRange(STREAM, s.partition, begin, stop))
+            batch.append((task, ranges))
+        splits = spread_tasks(batch, min_partitions)
+        random.Random(split_order + len(emitted)).shuffle(splits)  # Spark runs a batch's input partitions in no order
+        partition_of_key: dict[int, int] = {}
+        for _, ranges in splits:
+            for r in ranges:
+                for key_hash, seq in topic.logs[r.partition][r.start:r.end]:
+                    assert partition_of_key.setdefault(key_hash, r.partition) == r.partition, (
+                        f"key {key_hash} in partitions {partition_of_key[key_hash]} and {r.partition} of one batch")
+                    emitted.append((key_hash, seq))
         offset = end
         if pending_switch is not None and not any(b.settling for c in end.barriers.values() for b in c):
             topic.producer_count, pending_switch = pending_switch, None  # the growth is cut: producers switch

@@ -17,9 +17,11 @@ from spark_samza_source.kinesis.driver.planner import (
     ShardStartpoint,
     initial_offset,
     plan_next,
+    spread_shards,
     tasks_for_batch,
 )
 from spark_samza_source.kinesis.errors import KinesisPlanError
+from spark_samza_source.kinesis.input_partition import PlannedShardRead
 from spark_samza_source.kinesis.positions import ShardPosition as P
 from spark_samza_source.kinesis.shards import ShardInfo
 
@@ -494,10 +496,27 @@ def check_offset(offset: KinesisOffset, stream: Stream) -> None:
             for p in listed[s].parent_ids:  # never read together with, or before, a parent
                 assert p not in offset.shards or offset.shards[p].status == DRAINED
         assert state.ending_sequence == listed[s].ending_sequence
+    check_spread(offset)
     text = offset.to_json_str()
     again = KinesisOffset.from_json(json.loads(text))
     assert again.to_json_str() == text and tasks_for_batch(again) == tasks_for_batch(offset)
     assert json.dumps(offset.to_json()) == json.dumps(offset.to_json(), sort_keys=True)
+
+
+def check_spread(offset: KinesisOffset) -> None:
+    """``minPartitions`` (any count) spreads a batch's shard reads over Spark input partitions: every readable shard
+    in exactly one, of its own task; since no batch holds a parent and its child (checked above), no input partition
+    or pair of them can read a child before its parent."""
+    plan = [(task, [PlannedShardRead(offset.batch, None, s, start) for s, start in shards])
+            for task, shards in tasks_for_batch(offset)]
+    task_of = {r.shard_id: task for task, shard_reads in plan for r in shard_reads}
+    for target in (None, 1, 3, 2 * len(offset.shards) + 1):
+        splits = spread_shards(plan, target)
+        in_splits = [r.shard_id for _, shard_reads in splits for r in shard_reads]
+        assert sorted(in_splits) == sorted(offset.shards_with(READABLE)), "a shard lost or read twice"
+        assert all(task_of[r.shard_id] == task for task, shard_reads in splits for r in shard_reads)
+        assert len(splits) == (len(plan) if target is None or target <= len(plan)
+                               else min(target, len(in_splits) + sum(1 for _, r in plan if not r)))
 
 
 def check_transition(old: KinesisOffset, new: KinesisOffset, plan, stream: Stream, drained_in, assignment,
