@@ -274,16 +274,33 @@ class KafkaCluster:
         wait_until(lambda: not lagging(), timeout, f"every replica of {', '.join(topics)} in sync", seen=lagging)
 
     def create_topic(self, name: str, partitions: int = 1, replication_factor: int = 3,
-                     config: dict[str, str] | None = None) -> str:
-        """Create ``name`` and return once every partition has a leader and every replica is in sync."""
+                     config: dict[str, str] | None = None, replicas: list[list[int]] | None = None) -> str:
+        """Create ``name`` and return once every partition has a leader and every replica is in sync.
+        ``replicas``: the node ids of each partition's replicas (the first preferred), instead of a count."""
         from confluent_kafka.admin import NewTopic
 
         admin = self.admin()
-        admin.create_topics([NewTopic(name, partitions, replication_factor, config=config or {})],
-                            operation_timeout=30)[name].result(60)
+        topic = NewTopic(name, replica_assignment=replicas, config=config or {}) if replicas is not None \
+            else NewTopic(name, partitions, replication_factor, config=config or {})
+        partitions = len(replicas) if replicas is not None else partitions
+        admin.create_topics([topic], operation_timeout=30)[name].result(60)
         wait_until(lambda: _count(self, name) == partitions, 60, f"{partitions} partitions of {name} in metadata")
         self.wait_until_in_sync([name])
         return name
+
+    def elect_unclean(self, topic: str, partition: int, timeout: float = 60) -> int:
+        """Ask the controller for an unclean leader election of ``topic[partition]`` (a replica out of the ISR may
+        become leader, its log cut back to what it had) instead of waiting for its periodic one; the new leader."""
+        from confluent_kafka import ElectionType, TopicPartition
+
+        def elected():
+            with contextlib.suppress(Exception):  # refused until a replica is up to elect: ask again
+                self.admin().elect_leaders(ElectionType.UNCLEAN, [TopicPartition(topic, partition)]).result(10)
+            with contextlib.suppress(Exception):
+                return self.leader_of(topic, partition)
+            return None
+
+        return wait_until(elected, timeout, f"an unclean election of {topic}[{partition}]", interval=0.5)
 
     def reassign(self, topic: str, replicas: dict[int, list[int]], timeout: float = 120) -> None:
         """Move partitions of ``topic`` to ``replicas`` (partition -> node ids, the first preferred) with Kafka's
