@@ -280,7 +280,7 @@ class KafkaCluster:
         from confluent_kafka.admin import NewTopic
 
         admin = self.admin()
-        topic = NewTopic(name, replica_assignment=replicas, config=config or {}) if replicas is not None \
+        topic = NewTopic(name, -1, -1, replica_assignment=replicas, config=config or {}) if replicas is not None \
             else NewTopic(name, partitions, replication_factor, config=config or {})
         partitions = len(replicas) if replicas is not None else partitions
         admin.create_topics([topic], operation_timeout=30)[name].result(60)

@@ -44,6 +44,18 @@ def queries(spark, kafka_cluster, tmp_path):
     kafka_cluster.heal() if kafka_cluster.lab is not None else None
 
 
+def alive(query, condition):
+    """``condition`` for a wait that ends at once, naming the error, if ``query`` failed meanwhile (a wait scaled
+    by a busy machine's load would otherwise wait out its whole deadline for a query that is gone)."""
+    def check():
+        error = query.exception()
+        if error is not None:
+            raise AssertionError(f"the query failed: {error}")
+        return condition()
+
+    return check
+
+
 def start_query(queries: KafkaQueryHarness, name: str, topic: str, **extra: str):
     df = queries.stream(subscribe=topic, maxOffsetsPerTrigger="400", **extra)
     return queries.collect_batches(name, df, TRIGGER, columns=COLUMNS)
@@ -89,7 +101,7 @@ def test_a_partition_leader_sigkilled_mid_batch_the_read_moves_to_the_new_leader
     cluster.kill(leader)
     new_leader = cluster.wait_for_leader(topic, 0, not_on=[leader])
     elected_s = time.monotonic() - killed_at
-    queries.wait_for(lambda: last_delivered(queries, "q", 0) > last_before + 50, timeout=90,
+    queries.wait_for(alive(query, lambda: last_delivered(queries, "q", 0) > last_before + 50), timeout=90,
                      what=f"{topic}[0] read on from its new leader {new_leader}")
     resumed_s = time.monotonic() - killed_at
     acked = producer.stop()
@@ -121,7 +133,7 @@ def test_a_rolling_restart_with_growth_between_two_restarts_exactly_once_no_batc
         cluster.stop(node_id)
         cluster.start_node(node_id)
         cluster.wait_until_in_sync([topic])
-        queries.wait_for(lambda b=before: len(delivered(queries, "q")) > b + 50,
+        queries.wait_for(alive(query, lambda b=before: len(delivered(queries, "q")) > b + 50),
                          what=f"reading on after node {node_id}'s restart")
         stalls.append(f"node {node_id}: {time.monotonic() - started:.1f} s to restart, catch up and read on")
         if step == 0:
@@ -212,11 +224,11 @@ def test_truncation_by_an_unclean_leader_election(queries, kafka_cluster, spark,
     cluster.wait_until_in_sync([topic])
 
 
-def test_a_follower_cut_off_then_the_leader_cut_off_from_everything_exactly_once(queries, kafka_cluster):
-    """A follower of a partition the query reads is cut off from that partition's leader until the leader drops it
-    from the ISR (``replica.lag.time.max.ms``), then healed and back in sync; then the leader itself is cut off
-    from clients and the other nodes (packets vanish: nothing is refused, librdkafka has to notice by timeouts),
-    the controllers fence it and move its leaderships, and the query reads on from the new leader. Exactly once."""
+def test_a_follower_cut_off_until_it_leaves_the_isr_then_healed_exactly_once(queries, kafka_cluster):
+    """A follower of a partition the query reads is cut off from that partition's leader (packets vanish: nothing
+    is refused) until the leader drops it from the ISR (``replica.lag.time.max.ms``), then healed and back in
+    sync, while a producer writes (``acks=all`` goes on with the two replicas left, ``min.insync.replicas=2``)
+    and the query reads: exactly once, every key in order, the query never failed."""
     cluster = kafka_cluster
     skip_unless_cuttable(cluster)
     topic = cluster.create_topic(unique_topic("cut"), 2)
@@ -228,27 +240,49 @@ def test_a_follower_cut_off_then_the_leader_cut_off_from_everything_exactly_once
     follower = next(n for n in cluster.replicas(topic, 0) if n != leader)
     cut_at = time.monotonic()
     cluster.cut(follower, from_nodes=[leader], from_clients=False)
-    wait_until(lambda: follower not in cluster.isr(topic, 0), 60, f"node {follower} out of {topic}[0]'s ISR")
-    left_isr_s = time.monotonic() - cut_at
-    cluster.heal(follower)
+    try:
+        wait_until(lambda: follower not in cluster.isr(topic, 0), 60, f"node {follower} out of {topic}[0]'s ISR")
+        left_isr_s = time.monotonic() - cut_at
+        before = len(delivered(queries, "q"))
+        queries.wait_for(alive(query, lambda: len(delivered(queries, "q")) > before + 50),
+                         what="reading on while the follower is out of the ISR")
+    finally:
+        cluster.heal(follower)
     cluster.wait_until_in_sync([topic])
     rejoined_s = time.monotonic() - cut_at
+    acked = producer.stop()
+    print(f"\ncut: follower {follower} of {topic}[0] left the ISR {left_isr_s:.1f} s after its cut from leader "
+          f"{leader}; back in sync {rejoined_s:.1f} s after the cut")
+    assert producer.errors == []
+    check_exactly_once_in_key_order(queries, "q", acked)
+    assert query.exception() is None
 
+
+def test_the_leader_cut_off_from_everything_the_query_reads_on_from_the_new_leader(queries, kafka_cluster):
+    """The leader of a partition the query reads is cut off from clients and the other nodes (packets vanish,
+    nothing is refused: librdkafka has to notice by its timeouts); the controllers fence it and move its
+    leaderships, and the query reads on from the new leader, exactly once."""
+    cluster = kafka_cluster
+    skip_unless_cuttable(cluster)
+    topic = cluster.create_topic(unique_topic("cutlead"), 2)
+    producer = SteadyProducer(cluster.bootstrap_servers, topic, KEYS, per_second=100).start()
+    query = start_query(queries, "q", topic, **{"kafka.socket.timeout.ms": "10000"})
+    queries.wait_for(lambda: len(delivered(queries, "q")) >= 100, what="a first 100 records read")
+    leader = cluster.leader_of(topic, 0)
     last_before = last_delivered(queries, "q", 0)
     cut_at = time.monotonic()
     cluster.cut(leader)
     try:
         new_leader = cluster.wait_for_leader(topic, 0, not_on=[leader])
         moved_s = time.monotonic() - cut_at
-        queries.wait_for(lambda: last_delivered(queries, "q", 0) > last_before + 50, timeout=180,
+        queries.wait_for(alive(query, lambda: last_delivered(queries, "q", 0) > last_before + 50), timeout=180,
                          what=f"{topic}[0] read on from node {new_leader} after its leader {leader} was cut off")
         resumed_s = time.monotonic() - cut_at
     finally:
         cluster.heal(leader)
     acked = producer.stop()
-    print(f"\ncut: follower {follower} left the ISR {left_isr_s:.1f} s after its cut, back in sync "
-          f"{rejoined_s:.1f} s after it; leader {leader} cut off: node {new_leader} leads after {moved_s:.1f} s, "
-          f"the query read on {resumed_s:.1f} s after the cut")
+    print(f"\ncut: leader {leader} of {topic}[0] cut off: node {new_leader} leads after {moved_s:.1f} s, the query "
+          f"read on {resumed_s:.1f} s after the cut")
     assert producer.errors == []
     check_exactly_once_in_key_order(queries, "q", acked)
     assert query.exception() is None
@@ -267,7 +301,7 @@ def test_a_partition_reassigned_to_other_nodes_while_the_query_reads_it(queries,
     moved_at = time.monotonic()
     cluster.reassign(topic, {0: [3, 2]})
     cluster.wait_for_leader(topic, 0, not_on=[1])
-    queries.wait_for(lambda: last_delivered(queries, "q", 0) > last_before + 50, timeout=90,
+    queries.wait_for(alive(query, lambda: last_delivered(queries, "q", 0) > last_before + 50), timeout=90,
                      what=f"{topic}[0] read on after its reassignment")
     acked = producer.stop()
     print(f"\nreassignment of {topic}[0] to nodes 3, 2: done and read on {time.monotonic() - moved_at:.1f} s after "
