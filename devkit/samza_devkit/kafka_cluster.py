@@ -279,11 +279,18 @@ class KafkaCluster:
         ``replicas``: the node ids of each partition's replicas (the first preferred), instead of a count."""
         from confluent_kafka.admin import NewTopic
 
-        admin = self.admin()
-        topic = NewTopic(name, -1, -1, replica_assignment=replicas, config=config or {}) if replicas is not None \
-            else NewTopic(name, partitions, replication_factor, config=config or {})
-        partitions = len(replicas) if replicas is not None else partitions
-        admin.create_topics([topic], operation_timeout=30)[name].result(60)
+        if replicas is not None:
+            # Kafka's own kafka-topics: confluent-kafka 2.16 refuses every NewTopic with a replica assignment
+            # locally ("a default partition count and a replica assignment are mutually exclusive", even at -1)
+            args = ["--bootstrap-server", self.bootstrap_servers, "--create", "--topic", name,
+                    "--replica-assignment", ",".join(":".join(map(str, r)) for r in replicas)]
+            for key, value in (config or {}).items():
+                args += ["--config", f"{key}={value}"]
+            self.run_tool("org.apache.kafka.tools.TopicCommand", *args)
+            partitions = len(replicas)
+        else:
+            self.admin().create_topics([NewTopic(name, partitions, replication_factor, config=config or {})],
+                                       operation_timeout=30)[name].result(60)
         wait_until(lambda: _count(self, name) == partitions, 60, f"{partitions} partitions of {name} in metadata")
         self.wait_until_in_sync([name])
         return name

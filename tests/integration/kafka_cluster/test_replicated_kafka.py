@@ -338,7 +338,13 @@ def samza_source_lag(queries, bootstrap: str) -> dict[tuple[str, int], tuple[int
 
 
 def group_coordinator(cluster, group: str) -> int:
-    return cluster.admin().describe_consumer_groups([group])[group].result(30).coordinator.id
+    def answered():
+        try:
+            return cluster.admin().describe_consumer_groups([group], request_timeout=10)[group].result(15)
+        except Exception:  # noqa: BLE001 - the coordinator is moving: ask again
+            return None
+
+    return wait_until(answered, 60, f"the coordinator of group {group}").coordinator.id
 
 
 def test_the_consumer_group_mirror_lands_across_a_group_coordinator_move(queries, kafka_cluster):
