@@ -289,22 +289,28 @@ class KafkaCluster:
             self.run_tool("org.apache.kafka.tools.TopicCommand", *args)
             partitions = len(replicas)
         else:
-            self.admin().create_topics([NewTopic(name, partitions, replication_factor, config=config or {})],
-                                       operation_timeout=30)[name].result(60)
+            admin = self.admin()  # kept referenced: a collected AdminClient fails its pending futures (_DESTROY)
+            admin.create_topics([NewTopic(name, partitions, replication_factor, config=config or {})],
+                                operation_timeout=30)[name].result(60)
         wait_until(lambda: _count(self, name) == partitions, 60, f"{partitions} partitions of {name} in metadata")
         self.wait_until_in_sync([name])
         return name
 
-    def elect_unclean(self, topic: str, partition: int, timeout: float = 60) -> int:
+    def elect_unclean(self, topic: str, partition: int, *, not_on: Iterable[int] = (), timeout: float = 60) -> int:
         """Ask the controller for an unclean leader election of ``topic[partition]`` (a replica out of the ISR may
-        become leader, its log cut back to what it had) instead of waiting for its periodic one; the new leader."""
+        become leader, its log cut back to what it had) instead of waiting for its periodic one, until a node not
+        in ``not_on`` (the dead leader, which the metadata names until it is fenced) leads; that node."""
         from confluent_kafka import ElectionType, TopicPartition
 
+        excluded = set(not_on)
+
         def elected():
+            admin = self.admin()  # kept referenced while its future runs (a collected client fails it)
             with contextlib.suppress(Exception):  # refused until a replica is up to elect: ask again
-                self.admin().elect_leaders(ElectionType.UNCLEAN, [TopicPartition(topic, partition)]).result(10)
+                admin.elect_leaders(ElectionType.UNCLEAN, [TopicPartition(topic, partition)]).result(10)
             with contextlib.suppress(Exception):
-                return self.leader_of(topic, partition)
+                leader = self.leader_of(topic, partition)
+                return leader if leader is not None and leader not in excluded else None
             return None
 
         return wait_until(elected, timeout, f"an unclean election of {topic}[{partition}]", interval=0.5)

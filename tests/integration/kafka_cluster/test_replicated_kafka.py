@@ -193,7 +193,7 @@ def test_truncation_by_an_unclean_leader_election(queries, kafka_cluster, spark,
     killed_at = time.monotonic()
     cluster.kill(leader_id)
     cluster.start_node(follower_id)
-    assert cluster.elect_unclean(topic, 0) == follower_id
+    assert cluster.elect_unclean(topic, 0, not_on=[leader_id]) == follower_id
     elected_s = time.monotonic() - killed_at
     new_end = 40
     try:
@@ -340,7 +340,8 @@ def samza_source_lag(queries, bootstrap: str) -> dict[tuple[str, int], tuple[int
 def group_coordinator(cluster, group: str) -> int:
     def answered():
         try:
-            return cluster.admin().describe_consumer_groups([group], request_timeout=10)[group].result(15)
+            admin = cluster.admin()  # kept referenced while its future runs
+            return admin.describe_consumer_groups([group], request_timeout=10)[group].result(15)
         except Exception:  # noqa: BLE001 - the coordinator is moving: ask again
             return None
 
