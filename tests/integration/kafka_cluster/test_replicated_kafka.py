@@ -167,7 +167,8 @@ def test_truncation_by_an_unclean_leader_election(queries, kafka_cluster, spark,
       does: the records 0..39 (still in the new log) are never delivered a second time, and the records written
       after the truncation at or after the end it met are delivered once each.
 
-    Spark's own Kafka source runs beside them on the same case, for the record (printed)."""
+    Spark's own Kafka source (``failOnDataLoss=false``) runs beside them on the same case, for the record: what
+    it did is printed, not asserted."""
     cluster = kafka_cluster
     leader_id, follower_id = 1, 2
     topic = cluster.create_topic(unique_topic("unclean"), replicas=[[leader_id, follower_id]],
@@ -183,7 +184,7 @@ def test_truncation_by_an_unclean_leader_election(queries, kafka_cluster, spark,
                                      columns=COLUMNS)
     going_on = queries.collect_batches("lenient", queries.stream(**common, failOnDataLoss="false"), TRIGGER,
                                        columns=COLUMNS)
-    queries.collect_batches(
+    spark_query = queries.collect_batches(
         "spark", spark.readStream.format("kafka").option("kafka.bootstrap.servers", cluster.bootstrap_servers)
         .option("subscribe", topic).option("startingOffsets", "earliest").option("failOnDataLoss", "false").load(),
         TRIGGER, columns=COLUMNS)
@@ -205,10 +206,14 @@ def test_truncation_by_an_unclean_leader_election(queries, kafka_cluster, spark,
                          what="the loss in the failOnDataLoss=false query's progress")
         fresh = produce(cluster.bootstrap_servers, topic, [(b"k", f"new-{i}".encode()) for i in range(30)])
         assert [a.offset for a in fresh] == list(range(new_end, new_end + 30))
-        queries.wait_for(lambda: any(bytes(r.value) == b"new-29" for r in queries.collected("lenient")),
+        queries.wait_for(alive(going_on, lambda: any(bytes(r.value) == b"new-29"
+                                                     for r in queries.collected("lenient"))),
                          timeout=120, what="the new records read by the failOnDataLoss=false query")
-        queries.wait_for(lambda: any(bytes(r.value) == b"new-29" for r in queries.collected("spark")),
-                         timeout=120, what="the new records read by Spark's source")
+        # Spark's source, for the record: it reads on, or fails (its admin's listOffsets timed out waiting for a
+        # leader while the partition had none, in one run): either is printed, neither asserted
+        queries.wait_for(lambda: spark_query.exception() is not None
+                         or any(bytes(r.value) == b"new-29" for r in queries.collected("spark")),
+                         timeout=120, what="Spark's source reading the new records or failing")
     finally:
         cluster.start_node(leader_id)  # it rejoins as a follower, its log cut back to the new leader's
     rows = [(r.offset, bytes(r.value)) for r in queries.collected("lenient")]
@@ -217,10 +222,14 @@ def test_truncation_by_an_unclean_leader_election(queries, kafka_cluster, spark,
     assert sorted(old) == sorted(f"old-{i}".encode() for i in range(100)), "an old record read twice or missed"
     assert new == [(new_end + i, f"new-{i}".encode()) for i in range(30)]
     spark_rows = [(r.offset, bytes(r.value)) for r in queries.collected("spark")]
+    spark_error = spark_query.exception()
+    spark_outcome = (f"failed: {str(spark_error).splitlines()[0][:300]}" if spark_error is not None else
+                     f"read on: {len(spark_rows)} rows, new ones at offsets "
+                     f"{[o for o, v in spark_rows if v.startswith(b'new-')]}")
     print(f"\nunclean election: node {follower_id} leads {elected_s:.1f} s after the kill; failOnDataLoss=true "
           f"failed {failed_s:.1f} s after it; samza-kafka (false) delivered {len(rows)} rows, loss reported "
           f"{[r.get('dataLoss') for r in latest_offsets(going_on) if r.get('dataLoss')][-1]}; Spark's source "
-          f"delivered {len(spark_rows)} rows, of them new: {[o for o, v in spark_rows if v.startswith(b'new-')]}")
+          f"(failOnDataLoss=false) {spark_outcome}")
     cluster.wait_until_in_sync([topic])
 
 
