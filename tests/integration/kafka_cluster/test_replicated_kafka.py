@@ -242,40 +242,6 @@ def test_truncation_by_an_unclean_leader_election(queries, kafka_cluster, spark,
     cluster.wait_until_in_sync([topic])
 
 
-def test_a_follower_cut_off_until_it_leaves_the_isr_then_healed_exactly_once(queries, kafka_cluster):
-    """A follower of a partition the query reads is cut off from that partition's leader (packets vanish: nothing
-    is refused) until the leader drops it from the ISR (``replica.lag.time.max.ms``), then healed and back in
-    sync, while a producer writes (``acks=all`` goes on with the two replicas left, ``min.insync.replicas=2``)
-    and the query reads: exactly once, every key in order, the query never failed."""
-    cluster = kafka_cluster
-    skip_unless_cuttable(cluster)
-    topic = cluster.create_topic(unique_topic("cut"), 2)
-    producer = SteadyProducer(cluster.bootstrap_servers, topic, KEYS, per_second=100).start()
-    query = start_query(queries, "q", topic)
-    queries.wait_for(lambda: len(delivered(queries, "q")) >= 100, what="a first 100 records read")
-
-    leader = cluster.leader_of(topic, 0)
-    follower = next(n for n in cluster.replicas(topic, 0) if n != leader)
-    cut_at = time.monotonic()
-    cluster.cut(follower, from_nodes=[leader], from_clients=False)
-    try:
-        wait_until(lambda: follower not in cluster.isr(topic, 0), 60, f"node {follower} out of {topic}[0]'s ISR")
-        left_isr_s = time.monotonic() - cut_at
-        before = len(delivered(queries, "q"))
-        queries.wait_for(alive(query, lambda: len(delivered(queries, "q")) > before + 50),
-                         what="reading on while the follower is out of the ISR")
-    finally:
-        cluster.heal(follower)
-    cluster.wait_until_in_sync([topic])
-    rejoined_s = time.monotonic() - cut_at
-    acked = producer.stop()
-    print(f"\ncut: follower {follower} of {topic}[0] left the ISR {left_isr_s:.1f} s after its cut from leader "
-          f"{leader}; back in sync {rejoined_s:.1f} s after the cut")
-    assert producer.errors == []
-    check_exactly_once_in_key_order(queries, "q", acked)
-    assert query.exception() is None
-
-
 def test_the_leader_cut_off_from_everything_the_query_reads_on_from_the_new_leader(queries, kafka_cluster):
     """The leader of a partition the query reads is cut off from clients and the other nodes (packets vanish,
     nothing is refused: librdkafka has to notice by its timeouts); the controllers fence it and move its
