@@ -17,6 +17,9 @@ broker logs nothing). ``ApacheKafkaBroker`` has the development broker's handle 
 - ``run_tool(class, *args)`` runs one of Kafka's command-line tools (``kafka-consumer-groups`` is
   ``org.apache.kafka.tools.consumer.group.ConsumerGroupCommand``) from the same jars.
 
+A node of a replicated cluster (``samza_devkit.kafka_cluster``) is this class with its ports, quorum and
+network namespace chosen by the cluster.
+
 The JVM dies with the process that started it (``PR_SET_PDEATHSIG``), so a test run killed hard leaves no broker.
 
 Command line (runs until SIGTERM or SIGINT; a data directory given is kept and reused)::
@@ -163,11 +166,7 @@ class ApacheKafkaBroker:
             first_start = not self._ports
             for attempt in range(3):
                 if first_start:
-                    listeners = ["PLAINTEXT", "CONTROLLER"] + ([_SASL_LISTENER] if self._has_sasl else [])
-                    listeners += list(self._more_listeners())
-                    self._ports = _free_ports(listeners, self.host)
-                    if self.port:
-                        self._ports["PLAINTEXT"] = self.port
+                    self._ports = self._choose_ports()
                     self._write_config()
                     self._format(jars)
                 self._launch(jars)
@@ -237,19 +236,44 @@ class ApacheKafkaBroker:
             [name], operation_timeout=timeout)[name].result(timeout)
 
     # ------------------------------------------------------------------------------ internals
+    # (``_choose_ports``, ``_settings``, ``_quorum_voters``, ``_launch_prefix`` and ``_new_cluster_id`` are what a
+    # node of ``samza_devkit.kafka_cluster`` changes: its ports, the quorum of three, its network namespace)
+    def _choose_ports(self) -> dict[str, int]:
+        listeners = ["PLAINTEXT", "CONTROLLER"] + ([_SASL_LISTENER] if self._has_sasl else [])
+        listeners += list(self._more_listeners())
+        ports = _free_ports(listeners, self.host)
+        if self.port:
+            ports["PLAINTEXT"] = self.port
+        return ports
+
+    def _settings(self) -> dict[str, str]:
+        return dict(_SETTINGS)
+
+    def _controller_host(self) -> str:
+        return "127.0.0.1"
+
+    def _quorum_voters(self) -> str:
+        return f"{_NODE_ID}@127.0.0.1:{self._ports['CONTROLLER']}"
+
+    def _launch_prefix(self) -> list[str]:
+        return []
+
+    def _new_cluster_id(self) -> str:
+        return _cluster_id()
+
     def _write_config(self) -> None:
         ports = self._ports
         listeners = {"PLAINTEXT": ports["PLAINTEXT"], "CONTROLLER": ports["CONTROLLER"]}
-        hosts = {"PLAINTEXT": self.host, "CONTROLLER": "127.0.0.1", _SASL_LISTENER: self.host}
+        hosts = {"PLAINTEXT": self.host, "CONTROLLER": self._controller_host(), _SASL_LISTENER: self.host}
         protocols = {"PLAINTEXT": "PLAINTEXT", "CONTROLLER": "PLAINTEXT"}
         if self._has_sasl:
             listeners[_SASL_LISTENER] = ports[_SASL_LISTENER]
             protocols[_SASL_LISTENER] = "SASL_PLAINTEXT"
         for name, protocol in self._more_listeners().items():
             listeners[name], protocols[name], hosts[name] = ports[name], protocol, self.host
-        settings = dict(_SETTINGS)
+        settings = self._settings()
         settings.update({
-            "controller.quorum.voters": f"{_NODE_ID}@127.0.0.1:{ports['CONTROLLER']}",
+            "controller.quorum.voters": self._quorum_voters(),
             "listeners": ",".join(f"{name}://{hosts[name]}:{port}" for name, port in listeners.items()),
             "advertised.listeners": ",".join(f"{name}://{hosts[name]}:{port}" for name, port in listeners.items()
                                              if name != "CONTROLLER"),
@@ -283,7 +307,7 @@ class ApacheKafkaBroker:
         }
 
     def _format(self, jars: Path) -> None:
-        cluster_id = _cluster_id()
+        cluster_id = self._new_cluster_id()
         cmd = [_java(), "-Xmx256m", "-cp", f"{jars}/*", f"-Dlog4j2.configurationFile={self._tool_log4j()}",
                "kafka.tools.StorageTool", "format", "--ignore-formatted", "-t", cluster_id,
                "-c", str(self._home / "server.properties")]
@@ -294,8 +318,8 @@ class ApacheKafkaBroker:
             raise RuntimeError(f"formatting Apache Kafka's storage failed: {(done.stdout + done.stderr)[-2000:]}")
 
     def _launch(self, jars: Path) -> None:
-        cmd = [_java(), f"-Xms{min(256, self.heap_mb)}m", f"-Xmx{self.heap_mb}m", "-XX:+UseG1GC",
-               "-XX:MaxGCPauseMillis=20", "-Djava.awt.headless=true",
+        cmd = [*self._launch_prefix(), _java(), f"-Xms{min(256, self.heap_mb)}m", f"-Xmx{self.heap_mb}m",
+               "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20", "-Djava.awt.headless=true",
                f"-Dlog4j2.configurationFile={self._home / 'log4j2.properties'}",
                "-cp", f"{jars}/*", "kafka.Kafka", str(self._home / "server.properties")]
         with open(self._home / "stdout.log", "ab") as out:

@@ -4,6 +4,7 @@ or ``pytest -p samza_devkit.pytest_plugin``): fixtures backed by real local part
 - ``spark``: a session-scoped local SparkSession (``local[2]``), Python workers on this interpreter.
 - ``kafka_broker``: Apache Kafka, started from jars fetched from Maven Central (or ``SAMZA_TEST_KAFKA_BOOTSTRAP``);
   ``dev_kafka_broker``: the Kafka wire-protocol development broker. A failed test names the broker's log.
+- ``kafka_cluster``: three replicated Apache Kafka nodes per module, each in a network namespace of its own.
 - ``spark_cluster``: a Spark standalone cluster, a worker per network namespace, with its own Apache Kafka broker.
 - ``moto_server``: moto in server mode on loopback for Kinesis and DynamoDB (or ``SAMZA_TEST_KINESIS_ENDPOINT``).
 - ``kinesis_mock_endpoint`` / ``kinesis_mock_bridge``: kinesis-mock (enhanced fan-out) behind the devkit's bridge.
@@ -15,6 +16,7 @@ import pytest
 
 from .aws_fixtures import *  # noqa: F401,F403
 from .cluster_fixtures import *  # noqa: F401,F403
+from .kafka_cluster_fixtures import *  # noqa: F401,F403
 from .kafka_fixtures import *  # noqa: F401,F403
 from .kinesis_mock_fixtures import *  # noqa: F401,F403
 from .query_fixtures import *  # noqa: F401,F403
@@ -31,6 +33,9 @@ def pytest_runtest_makereport(item, call):
         logs = {str(path) for path in (getattr(item.funcargs.get(name), "log_path", None)
                                        for name in getattr(item, "fixturenames", ())
                                        if "kafka_broker" in name) if path}
+        cluster = item.funcargs.get("kafka_cluster") if hasattr(item, "funcargs") else None
+        if cluster is not None:
+            logs.update(str(path) for path in cluster.log_paths())
         if logs:
             report.sections.append(("Kafka broker log", "\n".join(sorted(logs))))
     return report

@@ -37,6 +37,7 @@ class SamzaKafkaStreamReader(SamzaStreamReader):
     def _make_coordinator(self):
         from .driver.coordinator import KafkaCoordinator
 
+        _name_a_crash()
         return KafkaCoordinator(self.options)
 
     # ---- executors --------------------------------------------------------------------------------------
@@ -95,3 +96,14 @@ class SamzaKafkaDataSource(SamzaDataSource):
 
     def schema(self):
         return kafka_schema(self.schema_options().include_headers)
+
+
+def _name_a_crash() -> None:
+    """A C library aborting the driver's Python process (librdkafka's assertions do, on a replicated cluster that
+    loses nodes) ends the query with Spark's bare EOFException / STREAM_FAILED and no cause: with the fault
+    handler on, the process writes which fatal signal killed it and the Python stack it was in (the admin call
+    under way) to its stderr, which Spark keeps in the driver's log beside librdkafka's own assertion text."""
+    import faulthandler
+
+    if not faulthandler.is_enabled():
+        faulthandler.enable()

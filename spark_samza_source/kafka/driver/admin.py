@@ -13,6 +13,13 @@ Everything goes through confluent-kafka (librdkafka).  Three rules shape this mo
   ``read_uncommitted`` (Spark's default, and ours) but the last stable offset under ``read_committed``; the
   readers stop at the offsets planned here, so both sides must use the same ``isolation.level``.
 
+**A client that stops answering is replaced.** On a replicated cluster librdkafka's AdminClient can stay wedged
+after a node is lost: DescribeTopics keeps being routed to the controller it last knew ("Timed out waiting for
+controller" until the whole retry time runs out), and after the group coordinator's node restarts every later
+OffsetCommit from the same client times out. An attempt that times out therefore retires its client and the next
+attempt makes a new one, which asks the live brokers afresh. The consumer-group mirror has a client of its own, so
+its failures (a mirror for tools, never allowed to fail the query) cannot wedge the client every trigger plans with.
+
 Clients are created lazily: building a ``KafkaAdmin`` does no I/O, so it is cheap in ``__init__`` of a reader.
 """
 
@@ -80,6 +87,9 @@ _MOMENTARY = {KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILAB
               KafkaError.UNKNOWN_LEADER_EPOCH, KafkaError.REPLICA_NOT_AVAILABLE, KafkaError.OFFSET_NOT_AVAILABLE,
               KafkaError.NOT_COORDINATOR, KafkaError.COORDINATOR_NOT_AVAILABLE, KafkaError.COORDINATOR_LOAD_IN_PROGRESS}
 _MOMENTARY_GRACE_S = 5.0
+# retired clients kept referenced a while: destroying a client whose requests are still pending fails them at once
+_RETIRED_KEPT = 2
+_PLANNING, _GROUP_MIRROR = "planning", "group mirror"
 _ZERO_TOPIC_ID = "AAAAAAAAAAAAAAAAAAAAAA"  # Kafka's Uuid.ZERO_UUID in base64: "no topic ID"
 
 TP = tuple[str, int]
@@ -99,7 +109,8 @@ class KafkaAdmin:
         self._timeout_option = timeout_option  # the option that set api_timeout_ms, named in timeout errors
         self._timeout_s = max(0.001, api_timeout_ms / 1000.0)
         self._isolation = isolation_level_of(self._conf)
-        self._admin: AdminClient | None = None
+        self._clients: dict[str, AdminClient] = {}  # per use: planning, group mirror
+        self._retired: list[AdminClient] = []
         # what librdkafka reports about our security settings (a refused password, an untrusted certificate ...)
         self._watch = SecurityWatch(self._conf, self._where(), token_provider_option=OAUTHBEARER_TOKEN_PROVIDER.name)
         self._answered = False  # a call has succeeded: the cluster took our credentials
@@ -124,20 +135,37 @@ class KafkaAdmin:
 
     @property
     def admin(self) -> AdminClient:
+        """The client every planning call uses (metadata, offsets)."""
+        return self._client(_PLANNING)
+
+    @property
+    def _admin(self) -> AdminClient | None:
+        return self._clients.get(_PLANNING)
+
+    def _client(self, use: str) -> AdminClient:
         with self._lock:
-            if self._admin is None:
+            client = self._clients.get(use)
+            if client is None:
                 conf = self._client_conf()
                 # Consumer-only properties would only produce librdkafka warnings on an admin (producer) handle.
                 for key in ("isolation.level", "group.id", "auto.offset.reset", "enable.auto.commit"):
                     conf.pop(key, None)
                 conf["error_cb"] = self._on_client_error
                 try:
-                    self._admin = AdminClient(conf)
+                    client = self._clients[use] = AdminClient(conf)
                 except KafkaException as err:
                     said = self._said(err)
                     raise (key_unreadable(said, self._where())
                            or errors.admin_client_not_created(self._where(), said)) from None
-            return self._admin
+            return client
+
+    def _replace_client(self, use: str) -> None:
+        """Retire ``use``'s client (see the module docstring); the next call makes a new one. The retired one is
+        kept referenced for a while so its pending requests end by their own timeouts, not by its destruction."""
+        with self._lock:
+            client = self._clients.pop(use, None)
+            if client is not None:
+                self._retired = [*self._retired, client][-_RETIRED_KEPT:]
 
     def _on_client_error(self, err: KafkaError) -> None:
         self._watch.on_error(err.name(), err.str())
@@ -153,7 +181,7 @@ class KafkaAdmin:
     def _deadline(self) -> float:
         return time.monotonic() + self._timeout_s
 
-    def _retrying(self, what: str, fn: Callable[[float], T]) -> T:
+    def _retrying(self, what: str, fn: Callable[[float], T], use: str = _PLANNING) -> T:
         """Run ``fn(seconds)``, retrying retriable Kafka errors until the API timeout; raise a clear error.
 
         Each attempt gets at most max(10 s, timeout / 6): a broker that is down makes librdkafka wait out the
@@ -181,11 +209,14 @@ class KafkaAdmin:
             except KafkaException as err:
                 last = err
                 kerr = err.args[0] if err.args and isinstance(err.args[0], KafkaError) else None
-                if kerr is not None and not (kerr.retriable() or kerr.code() in _RETRIABLE):
+                if kerr is not None and not (kerr.retriable() or kerr.code() in _RETRIABLE or _no_leader(kerr)):
                     raise errors.operation_failed(what, self._where(), self._said(err)) from None
                 momentary = kerr is not None and kerr.code() in _MOMENTARY
+                if kerr is not None and kerr.code() == KafkaError._TIMED_OUT:
+                    self._replace_client(use)
             except TimeoutError as err:  # concurrent.futures.TimeoutError is TimeoutError on 3.11
                 last, momentary = err, False
+                self._replace_client(use)
             refused = self._security_failure()
             if refused is not None:
                 raise refused
@@ -364,6 +395,10 @@ class KafkaAdmin:
 
         def attempt(left: float) -> dict[TP, int | None]:
             res = self._list_offsets({"ts": lambda tp: OffsetSpec.for_timestamp(int(requests[tp]))}, tps, left)["ts"]
+            unknown = sorted(tp for tp, info in res.items() if info.offset < -1)  # -1: no record; -1001: not known
+            if unknown:
+                raise KafkaException(KafkaError(KafkaError.OFFSET_NOT_AVAILABLE,
+                                                f"offsets of {_describe_tps(unknown)} not known yet"))
             return {tp: (info.offset if info.offset >= 0 else None) for tp, info in res.items()}
 
         return self._retrying(f"offsets for timestamps of {_describe_tps(tps)}", attempt)
@@ -385,7 +420,7 @@ class KafkaAdmin:
         request = ConsumerGroupTopicPartitions(group_id, [TopicPartition(t, p, int(offsets[(t, p)])) for t, p in tps])
 
         def attempt(left: float) -> None:
-            futures = self.admin.alter_consumer_group_offsets([request], request_timeout=left)
+            futures = self._client(_GROUP_MIRROR).alter_consumer_group_offsets([request], request_timeout=left)
             try:
                 result = futures[group_id].result(timeout=left + 1)
             except KafkaException as err:
@@ -403,7 +438,7 @@ class KafkaAdmin:
                         group_id_prefix_option=GROUP_ID_PREFIX.name)
                 raise KafkaException(bad[0].error)
 
-        self._retrying(what, attempt)
+        self._retrying(what, attempt, use=_GROUP_MIRROR)
 
     def group_offsets(self, group_id: str, tps: Iterable[TP]) -> dict[TP, int | None]:
         """Offsets committed by consumer group ``group_id`` (``None`` where the group has none)."""
@@ -413,7 +448,7 @@ class KafkaAdmin:
         request = ConsumerGroupTopicPartitions(group_id, [TopicPartition(t, p) for t, p in tps])
 
         def attempt(left: float) -> dict[TP, int | None]:
-            futures = self.admin.list_consumer_group_offsets([request], request_timeout=left)
+            futures = self._client(_GROUP_MIRROR).list_consumer_group_offsets([request], request_timeout=left)
             result = futures[group_id].result(timeout=left + 1)
             out: dict[TP, int | None] = {}
             for tp in result.topic_partitions or []:
@@ -422,13 +457,15 @@ class KafkaAdmin:
                 out[(tp.topic, tp.partition)] = tp.offset if tp.offset >= 0 else None
             return out
 
-        return self._retrying(f"committed offsets of group '{group_id}' for {_describe_tps(tps)}", attempt)
+        return self._retrying(f"committed offsets of group '{group_id}' for {_describe_tps(tps)}", attempt,
+                              use=_GROUP_MIRROR)
 
     # ---- lifecycle ----------------------------------------------------------------------------------------
     def close(self) -> None:
-        """Drop the admin client (AdminClient has no close)."""
+        """Drop the admin clients (AdminClient has no close)."""
         with self._lock:
-            self._admin = None
+            self._clients.clear()
+            self._retired.clear()
 
     def __enter__(self) -> KafkaAdmin:
         return self
@@ -452,9 +489,10 @@ _WATERMARK_SPECS: dict[str, Callable[[TP], OffsetSpec]] = {
 def _low_high(res: dict[str, dict[TP, Any]], tps: list[TP]) -> dict[TP, tuple[int, int]]:
     """(log start, high watermark) of every partition both lookups answered (missing partitions are left out).
 
-    A negative offset is no answer: librdkafka reported -1001 (its "invalid offset") without an error for a
-    partition of a topic created a moment before (seen once, on Apache Kafka, at a load of 4 per core), which the
-    planner would take for a log end and fail as data loss. It is raised as Kafka's OFFSET_NOT_AVAILABLE, which
+    A negative offset is no answer: librdkafka reports -1001 (its "offset not known") without an error for a
+    partition of a topic created a moment before (seen once, on Apache Kafka, at a load of 4 per core) and while the
+    metadata still names a leader that died; taken as a log end it read as a truncation of everything (a false
+    data-loss error, or a re-read from offset 0). It is raised as Kafka's OFFSET_NOT_AVAILABLE, which
     ``_retrying`` retries, as it does when the broker says so itself."""
     out = {tp: (res["low"][tp].offset, res["high"][tp].offset) for tp in tps if tp in res["low"] and tp in res["high"]}
     unanswered = sorted(tp for tp, (low, high) in out.items() if low < 0 or high < 0)
@@ -480,3 +518,10 @@ def _describe_tps(tps: list[TP], limit: int = 6) -> str:
             shown += f",... ({len(ps)} partitions)"
         parts.append(f"{t}[{shown}]")
     return ", ".join(parts)
+
+
+def _no_leader(err: KafkaError) -> bool:
+    """librdkafka's "Failed to query partition leaders: No leaders found" (_NOENT) while a partition elects a new
+    leader: retried like LEADER_NOT_AVAILABLE (other _NOENT answers, such as a group or topic that is not there,
+    are final)."""
+    return err.code() == KafkaError._NOENT and "leader" in err.str().lower()

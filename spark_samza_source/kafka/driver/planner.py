@@ -314,7 +314,15 @@ def carried_start(inputs: PlanInputs, key: TaskSsp, marks: Watermarks) -> _Start
 
 
 def checked_against_log(start: _Start, key: TaskSsp, marks: Watermarks, fail_on_data_loss: bool) -> _Start:
-    """``start`` if it lies within the log, else data loss: raise, or restart at the log start and report it."""
+    """``start`` if it lies within the log, else data loss: raise, or (``failOnDataLoss=false``) go on and report it.
+
+    Below the log start (retention, deleteRecords): go on from the log start. Past the log end (the same topic,
+    its log cut back below offsets already read: an unclean leader election truncated it, or the checkpoint was
+    edited; a re-created topic is told by its topic ID, earlier): go on from the *new end*, as Spark's own Kafka
+    source does. The offsets below that end were handed to Spark once already; what the new log holds there was
+    written after the truncation and cannot be told apart from what was read, so reading it again would deliver a
+    second record under an offset already delivered (a duplicate offset for every idempotent sink keyed by it).
+    The records the new log holds there are reported as lost instead: a gap named in the log and the progress."""
     position = start.position
     if marks.low <= position <= marks.high:
         return start
@@ -335,13 +343,15 @@ def checked_against_log(start: _Start, key: TaskSsp, marks: Watermarks, fail_on_
             "Records the query has not read may be gone, and which ones cannot be told from here. "
             "Write a Startpoint for this partition to say where to go on: StartpointUpcoming to read "
             f"only new records (offset {marks.high}), StartpointSpecific for an offset you choose, or "
-            f"StartpointOldest to re-read the whole partition from offset {marks.low} (which is also "
-            f"what {FAIL_ON_DATA_LOSS.name}=false does, reporting the loss)."
+            f"StartpointOldest to re-read the whole partition from offset {marks.low}. With "
+            f"{FAIL_ON_DATA_LOSS.name}=false the query goes on from the new end ({marks.high}), as Spark's Kafka "
+            "source does, reporting the loss."
         )
     if fail_on_data_loss:
         raise (errors.planned_data_loss if position < marks.low else errors.offset_past_log_end)(described, advice)
-    log.warning("data loss: %s; continuing from offset %d", described, marks.low)
-    return _Start(marks.low, Rebase(marks.low, REBASE_DATA_LOSS), loss)
+    go_on = marks.low if position < marks.low else marks.high
+    log.warning("data loss: %s; continuing from offset %d", described, go_on)
+    return _Start(go_on, Rebase(go_on, REBASE_DATA_LOSS), loss)
 
 
 # Phase 3: barriers and cuts.

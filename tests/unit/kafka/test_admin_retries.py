@@ -79,3 +79,60 @@ def test_a_negative_watermark_is_no_answer_and_is_retried():
     admin = KafkaAdmin({"bootstrap.servers": "b:9092"}, api_timeout_ms=10_000)
     assert admin._retrying("watermarks", attempt) == {tp: (0, 5)}
     assert len(calls) == 2
+
+
+class _Answer:
+    def __init__(self, offset: int) -> None:
+        self.offset = offset
+
+
+def test_an_offset_not_known_yet_is_retried_never_taken_for_a_log_end():
+    """A replicated cluster's ListOffsets answers -1001 (librdkafka's OFFSET_INVALID), without an error, while the
+    metadata still names a leader that died: taken as the log end it read as a truncation of the whole partition
+    (a false data-loss error, or a re-read from offset 0). It is retried as OFFSET_NOT_AVAILABLE."""
+    from spark_samza_source.kafka.driver.admin import _low_high
+
+    tp = ("orders", 0)
+    answers = iter([{"low": {tp: _Answer(0)}, "high": {tp: _Answer(-1001)}},
+                    {"low": {tp: _Answer(0)}, "high": {tp: _Answer(60)}}])
+    admin = KafkaAdmin({"bootstrap.servers": "b:9092"}, api_timeout_ms=10_000)
+    assert admin._retrying("watermarks", lambda left: _low_high(next(answers), [tp])) == {tp: (0, 60)}
+    with pytest.raises(KafkaException, match=r"no offsets yet for orders\[0\]"):
+        _low_high({"low": {tp: _Answer(-1001)}, "high": {tp: _Answer(5)}}, [tp])
+
+
+def test_no_leader_found_is_retried_within_the_timeout_other_not_found_answers_are_final():
+    """librdkafka answers _NOENT "No leaders found" while a partition elects a new leader: the partition is back
+    within seconds, so the call waits within its retry timeout (the query used to fail at once)."""
+    calls = []
+
+    def no_leader_then_answer(left: float) -> str:
+        calls.append(left)
+        if len(calls) == 1:
+            raise KafkaException(KafkaError(KafkaError._NOENT, "Failed to query partition leaders: No leaders found"))
+        return "answer"
+
+    admin = KafkaAdmin({"bootstrap.servers": "b:9092"}, api_timeout_ms=10_000)
+    assert admin._retrying("watermarks", no_leader_then_answer) == "answer"
+    attempt, calls = failing_then_answering(KafkaError._NOENT, 1)
+    with pytest.raises(KafkaSourceError, match="failed"):
+        admin._retrying("committed offsets", attempt)
+    assert len(calls) == 1
+
+
+def test_a_timed_out_attempt_retires_its_client_and_the_next_attempt_gets_a_new_one():
+    """A client that timed out may be wedged (DescribeTopics routed to a dead controller; OffsetCommits to a
+    restarted coordinator): the next attempt asks through a new client. The group mirror's client is its own."""
+    admin = KafkaAdmin({"bootstrap.servers": "127.0.0.1:1"}, api_timeout_ms=10_000)
+    seen = []
+
+    def attempt(left: float) -> str:
+        seen.append(admin.admin)
+        if len(seen) == 1:
+            raise KafkaException(KafkaError(KafkaError._TIMED_OUT, "Timed out waiting for controller"))
+        return "answer"
+
+    assert admin._retrying("topic IDs", attempt) == "answer"
+    assert seen[0] is not seen[1]
+    assert admin._client("group mirror") is not admin.admin
+    admin.close()
