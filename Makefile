@@ -39,11 +39,11 @@ $(NATIVE_STAMP): $(STAMP) $(NATIVE_SRC)
 	$(PY) setup.py --quiet build_ext --inplace || echo "native Kafka reader not built: reads use the Python path"
 	touch $(NATIVE_STAMP)
 
-# Three pytest workers (pytest-xdist), each test file whole in one of them so module fixtures are built once: with
-# two, the suite kept two cores only about 60% busy (its tests wait on emulator cadences, AWS's 5-second
-# subscription rule, trigger intervals, JVM starts and subprocess drivers), and a third worker computes while the
-# others wait. TEST_WORKERS=0 runs everything in this one process (a debugger, a single test).
-TEST_WORKERS ?= 3
+# Four pytest workers (pytest-xdist), each test file whole in one of them so module fixtures are built once: the
+# suite waits as much as it computes (emulator cadences, AWS's 5-second subscription rule, trigger intervals, JVM
+# starts, subprocess drivers), so on two cores two workers kept them about 60% busy and three about 63%; a fourth
+# computes while the others wait. TEST_WORKERS=0 runs everything in this one process (a debugger, a single test).
+TEST_WORKERS ?= 4
 # xdist's own order (the files with the most tests first) started the longest modules last: our order instead, the
 # longest first by tests/module_times.tsv (devkit/samza_devkit/module_order.py).
 XDIST_ARGS = $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder)
