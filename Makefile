@@ -39,11 +39,13 @@ $(NATIVE_STAMP): $(STAMP) $(NATIVE_SRC)
 	$(PY) setup.py --quiet build_ext --inplace || echo "native Kafka reader not built: reads use the Python path"
 	touch $(NATIVE_STAMP)
 
-# Four pytest workers (pytest-xdist), each test file whole in one of them so module fixtures are built once: the
+# Three pytest workers (pytest-xdist), each test file whole in one of them so module fixtures are built once: the
 # suite waits as much as it computes (emulator cadences, AWS's 5-second subscription rule, trigger intervals, JVM
-# starts, subprocess drivers), so on two cores two workers kept them about 60% busy and three about 63%; a fourth
-# computes while the others wait. TEST_WORKERS=0 runs everything in this one process (a debugger, a single test).
-TEST_WORKERS ?= 4
+# starts, subprocess drivers), so on two cores two workers kept them about 60% busy and three about 63%. A fourth
+# did not help: the suite is bound by CPU now, and the load of 11-12 it made on two cores slowed every module
+# (33 minutes, against 31 with three) and made a spark-submit's Python worker miss Spark's fixed 10 s to connect
+# back. TEST_WORKERS=0 runs everything in this one process (a debugger, a single test).
+TEST_WORKERS ?= 3
 # xdist's own order (the files with the most tests first) started the longest modules last: our order instead, the
 # longest first by tests/module_times.tsv (devkit/samza_devkit/module_order.py).
 XDIST_ARGS = $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder)

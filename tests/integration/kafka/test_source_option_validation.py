@@ -36,5 +36,6 @@ def test_a_misspelt_librdkafka_property_fails_load(kq):
 
 
 def test_a_refused_spark_option_fails_load_with_the_reason(kq):
-    message = _error(lambda: kq.stream(subscribe="orders", minPartitions="8"))
-    assert "option 'minPartitions' is not supported by samza-kafka" in message and "one Samza task" in message
+    message = _error(lambda: kq.stream(subscribe="orders", maxRecordsPerPartition="1000"))
+    assert "option 'maxRecordsPerPartition' is not supported by samza-kafka" in message
+    assert "never cut across Spark tasks" in message and "'minPartitions'" in message
