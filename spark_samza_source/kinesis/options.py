@@ -118,8 +118,9 @@ TASKS = Option(
 #: cut (core/split.py); a parent and its child are never readable in one batch (lineage), so any split keeps order
 MIN_PARTITIONS = Option(
     MIN_PARTITIONS_OPTION, Count(minimum=1),
-    "a micro-batch is read by at least this many Spark partitions where it holds enough readable shards: a task's "
-    "shards are spread over several Spark partitions (the `task` column stays the task), one shard never cut",
+    "a micro-batch (or a batch read) is read by at least this many Spark partitions where it holds enough readable "
+    "shards: a task's shards are spread over several Spark partitions (the `task` column stays the task), one shard "
+    "never cut; a batch read keeps a shard with its parents and children, parents read first",
     default_doc="one Spark partition per task")
 ASSIGNMENT = Option(
     "assignment", OneOf((LINEAGE, BALANCED)),

@@ -88,3 +88,25 @@ def lineage_order(shards: Iterable[ShardInfo]) -> list[ShardInfo]:
             on_stack.discard(sid)
             depth[sid] = 1 + max((depth.get(p, -1) for p in by_id[sid].parent_ids if p in by_id), default=-1)
     return sorted(by_id.values(), key=lambda s: (depth[s.shard_id], s.hash_start, s.shard_id))
+
+
+def lineage_families(shards: Iterable[ShardInfo]) -> dict[str, str]:
+    """shard id -> its family among ``shards``: the smallest shard id of the set it is joined to by parent links
+    (a split's two children share their parent's family, a merge joins its two parents'). A read that must keep a
+    parent before its child keeps a family together; separate families share no key range history."""
+    by_id = {s.shard_id: s for s in shards}
+    root: dict[str, str] = {sid: sid for sid in by_id}
+
+    def find(sid: str) -> str:
+        while root[sid] != sid:
+            root[sid] = root[root[sid]]
+            sid = root[sid]
+        return sid
+
+    for info in by_id.values():
+        for parent in info.parent_ids:
+            if parent in by_id:
+                a, b = find(info.shard_id), find(parent)
+                if a != b:
+                    root[max(a, b)] = min(a, b)
+    return {sid: find(sid) for sid in by_id}

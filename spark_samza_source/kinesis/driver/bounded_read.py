@@ -7,8 +7,10 @@ gave each shard (``shard_tasks.py``, read from its metadata store) come first, s
 the streaming query's even after resharding changed the open-shard count. Closed and open shards are all read,
 parents before children within a task. The end is fixed here, once: ``LATEST`` is the planning time, so every task
 stops at the same instant. Pushed filters (``core/bounded_filters.py``) prune shards and tasks, and
-``approximateArrivalTimestamp >=`` starts each shard at ``AT_TIMESTAMP`` (Spark still applies the filter). Nothing
-is written to the metadata store.
+``approximateArrivalTimestamp >=`` starts each shard at ``AT_TIMESTAMP`` (Spark still applies the filter). With
+``minPartitions`` a task's lineage families (a shard with its ancestors and descendants) spread over Spark
+partitions; a family is never cut, so its parents are still read before their children. Nothing is written to
+the metadata store.
 """
 
 from __future__ import annotations
@@ -23,10 +25,10 @@ from ..input_partition import PlannedShardRead
 from ..options import ENDING_POSITION, SYSTEM, KinesisBoundedOptions
 from ..positions import AT_TIMESTAMP, TRIM_HORIZON, ShardPosition
 from ..schema import TASK_COLUMN
-from ..shards import lineage_order
+from ..shards import lineage_families, lineage_order
 from .coordinator import KinesisCoordinator
 from .offset import DRAINED
-from .planner import initial_offset
+from .planner import initial_offset, spread_families
 from .shard_tasks import ShardTasks
 
 log = logging.getLogger(__name__)
@@ -68,7 +70,7 @@ def plan_bounded_read(options: KinesisBoundedOptions, pushed: PushedFilters, *, 
     unknown = sorted(set(options.ending.per_shard) - {s.shard_id for s in shards})
     if unknown:
         log.warning("%s names shards the stream does not list: %s", ENDING_POSITION.name, ", ".join(unknown[:20]))
-    return list(reads.items())
+    return spread_families(list(reads.items()), source.min_partitions, lineage_families(shards))
 
 
 def _stored_shard_tasks(coordinator: KinesisCoordinator) -> ShardTasks | None:

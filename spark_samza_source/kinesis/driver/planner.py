@@ -457,6 +457,16 @@ def spread_shards(plan: Sequence[tuple[TaskName, Sequence[Any]]],
     return split_tasks(plan, min_partitions, weight=lambda _read: 1, unit=lambda read: read.shard_id)
 
 
+def spread_families(plan: Sequence[tuple[TaskName, Sequence[Any]]], min_partitions: int | None,
+                    family_of: Mapping[str, str]) -> list[tuple[TaskName, list[Any]]]:
+    """A batch read's ``plan`` (a task's reads in lineage order, parents and children together) spread as
+    :func:`spread_shards` does, but a lineage family (``shards.lineage_families``) is the unit: a parent and its
+    children are read by one Spark task, parent first, as a ``foreachPartition`` sink expects; unrelated
+    families may go to separate ones."""
+    return split_tasks(plan, min_partitions, weight=lambda _read: 1,
+                       unit=lambda read: family_of.get(read.shard_id, read.shard_id))
+
+
 # ---- helpers ---------------------------------------------------------------------------------------------
 def _learn_task(last_task: dict[str, int], previous: KinesisOffset, sid: str) -> None:
     """Remember the task ``sid`` is in as it is drained (it is released from its slot in this plan)."""

@@ -94,6 +94,43 @@ def test_trim_horizon_to_latest_across_a_split_and_a_merge(ks):
         k: v for k, v in ks.options(stream).items() if k != "job.name"}).load().schema == stream_schema
 
 
+def test_min_partitions_spreads_lineage_families_and_keeps_each_parent_before_its_children(ks):
+    """``minPartitions`` on a batch read: one task over 4 shards, shard 0 split in two. The task's reads spread over
+    Spark partitions by lineage family (shard 0 with its two children; shards 1, 2 and 3 each alone): four Spark
+    partitions, each shard in exactly one, a family never cut, and within it the parent's rows before its
+    children's (what a ``foreachPartition`` sink writes in). Every acknowledged record is read once and the
+    ``task`` column stays the one task."""
+    from pyspark.sql.functions import spark_partition_id
+
+    stream = ks.create_stream(4, "bspread")
+    puts = put(ks, stream, 0)
+    kh.split_shard(ks.client, stream, "shardId-000000000000")
+    puts += put(ks, stream, 1)
+    time.sleep(1.5)  # kinesalite stamps a new shard's records up to 1 s ahead (see the split-and-merge test)
+    options = {k: v for k, v in ks.options(stream, tasks="1", minPartitions="8").items()
+               if k not in ("job.name", "metadata.store", "startingPosition")}
+    rows = (ks.spark.read.format("samza-kinesis").options(**options).load()
+            .withColumn("sparkPartition", spark_partition_id()).collect())
+    assert keys_of(rows) == acked(puts)
+    assert {r.task for r in rows} == {rows[0].task}
+    shards = {s["ShardId"]: s for s in kh.list_shards(ks.client, stream)}
+    children = sorted(sid for sid, info in shards.items() if info.get("ParentShardId") == "shardId-000000000000")
+    assert len(children) == 2, shards
+    partition_of: dict[str, set[int]] = {}
+    for r in rows:
+        partition_of.setdefault(r.shardId, set()).add(r.sparkPartition)
+    assert all(len(p) == 1 for p in partition_of.values()), partition_of
+    spark_partition = {sid: next(iter(p)) for sid, p in partition_of.items()}
+    family = {spark_partition[sid] for sid in ["shardId-000000000000", *children]}
+    assert len(family) == 1, spark_partition
+    others = [spark_partition[f"shardId-00000000000{i}"] for i in (1, 2, 3)]
+    assert len({*family, *others}) == 4, spark_partition
+    family_rows = [r.shardId for r in rows if r.sparkPartition in family]
+    last_parent_row = max(i for i, sid in enumerate(family_rows) if sid == "shardId-000000000000")
+    first_child_row = min(i for i, sid in enumerate(family_rows) if sid in children)
+    assert last_parent_row < first_child_row, family_rows
+
+
 def test_with_job_name_a_backfill_takes_the_streaming_querys_tasks_after_resharding(ks):
     """A streaming query starts on 2 shards (2 tasks) and keeps them while both shards split (4 open shards). A
     batch read with its job.name puts every record in the task the streaming query did; one without makes a new
