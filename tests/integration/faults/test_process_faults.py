@@ -15,12 +15,13 @@ import sys
 import time
 import uuid
 from collections import Counter
+from pathlib import Path
 
 import pytest
 
 from samza_devkit.checkpoint_log import committed_batches, offset_log, startpoint_rebases
 from samza_devkit.fault_harness import exactly_once, kill_process_group, startpoints_left, wait_for
-from samza_devkit.kafka_helpers import create_topic, produce, unique_topic
+from samza_devkit.kafka_helpers import add_partitions, create_topic, produce, unique_topic
 from samza_devkit.waits import scaled
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
@@ -43,28 +44,35 @@ def _events(path):
 
 def test_driver_sigkilled_mid_batch_resumes_exactly_once_and_applies_its_startpoint_once(
         kafka_broker, spark, tmp_path):
-    """SIGKILL of the whole driver while batch 0 -- the batch applying a Startpoint -- is being written.
+    """SIGKILL of the whole driver while batch 0 -- the batch applying a Startpoint -- is being written, with
+    ``minPartitions`` on and the topic grown while the driver is down.
 
-    Run 1 writes a Startpoint (p0 -> offset 100) before it starts, reads with maxOffsetsPerTrigger=200 through a
-    slow stage and is SIGKILLed once batch 0 is in the offset log, in flight, and not committed (no Parquet
-    commit either). Run 2, from the same checkpoint, replays batch 0 from the offset log (Spark asks
+    Run 1 creates the job on a one-partition topic (one task), writes a Startpoint (p0 -> offset 100) before it
+    starts, reads with maxOffsetsPerTrigger=100 through a slow stage and is SIGKILLed once batch 0 is in the offset
+    log, in flight, and not committed (no Parquet commit either). While it is down the topic grows 1 -> 2 and
+    partition 1 gets records. Run 2, from the same checkpoint, replays batch 0 from the offset log (Spark asks
     ``initialOffset()`` afresh for its start: the starts recorded in batch 0 make that replay exact; the job's
-    lease passes over as its owner process is gone) and reads on to the end. The Parquet
-    sink then holds every record exactly once and the Startpoint's effect exactly once (p0 from 100, nothing of p0
-    twice); the Startpoint is recorded as applied in batch 0 only and is gone from the store.
+    lease passes over as its owner process is gone), drains partition 0 to the growth's cut and reads partition 1
+    after it. Run 3 reads a round written to both partitions after the cut: one batch, one task, two Spark
+    partitions (the split). The Parquet sink then holds every record exactly once and the Startpoint's effect
+    exactly once (p0 from 100, nothing of p0 twice); the Startpoint is recorded as applied in batch 0 only and is
+    gone from the store; no Parquet file (one per Spark partition) holds two Kafka partitions.
 
     Backs docs/guarantees.md: exactly once "when the Spark driver is SIGKILLed mid-batch and restarted from its
     checkpoint, with a startpoint applied exactly once and deleted".
     """
+    from pyspark.sql.functions import input_file_name
+
     bootstrap = kafka_broker.bootstrap_servers
-    topic = create_topic(bootstrap, unique_topic("kill"), 2)
-    produce(bootstrap, topic, [(b"k", f"v{p}-{i}".encode(), None, p) for i in range(300) for p in (0, 1)])
+    topic = create_topic(bootstrap, unique_topic("kill"), 1)
+    produce(bootstrap, topic, [(b"k", f"v0-{i}".encode(), None, 0) for i in range(300)])
     job = f"kill-{uuid.uuid4().hex[:6]}"
     ck = tmp_path / "ck"
+    split = ("--source-option", "minPartitions=4", "--source-option", "expansion.settleTime=0")
 
     started = time.monotonic()
     proc, out = _driver(tmp_path, bootstrap, topic, job, 1, "--startpoint", "0:specific:100",
-                        "--max-offsets", "200", "--slow-ms", "2500", "--trigger", "processing:200")
+                        "--max-offsets", "100", "--slow-ms", "2500", "--trigger", "processing:200", *split)
     try:
         markers = tmp_path / "inflight-1"
 
@@ -82,24 +90,45 @@ def test_driver_sigkilled_mid_batch_resumes_exactly_once_and_applies_its_startpo
     startpoint_ts = next(e["creationTimestamp"] for e in _events(out) if e["event"] == "startpoint")
     logged = offset_log(ck)
     assert startpoint_rebases(logged) == [(0, "Partition 0", f"kafka.{topic}.0", 100, startpoint_ts)]
+    add_partitions(bootstrap, topic, 2)
+    produce(bootstrap, topic, [(b"k", f"v1-{i}".encode(), None, 1) for i in range(200)])
 
-    # Run 2: the same query on this test's own Spark session (a new driver-side runner, as after a reboot; one
-    # JVM start less than a second fault_driver run), from the same checkpoint, to the end of the data.
-    rerun = (spark.readStream.format("samza-kafka")
-             .options(**{"kafka.bootstrap.servers": bootstrap, "subscribe": topic, "job.name": job,
-                         "metadata.store": f"file://{tmp_path}/metadata", "startingOffsets": "earliest",
-                         "startpoint.pollInterval": "0", "maxRowsPerArrowBatch": "50"}).load()
-             .writeStream.format("parquet").option("path", str(tmp_path / "sink"))
-             .option("checkpointLocation", str(ck)).trigger(availableNow=True).start())
-    assert rerun.awaitTermination(scaled(180)), "the restarted query did not finish"
-    assert rerun.exception() is None
+    # Runs 2 and 3: the same query on this test's own Spark session (a new driver-side runner, as after a reboot;
+    # one JVM start less than a second fault_driver run), from the same checkpoint, to the end of the data.
+    def run_to_the_end() -> None:
+        rerun = (spark.readStream.format("samza-kafka")
+                 .options(**{"kafka.bootstrap.servers": bootstrap, "subscribe": topic, "job.name": job,
+                             "metadata.store": f"file://{tmp_path}/metadata", "startingOffsets": "earliest",
+                             "startpoint.pollInterval": "0", "maxRowsPerArrowBatch": "50", "minPartitions": "4",
+                             "expansion.settleTime": "0"}).load()
+                 .writeStream.format("parquet").option("path", str(tmp_path / "sink"))
+                 .option("checkpointLocation", str(ck)).trigger(availableNow=True).start())
+        assert rerun.awaitTermination(scaled(180)), "the restarted query did not finish"
+        assert rerun.exception() is None
 
-    sink = Counter((r.partition, r.offset) for r in spark.read.parquet(str(tmp_path / "sink"))
-                   .select("partition", "offset").collect())
-    wanted = [(0, o) for o in range(100, 300)] + [(1, o) for o in range(300)]
+    run_to_the_end()
+    produce(bootstrap, topic, [(b"k", f"v{p}-after-{i}".encode(), None, p) for i in range(50) for p in (0, 1)])
+    run_to_the_end()
+
+    rows = (spark.read.parquet(str(tmp_path / "sink")).select("partition", "offset", "task")
+            .withColumn("file", input_file_name()).collect())
+    sink = Counter((r.partition, r.offset) for r in rows)
+    wanted = [(0, o) for o in range(100, 350)] + [(1, o) for o in range(250)]
     assert exactly_once(sink, wanted) == []
+    assert {r.task for r in rows} == {"Partition 0"}  # the job kept its one task through the growth
+    partitions_of_file: dict[str, set[int]] = {}
+    for r in rows:
+        partitions_of_file.setdefault(r.file, set()).add(r.partition)
+    assert all(len(p) == 1 for p in partitions_of_file.values()), partitions_of_file
     log = offset_log(ck)
-    assert len(log) >= 2 and committed_batches(ck) == set(log)
+    assert len(log) >= 3 and committed_batches(ck) == set(log)
+    # the last batch (run 3) read the round after the cut: both partitions of the one task in one batch, each
+    # read by a Spark partition of its own (a file each)
+    meta = tmp_path / "sink" / "_spark_metadata"
+    last = max((e for e in meta.iterdir() if e.name.isdigit()), key=lambda e: int(e.name))
+    last_files = {Path(json.loads(line)["path"]).name for line in last.read_text().splitlines()[1:]}
+    assert sorted(sorted(p) for f, p in partitions_of_file.items() if Path(f).name in last_files) == [[0], [1]], \
+        (last_files, partitions_of_file)
     # the startpoint: applied in batch 0 only (the replays re-read it from the log, nothing applied it again) ...
     assert startpoint_rebases(log) == [(0, "Partition 0", f"kafka.{topic}.0", 100, startpoint_ts)]
     # ... and deleted once a later batch was planned from batch 0's end
