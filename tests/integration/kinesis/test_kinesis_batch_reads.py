@@ -99,7 +99,7 @@ def test_min_partitions_spreads_lineage_families_and_keeps_each_parent_before_it
     Spark partitions by lineage family (shard 0 with its two children; shards 1, 2 and 3 each alone): four Spark
     partitions, each shard in exactly one, a family never cut, and within it the parent's rows before its
     children's (what a ``foreachPartition`` sink writes in). Every acknowledged record is read once and the
-    ``task`` column stays the one task."""
+    ``task`` column stays the one task. Backs docs/guarantees.md, "Guarantees" (minPartitions)."""
     from pyspark.sql.functions import spark_partition_id
 
     stream = ks.create_stream(4, "bspread")
