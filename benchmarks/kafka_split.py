@@ -1,8 +1,13 @@
-"""``minPartitions`` on ``local[2]``: a job created on 2 partitions, its topic grown to 8, read with and without the
-split, the runs alternating (issue #44).
+"""``minPartitions`` on ``local[2]`` or a two-worker standalone cluster: a job created on 2 partitions, its topic
+grown to 8, read with and without the split, the runs alternating.
 
     .venv/bin/python benchmarks/kafka_split.py                     # 2 x 2 runs of 2,000,000 records, ~5 minutes
     .venv/bin/python benchmarks/kafka_split.py --records 500000 --repeat 1
+    .venv/bin/python benchmarks/kafka_split.py --cluster           # the devkit's cluster: 2 workers, 2 cores each
+
+``--cluster`` (root: network namespaces) starts the devkit's Spark standalone cluster (``samza_devkit.spark_cluster``:
+each worker on a host of its own, executors of 2 cores each) with the broker on the cluster's bridge, and runs
+this script as the driver in the root namespace; executors then read over the bridge, as on a real cluster.
 
 One Apache Kafka broker (the devkit's), one ``local[2]`` session. A seed query creates the job on 2 partitions (its
 stored job model has 2 tasks); the topic then grows to 8 and ``--records`` x 100 B are written round robin over
@@ -18,6 +23,8 @@ test), but it shows what it costs where there is no core to spare.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
 import shutil
 import statistics
 import sys
@@ -102,22 +109,67 @@ def run(spark, bootstrap: str, topic: str, seed: Path, work: Path, records: int,
     return res
 
 
+@contextlib.contextmanager
+def cluster_session(root: Path):
+    """(session, broker bootstrap) on the devkit's two-worker standalone cluster, the broker on its bridge."""
+    from samza_devkit.apache_kafka import ApacheKafkaBroker
+    from samza_devkit.spark_cluster import BROKER, SparkCluster
+    from samza_devkit.spark_fixtures import make_local_spark
+    from spark_samza_source import register
+
+    cluster = SparkCluster.start(root, workers=2)
+    try:
+        if cluster.fallback:
+            say(f"  no network namespaces ({cluster.fallback}): workers on loopback")
+        address = cluster.address(None)
+        os.environ["SPARK_LOCAL_IP"] = address
+        os.environ["PYSPARK_PYTHON"] = os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+        conf = {"spark.driver.host": address, "spark.driver.bindAddress": address, "spark.executor.cores": "2",
+                "spark.cores.max": "4", "spark.executor.memory": "1g", "spark.locality.wait": "0s",
+                "spark.ui.showConsoleProgress": "false",
+                # both executors registered before the first batch, so each run has the same four cores
+                "spark.scheduler.minRegisteredResourcesRatio": "1.0",
+                "spark.scheduler.maxRegisteredResourcesWaitingTime": "120s"}
+        spark = make_local_spark("samza-kafka-split-cluster", conf, master=cluster.master_url)
+        register(spark)
+        with ApacheKafkaBroker(host=cluster.service_address(BROKER), heap_mb=1024) as broker:
+            try:
+                yield spark, broker.bootstrap_servers
+            finally:
+                spark.stop()
+    finally:
+        cluster.close()
+
+
+@contextlib.contextmanager
+def local_session_and_broker():
+    from samza_devkit.apache_kafka import ApacheKafkaBroker
+
+    spark = local_session("samza-kafka-split")
+    try:
+        with ApacheKafkaBroker(heap_mb=1024) as broker:
+            yield spark, broker.bootstrap_servers
+    finally:
+        spark.stop()
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--records", type=int, default=2_000_000)
     parser.add_argument("--rows-per-batch", type=int, default=400_000)
     parser.add_argument("--repeat", type=int, default=2)
+    parser.add_argument("--cluster", action="store_true", help="the devkit's two-worker standalone cluster")
     args = parser.parse_args(argv)
 
-    from samza_devkit.apache_kafka import ApacheKafkaBroker
     from samza_devkit.kafka_helpers import add_partitions, create_topic, unique_topic
 
-    say(f"minPartitions on local[2]: job created on {PARTITIONS_AT_CREATION} partitions, topic grown to "
+    where = "a two-worker standalone cluster (2 cores each)" if args.cluster else "local[2]"
+    say(f"minPartitions on {where}: job created on {PARTITIONS_AT_CREATION} partitions, topic grown to "
         f"{PARTITIONS}, {args.records:,} x {VALUE_SIZE} B, {args.rows_per_batch:,} rows per batch; {load()}")
-    spark = local_session("samza-kafka-split")
-    try:
-        with ApacheKafkaBroker(heap_mb=1024) as broker, tempfile.TemporaryDirectory(prefix="bench-split-") as tmp:
-            work, bootstrap = Path(tmp), broker.bootstrap_servers
+    with tempfile.TemporaryDirectory(prefix="bench-split-") as tmp:
+        work = Path(tmp)
+        session = cluster_session(work / "cluster") if args.cluster else local_session_and_broker()
+        with session as (spark, bootstrap):
             topic = create_topic(bootstrap, unique_topic("split"), PARTITIONS_AT_CREATION)
             seed = work / "seed-store"
             seed_job(spark, bootstrap, topic, seed, work)
@@ -131,8 +183,6 @@ def main(argv: list[str] | None = None) -> int:
             without, with_split = statistics.median(rates[False]), statistics.median(rates[True])
             say(f"  median: one per task {without:,.0f} rec/s, minPartitions={PARTITIONS} {with_split:,.0f} rec/s "
                 f"(ratio {with_split / without:.2f}); {load()}")
-    finally:
-        spark.stop()
     return 0
 
 
