@@ -52,6 +52,7 @@ FATAL = KafkaError._FATAL  # the code a back-end reports for an error that ends 
 ERROR_EVENT, GAP_EVENT = "error", "gap"
 _PARTITION_EOF = KafkaError._PARTITION_EOF
 _QUERY_TIMEOUT_MAX_S = 30.0  # longest wait for a broker answer (watermarks, metadata) within the poll timeout
+_UNKNOWN_OFFSET_RETRY_S = 0.1  # first pause before asking again for offsets librdkafka does not know yet
 _OFFSET, _TIMESTAMP = 4, 5  # column indexes in kafka_arrow_schema
 _SPARK_MIN_US, _SPARK_MAX_US = SPARK_MIN_MS * 1000, SPARK_MAX_MS * 1000
 
@@ -222,10 +223,27 @@ class RangeReadControl:
             log.debug("Kafka consumer error in task %r (librdkafka retries): %s", self.task, text)
 
     def _watermarks(self, i: int) -> tuple[int, int]:
-        try:
-            return self.b.watermarks(i, self.query_timeout_ms)
-        except self.b.query_errors as err:
-            raise errors.watermarks_unavailable(self.task, self.labels[i], err) from None
+        """(log start, log end) of range ``i``, as the broker answers them now.
+
+        librdkafka answers -1001 (its "offset not known") without an error while a partition's leader is being
+        elected or the metadata still names a leader that died: taken as a log end, that reads as the whole rest
+        of the range truncated (a false data-loss error, or with failOnDataLoss=false records skipped). Asked
+        again until both offsets are known, within the query timeout; then the read fails naming the answer."""
+        deadline = time.monotonic() + self.query_timeout_ms / 1000.0
+        pause = _UNKNOWN_OFFSET_RETRY_S
+        while True:
+            try:
+                low, high = self.b.watermarks(i, self.query_timeout_ms)
+            except self.b.query_errors as err:
+                raise errors.watermarks_unavailable(self.task, self.labels[i], err) from None
+            if low >= 0 and high >= 0:
+                return low, high
+            if time.monotonic() + pause > deadline:
+                raise errors.watermarks_unavailable(
+                    self.task, self.labels[i], f"the broker answered no offsets (log start {low}, end {high}) "
+                                               f"for {self.query_timeout_ms / 1000:.0f} s")
+            time.sleep(pause)
+            pause = min(2 * pause, 1.0)
 
     def _out_of_range(self, i: int) -> None:
         """Below the log start or at/after its end: data loss (the rest of the range or up to the new start).
