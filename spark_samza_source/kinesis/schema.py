@@ -1,9 +1,9 @@
 """The row schema of ``samza-kinesis``.
 
-The first five columns are those of the AWS connector (``awslabs/spark-sql-kinesis-connector``,
-``KinesisClientFactory.kinesisSchema``) with their names, types and order, so queries written for
-``format("aws-kinesis")`` work unchanged: ``data``, ``streamName``, ``partitionKey``, ``sequenceNumber``,
-``approximateArrivalTimestamp``.  We add, in this order:
+The AWS connector's five columns (``awslabs/spark-sql-kinesis-connector``, ``KinesisClientFactory.kinesisSchema``)
+are here with their names and types, so queries written for ``format("aws-kinesis")`` that select by name work
+unchanged: ``data``, ``streamName``, ``partitionKey``, ``sequenceNumber``, ``approximateArrivalTimestamp``; the
+first four in the connector's positions, the fifth one place later. We add:
 
 * ``subSequenceNumber`` (long, placed after ``sequenceNumber``): the index of a user record inside a KPL-aggregated
   Kinesis record (0, 1, ...); 0 for a record that is not aggregated, as the KCL numbers them.  ``(sequenceNumber,

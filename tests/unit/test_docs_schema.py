@@ -39,3 +39,18 @@ def test_the_samza_kinesis_table_is_the_schema():
 
 def test_every_column_is_nullable_as_the_guide_says():
     assert all(f.nullable for f in [*kafka_schema(True).fields, *kinesis_schema().fields])
+
+
+#: ``format("aws-kinesis")``'s columns in its order (awslabs/spark-sql-kinesis-connector,
+#: ``KinesisClientFactory.kinesisSchema``)
+AWS_CONNECTOR_COLUMNS = ["data", "streamName", "partitionKey", "sequenceNumber", "approximateArrivalTimestamp"]
+
+
+def test_the_guide_says_how_many_columns_sit_where_the_aws_connector_has_them():
+    names = [f.name for f in kinesis_schema().fields]
+    assert set(AWS_CONNECTOR_COLUMNS) <= set(names)  # every connector column is there, by name
+    same_place = next(i for i, (ours, theirs) in enumerate(zip(names, [*AWS_CONNECTOR_COLUMNS, None])) if ours != theirs)
+    words = {3: "three", 4: "four", 5: "five"}
+    text = " ".join(GUIDE.read_text().split())
+    assert f"its first {words[same_place]}, then `{names[same_place]}`" in text, (
+        f"the guide should say the first {same_place} columns are the connector's, then {names[same_place]}")

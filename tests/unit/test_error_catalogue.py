@@ -134,3 +134,22 @@ def test_a_users_error_keeps_one_bracket_and_its_condition_through_pickling():
     error = kafka_errors.KafkaSourceError("topic gone", condition="SAMZA_KAFKA_DATA_LOSS")
     again = pickle.loads(pickle.dumps(error))
     assert str(again) == "[SAMZA_KAFKA_DATA_LOSS] topic gone" and again.condition == "SAMZA_KAFKA_DATA_LOSS"
+
+
+def test_every_samza_name_any_page_quotes_is_one_the_code_has():
+    """A condition (or environment variable) quoted in the README or any page of docs/ (troubleshooting's headings,
+    security's tables) is one the code declares or reads: a renamed condition cannot leave a page pointing users at
+    a name they will never see."""
+    root = PACKAGE.parent
+    declared = set(declared_conditions())
+    code = "\n".join(path.read_text(encoding="utf-8", errors="replace") for path in [
+        *root.joinpath("spark_samza_source").rglob("*.py"), *root.joinpath("devkit").rglob("*.py"),
+        *root.joinpath("benchmarks").glob("*.py"), *root.joinpath("tests").rglob("*.py"), root / "Makefile",
+        root / "setup.py"])
+    pages = [root / "README.md", *sorted((root / "docs").glob("*.md"))]
+    named = {(page.name, name) for page in pages
+             for name in re.findall(r"\b(SAMZA_[A-Z0-9_]+[A-Z0-9])\b", page.read_text(encoding="utf-8"))}
+    unknown = sorted((page, name) for page, name in named
+                     if name not in declared and not re.search(rf"\b{name}\b", code))
+    assert len({name for _, name in named} & declared) > 50  # the walk sees the pages' conditions
+    assert not unknown, f"pages name SAMZA_ names the code neither declares nor reads: {unknown}"
