@@ -46,12 +46,22 @@ S3_PROBE = ["tests/integration/metadata/test_metadata_fs_concurrency.py", "-k", 
 
 @dataclass(frozen=True)
 class Mutant:
+    """One rule broken on purpose: ``old`` replaced by ``new`` in ``path`` (tuples: several edits, each in the
+    file at the same place of ``path`` when that is a tuple too, else all in ``path``)."""
+
     name: str
     rule: str
-    path: str
+    path: str | tuple[str, ...]
     old: str | tuple[str, ...]
     new: str | tuple[str, ...]
     tests: tuple[str, ...]
+
+    def edits(self) -> list[tuple[str, str, str]]:
+        """(path, old, new) of every edit."""
+        olds = self.old if isinstance(self.old, tuple) else (self.old,)
+        news = self.new if isinstance(self.new, tuple) else (self.new,)
+        paths = self.path if isinstance(self.path, tuple) else (self.path,) * len(olds)
+        return list(zip(paths, olds, news, strict=True))
 
 
 def m(name, rule, path, old, new, tests):
@@ -104,18 +114,19 @@ MUTANTS = [
       KAFKA + "driver/planner.py",
       "if marks.low <= position <= marks.high:", "if marks.low <= position:", UNIT_CORE),
     m("loss-never-fails", "failOnDataLoss=true stops the query", KAFKA + "driver/planner.py",
-      "    if fail_on_data_loss:\n        raise DataLossError(f\"{described}.",
-      "    if False:\n        raise DataLossError(f\"{described}.", UNIT_CORE),
+      "    if fail_on_data_loss:\n        raise (errors.planned_data_loss",
+      "    if False:\n        raise (errors.planned_data_loss", UNIT_CORE),
     # ---- compacted topics (kafka/executor/reader.py; no Spark: read_ranges over the dev broker's compaction) ---------
     # A range ending in a gap is finished by either of two paths (a record at or past its end, or the consumer's
     # position reaching it); each alone keeps the rule, so the mutant breaks both.
     m("reader-waits-for-last-offset", "a range ending inside a compaction gap finishes without the stall timeout",
-      KAFKA + "executor/reader.py", ("        if last >= end - 1:", "            if tp.offset >= p.rng.end:"),
-      ("        if last == end - 1:", "            if p.next >= p.rng.end:"), READER_COMPACTED),
+      (KAFKA + "executor/reader.py", KAFKA + "executor/read_control.py"),
+      ("        if last >= end - 1:", "            if offset >= self.ranges[i].end:"),
+      ("        if last == end - 1:", "            if self.b.state(i)[0] >= self.ranges[i].end:"), READER_COMPACTED),
     m("reader-any-jump-is-loss", "a compaction gap is not data loss: only a log start past the range start is",
-      KAFKA + "executor/reader.py",
-      "        if low > p.next:\n            self._data_loss(p, p.next, min(low, first, p.rng.end)",
-      "        if first > p.next:\n            self._data_loss(p, p.next, min(first, p.rng.end)", READER_COMPACTED),
+      KAFKA + "executor/read_control.py",
+      "        if low > nxt:\n            self._data_loss(i, nxt, min(low, first, self.ranges[i].end)",
+      "        if first > nxt:\n            self._data_loss(i, nxt, min(first, self.ranges[i].end)", READER_COMPACTED),
     # ---- startpoints (kafka/driver/planner.py, core/startpoint_manager.py) -------------------------------------------
     m("startpoint-applied-twice", "a startpoint is applied once", KAFKA + "driver/planner.py",
       "if sp is not None and sp.creation_timestamp > inputs.previous.applied.get(key, -1):",
@@ -146,18 +157,16 @@ MUTANTS = [
       KIN + "driver/mapper.py", "first = min(known, key=lambda p: (info[p].hash_start if p in info else _NO_HASH, p))",
       "first = max(known, key=lambda p: (info[p].hash_start if p in info else _NO_HASH, p))", UNIT_KIN),
     m("kinesis-lost-shard-ignored", "a shard gone before it was drained is data loss", KIN + "driver/planner.py",
-      "    if inputs.fail_on_data_loss:\n        raise DataLossError(\n"
-      "            f\"samza-kinesis stream",
-      "    if False:\n        raise DataLossError(\n"
-      "            f\"samza-kinesis stream", UNIT_KIN),
+      "    if inputs.fail_on_data_loss:\n        raise errors.planned_data_loss(",
+      "    if False:\n        raise errors.planned_data_loss(", UNIT_KIN),
     m("kinesis-startpoint-applied-twice", "a Kinesis startpoint is applied once", KIN + "driver/planner.py",
       "        if sp.creation_timestamp <= previous.applied.get(key, -1):\n            continue",
       "        if False:\n            continue", UNIT_KIN),
     # ---- batch-end recording (kinesis/executor/recorded_reads.py, kinesis/microbatch_ends.py) ------------------------
     m("retry-ignores-recorded-end", "a retried attempt reads exactly to the recorded end",
       KIN + "executor/recorded_reads.py",
-      "reading = open_shard_reader(client, replace(request, recorded_end=recorded), read)",
-      "reading = open_shard_reader(client, replace(request, recorded_end=None), read)",
+      "reading = open_shard_reader(client, replace(read, recorded_end=recorded), settings)",
+      "reading = open_shard_reader(client, replace(read, recorded_end=None), settings)",
       READER),
     m("record-overwrites", "the first attempt's end wins (put-if-absent)", KIN + "microbatch_ends.py",
       "        if self.store.put_if_absent(self.namespace, key, value):\n            return end",
@@ -229,6 +238,20 @@ def run_tests(copy: Path, tests: tuple[str, ...], timeout: float) -> tuple[str, 
     return f"error {proc.returncode}: {(proc.stdout + proc.stderr).strip().splitlines()[-1:]}", took
 
 
+def stale_mutants(root: Path, mutants=MUTANTS) -> list[str]:
+    """The mutants whose edits no longer apply to the code under ``root``, each with why: a file moved, or a text
+    found not exactly once (the code changed under the rule: update the mutant to what now keeps it)."""
+    stale = []
+    for mu in mutants:
+        for path, old, _ in mu.edits():
+            target = root / path
+            if not target.is_file():
+                stale.append(f"{mu.name}: {path} does not exist")
+            elif (count := target.read_text().count(old)) != 1:
+                stale.append(f"{mu.name}: its text is found {count} times in {path}: {old[:60]!r}")
+    return stale
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", action="append", default=[], help="run only these mutants (by name)")
@@ -238,6 +261,9 @@ def main(argv: list[str] | None = None) -> int:
     chosen = [mu for mu in MUTANTS if not args.only or mu.name in args.only]
     if not chosen:
         raise SystemExit(f"no mutant named {args.only}")
+    stale = stale_mutants(Path(__file__).resolve().parents[1], chosen)
+    if stale:
+        raise SystemExit("mutants that no longer apply to the code:\n  " + "\n  ".join(stale))
     tmp = Path(tempfile.mkdtemp(prefix="samza-mutation-"))
     copy = copy_repo(tmp / "repo")
     print(f"copy: {copy}", flush=True)
@@ -251,22 +277,23 @@ def main(argv: list[str] | None = None) -> int:
             if status != "passed":
                 raise SystemExit("a baseline run failed: fix the tests first")
         for mu in chosen:
-            target = copy / mu.path
-            original = target.read_text()
             # a mutant is one edit, or several (tuples) when one rule is kept by redundant code paths
-            edits = list(zip(mu.old, mu.new, strict=True)) if isinstance(mu.old, tuple) else [(mu.old, mu.new)]
-            counts = [original.count(old) for old, _ in edits]
+            edits = mu.edits()
+            originals = {path: (copy / path).read_text() for path, _, _ in edits}
+            counts = [originals[path].count(old) for path, old, _ in edits]
             if counts != [1] * len(edits):
                 verdict = f"stale ({counts} matches)"
             else:
-                mutated = original
-                for old, new in edits:
-                    mutated = mutated.replace(old, new)
-                target.write_text(mutated)
+                mutated = dict(originals)
+                for path, old, new in edits:
+                    mutated[path] = mutated[path].replace(old, new)
+                for path, text in mutated.items():
+                    (copy / path).write_text(text)
                 try:
                     status, took = run_tests(copy, mu.tests, args.timeout)
                 finally:
-                    target.write_text(original)
+                    for path, text in originals.items():
+                        (copy / path).write_text(text)
                 verdict = {"failed": "killed", "timeout": "killed (timeout)", "passed": "SURVIVED"}.get(status, status)
                 verdict += f" ({took:.0f}s)"
             results.append((mu, verdict))
