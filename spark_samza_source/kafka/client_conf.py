@@ -74,6 +74,29 @@ def _refusal(client_conf: Mapping[str, str]) -> str | None:
     return None  # not reached: the sentinel always fails
 
 
+#: SASL mechanisms librdkafka supports only when built with a library it may lack: Kerberos needs libsasl2 (or
+#: Windows' SSPI), which the librdkafka in confluent-kafka's Linux wheels is built without
+_OPTIONAL_SASL_MECHANISMS = frozenset({"GSSAPI"})
+
+
+def missing_sasl_provider(client_conf: Mapping[str, str]) -> str | None:
+    """librdkafka's reason when this build cannot use the ``sasl.mechanism`` asked for, else None. Only the
+    mechanisms a build may lack are probed: a client is created with that mechanism and no broker to connect to
+    (the provider is looked for when the client is made), then closed."""
+    mechanism = str(client_conf.get("sasl.mechanism", client_conf.get("sasl.mechanisms", ""))).strip().upper()
+    if mechanism not in _OPTIONAL_SASL_MECHANISMS:
+        return None
+    from confluent_kafka import Consumer, KafkaException
+
+    try:
+        Consumer({"group.id": "samza-source-option-check", "security.protocol": "SASL_PLAINTEXT",
+                  "sasl.mechanism": mechanism}).close()
+    except KafkaException as err:
+        text = err.args[0].str() if err.args and hasattr(err.args[0], "str") else str(err)
+        return text if "No provider for SASL mechanism" in text else None
+    return None
+
+
 def librdkafka_knows(name: str) -> bool:
     """Whether librdkafka has a property ``name`` (any answer but "No such configuration property" means yes)."""
     if name in _NOT_PROBED or name in PYTHON_CALLBACK_SETTINGS:

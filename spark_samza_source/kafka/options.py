@@ -56,6 +56,7 @@ from .client_conf import (
     TOKEN_PROVIDER_SETTING,
     librdkafka_near_names,
     librdkafka_problem,
+    missing_sasl_provider,
     load_token_provider,
 )
 from .java_client import translate_java_settings
@@ -300,6 +301,12 @@ def check_client_conf(client_conf: dict[str, str]) -> None:
                               "Python object, which a Spark option (a string) cannot carry; remove it")
     problem = librdkafka_problem({k: v for k, v in client_conf.items() if k not in known_here})
     if problem is None:
+        no_provider = missing_sasl_provider(client_conf)
+        if no_provider is not None:
+            raise ConfigError(f"option '{prefix}sasl.mechanism' asks for a SASL mechanism this librdkafka cannot use "
+                              f"({no_provider}): the librdkafka in confluent-kafka's wheels has no Kerberos "
+                              "(GSSAPI). Use SCRAM or OAUTHBEARER, or install confluent-kafka built from source "
+                              "against a librdkafka built with libsasl2 (docs/security.md)")
         return
     key, reason = problem
     if "No such configuration property" in reason:

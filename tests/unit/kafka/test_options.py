@@ -166,3 +166,25 @@ def test_a_bootstrap_list_that_does_not_parse_fails_at_load_naming_the_bad_entry
 ])
 def test_bootstrap_lists_of_host_port_are_taken(servers):
     assert parse(**{"kafka.bootstrap.servers": servers}).client_conf["bootstrap.servers"] == servers
+
+
+def test_kerberos_fails_at_load_naming_the_option_when_librdkafka_has_no_provider():
+    """confluent-kafka's wheels ship a librdkafka without libsasl2: GSSAPI would otherwise pass the option check
+    and fail only when the first client is made, with librdkafka's words and no option named."""
+    from spark_samza_source.kafka.client_conf import missing_sasl_provider
+
+    conf = {"kafka__security__protocol": "SASL_SSL", "kafka__sasl__mechanism": "GSSAPI",
+            "kafka__sasl__kerberos__principal": "reader@EXAMPLE.COM"}
+    if missing_sasl_provider({"sasl.mechanism": "GSSAPI"}) is None:  # a librdkafka built with libsasl2
+        assert parse(**conf).client_conf["sasl.mechanism"] == "GSSAPI"
+        return
+    message = error_of(**conf)
+    assert "'kafka.sasl.mechanism'" in message and "No provider for SASL mechanism GSSAPI" in message
+    assert "SCRAM or OAUTHBEARER" in message
+
+
+def test_a_mechanism_every_build_has_is_not_probed():
+    from spark_samza_source.kafka.client_conf import missing_sasl_provider
+
+    assert missing_sasl_provider({"sasl.mechanism": "SCRAM-SHA-512"}) is None
+    assert missing_sasl_provider({}) is None
