@@ -8,6 +8,7 @@ The kernel is ipykernel from this virtualenv, registered under a name of its own
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import time
@@ -49,6 +50,9 @@ def test_quickstart_notebook_runs_top_to_bottom(kernel_name, tmp_path):
     committed = [o for c in notebook.cells if c.cell_type == "code" for o in c.get("outputs", [])]
     assert len([o for o in committed if "image/png" in o.get("data", {})]) == 3, "commit the executed notebook"
     assert not [o for o in committed if o.get("output_type") == "error"]
+    # the kernel it asks for is the one notebooks/README.md tells a reader to install
+    installed = re.search(r"ipykernel install --user --name (\S+)", (NOTEBOOK.parent / "README.md").read_text())
+    assert installed and notebook.metadata.kernelspec.name == installed.group(1), notebook.metadata.kernelspec
     for cell in notebook.cells:  # executed afresh below
         if cell.cell_type == "code":
             cell.outputs, cell.execution_count = [], None
