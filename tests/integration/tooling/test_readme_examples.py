@@ -30,6 +30,13 @@ LOG_LINE = re.compile(r"\b(WARN|WARNING|ERROR)\b|%\d\|")
 JDK_NOTICE = "WARNING: Using incubator modules: jdk.incubator.vector"
 
 
+def _available_now_is_one_batch() -> bool:
+    """PySpark before 4.2 runs ``Trigger.AvailableNow`` as a single micro-batch for Python sources."""
+    import pyspark
+
+    return tuple(int(part) for part in pyspark.__version__.split(".")[:2]) < (4, 2)
+
+
 def example(name: str) -> str:
     match = re.search(rf"<!-- readme-example: {name} -->\n```python\n(.*?)\n```", README.read_text(), re.S)
     assert match, f"README.md has no example marked {name!r}"
@@ -55,11 +62,20 @@ def test_both_readme_examples_run_as_written_and_print_what_the_readme_says(tmp_
     tasks: dict[str, set[int]] = {}
     for task, partition, _ in rows:
         tasks.setdefault(task, set()).add(int(partition))
-    assert tasks == {"Partition 0": {0, 2}, "Partition 1": {1, 3}}, out
-    assert sum(int(n) for *_, n in rows) == 200, out
+    if _available_now_is_one_batch():
+        # what the README says of PySpark 4.0 and 4.1: the second read stops at the growth's cut
+        assert "150 records" in README.read_text()
+        assert tasks == {"Partition 0": {0}, "Partition 1": {1}}, out
+        assert sum(int(n) for *_, n in rows) == 150, out
+    else:
+        assert tasks == {"Partition 0": {0, 2}, "Partition 1": {1, 3}}, out
+        assert sum(int(n) for *_, n in rows) == 200, out
     # samza-kinesis: Task-0 and Task-1, one shard each, 100 records in all
     counts = {task: int(n) for task, n in re.findall(r"\|\s*(Task-\d)\|shardId-\d+\|\s*(\d+)\|", out)}
     assert set(counts) == {"Task-0", "Task-1"} and sum(counts.values()) == 100, out
+    # before 4.2 Spark says once per query that it runs AvailableNow as one batch (docs/deployment.md quotes it)
+    fallback = "does not support Trigger.AvailableNow. Falling back to single batch execution"
     noisy = [line for line in (out + done.stderr).splitlines()
-             if LOG_LINE.search(line) and not line.startswith(JDK_NOTICE)]
+             if LOG_LINE.search(line) and not line.startswith(JDK_NOTICE)
+             and not (_available_now_is_one_batch() and fallback in line)]
     assert noisy == [], noisy[:10]
