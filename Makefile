@@ -117,8 +117,8 @@ check-java:
 # (build/compat-<version>): the unit tests, streaming and batch reads of each source, the limits a source applies
 # itself (maxOffsetsPerTrigger, maxRecordsPerShard: test_source_reads.py, test_kinesis_batch_limits.py), Spark
 # Connect, and the README's examples (their output differs before 4.2). The latest patch of every minor in the range
-# pyproject.toml claims. What
-# passed goes into docs/deployment.md, "Compatibility". COMPAT_PYSPARK / COMPAT_TESTS select.
+# pyproject.toml claims. What passed goes into docs/deployment.md, "Compatibility". COMPAT_PYSPARK / COMPAT_TESTS
+# select.
 COMPAT_PYSPARK ?= 4.0.5 4.1.4 4.2.1 4.3.0
 COMPAT_TESTS   ?= tests/unit tests/integration/kafka/test_source_reads.py tests/integration/kafka/test_batch_reads.py \
                   tests/integration/kinesis/test_kinesis_source_reads.py tests/integration/kinesis/test_kinesis_batch_limits.py \
