@@ -82,7 +82,8 @@ _OPTIONAL_SASL_MECHANISMS = frozenset({"GSSAPI"})
 def missing_sasl_provider(client_conf: Mapping[str, str]) -> str | None:
     """librdkafka's reason when this build cannot use the ``sasl.mechanism`` asked for, else None. Only the
     mechanisms a build may lack are probed: a client is created with that mechanism and no broker to connect to
-    (the provider is looked for when the client is made), then closed."""
+    (the provider is looked for when the client is made), then closed; Kerberos' ticket refresh is off in it, so
+    a build that has the provider runs no ``kinit`` for the probe."""
     mechanism = str(client_conf.get("sasl.mechanism", client_conf.get("sasl.mechanisms", ""))).strip().upper()
     if mechanism not in _OPTIONAL_SASL_MECHANISMS:
         return None
@@ -90,7 +91,7 @@ def missing_sasl_provider(client_conf: Mapping[str, str]) -> str | None:
 
     try:
         Consumer({"group.id": "samza-source-option-check", "security.protocol": "SASL_PLAINTEXT",
-                  "sasl.mechanism": mechanism}).close()
+                  "sasl.mechanism": mechanism, "sasl.kerberos.min.time.before.relogin": "0"}).close()
     except KafkaException as err:
         text = err.args[0].str() if err.args and hasattr(err.args[0], "str") else str(err)
         return text if "No provider for SASL mechanism" in text else None

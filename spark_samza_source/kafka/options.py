@@ -56,8 +56,8 @@ from .client_conf import (
     TOKEN_PROVIDER_SETTING,
     librdkafka_near_names,
     librdkafka_problem,
-    missing_sasl_provider,
     load_token_provider,
+    missing_sasl_provider,
 )
 from .java_client import translate_java_settings
 from .starting import (
