@@ -49,8 +49,8 @@ AWS_CONNECTOR_COLUMNS = ["data", "streamName", "partitionKey", "sequenceNumber",
 def test_the_guide_says_how_many_columns_sit_where_the_aws_connector_has_them():
     names = [f.name for f in kinesis_schema().fields]
     assert set(AWS_CONNECTOR_COLUMNS) <= set(names)  # every connector column is there, by name
-    same_place = next(i for i, (ours, theirs) in enumerate(zip(names, AWS_CONNECTOR_COLUMNS, strict=False))
-                      if ours != theirs)
+    same_place = next((i for i, (ours, theirs) in enumerate(zip(names, AWS_CONNECTOR_COLUMNS, strict=False))
+                      if ours != theirs), len(AWS_CONNECTOR_COLUMNS))
     words = {3: "three", 4: "four", 5: "five"}
     text = " ".join(GUIDE.read_text().split())
     assert f"its first {words[same_place]}, then `{names[same_place]}`" in text, (
