@@ -9,10 +9,12 @@ the job's tasks are found by the query's ``runId`` in the job description Spark 
 per batch we keep
 
 * ``taskLaunch``: from the job's submission to its first task's launch (scheduling, task serialization);
-* ``taskRun``: the longest task's ``executorRunTime`` (a task of a Python source: the Python worker reads and
-  hands Arrow batches over, the JVM turns them into rows for the sink; Spark's source: the Java consumer and the
-  rows, in the JVM);
-* ``deserialize`` and ``resultSerialization`` of that task, and ``jobTail``: job end minus the longest task's end;
+* ``tasksWall``: from the first task's launch to the last task's end (4 tasks on ``local[2]``: two waves);
+* ``slowestTask`` and ``taskRunSum``: the longest and the summed ``executorRunTime`` (a task of a Python source:
+  the Python worker reads and hands Arrow batches over, the JVM turns them into rows for the sink; Spark's
+  source: the Java consumer and the rows, in the JVM); ``taskCpuSum``: the tasks' JVM thread CPU (a Python
+  worker's own CPU is not in it: the Python worker is another process); ``deserializeSum``;
+* ``jobTail``: the job's end minus its last task's end;
 * ``pythonTotal``: for a Python source, the SQL metric the Python data source scan reports per task, when
   PySpark reports one (name and value as the ``/sql`` endpoint gives them; the scan's other metrics too).
 
@@ -70,18 +72,17 @@ def batch_phases(spark, run_id: str) -> dict[int, dict[str, float]]:
                 tasks += _get(base, f"{app}/stages/{stage_id}/{stage['attemptId']}/taskList?length=10000")
         if not tasks:
             continue
-        longest = max(tasks, key=lambda t: t["taskMetrics"]["executorRunTime"])
-        metrics = longest["taskMetrics"]
         first_launch = min(_ms(t["launchTime"]) for t in tasks)
         last_end = max(_ms(t["launchTime"]) + t["duration"] for t in tasks)
-        phases = out.setdefault(batch, {"tasks": 0})
-        phases["tasks"] += len(tasks)
-        phases["taskLaunch"] = phases.get("taskLaunch", 0) + first_launch - submitted
-        phases["taskRun"] = phases.get("taskRun", 0) + metrics["executorRunTime"]
-        phases["taskCpu"] = phases.get("taskCpu", 0) + metrics["executorCpuTime"] / 1e6
-        phases["deserialize"] = phases.get("deserialize", 0) + metrics["executorDeserializeTime"]
-        phases["resultSerialization"] = phases.get("resultSerialization", 0) + metrics["resultSerializationTime"]
-        phases["jobTail"] = phases.get("jobTail", 0) + max(0.0, completed - last_end)
+        metrics = [t["taskMetrics"] for t in tasks]
+        phases = out.setdefault(batch, {})
+        for key, value in (("taskLaunch", first_launch - submitted), ("tasksWall", last_end - first_launch),
+                           ("slowestTask", max(m["executorRunTime"] for m in metrics)),
+                           ("taskRunSum", sum(m["executorRunTime"] for m in metrics)),
+                           ("taskCpuSum", sum(m["executorCpuTime"] for m in metrics) / 1e6),
+                           ("deserializeSum", sum(m["executorDeserializeTime"] for m in metrics)),
+                           ("jobTail", max(0.0, completed - last_end))):
+            phases[key] = phases.get(key, 0.0) + value
     for batch, extra in _python_scan_metrics(base, app, run_id).items():
         out.setdefault(batch, {}).update(extra)
     return out
