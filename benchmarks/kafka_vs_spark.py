@@ -41,7 +41,7 @@ import time
 import uuid
 from pathlib import Path
 
-from bench_report import RESULTS, load, print_batches, print_summary, progress_dicts, record, say
+from bench_report import RESULTS, iso_ts, load, print_batches, print_summary, progress_dicts, record, say
 from kafka_native import KCAT, kcat_missing_reason, run_kcat
 from kafka_source import kafka_sender, produce, steady_state
 from latency import floor_latency, local_session, measure_latency, steady_production
@@ -109,6 +109,10 @@ def run_query(ctx: dict, source: str, topic: str, records: int, per_batch: int, 
         raise RuntimeError(f"{source} failed: {query.exception()}")
     used = cpu.since(mark)
     res = steady_state(progress_dicts(query), records)
+    ends = [iso_ts(p["timestamp"]) + p["durationMs"]["triggerExecution"] / 1000 for p in res["progress"]]
+    steady = cpu.between(ends[0], ends[-1])  # batch 0 (Python workers importing, first connections) left out
+    res["steady_cpu_per_m"] = 1e6 * (steady.get("spark", 0.0) + steady.get("spark-python", 0.0)) / res["steady_rows"]
+    res["steady_broker_per_m"] = 1e6 * steady.get("broker", 0.0) / res["steady_rows"]
     res["phases"] = mean_phases(res["progress"], batch_phases(spark, str(query.runId)))
     res.update(records=records, jvm_mb=cpu.peak_jvm / 2**20, python_mb=cpu.peak_python / 2**20,
                worker_mb=cpu.peak_worker / 2**20, load=before_load, cpu_jvm=used.get("spark", 0.0),
@@ -120,7 +124,8 @@ def run_query(ctx: dict, source: str, topic: str, records: int, per_batch: int, 
         print_batches(res["progress"])
     say(f"    {source:<11} {res['rate']:>10,.0f} rec/s steady, {res['ms_per_batch']:>6,.0f} ms per batch; CPU-s per M "
         f"records: Spark {res['cpu_per_m']:5.2f} (JVM {1e6 * res['cpu_jvm'] / records:.2f}, Python "
-        f"{1e6 * res['cpu_python'] / records:.2f}), broker {res['broker_per_m']:.2f}; peak RSS JVM "
+        f"{1e6 * res['cpu_python'] / records:.2f}), broker {res['broker_per_m']:.2f}; steady batches only: Spark "
+        f"{res['steady_cpu_per_m']:.2f}, broker {res['steady_broker_per_m']:.2f}; peak RSS JVM "
         f"{res['jvm_mb']:,.0f} MiB, largest Python process {res['worker_mb']:,.0f} MiB (all Python "
         f"{res['python_mb']:,.0f}); {before_load}")
     say("      ms per steady batch: " + ", ".join(f"{k} {v:,.0f}" for k, v in res["phases"].items()))
@@ -154,7 +159,8 @@ def _ratios(run: dict[str, dict]) -> dict[str, float]:
             "Spark tuned / defaults": rate["spark-tuned"] / rate["spark-kafka"],
             "samza / floor": rate["samza-kafka"] / rate["floor"],
             "CPU samza / Spark defaults": cpu["samza-kafka"] / cpu["spark-kafka"],
-            "CPU samza / Spark tuned": cpu["samza-kafka"] / cpu["spark-tuned"]}
+            "CPU samza / Spark tuned": cpu["samza-kafka"] / cpu["spark-tuned"],
+            "CPU samza / floor": cpu["samza-kafka"] / cpu["floor"]}
 
 
 def report_throughput(label: str, per_batch: int, runs: list[dict[str, dict]]) -> None:
@@ -163,7 +169,8 @@ def report_throughput(label: str, per_batch: int, runs: list[dict[str, dict]]) -
     for source in (*SOURCES, "floor"):
         rates = [r[source]["rate"] for r in runs]
         record(f"{label}: {source}", f"{min(rates):,.0f}-{max(rates):,.0f} rec/s; CPU-s per M Spark " + ", ".join(
-            f"{r[source]['cpu_per_m']:.2f}" for r in runs) + "; broker " + ", ".join(
+            f"{r[source]['cpu_per_m']:.2f}" for r in runs) + " (steady " + ", ".join(
+            f"{r[source]['steady_cpu_per_m']:.2f}" for r in runs) + "); broker " + ", ".join(
             f"{r[source]['broker_per_m']:.2f}" for r in runs), "-", None)
     if all("kcat" in r for r in runs):
         record(f"{label}: kcat (whole topic)", f"{min(r['kcat']['rate'] for r in runs):,.0f}-"

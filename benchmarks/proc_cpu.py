@@ -14,8 +14,10 @@ the streaming source runner) and each extra root (the broker) with its own desce
 
 from __future__ import annotations
 
+import bisect
 import os
 import threading
+import time
 
 __all__ = ["CpuSampler"]
 
@@ -50,6 +52,8 @@ class CpuSampler:
     def __init__(self, roots: dict[str, int], spark_group: str = "spark", hz: float = 5.0) -> None:
         self.roots, self.spark_group, self.period = dict(roots), spark_group, 1.0 / hz
         self._last: dict[_Key, tuple[str, float]] = {}  # process -> (group, own CPU seconds last seen)
+        self._times: list[float] = []  # epoch seconds of each sample, and the groups' totals then (see ``between``)
+        self._totals: list[dict[str, float]] = []
         self.peak_jvm = self.peak_worker = self.peak_python = 0
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -78,6 +82,11 @@ class CpuSampler:
         with self._lock:
             for pid, group in members.items():
                 self._last[(pid, procs[pid][2])] = (group, procs[pid][3])
+            totals: dict[str, float] = {}
+            for group, cpu in self._last.values():  # ended processes stay at their last value: totals only grow
+                totals[group] = totals.get(group, 0.0) + cpu
+            self._times.append(time.time())
+            self._totals.append(totals)
             spark_root = self.roots.get(self.spark_group)
             if spark_root in procs:
                 self.peak_jvm = max(self.peak_jvm, procs[spark_root][4])
@@ -104,6 +113,15 @@ class CpuSampler:
             for key, (group, cpu) in self._last.items():
                 totals[group] = totals.get(group, 0.0) + cpu - mark.get(key, 0.0)
         return totals
+
+    def between(self, start: float, end: float) -> dict[str, float]:
+        """CPU seconds per group from epoch time ``start`` to ``end`` (the last sample at or before ``start``, the
+        first at or after ``end``: at most one sampling period wider on each side): a query's steady batches."""
+        with self._lock:
+            i = max(0, bisect.bisect_right(self._times, start) - 1)
+            j = min(len(self._times) - 1, bisect.bisect_left(self._times, end))
+            first, last = self._totals[i], self._totals[j]
+        return {g: last[g] - first.get(g, 0.0) for g in last}
 
     def close(self) -> None:
         self._stop.set()
