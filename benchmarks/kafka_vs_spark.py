@@ -45,8 +45,9 @@ from bench_report import RESULTS, iso_ts, load, print_batches, print_summary, pr
 from kafka_native import KCAT, kcat_missing_reason, run_kcat
 from kafka_source import kafka_sender, produce, steady_state
 from latency import floor_latency, local_session, measure_latency, steady_production
-from proc_cpu import CpuSampler
 from spark_phases import PROGRESS_PHASES, batch_phases, mean_phases
+
+from samza_devkit.proc_cpu import CpuSampler
 
 PARTITIONS = 4
 THROUGHPUT_TARGETS = {1_000_000: 0.9, 200_000: 0.8}  # samza-kafka / Spark's source, same run

@@ -1,4 +1,4 @@
-"""CPU seconds per process over a query's life, sampled from /proc, and peak RSS: shared by the head-to-head benchmark.
+"""CPU seconds per process over a query's life, sampled from /proc, and peak RSS (benchmarks/kafka_vs_spark.py).
 
 Why not "the process tree's CPU (own + reaped children's) at two instants": Spark's Python workers are forked by the
 Python daemon, and a worker that ends is credited to its parent's reaped-children time only if that parent reaps
