@@ -387,6 +387,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rows-per-batch", default="200000,1000000", help="maxOffsetsPerTrigger values")
     parser.add_argument("--repeat", type=int, default=2, help="throughput: repeats per batch size (sources alternate)")
     parser.add_argument("--batches", action="store_true", help="throughput: print every batch's phases")
+    parser.add_argument("--spark-tuned", metavar="KEY=VALUE,...",
+                        help="Spark's tuned source: these options instead of SPARK_TUNED "
+                             "(e.g. kafka.max.poll.records=100000 alone)")
     parser.add_argument("--warmup", action="store_true",
                         help="throughput: one discarded query of each source and the floor before the repeats")
     parser.add_argument("--latency-rate", type=int, default=2_000)
@@ -399,6 +402,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--order-per-key", type=int, default=25)
     parser.add_argument("--order-per-trigger", type=int, default=100)
     args = parser.parse_args(argv)
+    if args.spark_tuned:
+        SPARK_TUNED.clear()
+        SPARK_TUNED.update(item.split("=", 1) for item in args.spark_tuned.split(","))
 
     import confluent_kafka
     import pyspark
@@ -410,6 +416,7 @@ def main(argv: list[str] | None = None) -> int:
         f"spark-sql-kafka-0-10 {SPARK_KAFKA_CONNECTOR_VERSION}, Apache Kafka {KAFKA_VERSION}, librdkafka "
         f"{confluent_kafka.libversion()[0]}, kcat {'yes' if KCAT else 'no'}")
     say(f"  {load()}; shared machine: other processes compete for the 2 CPUs, read every figure with its load")
+    say(f"  Spark's tuned source: {SPARK_TUNED}")
     spark = local_session("samza-kafka-vs-spark-kafka", kafka_connector=True, ui=True)
     cpu = None
     try:
