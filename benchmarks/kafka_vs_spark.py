@@ -65,14 +65,15 @@ SOURCES = ("spark-kafka", "spark-tuned", "samza-kafka")  # the order rotates eve
 LATENCY_SOURCES = ("spark-kafka", "samza-kafka", "floor")
 ORDER_SOURCES = ("spark-kafka", "samza-kafka")
 P50_FLOOR_TARGET = 1.1  # samza-kafka's p50 / the rate floor's, same round
-# Spark's source at the settings its users tune for throughput: Spark's Kafka integration guide lets any consumer
+# Spark's source at the setting its users tune for throughput: Spark's Kafka integration guide lets any consumer
 # setting through as ``kafka.*``. At its defaults (``max.poll.records`` 500) connector 4.2.0 asks the broker for the
 # partition's earliest and latest offsets after every poll (issue #49: 0.9-3.0 broker CPU-s per million records);
-# 100,000 records a poll makes that once per 100,000; bigger fetches (the consumer's 1 MiB per partition and 50 MiB
-# per request) fill such polls. ``minPartitions`` is left out: with 4 partitions on local[2] every core already has
-# a task, and splitting a partition only adds tasks the two cores run one after the other.
-SPARK_TUNED = {"kafka.max.poll.records": "100000", "kafka.max.partition.fetch.bytes": str(16 << 20),
-               "kafka.fetch.max.bytes": str(64 << 20), "kafka.receive.buffer.bytes": str(1 << 20)}
+# 100,000 records a poll makes that once per 100,000. Bigger fetches as well (``max.partition.fetch.bytes`` 16 MiB,
+# ``fetch.max.bytes`` 64 MiB, ``receive.buffer.bytes`` 1 MiB) made it slower, not faster, on 2 loaded cores
+# (2026-11-29: 0.61-0.83 of its defaults with them, 1.33-1.86 without; docs/performance.md); ``--spark-tuned``
+# tries others. ``minPartitions`` is left out: with 4 partitions on local[2] every core already has a task, and
+# splitting a partition only adds tasks the two cores run one after the other.
+SPARK_TUNED = {"kafka.max.poll.records": "100000"}
 SOURCE_FORMAT = {"spark-kafka": "kafka", "spark-tuned": "kafka", "samza-kafka": "samza-kafka"}
 
 
