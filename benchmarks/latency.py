@@ -35,9 +35,10 @@ LATENCY_PHASES = ("addBatch", "walCommit", "commitOffsets", "latestOffset", "que
 PROGRESS_POLL_S = 2.0  # recentProgress keeps the last 100 events only: read it while the query runs
 
 
-def local_session(app: str, kafka_connector: bool = False):
+def local_session(app: str, kafka_connector: bool = False, ui: bool = False):
     """The benchmarks' local[2] session: its Python processes run this interpreter and can import
-    ``floor_source`` (this directory on their ``PYTHONPATH``); ``kafka_connector``: Spark's own Kafka source too."""
+    ``floor_source`` (this directory on their ``PYTHONPATH``); ``kafka_connector``: Spark's own Kafka source too;
+    ``ui``: Spark's UI on, for its status API (``spark_phases``: task timings per micro-batch)."""
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
     from floor_source import expose_to_workers
@@ -47,7 +48,10 @@ def local_session(app: str, kafka_connector: bool = False):
 
     expose_to_workers()
     started = time.monotonic()
-    spark = make_local_spark(app, {"spark.ui.showConsoleProgress": "false"}, kafka_connector=kafka_connector)
+    conf = {"spark.ui.showConsoleProgress": "false"}
+    if ui:
+        conf.update({"spark.ui.enabled": "true", "spark.ui.port": "0"})  # port 0: any free one (shared machine)
+    spark = make_local_spark(app, conf, kafka_connector=kafka_connector)
     register(spark)
     say(f"  Spark session {spark.version} started in {time.monotonic() - started:.1f} s (not measured), "
         f"PYSPARK_PYTHON={sys.executable}")
@@ -140,7 +144,7 @@ def _summary(times: BatchTimes, progress: dict[int, dict], since: float) -> dict
     slowest = max(batches, key=lambda p: p["durationMs"].get("triggerExecution", 0))
     return {"records": len(latencies), "batches": len(batches), "p50": _percentile(latencies, 50),
             "p99": _percentile(latencies, 99), "max": max(latencies), "phases": phases, "slowest": slowest,
-            "rows_per_batch": statistics.fmean(p["numInputRows"] for p in batches)}
+            "rows_per_batch": statistics.fmean(p["numInputRows"] for p in batches), "window": batches}
 
 
 def measure_latency(label: str, stream_df, column: str, work: Path, *, seconds: float, warmup_s: float,
@@ -159,6 +163,7 @@ def measure_latency(label: str, stream_df, column: str, work: Path, *, seconds: 
     finally:
         query.stop()
     res = _summary(times, progress, since)
+    res["run_id"] = str(query.runId)
     ph = res["phases"]
     say(f"    {label}: {res['records']:,} records in {res['batches']} batches ({res['rows_per_batch']:,.0f} rows per "
         f"batch); latency p50 {res['p50']:,.0f} ms, p99 {res['p99']:,.0f} ms, max {res['max']:,.0f} ms; ms per batch "
