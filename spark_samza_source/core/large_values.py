@@ -236,8 +236,8 @@ class LargeValues:
         try:
             text = zlib.decompress(base64.b64decode("".join(parts), validate=True))
         except (binascii.Error, ValueError, zlib.error) as exc:
-            raise errors.metadata_value_invalid(
-                f"{where}: the {pointer.chunks} chunk(s) of stored version {pointer.id} do not decode ({exc})") from None
+            raise errors.metadata_value_invalid(f"{where}: the {pointer.chunks} chunk(s) of stored version "
+                                                f"{pointer.id} do not decode ({exc})") from None
         if len(text) != pointer.size or hashlib.sha256(text).hexdigest() != pointer.sha256:
             raise errors.metadata_value_invalid(
                 f"{where}: the {pointer.chunks} chunk(s) of stored version {pointer.id} do not add up to the value "
