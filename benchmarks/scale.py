@@ -140,7 +140,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         produce_spread(args.bootstrap, topics, args.new_per_batch, seed=b)
         store.calls.clear()
         kafka_calls.clear()
-        t0 = time.perf_counter()
+        c0, t0 = time.process_time(), time.perf_counter()
         end = reader.latestOffset(start, ReadAllAvailable())
         t1 = time.perf_counter()
         parts = reader.partitions(start, end)
@@ -148,9 +148,9 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         reader.commit(end)
         t3 = time.perf_counter()
         coordinator.settle_writes()
-        t4 = time.perf_counter()
+        t4, c4 = time.perf_counter(), time.process_time()
         batches.append({"latest": t1 - t0, "partitions": t2 - t1, "commit": t3 - t2, "behind": t4 - t3,
-                        "driver": t3 - t0, "with_behind": t4 - t0, "kafka": sum(kafka_calls.values()),
+                        "driver": t3 - t0, "with_behind": t4 - t0, "cpu": c4 - c0, "kafka": sum(kafka_calls.values()),
                         "kafka_by": dict(kafka_calls), "store": store.total(),
                         "store_by": {f"{op} {ns}": n for (op, ns), n in sorted(store.calls.items())},
                         "tasks": len(parts), "offset_bytes": len(json.dumps(end))})
@@ -160,6 +160,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         "partitions": args.partitions, "store": args.store, "initial_s": initial_s,
         "driver_s": statistics.median(b["driver"] for b in steady),
         "with_behind_s": statistics.median(b["with_behind"] for b in steady),
+        "cpu_s": statistics.median(b["cpu"] for b in steady),
         "first_with_behind_s": batches[0]["with_behind"],
         "parts": {k: statistics.median(b[k] for b in steady) for k in ("latest", "partitions", "commit", "behind")},
         "kafka_calls": steady[-1]["kafka"], "kafka_by": steady[-1]["kafka_by"],
@@ -182,8 +183,6 @@ def _emulated_reads(parts: list[Any], put: dict[str, str], executor_store: Any, 
             ends = batch_ends_for(executor_store, stream, read.query_id)
             sequence = put.get(read.shard_id)
             end = ShardPosition.after_sequence(sequence) if sequence else read.start
-            if read.start.sequence_order() >= end.sequence_order() and sequence:
-                end = read.start
             ends.record(read.batch, read.shard_id, end, task=part.task)
 
 
@@ -241,19 +240,20 @@ def measure_kinesis(args: argparse.Namespace) -> dict[str, Any]:
         put = put_one_per_shard(producer, stream, chosen)
         store.calls.clear()
         kinesis_calls.clear()
-        t0 = time.perf_counter()
+        c0, t0 = time.process_time(), time.perf_counter()
         end = reader.latestOffset(start, ReadAllAvailable())
         t1 = time.perf_counter()
         parts = reader.partitions(start, end)
-        t2 = time.perf_counter()
+        t2, c2 = time.perf_counter(), time.process_time()
         _emulated_reads(parts, put, executor_store, stream)
-        t3 = time.perf_counter()
+        c3, t3 = time.process_time(), time.perf_counter()
         reader.commit(end)
         t4 = time.perf_counter()
         coordinator.settle_writes()
-        t5 = time.perf_counter()
+        t5, c5 = time.perf_counter(), time.process_time()
         batches.append({"latest": t1 - t0, "partitions": t2 - t1, "commit": t4 - t3, "behind": t5 - t4,
                         "driver": (t2 - t0) + (t4 - t3), "with_behind": (t2 - t0) + (t5 - t3),
+                        "cpu": (c2 - c0) + (c5 - c3),
                         "kinesis": sum(kinesis_calls.values()), "kinesis_by": dict(kinesis_calls),
                         "store": store.total(),
                         "store_by": {f"{op} {ns}": n for (op, ns), n in sorted(store.calls.items())},
@@ -264,6 +264,7 @@ def measure_kinesis(args: argparse.Namespace) -> dict[str, Any]:
         "shards": args.shards, "store": args.store, "initial_s": initial_s,
         "driver_s": statistics.median(b["driver"] for b in steady),
         "with_behind_s": statistics.median(b["with_behind"] for b in steady),
+        "cpu_s": statistics.median(b["cpu"] for b in steady),
         "first_with_behind_s": batches[0]["with_behind"],
         "parts": {k: statistics.median(b[k] for b in steady) for k in ("latest", "partitions", "commit", "behind")},
         "kinesis_calls": steady[-1]["kinesis"], "kinesis_by": steady[-1]["kinesis_by"],
@@ -378,7 +379,8 @@ def show(res: dict[str, Any]) -> None:
     parts = res["parts"]
     say(f"  {res['partitions']:>6,} partitions  {res['store']:<8} driver {res['driver_s']:.3f} s "
         f"(latestOffset {parts['latest']:.3f}, partitions {parts['partitions']:.3f}, commit {parts['commit']:.3f}; "
-        f"writes behind {parts['behind']:.3f}) | first batch with writes behind {res['first_with_behind_s']:.3f} s | "
+        f"writes behind {parts['behind']:.3f}; driver CPU with writes behind {res['cpu_s']:.3f} s) "
+        f"| first batch with writes behind {res['first_with_behind_s']:.3f} s | "
         f"initialOffset {res['initial_s']:.3f} s | calls per batch: Kafka {res['kafka_calls']} {res['kafka_by']}, "
         f"store {res['store_calls']} (first batch {res['first_store_calls']}) {res['store_by']} | tasks "
         f"{res['tasks']} | offset JSON {res['offset_bytes']:,} B | peak RSS {res['rss_mb']:.0f} MB")
@@ -426,7 +428,8 @@ def show_kinesis(res: dict[str, Any]) -> None:
     parts = res["parts"]
     say(f"  {res['shards']:>6,} shards  {res['store']:<8} driver {res['driver_s']:.3f} s "
         f"(latestOffset {parts['latest']:.3f}, partitions {parts['partitions']:.3f}, commit {parts['commit']:.3f}; "
-        f"writes behind {parts['behind']:.3f}) | first batch with writes behind {res['first_with_behind_s']:.3f} s | "
+        f"writes behind {parts['behind']:.3f}; driver CPU with writes behind {res['cpu_s']:.3f} s) "
+        f"| first batch with writes behind {res['first_with_behind_s']:.3f} s | "
         f"initialOffset {res['initial_s']:.3f} s | calls per batch: Kinesis {res['kinesis_calls']} "
         f"{res['kinesis_by']}, store {res['store_calls']} (first batch {res['first_store_calls']}) {res['store_by']} "
         f"| tasks {res['tasks']} | offset JSON {res['offset_bytes']:,} B | peak RSS {res['rss_mb']:.0f} MB")
@@ -460,8 +463,9 @@ def main(argv: list[str] | None = None) -> int:
     from samza_devkit.s3_fixtures import make_s3_bucket
 
     os.environ.update(DUMMY_AWS)
-    say(f"samza-kafka per-batch driver work at scale: {TOPICS} topics x {PARTITIONS_PER_TOPIC} partitions, "
-        f"{args.records} records each, {args.batches} batches of {args.new_per_batch} new records; {load()}")
+    say(f"per-batch driver work at scale ({', '.join(args.systems)}): Kafka {TOPICS} topics x "
+        f"{PARTITIONS_PER_TOPIC} partitions, {args.records} records each, {args.new_per_batch} new records per batch; "
+        f"Kinesis one record per open shard, then one in every tenth; {args.batches} batches; {load()}")
     results = []
     with contextlib.ExitStack() as stack:
         work = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="bench-scale-")))
