@@ -97,6 +97,8 @@ def test_a_checkpoint_mirror_of_10000_positions_round_trips(store_uri, opened):
 
 def test_a_reader_meeting_a_half_written_version_reads_the_old_one_then_the_damage_rule(
         store_uri, opened, large_models):
+    """Backs Guarantees (docs/guarantees.md, the damaged-record rule): a version is published whole or not at all,
+    and a chunk missing under its pointer fails the job model's read with the kind's error and repair."""
     first, grown = large_models
     JobModelStore(client(store_uri, opened)).write(first)
     dying = DiesAtTheFlip(client(store_uri, opened))

@@ -180,6 +180,8 @@ def test_a_checkpoint_mirror_task_of_10000_ssps_is_chunked_and_its_chunks_go_wit
 
 
 def test_a_checkpoint_mirror_task_with_a_chunk_missing_is_skipped_with_the_mirror_rule():
+    """Backs Guarantees (docs/guarantees.md, the damaged-record rule): a chunk's damage is its owner's, under the
+    owner's verdict (the mirror: skip, the other tasks' records still read)."""
     raw = store()
     all_ssps = ssps(100, 100)
     (task,) = AllSspToSingleTask().group(None, all_ssps).tasks
