@@ -95,7 +95,7 @@ _ZERO_TOPIC_ID = "AAAAAAAAAAAAAAAAAAAAAA"
 #: square of its partitions (measured on one broker: 1,000 in 0.02 s, 10,000 in 3.1 s, the same 10,000 in calls of
 #: 500 in 0.3 s; docs/performance.md), so a wide job's watermarks go in calls of this size, all issued at once
 #: (still one round trip: the requests are pipelined to each leader, none waits for another)
-_OFFSETS_PER_CALL = 500  # Kafka's Uuid.ZERO_UUID in base64: "no topic ID"
+OFFSETS_PER_CALL = 500  # Kafka's Uuid.ZERO_UUID in base64: "no topic ID"
 
 TP = tuple[str, int]
 T = TypeVar("T")
@@ -327,7 +327,7 @@ class KafkaAdmin:
     # ---- offsets ------------------------------------------------------------------------------------------
     def _list_offsets(self, specs: dict[str, Callable[[TP], OffsetSpec]], tps: list[TP], left: float,
                       ) -> dict[str, dict[TP, Any]]:
-        """One ``list_offsets`` call per spec kind and :data:`_OFFSETS_PER_CALL` partitions, all issued before
+        """One ``list_offsets`` call per spec kind and :data:`OFFSETS_PER_CALL` partitions, all issued before
         waiting. Missing partitions are omitted."""
         return self._collect_offsets(self._issue_offsets(specs, tps, left), time.monotonic() + left)
 
@@ -338,9 +338,9 @@ class KafkaAdmin:
         issued: dict[str, dict[TopicPartition, Any]] = {}
         for kind, spec in specs.items():
             issued[kind] = {}
-            for first in range(0, len(tps), _OFFSETS_PER_CALL):
+            for first in range(0, len(tps), OFFSETS_PER_CALL):
                 issued[kind].update(self.admin.list_offsets(
-                    {TopicPartition(tp[0], tp[1]): spec(tp) for tp in tps[first:first + _OFFSETS_PER_CALL]},
+                    {TopicPartition(tp[0], tp[1]): spec(tp) for tp in tps[first:first + OFFSETS_PER_CALL]},
                     isolation_level=level,
                     request_timeout=left,
                 ))
