@@ -5,7 +5,8 @@ mirror. The Spark offset log stays the source of truth; this mirror lets operato
 without parsing Spark's checkpoint directory (docs/architecture.md §9). Positions are opaque JSON (a Kafka offset,
 a Kinesis position, or a per-shard map for an overloaded slot).
 
-Layout: namespace ``checkpoint``, one key per task (the task name)::
+Layout: namespace ``checkpoint``, one key per task (the task name), through ``core/large_values.py`` (a task of
+thousands of SSPs is stored in chunks behind a pointer, one version at a time)::
 
     "Partition 0" -> {"batchId": 12, "positions": [{"partition": 0, "position": 42, "stream": "orders",
                       "system": "kafka"}], "task": "Partition 0", "timestamp": 1700000000000, "version": 1}
@@ -27,6 +28,7 @@ from . import errors
 from .damage import rule_for_namespace
 from .errors import SamzaSourceError
 from .json_text import loads
+from .large_values import LargeValues
 from .model import SystemStreamPartition, TaskName
 from .startpoint import JAVA_LONG_MAX, current_time_ms, truncate_json
 from .store import DamagedRecord, MetadataStore
@@ -243,6 +245,10 @@ class CheckpointMirror:
         #: the damaged records the last :meth:`read` left out
         self.skipped: list[DamagedRecord] = []
         self._written: dict[str, list] = {}  # task -> positions JSON this mirror last stored
+        #: task -> its record as stored (a pointer when chunked), known since the first write's listing, so a
+        #: replaced version's chunks are deleted without a read per task
+        self._stored: dict[str, Any] = {}
+        self._values = LargeValues(store)
         self._task_set: frozenset[str] | None = None
 
     def write(self, checkpoint: Checkpoint) -> None:
@@ -256,23 +262,26 @@ class CheckpointMirror:
         """
         current = frozenset(t.name for t in checkpoint.positions)
         if self._task_set is None:  # the first write of this run: say what it is about to write over
-            damaged = self._store.scan(NAMESPACE).damaged
-            self._warn_damaged([d for d in damaged if d.key in current], "is written again by this commit")
+            listed = self._store.scan(NAMESPACE)
+            self._stored = dict(listed.values)
+            self._warn_damaged([d for d in listed.damaged if d.key in current], "is written again by this commit")
         header = checkpoint._header()
         for task, positions in checkpoint.positions.items():
             as_json = _positions_json(positions)
             if self._written.get(task.name) == as_json:
                 continue
             record = {**header, "positions": as_json, "task": task.name}
-            self._store.put(NAMESPACE, task.name, record)
+            self._stored[task.name] = self._values.put(NAMESPACE, task.name, record,
+                                                       replaced=self._stored.get(task.name))
             self._written[task.name] = as_json
         if current == self._task_set:
             return
         found = self._store.scan(NAMESPACE)
         for key, value in found.values.items():
             if key not in current:
-                self._store.delete_if_equal(NAMESPACE, key, value)
+                self._values.delete_if_equal(NAMESPACE, key, value)
                 self._written.pop(key, None)
+                self._stored.pop(key, None)
         self._warn_damaged([d for d in found.damaged if d.key not in current], "is left in place")
         self._task_set = current
 
@@ -293,7 +302,7 @@ class CheckpointMirror:
         record (a newer release's too) is left out with one WARN and listed in :attr:`skipped` (the damaged-record
         rule: skip), so it never hides the other tasks' records.
         """
-        found = self._store.scan(NAMESPACE)
+        found, _ = self._values.scan(NAMESPACE)
         self.skipped = list(found.damaged)
         positions: dict[TaskName, dict[SystemStreamPartition, Any]] = {}
         batch_ids: list[int | None] = []

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from . import errors
@@ -76,6 +77,11 @@ class JobModel:
 
     def partition_counts(self) -> dict[SystemStream, int]:
         """Current partition count per stream, counted from the SSPs in the model (broadcast excluded)."""
+        return dict(self._partition_counts)
+
+    @cached_property
+    def _partition_counts(self) -> dict[SystemStream, int]:
+        # counted once per model: a plan asks several times, and each count walks every SSP (10,000 for a wide job)
         counts: dict[SystemStream, int] = {}
         for ssp in self.ssp_to_task():
             counts[ssp.system_stream] = counts.get(ssp.system_stream, 0) + 1

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 __all__ = [
     "BATCH_ENDS", "CHECKPOINTS", "JOB_MODEL", "JOB_MODEL_CURRENT", "JOB_MODEL_PREVIOUS", "LEASE", "LEASE_KEY",
-    "NAMESPACES", "SHARD_TASKS", "STARTPOINTS", "STREAM_CONSUMERS",
+    "NAMESPACES", "SHARD_TASKS", "STARTPOINTS", "STREAM_CONSUMERS", "VALUE_CHUNKS",
 ]
 
 #: samza-kafka's job model (task -> SSPs), under the keys below
@@ -32,4 +32,7 @@ SHARD_TASKS = "shard-tasks"
 #: samza-kinesis: the stream consumers (enhanced fan-out) the job read through, key ``<stream>/<consumer name>``,
 #: so ``samza-source consumers`` can list and deregister them (the source never deregisters one itself)
 STREAM_CONSUMERS = "kinesis-consumers"
-NAMESPACES = (JOB_MODEL, STARTPOINTS, CHECKPOINTS, LEASE, BATCH_ENDS, SHARD_TASKS, STREAM_CONSUMERS)
+#: the chunks of values too large for one record (``core/large_values.py``), key
+#: ``<namespace>/<key>/<version id>/<index>``; a damaged chunk is its owner's damage, under its owner's rule
+VALUE_CHUNKS = "value-chunks"
+NAMESPACES = (JOB_MODEL, STARTPOINTS, CHECKPOINTS, LEASE, BATCH_ENDS, SHARD_TASKS, STREAM_CONSUMERS, VALUE_CHUNKS)

@@ -7,7 +7,8 @@ give 8 tasks where the query kept its 4), and the hash-range cut follows the sha
 offset knows each shard's task (the readable ones' and, for drained ones, the task they were drained from), so
 the driver writes that map at commit, when it changed, and a batch read reads it back.
 
-One record per stream, namespace ``shard-tasks``, key the stream name::
+One record per stream, namespace ``shard-tasks``, key the stream name (stored through ``core/large_values.py``:
+in chunks behind a pointer when a stream of thousands of shards makes it large)::
 
     {"format": 1, "stream": "clicks", "streamIdentity": {"arn": ..., "createdMs": ...} | null,
      "numTasks": 4, "batch": 17, "shards": {"shardId-000000000000": "Task-0", ...}}
@@ -23,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...core.damage import rule_for_namespace
+from ...core.large_values import LargeValues
 from ...core.startpoint import truncate_json
 from ...core.store import DAMAGE_ERRORS, MetadataStore, is_damage
 from ...options.namespaces import SHARD_TASKS
@@ -113,13 +115,14 @@ class ShardTasksMirror:
         self._store = store
         self._stream = stream
         self._written: dict[str, Any] | None = None  # the map part this mirror last stored (without the batch)
+        self._values = LargeValues(store)
 
     def write(self, offset: KinesisOffset) -> None:
         record = ShardTasks.of_offset(offset).to_json()
         unchanged = {k: v for k, v in record.items() if k != "batch"}
         if unchanged == self._written:
             return
-        self._store.put(NAMESPACE, self._stream, record)
+        self._values.put(NAMESPACE, self._stream, record)
         self._written = unchanged
 
     def read(self) -> ShardTasks | None:
@@ -128,7 +131,7 @@ class ShardTasksMirror:
         where = (f"the shard-task record of stream {self._stream!r} (namespace {NAMESPACE!r}, key "
                  f"{self._stream!r}) in {self._store.uri} (job {self._store.job_name!r})")
         try:
-            value = self._store.get(NAMESPACE, self._stream)
+            value = self._values.get(NAMESPACE, self._stream)
         except DAMAGE_ERRORS as exc:
             if not is_damage(exc):
                 raise

@@ -72,3 +72,24 @@ def test_the_text_report_names_each_damaged_record_and_the_repair(job, capsys):
     text = capsys.readouterr().err  # a command that exits non-zero reports on stderr
     assert "1 damaged; a query of this job would stop" in text
     assert "shard tasks" in text and "fail" in text and "newer" in text
+
+
+def test_a_chunked_job_model_reads_clean_and_a_missing_chunk_is_the_job_models_damage(job, capsys):
+    """A job model of 10,000 partitions is stored in chunks behind a pointer (core/large_values.py): check reads it
+    through the pointer, and reports a chunk missing under it as the job model's damage, with its verdict."""
+    from spark_samza_source.core.grouping import GroupByPartitionFixedTasks
+    from spark_samza_source.core.jobmodel_store import JobModelStore
+    from spark_samza_source.core.model import SystemStreamPartition
+    from spark_samza_source.options.namespaces import JOB_MODEL, VALUE_CHUNKS
+
+    store, argv = job
+    ssps = [SystemStreamPartition("kafka", f"topic-{t:03d}", p) for t in range(100) for p in range(100)]
+    JobModelStore(store).write(GroupByPartitionFixedTasks().group(None, ssps))
+    code, out = run(argv, capsys)
+    assert code == 0 and out["damaged"] == []
+    for key in store.list(VALUE_CHUNKS):
+        store.delete(VALUE_CHUNKS, key)
+    code, out = run(argv, capsys)
+    [finding] = out["damaged"]
+    assert code == 1 and finding["namespace"] == JOB_MODEL and finding["verdict"] == Verdict.FAIL.value
+    assert "is missing" in finding["problem"]

@@ -15,6 +15,7 @@ from ....core.checkpoint import parse_mirror_record
 from ....core.damage import RULES, DamageRule, Verdict
 from ....core.errors import SamzaSourceError
 from ....core.jobmodel import JobModel
+from ....core.large_values import LargeValues
 from ....core.startpoint import Startpoint
 from ....core.startpoint_manager import parse_startpoint_key
 from ....options.namespaces import BATCH_ENDS, CHECKPOINTS, JOB_MODEL, SHARD_TASKS, STARTPOINTS
@@ -67,7 +68,7 @@ def _finding(rule: DamageRule, location: str, problem: str) -> dict[str, Any]:
 
 def _check_kind(store: Any, rule: DamageRule) -> tuple[int, list[dict[str, Any]]]:
     """(records read, findings) of one kind."""
-    found = store.scan(rule.namespace)
+    found, _ = LargeValues(store).scan(rule.namespace)
     findings = [_finding(rule, bad.location, str(bad.error)) for bad in found.damaged]
     check = CHECKS.get(rule.namespace)
     for key, value in found.values.items():
