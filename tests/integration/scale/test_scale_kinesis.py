@@ -154,3 +154,62 @@ def test_1000_shards_split_and_merge_exactly_once_parents_first_and_the_lease_ta
     report("split-merge-1000-shards-kinesalite", figures, shards=SHARDS + 3, records=len(acks),
            leaseItems=len(items), largestOffsetLogEntryBytes=max(log_sizes))
 
+
+
+@pytest.fixture
+def kcl_worker(tmp_path, kinesis_mock_bridge, moto_server):
+    """``kcl_worker(stream, application, **properties)`` -> a started :class:`KclWorker` on kinesis-mock (directly:
+    HTTP/2), stopped after the test; its log's path is printed (pytest shows it when the test fails)."""
+    try:
+        jars = ensure_kcl_jars()
+    except KclNotAvailable as err:  # a failure, never a skip: the mirror's reader is what is tested
+        pytest.fail(f"the KCL MultiLangDaemon cannot be fetched: {err}")
+    started: list[KclWorker] = []
+
+    def start(stream: str, application: str, **properties: str) -> KclWorker:
+        worker = KclWorker(tmp_path / "kcl", stream=stream, application=application,
+                           kinesis_endpoint=kinesis_mock_bridge.upstream, dynamodb_endpoint=moto_server,
+                           worker_id="kcl-scale-worker", properties=properties, jars=jars)
+        started.append(worker)
+        print(f"KCL daemon log: {worker.log_path}")
+        return worker.start(timeout_s=300)
+
+    yield start
+    for worker in started:
+        worker.stop()
+
+
+def kcl_initialised(worker) -> set[str]:
+    return {e["shard"] for e in worker.events("initialize")}
+
+
+def test_a_kcl_worker_resumes_a_few_shards_of_a_1000_shard_mirror(spark, kinesis_mock_endpoint, moto_server,
+                                                                  tmp_path, kcl_worker):
+    """The query reads a 1,000-shard stream on kinesis-mock once (two AvailableNow runs: the second commits the
+    first one's batch into the lease table); a KCL worker limited to a few leases (``maxLeasesForWorker``) takes
+    expired ones from that table of 1,000 leases and reads, in each shard it took, exactly the records put after
+    the query stopped."""
+    ks = KinesisQueryHarness(spark, kinesis_mock_endpoint, tmp_path, dynamodb_endpoint=moto_server)
+    stream = ks.create_stream(SHARDS, "kclscale")
+    table = f"kcl-scale-{stream}"
+    shards = open_shards(ks.client, stream)
+    first = put_into(ks.client, stream, shards, "a", 1)
+    ks.run_available_now("mirror", stream, timeout=1200, tasks=TASKS, **{"kcl.leaseTable": table})
+    ks.run_available_now("mirror", stream, timeout=1200, tasks=TASKS, **{"kcl.leaseTable": table})
+    assert sorted(map(key_of, ks.collected("mirror"))) == sorted((a.shard_id, a.sequence) for a in first)
+    items = lease_items(ks, table)
+    assert len(items) == SHARDS
+    assert {shard: item["checkpoint"]["S"] for shard, item in items.items()} == \
+        {a.shard_id: a.sequence for a in first}
+
+    later = put_into(ks.client, stream, shards, "b", 2)
+    worker = kcl_worker(stream, table, maxLeasesForWorker="3")
+    worker.wait_for(lambda: len(kcl_initialised(worker)) >= 3 and {e["shard"] for e in worker.records()}
+                    >= kcl_initialised(worker), timeout_s=300, what="KCL to take three leases and read their shards")
+    taken = kcl_initialised(worker)
+    assert len(taken) == 3, f"KCL took {sorted(taken)} with maxLeasesForWorker 3"
+    expected = {(a.shard_id, a.sequence) for a in later if a.shard_id in taken}
+    worker.wait_for(lambda: {(e["shard"], e["sequence"]) for e in worker.records()} >= expected, timeout_s=120,
+                    what="KCL to read what followed the query in its shards")
+    got = [(e["shard"], e["sequence"]) for e in worker.records()]
+    assert sorted(got) == sorted(expected), "KCL read records other than those after the query's checkpoints"
