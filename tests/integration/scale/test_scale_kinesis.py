@@ -6,10 +6,11 @@ Which emulator serves 1,000 shards: both accept them (the devkit starts each wit
 kinesis-mock 0.6.2 answers a stream that size slowly: a GetShardIterator and a GetRecords of one shard took 125 ms
 directly (160 ms behind the devkit's bridge) against kinesalite's 32 ms on the same loaded two-core machine, so
 one pass over 1,000 shards is two minutes there against half a minute, and it refused a split after a merge at
-1,000 open shards (``LimitExceededException``: it counts the closed parents against the limit, AWS does not).
+1,000 shards (``LimitExceededException``: it seems to count the closed parents against its limit; AWS counts open
+shards).
 So the query of the split and the merge runs on kinesalite. A KCL worker needs kinesis-mock (KCL's client speaks
 HTTP/2 only, and needs ``ChildShards`` at a shard's end: docs/kinesis-emulators.md), so the KCL case runs there,
-on a stream of 1,000 shards the query mirrors in one AvailableNow pass.
+on a stream of 1,000 shards the query mirrors in two AvailableNow runs.
 
 ``tasks`` 50: by default a job has a task per open shard (1,000 Spark tasks a micro-batch, 10 ms of scheduling
 and a Python worker round each on two cores); a user with 1,000 shards sizes its tasks to its cores, 20 shards a
