@@ -14,7 +14,7 @@ STAMP  := $(VENV)/.installed
 export PYSPARK_PYTHON := $(abspath $(PY))
 export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
 
-.PHONY: setup test test-replicated test-under-load demo lint options-doc wheel package clean check-java compat sanitize bench-tools \
+.PHONY: setup test test-replicated test-scale test-under-load demo lint options-doc wheel package clean check-java compat sanitize bench-tools \
         dist dist-tools dist-check dist-arm64
 
 NATIVE_STAMP := $(VENV)/.native-reader
@@ -52,12 +52,19 @@ XDIST_ARGS = $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfil
 # Three replicated Apache Kafka nodes under running queries (leaders killed, a rolling restart, an unclean election):
 # 10-12 minutes on their own, more than the suite's budget has room for today, so `make test-replicated` runs them.
 REPLICATED_TESTS = tests/integration/kafka_cluster
+# Jobs at the scale of big users (issue #46): a samza-kafka query over 100 topics x 100 partitions on Apache Kafka,
+# a samza-kinesis query over 1,000 shards; each module is minutes of two cores on its own, so `make test-scale` runs
+# them, one after the other (each starts its own broker or emulator and prints its per-batch figures).
+SCALE_TESTS = tests/integration/scale
 # pytest exits 5 when it collected no test: that must fail, never pass silently.
 test: setup
-	$(PY) -m pytest $(XDIST_ARGS) --ignore=$(REPLICATED_TESTS) $(PYTEST_ARGS)
+	$(PY) -m pytest $(XDIST_ARGS) --ignore=$(REPLICATED_TESTS) --ignore=$(SCALE_TESTS) $(PYTEST_ARGS)
 
 test-replicated: setup
 	$(PY) -m pytest -p no:cacheprovider $(REPLICATED_TESTS) $(PYTEST_ARGS)
+
+test-scale: setup
+	$(PY) -m pytest -p no:cacheprovider -s $(SCALE_TESTS) $(PYTEST_ARGS)
 
 # The suite's slowest modules (the Spark cluster, the KCL worker, the fault injections, the secrets scan) beside a
 # CPU hog holding the run queue at LOAD_PER_CORE runnable threads per core (busy processes at normal priority

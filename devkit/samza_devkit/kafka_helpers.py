@@ -57,6 +57,27 @@ def create_topic(bootstrap: str, name: str, partitions: int = 1, config: dict[st
     return name
 
 
+def create_topics(bootstrap: str, names: Sequence[str], partitions: int, *, per_request: int = 20) -> list[str]:
+    """Create every topic of ``names`` with ``partitions`` each, and return once every partition's leader serves it
+    (as :func:`create_topic`).
+
+    ``per_request`` topics a CreateTopics request: KRaft's controller refuses an operation of more than 10,000
+    metadata records (``MAX_RECORDS_PER_USER_OP``), a record per partition and one per topic, so a few thousand
+    partitions go in each request and a job of 10,000 is made in several."""
+    client = admin(bootstrap)
+    for start in range(0, len(names), per_request):
+        chunk = names[start:start + per_request]
+        futures = client.create_topics(
+            [NewTopic(name, num_partitions=partitions, replication_factor=1) for name in chunk],
+            operation_timeout=TIMEOUT_S)
+        for name in chunk:
+            futures[name].result(TIMEOUT_S)
+    for name in names:
+        _wait_for_leaders(client, name, partitions)
+        _wait_for_served(client, name, partitions)
+    return list(names)
+
+
 def _wait_for_leaders(client, name: str, partitions: int) -> None:
     deadline = deadline_after(TIMEOUT_S)
     while True:

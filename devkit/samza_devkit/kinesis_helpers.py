@@ -142,15 +142,24 @@ def recreate_stream(client, name: str, shards: int, *, timeout_s: float = TIMEOU
 
 
 def list_shards(client, stream: str) -> list[dict[str, Any]]:
-    """Raw ``ListShards`` entries (all pages; moto needs the stream name with the token)."""
+    """Raw ``ListShards`` entries (all pages). A later page is asked with ``NextToken`` alone, as AWS requires
+    (kinesis-mock and kinesalite refuse the stream name beside it); moto, which wants the name with the token
+    (``InvalidToken`` otherwise), is asked again with it, as the source's admin does."""
     out: list[dict[str, Any]] = []
-    request: dict[str, Any] = {"StreamName": stream}
+    page = client.list_shards(StreamName=stream)
+    with_name = False
     while True:
-        page = client.list_shards(**request)
         out.extend(page["Shards"])
-        if not page.get("NextToken"):
+        token = page.get("NextToken")
+        if not token:
             return out
-        request = {"StreamName": stream, "NextToken": page["NextToken"]}
+        try:
+            page = client.list_shards(**({"StreamName": stream} if with_name else {}), NextToken=token)
+        except client.exceptions.ClientError as err:
+            if with_name or err.response.get("Error", {}).get("Code") != "InvalidToken":
+                raise
+            with_name = True
+            page = client.list_shards(StreamName=stream, NextToken=token)
 
 
 def hash_key_of(client, stream: str, shard_id: str) -> str:

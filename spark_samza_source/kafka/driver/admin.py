@@ -192,10 +192,15 @@ class KafkaAdmin:
         Each attempt gets at most max(10 s, timeout / 6): a broker that is down makes librdkafka wait out the
         whole timeout it is given, and the first failure is logged (once per call) while retries go on. Until the
         cluster has answered once, attempts last 2 s, so that credentials it refuses (which librdkafka retries
-        inside the call) fail the call within seconds; a slow first answer is waited for, unlogged, meanwhile."""
+        inside the call) fail the call within seconds; a slow first answer is waited for, unlogged, meanwhile.
+
+        An attempt that timed out gives the next one twice its time: a call whose answer takes longer than a slice
+        (the watermarks of 10,000 partitions on a loaded driver took more than 10 s, issue #46) would otherwise
+        time out, and retire its client, at every attempt until the deadline, and fail a query the cluster serves."""
         started = time.monotonic()
         deadline = self._deadline()
         slice_s = max(_MIN_ATTEMPT_S, self._timeout_s / 6)
+        stretch = 1  # doubled by every attempt that timed out (below)
         last: BaseException | None = None
         momentary = False  # the last failure was leadership moving (see _MOMENTARY)
         warned = False  # one line per call that has to retry: operators see an outage while it is ridden out
@@ -205,7 +210,7 @@ class KafkaAdmin:
                 break
             try:
                 # Attempts in slices, so an outage is seen (and logged) while it is ridden out, not only at the end.
-                result = fn(min(left, slice_s if self._answered else _FIRST_CONTACT_ATTEMPT_S))
+                result = fn(min(left, (slice_s if self._answered else _FIRST_CONTACT_ATTEMPT_S) * stretch))
                 self._answered = True
                 self._watch.answered()
                 return result
@@ -219,9 +224,11 @@ class KafkaAdmin:
                 momentary = kerr is not None and kerr.code() in _MOMENTARY
                 if kerr is not None and kerr.code() == KafkaError._TIMED_OUT:
                     self._replace_client(use)
+                    stretch *= 2
             except TimeoutError as err:  # concurrent.futures.TimeoutError is TimeoutError on 3.11
                 last, momentary = err, False
                 self._replace_client(use)
+                stretch *= 2
             refused = self._security_failure()
             if refused is not None:
                 raise refused

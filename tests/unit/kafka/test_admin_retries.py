@@ -136,3 +136,21 @@ def test_a_timed_out_attempt_retires_its_client_and_the_next_attempt_gets_a_new_
     assert seen[0] is not seen[1]
     assert admin._client("group mirror") is not admin.admin
     admin.close()
+
+
+def test_an_attempt_that_timed_out_gives_the_next_one_twice_its_time():
+    """A call slower than one attempt's slice (the watermarks of 10,000 partitions on a loaded driver: issue #46)
+    is answered by a later, longer attempt instead of timing out at every attempt until the deadline."""
+    admin = KafkaAdmin({"bootstrap.servers": "127.0.0.1:1"}, api_timeout_ms=120_000)
+    admin._answered = True  # the cluster answered this client before: attempts are 20 s slices (120 s / 6)
+    given = []
+
+    def attempt(left: float) -> str:
+        given.append(left)
+        if left < 50:  # the answer takes 50 s
+            raise TimeoutError()
+        return "answer"
+
+    assert admin._retrying("watermarks", attempt) == "answer"
+    assert [round(s) for s in given] == [20, 40, 80]
+    admin.close()
