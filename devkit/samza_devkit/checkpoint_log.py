@@ -86,3 +86,15 @@ def startpoint_rebases(log: dict[int, dict]) -> list[tuple[int, str, str, int, i
                 if rebase["reason"] == "startpoint":
                     out.append((batch, task, key, rebase["position"], rebase["creationTimestamp"]))
     return out
+
+
+def batch_figures(query, checkpoint: str | Path) -> list[dict]:
+    """Per micro-batch of ``query`` (its recent progress): rows, the driver's phases (``durationMs``) and the bytes
+    of the batch's entry in Spark's offset log under ``checkpoint``."""
+    offsets = Path(checkpoint) / "offsets"
+    out = []
+    for p in query.recentProgress:
+        entry = offsets / str(p["batchId"])
+        out.append({"batch": p["batchId"], "rows": p["numInputRows"], "durationMs": p["durationMs"],
+                    "offsetLogBytes": entry.stat().st_size if entry.exists() else None})
+    return out

@@ -25,7 +25,7 @@ import pytest
 from pyspark.errors import AnalysisException
 
 from samza_devkit.apache_kafka import ApacheKafkaBroker
-from samza_devkit.checkpoint_log import committed_batches, offset_log, startpoint_rebases
+from samza_devkit.checkpoint_log import batch_figures, committed_batches, offset_log, startpoint_rebases
 from samza_devkit.fault_harness import exactly_once
 from samza_devkit.kafka_helpers import add_partitions, create_topics, produce
 from samza_devkit.kafka_query_harness import KafkaQueryHarness
@@ -112,17 +112,6 @@ def _group_tool_rows(broker, group: str) -> dict[tuple[str, int], tuple[int, int
     return {(w[1], int(w[2])): (int(w[3]), int(w[4]), int(w[5])) for w in lines if w[0] == group}
 
 
-def _batch_figures(query, checkpoint: str) -> list[dict]:
-    """Per micro-batch: rows, the driver's phases (``durationMs``) and the bytes of its offset log entry."""
-    offsets = Path(checkpoint) / "offsets"
-    out = []
-    for p in query.recentProgress:
-        entry = offsets / str(p["batchId"])
-        out.append({"batch": p["batchId"], "rows": p["numInputRows"], "durationMs": p["durationMs"],
-                    "offsetLogBytes": entry.stat().st_size if entry.exists() else None})
-    return out
-
-
 def _report(figures: list[dict], **extra) -> None:
     FIGURES.parent.mkdir(exist_ok=True)
     FIGURES.write_text(json.dumps({"batches": figures, **extra}, indent=1))
@@ -174,7 +163,7 @@ def test_pattern_over_10000_partitions_grows_and_rewinds_exactly_once_and_the_gr
     acked += _produce(bootstrap, topics[-1], range(PARTITIONS), "c")  # after the rewind: read once
     kq.wait_for(lambda: _sink_size(spark, sink) >= len(acked) + sum(twice.values()), timeout=600, interval=3,
                 what="every record in the sink", seen=lambda: _sink_size(spark, sink))
-    figures = _batch_figures(query, kq.checkpoint("scale"))
+    figures = batch_figures(query, kq.checkpoint("scale"))
     query.stop()
 
     counts = _sink_counts(spark, sink)

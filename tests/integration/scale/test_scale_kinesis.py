@@ -27,6 +27,7 @@ from pathlib import Path
 import pytest
 
 from samza_devkit import kinesis_helpers as kh
+from samza_devkit.checkpoint_log import batch_figures
 from samza_devkit.kcl_daemon import KclNotAvailable, KclWorker, ensure_kcl_jars
 from samza_devkit.kinesis_query_harness import KinesisQueryHarness
 from spark_samza_source.kinesis.driver.lease_table import KclLeaseTable
@@ -65,16 +66,6 @@ def batches_by_shard(batches) -> dict[str, list[int]]:
 
 def lease_items(ks: KinesisQueryHarness, table: str) -> dict[str, dict]:
     return KclLeaseTable(kh.dynamodb_client(ks.dynamodb_endpoint), table).read_items()
-
-
-def batch_figures(query, checkpoint: str) -> list[dict]:
-    offsets = Path(checkpoint) / "offsets"
-    out = []
-    for p in query.recentProgress:
-        entry = offsets / str(p["batchId"])
-        out.append({"batch": p["batchId"], "rows": p["numInputRows"], "durationMs": p["durationMs"],
-                    "offsetLogBytes": entry.stat().st_size if entry.exists() else None})
-    return out
 
 
 def report(name: str, figures: list[dict], **extra) -> None:
