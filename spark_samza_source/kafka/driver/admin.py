@@ -29,8 +29,8 @@ import logging
 import re
 import threading
 import time
-from concurrent.futures import Future
 from collections.abc import Callable, Iterable, Mapping
+from concurrent.futures import Future
 from typing import Any, TypeVar
 
 from confluent_kafka import (
@@ -344,7 +344,8 @@ class KafkaAdmin:
             issued[kind] = []
             for first in range(0, len(tps), OFFSETS_PER_CALL):
                 # each partition with its OffsetSpec's value as its offset, as AdminClient.list_offsets asks
-                request = [TopicPartition(t, p, int(spec((t, p))._value)) for t, p in tps[first:first + OFFSETS_PER_CALL]]
+                chunk = tps[first:first + OFFSETS_PER_CALL]
+                request = [TopicPartition(t, p, int(spec((t, p))._value)) for t, p in chunk]
                 issued[kind].append((len(request), _request_offsets(self.admin, request, level, left)))
         return issued
 
@@ -499,12 +500,12 @@ def _msg(err: BaseException | None) -> str:
 
 def _request_offsets(client: AdminClient, request: list[TopicPartition], level: IsolationLevel, timeout: float,
                      ) -> Future:
-    """One ListOffsets call (``request``: each partition with its ``OffsetSpec``'s value as offset): a future of its whole answer, ``TopicPartition`` -> ``ListOffsetsResultInfo`` or
-    ``KafkaError``.
+    """One ListOffsets call (``request``: each partition with its ``OffsetSpec``'s value as offset): a future of its
+    whole answer, ``TopicPartition`` -> ``ListOffsetsResultInfo`` or ``KafkaError``.
 
     ``AdminClient.list_offsets`` hands that very answer out through one future per partition, each with a lock and
-    a condition of its own: 20,000 of them per trigger at 10,000 partitions, about 0.6 s of driver CPU
-    (docs/performance.md). Its librdkafka binding (confluent-kafka 2.3 and later), which it calls with one future for
+    a condition of its own: 20,000 of them per trigger at 10,000 partitions, ~0.8 s of driver CPU (cProfile,
+    docs/performance.md). Its librdkafka binding (confluent-kafka 2.3 and later), which it calls with one future for
     the whole request and then splits that future's answer, is called here exactly as it calls it."""
     future: Future = Future()
     future.set_running_or_notify_cancel()
