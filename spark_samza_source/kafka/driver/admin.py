@@ -504,7 +504,7 @@ def _request_offsets(client: AdminClient, request: list[TopicPartition], level: 
     whole answer, ``TopicPartition`` -> ``ListOffsetsResultInfo`` or ``KafkaError``.
 
     ``AdminClient.list_offsets`` hands that very answer out through one future per partition, each with a lock and
-    a condition of its own: 20,000 of them per trigger at 10,000 partitions, ~0.8 s of driver CPU (cProfile,
+    a condition of its own: 20,000 of them per trigger at 10,000 partitions, ~1 s per batch under cProfile (see
     docs/performance.md). Its librdkafka binding (confluent-kafka 2.3 and later), which it calls with one future for
     the whole request and then splits that future's answer, is called here exactly as it calls it."""
     future: Future = Future()
