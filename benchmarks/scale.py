@@ -109,6 +109,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     from pyspark.sql.streaming.datasource import ReadAllAvailable
 
     from samza_devkit.store_wrappers import CountingStore
+    from spark_samza_source.kafka.driver import admin as admin_module
     from spark_samza_source.kafka.options import KafkaSourceOptions
     from spark_samza_source.kafka.schema import kafka_schema
     from spark_samza_source.kafka.source import SamzaKafkaStreamReader
@@ -130,6 +131,14 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     admin = coordinator.admin
     client_of = admin._client
     admin._client = lambda use: CountingAdminClient(client_of(use), kafka_calls)
+    # ListOffsets goes to librdkafka's binding with the client itself (admin._request_offsets): counted here
+    request_offsets = admin_module._request_offsets
+
+    def counted_request_offsets(client: Any, *args: Any) -> Any:
+        kafka_calls["list_offsets"] += 1
+        return request_offsets(client._inner, *args)
+
+    admin_module._request_offsets = counted_request_offsets
 
     t = time.perf_counter()
     start = reader.initialOffset()

@@ -14,7 +14,7 @@ from typing import Any
 
 from . import errors
 from .json_text import loads
-from .model import SystemStream, SystemStreamPartition, TaskName
+from .model import SystemStream, SystemStreamPartition, TaskName, ssp_order
 
 JOB_MODEL_FORMAT_VERSION = 1
 
@@ -87,13 +87,24 @@ class JobModel:
             counts[ssp.system_stream] = counts.get(ssp.system_stream, 0) + 1
         return dict(sorted(counts.items()))
 
+    @cached_property
+    def task_ssp_pairs(self) -> frozenset[tuple[TaskName, SystemStreamPartition]]:
+        """Every (task, SSP) of the model (once per model: an offset's JSON compares them with its positions)."""
+        return frozenset((task, ssp) for task, ssps in self.tasks.items() for ssp in ssps)
+
     # ---- JSON ----------------------------------------------------------------------------------------
+    @cached_property
+    def _tasks_json(self) -> dict[str, tuple[dict[str, Any], ...]]:
+        # once per model: the driver writes the same job model into every batch's offset; the SSP objects' JSON
+        # dicts are shared by every to_json() of this model (read, never changed, by its callers)
+        return {t.name: tuple(s.to_json() for s in sorted(ssps, key=ssp_order)) for t, ssps in self.tasks.items()}
+
     def to_json(self) -> dict[str, Any]:
         """Deterministic JSON (sorted keys and lists), as Spark compares offsets as strings."""
         return {
             "broadcast": [s.to_json() for s in sorted(self.broadcast)],
             "initialPartitionCounts": {str(k): v for k, v in sorted(self.initial_partition_counts.items())},
-            "tasks": {t.name: [s.to_json() for s in sorted(ssps)] for t, ssps in self.tasks.items()},
+            "tasks": {name: list(ssps) for name, ssps in self._tasks_json.items()},
             "version": JOB_MODEL_FORMAT_VERSION,
         }
 

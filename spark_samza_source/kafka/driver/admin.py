@@ -30,6 +30,7 @@ import re
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
+from concurrent.futures import Future
 from typing import Any, TypeVar
 
 from confluent_kafka import (
@@ -41,6 +42,7 @@ from confluent_kafka import (
     TopicPartition,
 )
 from confluent_kafka.admin import AdminClient, OffsetSpec
+from confluent_kafka.cimpl import _AdminClientImpl
 
 from ...core.errors import InternalError
 from ...options.secrets import scrub
@@ -99,6 +101,8 @@ OFFSETS_PER_CALL = 500  # Kafka's Uuid.ZERO_UUID in base64: "no topic ID"
 
 TP = tuple[str, int]
 T = TypeVar("T")
+#: one ListOffsets call issued: how many partitions it asked for, and the future of its whole answer
+_OffsetsCall = tuple[int, Future]
 
 
 class KafkaAdmin:
@@ -334,37 +338,41 @@ class KafkaAdmin:
     # ---- offsets ------------------------------------------------------------------------------------------
     def _list_offsets(self, specs: dict[str, Callable[[TP], OffsetSpec]], tps: list[TP], left: float,
                       ) -> dict[str, dict[TP, Any]]:
-        """One ``list_offsets`` call per spec kind and :data:`OFFSETS_PER_CALL` partitions, all issued before
-        waiting. Missing partitions are omitted."""
+        """One ListOffsets call per spec kind and :data:`OFFSETS_PER_CALL` partitions, all issued before
+        waiting (:func:`_request_offsets`). Missing partitions are omitted."""
         return self._collect_offsets(self._issue_offsets(specs, tps, left), time.monotonic() + left)
 
     def _issue_offsets(self, specs: dict[str, Callable[[TP], OffsetSpec]], tps: list[TP], left: float,
-                       ) -> dict[str, dict[TopicPartition, Any]]:
+                       ) -> dict[str, list[_OffsetsCall]]:
         committed = self._isolation == "read_committed"
         level = IsolationLevel.READ_COMMITTED if committed else IsolationLevel.READ_UNCOMMITTED
-        issued: dict[str, dict[TopicPartition, Any]] = {}
+        issued: dict[str, list[_OffsetsCall]] = {}
         for kind, spec in specs.items():
-            issued[kind] = {}
+            issued[kind] = []
             for first in range(0, len(tps), OFFSETS_PER_CALL):
-                issued[kind].update(self.admin.list_offsets(
-                    {TopicPartition(tp[0], tp[1]): spec(tp) for tp in tps[first:first + OFFSETS_PER_CALL]},
-                    isolation_level=level,
-                    request_timeout=left,
-                ))
+                # each partition with its OffsetSpec's value as its offset, as AdminClient.list_offsets asks
+                chunk = tps[first:first + OFFSETS_PER_CALL]
+                request = [TopicPartition(t, p, int(spec((t, p))._value)) for t, p in chunk]
+                issued[kind].append((len(request), _request_offsets(self.admin, request, level, left)))
         return issued
 
     @staticmethod
-    def _collect_offsets(futures: dict[str, dict[TopicPartition, Any]], deadline: float) -> dict[str, dict[TP, Any]]:
+    def _collect_offsets(calls: dict[str, list[_OffsetsCall]], deadline: float) -> dict[str, dict[TP, Any]]:
+        """Each call's answer, per kind: (topic, partition) -> ``ListOffsetsResultInfo``. A partition answered with
+        a "does not exist" error is left out; any other error is raised, as ``list_offsets``'s own futures do."""
         out: dict[str, dict[TP, Any]] = {}
-        for kind, fs in futures.items():
+        for kind, kind_calls in calls.items():
             res: dict[TP, Any] = {}
-            for tp, fut in fs.items():
-                try:
-                    res[(tp.topic, tp.partition)] = fut.result(timeout=max(0.001, deadline - time.monotonic()))
-                except KafkaException as err:
-                    if err.args and isinstance(err.args[0], KafkaError) and err.args[0].code() in _MISSING:
-                        continue
-                    raise
+            for asked, future in kind_calls:
+                answers = future.result(timeout=max(0.001, deadline - time.monotonic()))
+                if len(answers) != asked:  # what AdminClient.list_offsets raises in every partition's future
+                    raise RuntimeError(f"Results length {len(answers)} is different from future-map length {asked}")
+                for tp, answer in answers.items():
+                    if isinstance(answer, KafkaError):
+                        if answer.code() in _MISSING:
+                            continue
+                        raise KafkaException(answer)
+                    res[(tp.topic, tp.partition)] = answer
             out[kind] = res
         return out
 
@@ -495,6 +503,21 @@ def _msg(err: BaseException | None) -> str:
     if isinstance(err, KafkaException) and err.args and isinstance(err.args[0], KafkaError):
         return err.args[0].str()
     return str(err)
+
+
+def _request_offsets(client: AdminClient, request: list[TopicPartition], level: IsolationLevel, timeout: float,
+                     ) -> Future:
+    """One ListOffsets call (``request``: each partition with its ``OffsetSpec``'s value as offset): a future of its
+    whole answer, ``TopicPartition`` -> ``ListOffsetsResultInfo`` or ``KafkaError``.
+
+    ``AdminClient.list_offsets`` hands that very answer out through one future per partition, each with a lock and
+    a condition of its own: 20,000 of them per trigger at 10,000 partitions, ~1 s per batch under cProfile (see
+    docs/performance.md). Its librdkafka binding (confluent-kafka 2.3 and later), which it calls with one future for
+    the whole request and then splits that future's answer, is called here exactly as it calls it."""
+    future: Future = Future()
+    future.set_running_or_notify_cancel()
+    _AdminClientImpl.list_offsets(client, request, future, isolation_level_value=level.value, request_timeout=timeout)
+    return future
 
 
 _WATERMARK_SPECS: dict[str, Callable[[TP], OffsetSpec]] = {

@@ -31,7 +31,7 @@ from ...core.expansion import resolve_expansion_algorithm
 from ...core.grouping import resolve_grouper
 from ...core.jobmodel import JobModel
 from ...core.jobmodel_store import JobModelStore
-from ...core.model import SystemStream, SystemStreamPartition, TaskName, TaskSsp
+from ...core.model import SystemStream, SystemStreamPartition, TaskName, TaskSsp, ssp_order
 from ...metadata.lease import offset_identity
 from ...options.common import BROADCAST, JOB_NAME, RETRY_TIMEOUT
 from ...source.job_coordinator import JobCoordinator, WritesBehind
@@ -159,7 +159,7 @@ class KafkaCoordinator(JobCoordinator[KafkaOffset, KafkaSourceOptions, KafkaRang
                                                          broadcast_option=BROADCAST.name)
         stream_counts = {SystemStream(SYSTEM, t): n for t, n in counts.items()}
         broadcast = effective_broadcast(opts.broadcast, previous, stream_counts)
-        return sorted(set(ssps) | broadcast), broadcast
+        return sorted(set(ssps) | broadcast, key=ssp_order), broadcast
 
     def group(self, previous: JobModel | None, ssps: list[SystemStreamPartition], broadcast) -> JobModel:
         """The configured grouper's job model of ``ssps`` from ``previous``: neither checked nor stored (a batch
@@ -169,6 +169,8 @@ class KafkaCoordinator(JobCoordinator[KafkaOffset, KafkaSourceOptions, KafkaRang
     def job_model(self, previous: JobModel | None, ssps: list[SystemStreamPartition], broadcast) -> JobModel:
         """The next job model of the streaming query: grouped, checked for co-partitioning, stored when it changed."""
         model = self.group(previous, ssps, broadcast)
+        if previous is not None and model == previous:
+            model = previous  # the same value: what it computed once (its JSON, its maps) serves this plan too
         self._last_model = model
         if self.options.copartition:
             check_copartitioning(self.options.copartition, model, self._algorithm)
@@ -422,7 +424,7 @@ class KafkaCoordinator(JobCoordinator[KafkaOffset, KafkaSourceOptions, KafkaRang
         out = []
         for task, ssps in end.job_model.tasks.items():
             ranges = []
-            for ssp in sorted(ssps):
+            for ssp in sorted(ssps, key=ssp_order):
                 until = end.positions[(task, ssp)]
                 begin = end.start_of(task, ssp, start)
                 if begin is None:

@@ -26,7 +26,7 @@ from typing import Any
 from ...core.errors import FormatVersionError, OffsetFormatError
 from ...core.jobmodel import JobModel
 from ...core.json_text import decode_offset, loads
-from ...core.model import SystemStreamPartition, TaskName, TaskSsp, by_task_json, parse_ssp_key
+from ...core.model import SystemStreamPartition, TaskName, TaskSsp, by_task_json, parse_ssp_key, ssp_order
 from .. import errors
 
 # 3: the job model's task list is left out when the positions spell it out (every task holds an SSP and every
@@ -109,10 +109,19 @@ class KafkaOffset:
     topic_ids: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        task_keys: dict[TaskName, tuple] = {}
+
+        def order(item: tuple[TaskSsp, Any]) -> tuple:
+            # key-based sort: comparing TaskNames pairwise re-splits their names on every comparison; and a task's
+            # key is computed once, not once per SSP (10,000 positions of a wide job share 100 tasks)
+            (task, ssp), _ = item
+            key = task_keys.get(task)
+            if key is None:
+                key = task_keys[task] = task.sort_key
+            return key, ssp_order(ssp)
+
         for name in ("positions", "rebases", "applied"):
-            items = getattr(self, name).items()
-            # key-based sort: comparing TaskNames pairwise re-splits their names on every comparison
-            object.__setattr__(self, name, dict(sorted(items, key=lambda kv: (kv[0][0].sort_key, kv[0][1]))))
+            object.__setattr__(self, name, dict(sorted(getattr(self, name).items(), key=order)))
         object.__setattr__(self, "barriers", dict(sorted(self.barriers.items())))
         object.__setattr__(self, "topic_ids", dict(sorted(self.topic_ids.items())))
 
@@ -219,7 +228,7 @@ class KafkaOffset:
             return out
 
         positions = nested(value["positions"], _as_int)
-        model_pairs = {(t, ssp) for t, ssps in job_model.tasks.items() for ssp in ssps}
+        model_pairs = job_model.task_ssp_pairs
         if model_pairs and not positions:
             # An offset this source wrote always has positions; none would re-read every partition from its start.
             raise errors.offset_invalid(
@@ -282,7 +291,7 @@ def _job_model_json(model: JobModel, positions: Mapping[TaskSsp, int]) -> dict[s
     """The job model as format 3 writes it: without ``tasks`` when every task holds an SSP and the positions have
     exactly the model's (task, SSP) pairs (then they spell the tasks out), with their count instead."""
     out = model.to_json()
-    pairs = {(task, ssp) for task, ssps in model.tasks.items() for ssp in ssps}
+    pairs = model.task_ssp_pairs
     if all(model.tasks.values()) and len(pairs) == len(positions) and pairs == positions.keys():
         del out["tasks"]
         out["taskSsps"] = len(pairs)  # what the positions must hold: an edited or damaged offset fails to read

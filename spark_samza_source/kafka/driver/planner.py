@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from ...core.errors import DataLossError
 from ...core.expansion import DefaultPartitionExpansionAlgorithm, PartitionExpansionAlgorithm, checked_feeders
 from ...core.jobmodel import JobModel
-from ...core.model import SystemStream, SystemStreamPartition, TaskName, TaskSsp
+from ...core.model import SystemStream, SystemStreamPartition, TaskName, TaskSsp, ssp_order
 from ...options.common import FAIL_ON_DATA_LOSS
 from .. import errors
 from ..options import DRAIN_FIRST
@@ -238,7 +238,7 @@ def start_positions(inputs: PlanInputs, recreated: Mapping[str, tuple[str, str]]
     missing: set[SystemStreamPartition] = set()
     losses: list[DataLoss] = []
     for task, ssps in inputs.job_model.tasks.items():
-        for ssp in sorted(ssps):
+        for ssp in sorted(ssps, key=ssp_order):
             key = (task, ssp)
             marks = inputs.watermarks.get(ssp)
             if marks is None:

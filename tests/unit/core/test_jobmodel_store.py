@@ -61,3 +61,20 @@ def test_the_kafka_coordinator_starts_from_the_stored_model_or_names_the_reset_o
     coordinator.store.put(JOB_MODEL, JOB_MODEL_CURRENT, ["not", "a", "model"])
     with pytest.raises(SamzaSourceError, match="jobModel.reset=true"):
         coordinator.stored_job_model()
+
+
+def test_the_kafka_coordinator_keeps_the_previous_model_object_only_when_the_grouper_returns_an_equal_one():
+    """What a model computed once (its JSON, its (task, SSP) pairs) carries over to the next plan only when the
+    model did not change; a changed model is the grouper's own, stored as the current one."""
+    options = KafkaSourceOptions.parse({"kafka.bootstrap.servers": "b:9092", "subscribe": "t", "job.name": "j",
+                                        "metadata.store": "memory:", "grouper": "GroupByPartitionFixedTasks"})
+    coordinator = KafkaCoordinator(options)
+    coordinator._store = store()
+    ssps = [SystemStreamPartition("kafka", "t", p) for p in range(2)]
+    first = coordinator.job_model(None, ssps, frozenset())
+    same = JobModel(dict(first.tasks), dict(first.initial_partition_counts), first.broadcast)
+    assert coordinator.job_model(same, ssps, frozenset()) is same
+    doubled = [SystemStreamPartition("kafka", "t", p) for p in range(4)]
+    grown = coordinator.job_model(same, doubled, frozenset())
+    assert grown is not same and grown != same and grown.ssps() == frozenset(doubled)
+    assert JobModelStore(coordinator.store).current() == grown
