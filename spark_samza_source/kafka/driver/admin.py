@@ -25,6 +25,7 @@ Clients are created lazily: building a ``KafkaAdmin`` does no I/O, so it is chea
 
 from __future__ import annotations
 
+import importlib
 import logging
 import re
 import threading
@@ -42,7 +43,6 @@ from confluent_kafka import (
     TopicPartition,
 )
 from confluent_kafka.admin import AdminClient, OffsetSpec
-from confluent_kafka.cimpl import _AdminClientImpl
 
 from ...core.errors import InternalError
 from ...options.secrets import scrub
@@ -58,6 +58,11 @@ from ..options import (
     SUBSCRIBE,
 )
 from ..security_failures import SecurityWatch, WatchingLogger, key_unreadable
+
+#: the binding AdminClient.list_offsets calls (confluent-kafka 2.3+), private to confluent-kafka; where a release
+#: lacks it, the public call answers (:func:`_request_offsets`)
+_LIST_OFFSETS_BINDING: Any = getattr(
+    getattr(importlib.import_module("confluent_kafka.cimpl"), "_AdminClientImpl", None), "list_offsets", None)
 
 __all__ = ["KafkaAdmin", "DEFAULT_API_TIMEOUT_MS", "isolation_level_of"]
 
@@ -350,10 +355,8 @@ class KafkaAdmin:
         for kind, spec in specs.items():
             issued[kind] = []
             for first in range(0, len(tps), OFFSETS_PER_CALL):
-                # each partition with its OffsetSpec's value as its offset, as AdminClient.list_offsets asks
-                chunk = tps[first:first + OFFSETS_PER_CALL]
-                request = [TopicPartition(t, p, int(spec((t, p))._value)) for t, p in chunk]
-                issued[kind].append((len(request), _request_offsets(self.admin, request, level, left)))
+                chunk = {TopicPartition(t, p): spec((t, p)) for t, p in tps[first:first + OFFSETS_PER_CALL]}
+                issued[kind].append((len(chunk), _request_offsets(self.admin, chunk, level, left)))
         return issued
 
     @staticmethod
@@ -505,19 +508,46 @@ def _msg(err: BaseException | None) -> str:
     return str(err)
 
 
-def _request_offsets(client: AdminClient, request: list[TopicPartition], level: IsolationLevel, timeout: float,
-                     ) -> Future:
-    """One ListOffsets call (``request``: each partition with its ``OffsetSpec``'s value as offset): a future of its
-    whole answer, ``TopicPartition`` -> ``ListOffsetsResultInfo`` or ``KafkaError``.
+def _request_offsets(client: AdminClient, specs: dict[TopicPartition, OffsetSpec], level: IsolationLevel,
+                     timeout: float) -> Any:
+    """One ListOffsets call for ``specs``: something whose ``result(timeout)`` is the whole answer,
+    ``TopicPartition`` -> ``ListOffsetsResultInfo`` or ``KafkaError``.
 
     ``AdminClient.list_offsets`` hands that very answer out through one future per partition, each with a lock and
     a condition of its own: 20,000 of them per trigger at 10,000 partitions, ~1 s per batch under cProfile (see
-    docs/performance.md). Its librdkafka binding (confluent-kafka 2.3 and later), which it calls with one future for
-    the whole request and then splits that future's answer, is called here exactly as it calls it."""
-    future: Future = Future()
-    future.set_running_or_notify_cancel()
-    _AdminClientImpl.list_offsets(client, request, future, isolation_level_value=level.value, request_timeout=timeout)
-    return future
+    docs/performance.md). Its librdkafka binding, which it calls with one future for the whole request and then
+    splits that future's answer, is called here exactly as it calls it. That binding is private to confluent-kafka:
+    where it is missing or takes other arguments, the public call answers instead (:class:`_PerPartitionAnswers`),
+    slower and the same."""
+    if _LIST_OFFSETS_BINDING is not None and all(hasattr(spec, "_value") for spec in specs.values()):
+        future: Future = Future()
+        future.set_running_or_notify_cancel()
+        request = [TopicPartition(tp.topic, tp.partition, int(spec._value)) for tp, spec in specs.items()]
+        try:
+            _LIST_OFFSETS_BINDING(client, request, future, isolation_level_value=level.value, request_timeout=timeout)
+            return future
+        except (AttributeError, TypeError):
+            pass  # another confluent-kafka: the public call below
+    return _PerPartitionAnswers(client.list_offsets(specs, isolation_level=level, request_timeout=timeout))
+
+
+class _PerPartitionAnswers:
+    """The public ``list_offsets``'s futures (one per partition) read as one answer, as the binding's future is."""
+
+    def __init__(self, futures: dict[TopicPartition, Future]) -> None:
+        self._futures = futures
+
+    def result(self, timeout: float) -> dict[TopicPartition, Any]:
+        deadline = time.monotonic() + timeout
+        out: dict[TopicPartition, Any] = {}
+        for tp, future in self._futures.items():
+            try:
+                out[tp] = future.result(timeout=max(0.001, deadline - time.monotonic()))
+            except KafkaException as err:
+                if not (err.args and isinstance(err.args[0], KafkaError)):
+                    raise
+                out[tp] = err.args[0]
+        return out
 
 
 _WATERMARK_SPECS: dict[str, Callable[[TP], OffsetSpec]] = {
