@@ -104,6 +104,25 @@ def produce_spread(bootstrap: str, topics: int, count: int, seed: int) -> None:
         raise RuntimeError("records still unsent after 120 s")
 
 
+def summarise(batches: list[dict], system: str, **head: Any) -> dict:
+    """One configuration's figures: the medians of the batches after the first (the first writes every task's
+    mirror record), the last batch's calls (to ``system`` and the store), the process's peak RSS."""
+    steady = batches[1:] or batches
+    return {
+        **head,
+        "driver_s": statistics.median(b["driver"] for b in steady),
+        "with_behind_s": statistics.median(b["with_behind"] for b in steady),
+        "cpu_s": statistics.median(b["cpu"] for b in steady),
+        "first_with_behind_s": batches[0]["with_behind"],
+        "parts": {k: statistics.median(b[k] for b in steady) for k in ("latest", "partitions", "commit", "behind")},
+        f"{system}_calls": steady[-1][system], f"{system}_by": steady[-1][f"{system}_by"],
+        "store_calls": steady[-1]["store"], "store_by": steady[-1]["store_by"],
+        "first_store_calls": batches[0]["store"],
+        "tasks": steady[-1]["tasks"], "offset_bytes": steady[-1]["offset_bytes"],
+        "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+    }
+
+
 def measure(args: argparse.Namespace) -> dict[str, Any]:
     """One configuration, in this process: the figures as a dict."""
     from pyspark.sql.streaming.datasource import ReadAllAvailable
@@ -164,20 +183,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
                         "store_by": {f"{op} {ns}": n for (op, ns), n in sorted(store.calls.items())},
                         "tasks": len(parts), "offset_bytes": len(json.dumps(end))})
         start = end
-    steady = batches[1:] or batches
-    return {
-        "partitions": args.partitions, "store": args.store, "initial_s": initial_s,
-        "driver_s": statistics.median(b["driver"] for b in steady),
-        "with_behind_s": statistics.median(b["with_behind"] for b in steady),
-        "cpu_s": statistics.median(b["cpu"] for b in steady),
-        "first_with_behind_s": batches[0]["with_behind"],
-        "parts": {k: statistics.median(b[k] for b in steady) for k in ("latest", "partitions", "commit", "behind")},
-        "kafka_calls": steady[-1]["kafka"], "kafka_by": steady[-1]["kafka_by"],
-        "store_calls": steady[-1]["store"], "store_by": steady[-1]["store_by"],
-        "first_store_calls": batches[0]["store"],
-        "tasks": steady[-1]["tasks"], "offset_bytes": steady[-1]["offset_bytes"],
-        "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-    }
+    return summarise(batches, "kafka", partitions=args.partitions, store=args.store, initial_s=initial_s)
 
 
 def _emulated_reads(parts: list[Any], put: dict[str, str], executor_store: Any, stream: str) -> None:
@@ -268,20 +274,7 @@ def measure_kinesis(args: argparse.Namespace) -> dict[str, Any]:
                         "store_by": {f"{op} {ns}": n for (op, ns), n in sorted(store.calls.items())},
                         "tasks": len(parts), "offset_bytes": len(json.dumps(end))})
         start = end
-    steady = batches[1:] or batches
-    return {
-        "shards": args.shards, "store": args.store, "initial_s": initial_s,
-        "driver_s": statistics.median(b["driver"] for b in steady),
-        "with_behind_s": statistics.median(b["with_behind"] for b in steady),
-        "cpu_s": statistics.median(b["cpu"] for b in steady),
-        "first_with_behind_s": batches[0]["with_behind"],
-        "parts": {k: statistics.median(b[k] for b in steady) for k in ("latest", "partitions", "commit", "behind")},
-        "kinesis_calls": steady[-1]["kinesis"], "kinesis_by": steady[-1]["kinesis_by"],
-        "store_calls": steady[-1]["store"], "store_by": steady[-1]["store_by"],
-        "first_store_calls": batches[0]["store"],
-        "tasks": steady[-1]["tasks"], "offset_bytes": steady[-1]["offset_bytes"],
-        "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-    }
+    return summarise(batches, "kinesis", shards=args.shards, store=args.store, initial_s=initial_s)
 
 
 def _all_shards(client: Any, stream: str) -> list[dict[str, Any]]:
