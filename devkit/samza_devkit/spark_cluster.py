@@ -327,6 +327,12 @@ class SparkCluster:
                     "PYSPARK_PYTHON": os.environ.get("PYSPARK_PYTHON", sys.executable),
                     "PYSPARK_DRIVER_PYTHON": os.environ.get("PYSPARK_DRIVER_PYTHON", sys.executable)})
         env.pop("SPARK_HOME", None)  # spark-class finds the wheel's own
+        # The master drops a worker it has had no heartbeat from for spark.worker.timeout (60 s). A worker these
+        # tests lose is always a killed process, which the master learns of from the closed connection at once;
+        # the timeout only ever fired when the whole machine stalled (a shared VM's host starving it: kernel RCU
+        # stall warnings, 60 s without a heartbeat from either live worker), after which the workers re-register
+        # and every executor is relaunched, minutes a test's waits never had.
+        env["SPARK_MASTER_OPTS"] = f"{env.get('SPARK_MASTER_OPTS', '')} -Dspark.worker.timeout=600".strip()
         return env
 
     def _start_master(self) -> None:
