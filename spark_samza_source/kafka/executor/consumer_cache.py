@@ -67,7 +67,8 @@ _FORCED = {
 # postpones the partition's next fetch by this long.  A bounded range read drains that queue in ~0.1 s and then
 # sat idle for the rest of the second: 1,000,000 x 100 B from one partition took 7.6 s at the default and 2.5-3 s
 # at 10 ms (CPU-bound from there); 1 ms and 0 ms were slower (fetch churn competing with the reader for the CPU),
-# as was a larger queued.min.messages (500000) (benchmarks/kafka_native.py, benchmarks/README.md "Native anchor").
+# as was a larger queued.min.messages (500000) (benchmarks/kafka_native.py; benchmarks/README.md, "Why the reader's
+# librdkafka defaults are what they are").
 #
 # fetch.wait.max.ms (librdkafka default 500): how long the broker holds a fetch that finds no data. A range reader
 # only fetches at the log end after its last record (librdkafka prefetches past the range), and that fetch is

@@ -293,7 +293,8 @@ class _PythonBackend:
     def _batch(self, rng: KafkaRange, msgs: list, keys: pa.Array, values: pa.Array,
                headers: pa.Array | None) -> pa.RecordBatch:
         """Columns straight from the messages: each accessor mapped over the batch (C iteration) and converted by
-        Arrow, the constant columns repeated scalars (benchmarks/README.md, "Less Python per record")."""
+        Arrow, the constant columns repeated scalars (benchmarks/README.md, "kafka_native.py and
+        kafka_reader_raw.py")."""
         n = len(msgs)
         # (type, ms) tuples flattened into one int64 array, viewed as pairs: 5x cheaper than unzipping them in
         # Python or converting them as structs
