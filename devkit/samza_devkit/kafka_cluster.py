@@ -5,13 +5,17 @@ loss of any one node, so every node can be killed, stopped or cut off in turn (a
 cluster losing its metadata; a lone controller would be a node no test may touch. Combined, it is three JVMs
 instead of four. Measured on a 2-core test machine at a load of about 5: the three nodes are ready about 26 s after
 they are launched together (formatting included), each holds about 190-210 MB resident with a 384 MB heap
-(``heap_mb``), a SIGKILLed leader's partitions have a new leader about 8 s later (``broker.session.timeout.ms``)
-and a restarted node is back in sync about 12 s after its start.
+(``heap_mb``), a SIGKILLed leader's partitions had a new leader about 6-9 s later with a 6 s
+``broker.session.timeout.ms`` (4 s now) and a restarted node is back in sync about 12 s after its start.
 
 Settings beside the single node's (``samza_devkit.apache_kafka``): internal topics (``__consumer_offsets``, the
-transaction log) and new topics replicated 3 with ``min.insync.replicas=2``, as production clusters run; a replica
-leaves the in-sync set after ``replica.lag.time.max.ms`` (6 s here instead of 30 s) so the tests that cut a follower
-off wait seconds, not half a minute; a controlled shutdown and the leader rebalance act at once.
+transaction log) and new topics replicated 3 with ``min.insync.replicas=2``, as production clusters run; the
+settings operators lower to fail over faster, lowered: a replica leaves the in-sync set after
+``replica.lag.time.max.ms`` (4 s here instead of 30 s) so the tests that cut a follower off wait seconds, not half
+a minute; a node is fenced (its leaderships moved) 4 s after its last heartbeat (``broker.session.timeout.ms``,
+heartbeats every 500 ms: a controlled shutdown also advances at each answer); preferred leaders come back within
+5 s. The JVMs run the serial collector with ``-XX:ActiveProcessorCount=1``: three of them share two cores with
+Spark, and G1's per-core threads only added CPU.
 
 Where :func:`samza_devkit.netlab.available` says namespaces can be made, each node runs in a network namespace of
 its own (``netlab``: a host per node on a bridge, its own address, fixed ports 9092 for clients and 9093 for the

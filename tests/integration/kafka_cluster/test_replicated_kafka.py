@@ -8,6 +8,19 @@ checks it record by record against every write the cluster acknowledged (``acks=
 records in write order across micro-batches (``samza_devkit.key_order``). Each test leaves every node running and
 every replica in sync for the next. Recovery times are printed (``-s`` shows them), never asserted.
 
+What keeps the module lean, without weakening a check (each is what an operator sets to fail over faster, or
+costs nothing the checks look at):
+
+- the cluster (``samza_devkit.kafka_cluster``): a node is fenced 4 s after its last heartbeat
+  (``broker.session.timeout.ms`` 4000 with ``broker.heartbeat.interval.ms`` 500, Kafka's 9000/2000), which is when
+  a killed or cut-off leader's partitions get a new one, and a controlled shutdown moves on at each heartbeat's
+  answer; a follower that stops fetching leaves the ISR after 4 s (``replica.lag.time.max.ms``, Kafka's 30 s);
+  the JVMs run the serial collector with one core's worth of threads (three of them share two cores with Spark);
+- a killed node is started again from a thread (``start_node_soon``) while the test checks what the query read;
+- producers write 60 records a second (``RATE``) and queries run a batch every half second (``TRIGGER``): the
+  checks are record by record, so more records check nothing more and only cost CPU;
+- every wait ends on the event it waits for (``wait_until``), with a deadline only for the failure case.
+
 Backs docs/guarantees.md, "Guarantees" (on a replicated cluster).
 """
 
