@@ -288,10 +288,6 @@ class ApacheKafkaBroker:
         (self._home / "server.properties").write_text("".join(f"{k}={v}\n" for k, v in settings.items()))
         (self._home / "log4j2.properties").write_text(_log4j_to_file(self.log_path))
 
-    def _jvm_options(self) -> list[str]:
-        """The JVM's collector settings (a node of a replicated cluster chooses its own: ``kafka_cluster``)."""
-        return ["-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20"]
-
     # a subclass's further client listeners (name -> security protocol) and their settings: ``kafka_tls.py``
     def _more_listeners(self) -> dict[str, str]:
         return {}
@@ -323,7 +319,7 @@ class ApacheKafkaBroker:
 
     def _launch(self, jars: Path) -> None:
         cmd = [*self._launch_prefix(), _java(), f"-Xms{min(256, self.heap_mb)}m", f"-Xmx{self.heap_mb}m",
-               *self._jvm_options(), "-Djava.awt.headless=true",
+               "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20", "-Djava.awt.headless=true",
                f"-Dlog4j2.configurationFile={self._home / 'log4j2.properties'}",
                "-cp", f"{jars}/*", "kafka.Kafka", str(self._home / "server.properties")]
         with open(self._home / "stdout.log", "ab") as out:
