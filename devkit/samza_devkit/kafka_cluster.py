@@ -14,8 +14,7 @@ settings operators lower to fail over faster, lowered: a replica leaves the in-s
 ``replica.lag.time.max.ms`` (4 s here instead of 30 s) so the tests that cut a follower off wait seconds, not half
 a minute; a node is fenced (its leaderships moved) 4 s after its last heartbeat (``broker.session.timeout.ms``,
 heartbeats every 500 ms: a controlled shutdown also advances at each answer); preferred leaders come back within
-5 s. The JVMs run the serial collector with ``-XX:ActiveProcessorCount=1``: three of them share two cores with
-Spark, and G1's per-core threads only added CPU.
+5 s.
 
 Where :func:`samza_devkit.netlab.available` says namespaces can be made, each node runs in a network namespace of
 its own (``netlab``: a host per node on a bridge, its own address, fixed ports 9092 for clients and 9093 for the
@@ -94,11 +93,6 @@ class KafkaNode(ApacheKafkaBroker):
 
     def _controller_host(self) -> str:
         return self.host
-
-    def _jvm_options(self) -> list[str]:
-        # three JVMs share two cores with Spark: one collector thread each (a heap of a few hundred MB has short
-        # pauses anyway) and one core's worth of JIT and pool threads, instead of G1's threads per core
-        return ["-XX:+UseSerialGC", "-XX:ActiveProcessorCount=1"]
 
     def _quorum_voters(self) -> str:
         return self._cluster.quorum_voters
