@@ -2,6 +2,7 @@
 
     .venv/bin/python benchmarks/soak.py --minutes 20            # the issue's run
     .venv/bin/python benchmarks/soak.py --minutes 3 --kill-every 60
+    .venv/bin/python benchmarks/soak.py --replicated --minutes 20   # Kafka on three replicated nodes, nodes lost
 
 What runs (all on this machine):
 
@@ -46,6 +47,15 @@ Definitions the verdict uses (per source):
   Upcoming: Kafka any position, Kinesis AT_TIMESTAMP not before it was written); one never applied must have
   been superseded by a newer startpoint on the same SSP (or still be in the store when the run ends).
 
+With ``--replicated`` the Kafka half runs on three replicated Apache Kafka nodes instead of the development broker
+(``samza_devkit.kafka_cluster``: KRaft, the topic at replication factor 3, ``min.insync.replicas=2``, the producer
+at ``acks=all``, idempotent), and a thread of its own (``BrokerFaults``) adds broker faults to the driver kills:
+every ``--broker-fault-every`` seconds (+-25 %), in turn, a random node SIGKILLed (started again once its
+leaderships have moved) and a rolling restart (each node stopped with a controlled shutdown and started, waiting
+for every replica to be back in sync before the next). A fault and an expansion never overlap (an expansion needs
+every node up to place its replicas): the expansion waits for the fault in progress. The verdict is the same, so
+nothing acknowledged may be lost or read twice across them.
+
 Prints the counts and exits 1 on any violation (details of the first ones printed). The work directory (broker
 data, checkpoints, sinks, driver logs) is kept and printed.
 """
@@ -53,6 +63,7 @@ data, checkpoints, sinks, driver logs) is kept and printed.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import random
@@ -195,6 +206,65 @@ class KinesisProducer(Producer):
         from samza_devkit.kinesis_helpers import put_records
 
         put_records(self.client, STREAM, [(key, f"{key}:{seq}".encode()) for key, seq in records])
+
+
+# ---- broker faults (--replicated) ----------------------------------------------------------------------------------
+class BrokerFaults(threading.Thread):
+    """SIGKILLs of one node and rolling restarts of all, in turn, every ``every`` seconds (+-25 %) on a
+    :class:`samza_devkit.kafka_cluster.KafkaCluster`; ``lock`` is held for the whole of each fault (an expansion
+    takes it to wait for every node to be up and in sync)."""
+
+    def __init__(self, cluster, every: float, rng: random.Random, note) -> None:
+        super().__init__(name="broker-faults", daemon=True)
+        self.cluster = cluster
+        self.every = every
+        self.rng = rng
+        self.note = note
+        self.lock = threading.Lock()
+        self.stop_event = threading.Event()
+        self.done: list[str] = []
+        self.error: BaseException | None = None
+
+    def run(self) -> None:
+        faults = [self.kill_one, self.rolling_restart]
+        try:
+            for n in range(1_000_000):
+                if self.stop_event.wait(self.every * self.rng.uniform(0.75, 1.25)):
+                    return
+                with self.lock:
+                    faults[n % len(faults)]()
+        except BaseException as exc:  # noqa: BLE001 - reported by the orchestrator
+            self.error = exc
+            log(f"broker faults FAILED: {exc!r}")
+
+    def kill_one(self) -> None:
+        node = self.rng.choice(sorted(self.cluster.nodes))
+        led = [p for p, d in self.cluster.partitions(TOPIC).items() if d["leader"] == node]
+        began = time.monotonic()
+        self.cluster.kill(node)
+        for partition in led:  # started again only once the survivors lead what it led (it was really lost)
+            self.cluster.wait_for_leader(TOPIC, partition, not_on=[node])
+        self.cluster.start_node(node)
+        self.cluster.wait_until_in_sync([TOPIC])
+        self.record(f"SIGKILL of Kafka node {node} (leader of {TOPIC} partitions {led}); back in sync "
+                    f"{time.monotonic() - began:.1f} s later")
+
+    def rolling_restart(self) -> None:
+        began = time.monotonic()
+        for node in sorted(self.cluster.nodes):
+            self.cluster.stop(node)
+            self.cluster.start_node(node)
+            self.cluster.wait_until_in_sync([TOPIC])
+        self.record(f"rolling restart of Kafka nodes {sorted(self.cluster.nodes)} in "
+                    f"{time.monotonic() - began:.1f} s")
+
+    def record(self, text: str) -> None:
+        self.done.append(text)
+        self.note(text)
+
+    def stop(self) -> None:
+        self.stop_event.set()
+        self.join(600)
 
 
 # ---- the driver subprocess ----------------------------------------------------------------------------------------
@@ -766,6 +836,9 @@ def verify(work: Path) -> int:
     print(f"driver runs: {state['runs']} ({state['kills']} SIGKILLs during the run + 1 before the AvailableNow "
           f"catch-up); unexpected exits: {len(unexpected_exits)}; query failures: {len(failures)}")
     print("reshards: Kafka expansions 2 -> 4 -> 8 (2), Kinesis splits 1, merges 1")
+    if state.get("broker_faults") is not None:
+        print(f"Kafka on 3 replicated nodes; broker faults {len(state['broker_faults'])}: "
+              + "; ".join(state["broker_faults"]))
     lineage = ", ".join(f"{sid[-3:]}<-{'+'.join(p[-3:] for p in ps)}" if ps else sid[-3:]
                         for sid, ps in s_parents.items())
     print(f"final partitions/shards: Kafka {len(k_truth)} partitions; Kinesis {len(s_truth)} shards ({lineage})")
@@ -815,6 +888,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--max-records-per-shard", type=int, default=2000, help="samza-kinesis maxRecordsPerShard")
     parser.add_argument("--poll", default="2s", help="startpoint.pollInterval of both queries")
     parser.add_argument("--final-timeout", type=float, default=1200.0, help="seconds for the AvailableNow catch-up")
+    parser.add_argument("--replicated", action="store_true",
+                        help="Kafka on three replicated nodes, with broker kills and rolling restarts")
+    parser.add_argument("--broker-fault-every", type=float, default=120.0,
+                        help="--replicated: seconds between broker faults (+-25%%)")
     parser.add_argument("--seed", type=int, default=None)
     parser.add_argument("--work-dir", default=None, help="default: a new temporary directory (kept)")
     parser.add_argument("--verify-only", metavar="WORK_DIR", default=None,
@@ -836,6 +913,7 @@ def main(argv: list[str] | None = None) -> int:
     import spark_samza_source
     from samza_devkit import kinesis_helpers as kh
     from samza_devkit.kafka_broker import KafkaDevBroker
+    from samza_devkit.kafka_cluster import KafkaCluster
     from samza_devkit.kafka_helpers import create_topic
     from samza_devkit.moto_server import MotoServerProcess
 
@@ -847,7 +925,8 @@ def main(argv: list[str] | None = None) -> int:
     log(f"work dir {work}; seed {seed}; {args.minutes:g} min, kill every ~{args.kill_every:g}s, startpoint every "
         f"{args.startpoint_every:g}s, {args.rate:g} records/s per source, load average {os.getloadavg()[0]:.1f}")
 
-    broker = KafkaDevBroker(data_dir=work / "broker")
+    broker = KafkaCluster(work / "cluster") if args.replicated else KafkaDevBroker(data_dir=work / "broker")
+    faults: BrokerFaults | None = None
     moto = MotoServerProcess()
     driver: Driver | None = None
     producers: list[Producer] = []
@@ -867,9 +946,13 @@ def main(argv: list[str] | None = None) -> int:
         endpoint = moto.start()
         bootstrap = broker.bootstrap_servers
         client = kh.kinesis_client(endpoint)
-        create_topic(bootstrap, TOPIC, 2)
+        if args.replicated:
+            broker.create_topic(TOPIC, 2)  # replication factor 3, min.insync.replicas=2
+        else:
+            create_topic(bootstrap, TOPIC, 2)
         kh.create_stream(client, STREAM, 2)
-        note(f"broker {bootstrap}, topic {TOPIC} (2 partitions); moto {endpoint}, stream {STREAM} (2 shards)")
+        note(f"{'3 replicated Kafka nodes' if args.replicated else 'broker'} {bootstrap}, topic {TOPIC} "
+             f"(2 partitions); moto {endpoint}, stream {STREAM} (2 shards)")
 
         keys = [f"k{i:03d}" for i in range(args.keys)]
         kafka = KafkaProducer(bootstrap, keys, args.rate, rng.randrange(2**31), 2)
@@ -878,6 +961,10 @@ def main(argv: list[str] | None = None) -> int:
         for p in producers:
             p.start()
 
+        if args.replicated:
+            faults = BrokerFaults(broker, args.broker_fault_every, random.Random(rng.randrange(2**31)), note)
+            faults.start()
+        no_fault = faults.lock if faults is not None else contextlib.nullcontext()
         driver = Driver(work, args, bootstrap, endpoint, store)
         trigger = f"processing:{args.trigger_ms}"
         driver.start(trigger)
@@ -896,10 +983,12 @@ def main(argv: list[str] | None = None) -> int:
             for p in producers:
                 if p.error is not None:
                     raise RuntimeError(f"{p.name} failed: {p.error!r}")
+            if faults is not None and faults.error is not None:
+                raise RuntimeError(f"a broker fault failed: {faults.error!r}")
             # reshards
             if "expand-1" in schedule and elapsed >= schedule["expand-1"]:
                 del schedule["expand-1"]
-                with kafka.pause:
+                with no_fault, kafka.pause:
                     kafka.expand(bootstrap, 4)
                 note("Kafka expansion 2 -> 4 partitions")
             if "split" in schedule and elapsed >= schedule["split"]:
@@ -909,7 +998,7 @@ def main(argv: list[str] | None = None) -> int:
                 note("Kinesis split of shardId-000000000000 -> shardId-000000000002 + shardId-000000000003")
             if "expand-2" in schedule and elapsed >= schedule["expand-2"]:
                 del schedule["expand-2"]
-                with kafka.pause:
+                with no_fault, kafka.pause:
                     kafka.expand(bootstrap, 8)
                 note("Kafka expansion 4 -> 8 partitions")
             if "merge" in schedule and elapsed >= schedule["merge"]:
@@ -952,6 +1041,10 @@ def main(argv: list[str] | None = None) -> int:
             time.sleep(0.25)
 
         # ---- the end: stop producing, catch up -----------------------------------------------------------
+        if faults is not None:
+            faults.stop()  # the fault in progress finishes: every node up and in sync
+            if faults.error is not None:
+                raise RuntimeError(f"a broker fault failed: {faults.error!r}")
         for p in producers:
             p.stop()
         if any(p.error for p in producers):
@@ -978,6 +1071,7 @@ def main(argv: list[str] | None = None) -> int:
         log("reading the ground truth ...")
         state = {
             "seed": seed, "minutes": args.minutes, "runs": driver.runs, "kills": kills,
+            "broker_faults": faults.done if faults is not None else None,
             "unexpected_exits": unexpected_exits, "failures": driver.failures, "timeline": timeline,
             "produced": {"kafka": kafka.produced, "kinesis": kinesis.produced},
             "written": [asdict(w) for w in written],
@@ -993,10 +1087,12 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         for p in producers:
             p.stop_event.set()
+        if faults is not None:
+            faults.stop_event.set()
         if driver is not None and driver.alive():
             driver.kill()
         moto.stop()
-        broker.stop()
+        broker.close() if args.replicated else broker.stop()
     return verify(work)
 
 

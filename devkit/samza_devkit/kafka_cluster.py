@@ -5,13 +5,16 @@ loss of any one node, so every node can be killed, stopped or cut off in turn (a
 cluster losing its metadata; a lone controller would be a node no test may touch. Combined, it is three JVMs
 instead of four. Measured on a 2-core test machine at a load of about 5: the three nodes are ready about 26 s after
 they are launched together (formatting included), each holds about 190-210 MB resident with a 384 MB heap
-(``heap_mb``), a SIGKILLed leader's partitions have a new leader about 8 s later (``broker.session.timeout.ms``)
-and a restarted node is back in sync about 12 s after its start.
+(``heap_mb``), a SIGKILLed leader's partitions had a new leader about 6-9 s later with a 6 s
+``broker.session.timeout.ms`` (4 s now) and a restarted node is back in sync about 12 s after its start.
 
 Settings beside the single node's (``samza_devkit.apache_kafka``): internal topics (``__consumer_offsets``, the
-transaction log) and new topics replicated 3 with ``min.insync.replicas=2``, as production clusters run; a replica
-leaves the in-sync set after ``replica.lag.time.max.ms`` (6 s here instead of 30 s) so the tests that cut a follower
-off wait seconds, not half a minute; a controlled shutdown and the leader rebalance act at once.
+transaction log) and new topics replicated 3 with ``min.insync.replicas=2``, as production clusters run; the
+settings operators lower to fail over faster, lowered: a replica leaves the in-sync set after
+``replica.lag.time.max.ms`` (4 s here instead of 30 s) so the tests that cut a follower off wait seconds, not half
+a minute; a node is fenced (its leaderships moved) 4 s after its last heartbeat (``broker.session.timeout.ms``,
+heartbeats every 500 ms: a controlled shutdown also advances at each answer); preferred leaders come back within
+5 s.
 
 Where :func:`samza_devkit.netlab.available` says namespaces can be made, each node runs in a network namespace of
 its own (``netlab``: a host per node on a bridge, its own address, fixed ports 9092 for clients and 9093 for the
@@ -22,7 +25,8 @@ raises :class:`CutUnsupported` naming why (tests that cut skip with that reason)
 Handles: per node ``kill`` (SIGKILL), ``stop`` (SIGTERM: Kafka's controlled shutdown moves its leaderships away
 first), ``start`` (same data, same address); for the cluster ``leader_of``, ``isr``, ``replicas``, ``reassign``
 (Kafka's own ``kafka-reassign-partitions`` tool: confluent-kafka has no AlterPartitionReassignments),
-``wait_until_in_sync``, ``wait_for_leader``, ``create_topic``. Every wait asks the cluster; none sleeps a fixed time.
+``wait_until_in_sync``, ``wait_for_leader``, ``create_topic``, ``active_controller``, ``transaction_coordinator``,
+``start_node_soon`` (a restart overlapping the test's own waits). Every wait asks the cluster; none sleeps a fixed time.
 """
 
 from __future__ import annotations
@@ -54,13 +58,14 @@ _CLUSTER_SETTINGS = {
     "share.coordinator.state.topic.min.isr": "2",
     "default.replication.factor": "3",
     "min.insync.replicas": "2",
-    "replica.lag.time.max.ms": "6000",  # [30000] a cut follower leaves the ISR within seconds
+    "replica.lag.time.max.ms": "4000",  # [30000] a cut follower leaves the ISR within seconds
     "controlled.shutdown.enable": "true",
     "leader.imbalance.check.interval.seconds": "5",  # [300] preferred leaders come back soon after a restart
     "num.replica.fetchers": "1",
     "controller.quorum.election.timeout.ms": "1000",  # [1000]
-    "broker.session.timeout.ms": "6000",  # [9000] a killed node is fenced (its leaderships moved) sooner
-    "broker.heartbeat.interval.ms": "1000",  # [2000]
+    "broker.session.timeout.ms": "4000",  # [9000] a killed node is fenced (its leaderships moved) sooner
+    # [2000] a session of four heartbeats; a controlled shutdown also moves on at each heartbeat's answer
+    "broker.heartbeat.interval.ms": "500",
 }
 
 
@@ -188,6 +193,11 @@ class KafkaCluster:
     def start_node(self, node_id: int) -> None:
         self.nodes[node_id].start()
 
+    def start_node_soon(self, node_id: int) -> concurrent.futures.Future:
+        """Start ``node_id`` from a thread while the caller goes on (its JVM start overlaps the test's own waits);
+        the future's ``result()`` is the ready node, or raises what the start raised."""
+        return _STARTER.submit(self.nodes[node_id].start)
+
     def cut(self, node_id: int, from_nodes: Iterable[int] | None = None, from_clients: bool = True) -> None:
         """Node ``node_id`` loses its links (both ways) to ``from_nodes`` (default: every other node) and, with
         ``from_clients``, to the root namespace, where the tests and their Spark driver run."""
@@ -243,6 +253,24 @@ class KafkaCluster:
 
     def replicas(self, topic: str, partition: int) -> list[int]:
         return self.partitions(topic)[partition]["replicas"]
+
+    def active_controller(self) -> int:
+        """The node id of the controllers' quorum leader, from Kafka's ``kafka-metadata-quorum describe --status``
+        (the DescribeCluster answer names a random broker in KRaft, not the active controller)."""
+        out = self.run_tool("org.apache.kafka.tools.MetadataQuorumCommand", "--bootstrap-server",
+                            self.bootstrap_servers, "describe", "--status").stdout
+        for line in out.splitlines():
+            name, _, value = line.partition(":")
+            if name.strip() == "LeaderId":
+                return int(value)
+        raise RuntimeError(f"no LeaderId in kafka-metadata-quorum's answer: {out[-500:]}")
+
+    def transaction_coordinator(self, transactional_id: str) -> int:
+        """The node coordinating ``transactional_id``: the leader of its partition of ``__transaction_state``,
+        ``abs(hashCode) % partitions`` as Kafka's TransactionStateManager.partitionFor computes it (confluent-kafka
+        has no DescribeTransactions). The topic exists once a first transactional producer initialised."""
+        partitions = len(self.partitions("__transaction_state"))
+        return self.leader_of("__transaction_state", _java_abs(_java_string_hash(transactional_id)) % partitions)
 
     def wait_for_leader(self, topic: str, partition: int, *, not_on: Iterable[int] = (), timeout: float = 60):
         """The partition's leader once it has one that is not in ``not_on`` (a node just lost)."""
@@ -341,6 +369,23 @@ class KafkaCluster:
 
     def log_paths(self) -> list[Path]:
         return [n.log_path for n in self.nodes.values()]
+
+
+def _java_string_hash(text: str) -> int:
+    """Java's ``String.hashCode`` (31-based over UTF-16 code units, as a signed 32-bit int)."""
+    h = 0
+    units = text.encode("utf-16-be")
+    for i in range(0, len(units), 2):
+        h = (31 * h + int.from_bytes(units[i:i + 2], "big")) & 0xFFFFFFFF
+    return h - (1 << 32) if h >= 1 << 31 else h
+
+
+def _java_abs(n: int) -> int:
+    """Kafka's ``Utils.abs``: Integer.MIN_VALUE maps to 0 (Java's own Math.abs would leave it negative)."""
+    return 0 if n == -(1 << 31) else abs(n)
+
+
+_STARTER = concurrent.futures.ThreadPoolExecutor(3, thread_name_prefix="kafka-cluster-starter")
 
 
 def _count(cluster: KafkaCluster, topic: str) -> int:

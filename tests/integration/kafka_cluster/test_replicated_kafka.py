@@ -8,6 +8,20 @@ checks it record by record against every write the cluster acknowledged (``acks=
 records in write order across micro-batches (``samza_devkit.key_order``). Each test leaves every node running and
 every replica in sync for the next. Recovery times are printed (``-s`` shows them), never asserted.
 
+What keeps the module lean, without weakening a check (each is what an operator sets to fail over faster, or
+costs nothing the checks look at):
+
+- the cluster (``samza_devkit.kafka_cluster``): a node is fenced 4 s after its last heartbeat
+  (``broker.session.timeout.ms`` 4000 with ``broker.heartbeat.interval.ms`` 500, Kafka's 9000/2000), which is when
+  a killed or cut-off leader's partitions get a new one, and a controlled shutdown moves on at each heartbeat's
+  answer; a follower that stops fetching leaves the ISR after 4 s (``replica.lag.time.max.ms``, Kafka's 30 s);
+- the unclean election's stale follower is cut off from its leader, not stopped: with it stopped and the leader
+  killed, two of the three controllers were down, and a loaded machine took minutes to elect one again;
+- a killed node is started again from a thread (``start_node_soon``) while the test checks what the query read;
+- producers write 60 records a second (``RATE``) and queries run a batch every half second (``TRIGGER``): the
+  checks are record by record, so more records check nothing more and only cost CPU;
+- every wait ends on the event it waits for (``wait_until``), with a deadline only for the failure case.
+
 Backs docs/guarantees.md, "Guarantees" (on a replicated cluster).
 """
 
@@ -29,7 +43,12 @@ pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
 KEYS = [f"user-{i}".encode() for i in range(24)]
 COLUMNS = ("key", "value", "partition", "offset")
-TRIGGER = {"processingTime": "300 milliseconds"}
+# half a second between micro-batches: each batch of a local query costs CPU whether it reads 1 record or 100, and
+# the recovery times printed keep this resolution
+TRIGGER = {"processingTime": "500 milliseconds"}
+# records per second of each test's producer: enough for every batch to read some from every partition; the checks
+# are record by record, so more records check nothing more, they only cost CPU
+RATE = 60
 
 
 @pytest.fixture
@@ -91,9 +110,9 @@ def test_a_partition_leader_sigkilled_mid_batch_the_read_moves_to_the_new_leader
     read there, and the query delivers every acknowledged record exactly once, each key in order."""
     cluster = kafka_cluster
     topic = cluster.create_topic(unique_topic("leader-kill"), 2)
-    producer = SteadyProducer(cluster.bootstrap_servers, topic, KEYS, per_second=150).start()
+    producer = SteadyProducer(cluster.bootstrap_servers, topic, KEYS, per_second=RATE).start()
     query = start_query(queries, "q", topic, readPath=read_path)
-    queries.wait_for(lambda: len(delivered(queries, "q")) >= 150, what="a first 150 records read")
+    queries.wait_for(lambda: len(delivered(queries, "q")) >= RATE, what=f"a first {RATE} records read")
 
     leader = cluster.leader_of(topic, 0)
     last_before = last_delivered(queries, "q", 0)
@@ -101,16 +120,17 @@ def test_a_partition_leader_sigkilled_mid_batch_the_read_moves_to_the_new_leader
     cluster.kill(leader)
     new_leader = cluster.wait_for_leader(topic, 0, not_on=[leader])
     elected_s = time.monotonic() - killed_at
-    queries.wait_for(alive(query, lambda: last_delivered(queries, "q", 0) > last_before + 50), timeout=90,
+    queries.wait_for(alive(query, lambda: last_delivered(queries, "q", 0) > last_before + RATE // 4), timeout=90,
                      what=f"{topic}[0] read on from its new leader {new_leader}")
     resumed_s = time.monotonic() - killed_at
+    restarted = cluster.start_node_soon(leader)  # its JVM start overlaps the checks below
     acked = producer.stop()
     print(f"\n[{read_path}] leader {leader} of {topic}[0] SIGKILLed: node {new_leader} leads after {elected_s:.1f} s, "
           f"the query read on from it {resumed_s:.1f} s after the kill")
     assert producer.errors == []
     check_exactly_once_in_key_order(queries, "q", acked)
     assert query.exception() is None
-    cluster.start_node(leader)
+    restarted.result()
     cluster.wait_until_in_sync([topic])
 
 
@@ -121,9 +141,9 @@ def test_a_rolling_restart_with_growth_between_two_restarts_exactly_once_no_batc
     refreshed would). Exactly once, every key in order across the growth, and the query never failed."""
     cluster = kafka_cluster
     topic = cluster.create_topic(unique_topic("rolling"), 4)
-    producer = SteadyProducer(cluster.bootstrap_servers, topic, KEYS, per_second=100).start()
+    producer = SteadyProducer(cluster.bootstrap_servers, topic, KEYS, per_second=RATE).start()
     query = start_query(queries, "q", topic, readPath="native", **{"expansion.settleTime": "0"})
-    queries.wait_for(lambda: len(delivered(queries, "q")) >= 100, what="a first 100 records read")
+    queries.wait_for(lambda: len(delivered(queries, "q")) >= RATE, what=f"a first {RATE} records read")
 
     acked = []
     stalls = []
@@ -133,14 +153,14 @@ def test_a_rolling_restart_with_growth_between_two_restarts_exactly_once_no_batc
         cluster.stop(node_id)
         cluster.start_node(node_id)
         cluster.wait_until_in_sync([topic])
-        queries.wait_for(alive(query, lambda b=before: len(delivered(queries, "q")) > b + 50),
+        queries.wait_for(alive(query, lambda b=before: len(delivered(queries, "q")) > b + RATE // 2),
                          what=f"reading on after node {node_id}'s restart")
         stalls.append(f"node {node_id}: {time.monotonic() - started:.1f} s to restart, catch up and read on")
         if step == 0:
             acked += producer.stop()
             add_partitions(cluster.bootstrap_servers, topic, 8)
             cluster.wait_until_in_sync([topic])
-            producer = SteadyProducer(cluster.bootstrap_servers, topic, KEYS, per_second=100,
+            producer = SteadyProducer(cluster.bootstrap_servers, topic, KEYS, per_second=RATE,
                                       first_seq=producer.next_seq).start()
     acked += producer.stop()
     print("\nrolling restart: " + "; ".join(stalls))
@@ -167,10 +187,38 @@ def spark_end(query, topic: str) -> int:
     return int(json.loads(progress["sources"][0]["endOffset"]).get(topic, {}).get("0", -1))
 
 
+def stale_pair(cluster) -> tuple[int, int]:
+    """(leader, follower) for the unclean election: where links can be cut, two nodes that are not the active
+    controller (cutting one off from the other then fences neither); else nodes 1 and 2."""
+    if cluster.lab is None:
+        return 1, 2
+    controller = cluster.active_controller()
+    leader, follower = (n for n in sorted(cluster.nodes) if n != controller)
+    return leader, follower
+
+
+def leave_behind(cluster, follower: int, leader: int) -> None:
+    """The follower stops replicating the leader: cut off from it where links can be cut (it stays up, so the
+    controllers keep a quorum of three when the leader is killed: with the follower stopped as well, two of three
+    voters were down at once, and on a loaded machine the quorum took minutes to come back), else stopped."""
+    if cluster.lab is not None:
+        cluster.cut(follower, from_nodes=[leader], from_clients=False)
+    else:
+        cluster.stop(follower)
+
+
+def bring_back(cluster, follower: int) -> None:
+    if cluster.lab is not None:
+        cluster.heal(follower)
+    else:
+        cluster.start_node(follower)
+
+
 def test_truncation_by_an_unclean_leader_election(queries, kafka_cluster, spark, tmp_path):
     """A topic with ``unclean.leader.election.enable=true``, RF 2 (nodes 1 and 2), ``min.insync.replicas=1``. 40
-    records reach both replicas; the follower stops; 60 more reach the leader alone; the queries read all 100. The
-    leader is killed, the stale follower started and elected (unclean): its log ends at 40, below the 100 read.
+    records reach both replicas; the follower is cut off from the leader (stopped where links cannot be cut); 60
+    more reach the leader alone; the queries read all 100. The leader is killed, the stale follower healed (or
+    started) and elected (unclean): its log ends at 40, below the 100 read.
 
     - ``failOnDataLoss=true`` fails at once naming the partition, the position read (100) and the new end;
     - ``failOnDataLoss=false`` reports the loss in the progress and reads on from the new end, as Spark's source
@@ -180,13 +228,13 @@ def test_truncation_by_an_unclean_leader_election(queries, kafka_cluster, spark,
     Spark's own Kafka source (``failOnDataLoss=false``) runs beside them on the same case, for the record: what
     it did is printed, not asserted."""
     cluster = kafka_cluster
-    leader_id, follower_id = 1, 2
+    leader_id, follower_id = stale_pair(cluster)
     topic = cluster.create_topic(unique_topic("unclean"), replicas=[[leader_id, follower_id]],
                                  config={"unclean.leader.election.enable": "true", "min.insync.replicas": "1"})
     from samza_devkit.kafka_helpers import produce
 
     produce(cluster.bootstrap_servers, topic, [(b"k", f"old-{i}".encode()) for i in range(40)])
-    cluster.stop(follower_id)
+    leave_behind(cluster, follower_id, leader_id)
     produce(cluster.bootstrap_servers, topic, [(b"k", f"old-{i}".encode()) for i in range(40, 100)])
     strict = KafkaQueryHarness(spark, cluster.bootstrap_servers, tmp_path / "strict")
     # the partition has no leader until the stale follower is back and elected: a minute or more on a busy machine
@@ -204,7 +252,7 @@ def test_truncation_by_an_unclean_leader_election(queries, kafka_cluster, spark,
 
     killed_at = time.monotonic()
     cluster.kill(leader_id)
-    cluster.start_node(follower_id)
+    bring_back(cluster, follower_id)
     assert cluster.elect_unclean(topic, 0, not_on=[leader_id]) == follower_id
     elected_s = time.monotonic() - killed_at
     new_end = 40
@@ -250,9 +298,9 @@ def test_the_leader_cut_off_from_everything_the_query_reads_on_from_the_new_lead
     cluster = kafka_cluster
     skip_unless_cuttable(cluster)
     topic = cluster.create_topic(unique_topic("cutlead"), 2)
-    producer = SteadyProducer(cluster.bootstrap_servers, topic, KEYS, per_second=100).start()
+    producer = SteadyProducer(cluster.bootstrap_servers, topic, KEYS, per_second=RATE).start()
     query = start_query(queries, "q", topic, **{"kafka.socket.timeout.ms": "10000"})
-    queries.wait_for(lambda: len(delivered(queries, "q")) >= 100, what="a first 100 records read")
+    queries.wait_for(lambda: len(delivered(queries, "q")) >= RATE, what=f"a first {RATE} records read")
     leader = cluster.leader_of(topic, 0)
     last_before = last_delivered(queries, "q", 0)
     cut_at = time.monotonic()
@@ -260,7 +308,7 @@ def test_the_leader_cut_off_from_everything_the_query_reads_on_from_the_new_lead
     try:
         new_leader = cluster.wait_for_leader(topic, 0, not_on=[leader])
         moved_s = time.monotonic() - cut_at
-        queries.wait_for(alive(query, lambda: last_delivered(queries, "q", 0) > last_before + 50), timeout=180,
+        queries.wait_for(alive(query, lambda: last_delivered(queries, "q", 0) > last_before + RATE // 4), timeout=180,
                          what=f"{topic}[0] read on from node {new_leader} after its leader {leader} was cut off")
         resumed_s = time.monotonic() - cut_at
     finally:
@@ -279,14 +327,14 @@ def test_a_partition_reassigned_to_other_nodes_while_the_query_reads_it(queries,
     leadership moves) while a producer writes and the query reads: exactly once, every key in order."""
     cluster = kafka_cluster
     topic = cluster.create_topic(unique_topic("moved"), replicas=[[1, 2], [2, 3]])
-    producer = SteadyProducer(cluster.bootstrap_servers, topic, KEYS, per_second=100).start()
+    producer = SteadyProducer(cluster.bootstrap_servers, topic, KEYS, per_second=RATE).start()
     query = start_query(queries, "q", topic, readPath="python")
-    queries.wait_for(lambda: len(delivered(queries, "q")) >= 100, what="a first 100 records read")
+    queries.wait_for(lambda: len(delivered(queries, "q")) >= RATE, what=f"a first {RATE} records read")
     last_before = last_delivered(queries, "q", 0)
     moved_at = time.monotonic()
     cluster.reassign(topic, {0: [3, 2]})
     cluster.wait_for_leader(topic, 0, not_on=[1])
-    queries.wait_for(alive(query, lambda: last_delivered(queries, "q", 0) > last_before + 50), timeout=90,
+    queries.wait_for(alive(query, lambda: last_delivered(queries, "q", 0) > last_before + RATE // 4), timeout=90,
                      what=f"{topic}[0] read on after its reassignment")
     acked = producer.stop()
     print(f"\nreassignment of {topic}[0] to nodes 3, 2: done and read on {time.monotonic() - moved_at:.1f} s after "
@@ -371,3 +419,142 @@ def test_the_consumer_group_mirror_lands_across_a_group_coordinator_move(queries
           f"positions {landed_s:.1f} s after the kill (the new coordinator: {group_coordinator(cluster, group)})")
     assert query.exception() is None
     assert {k: c for k, (c, _) in lag.items()} == {k: c for k, (c, _) in tool.items()}
+
+
+def test_a_follower_cut_off_from_the_leader_leaves_the_isr_and_comes_back_after_the_heal(queries, kafka_cluster):
+    """A follower of a partition the query reads loses its link to that partition's leader (and only that: it
+    still reaches the active controller, so it is not fenced, and its own leaderships stay). Writes at ``acks=all``
+    wait for it until the leader drops it from the in-sync set (``replica.lag.time.max.ms``), then go on with two
+    in sync (``min.insync.replicas=2``); healed, it catches up and rejoins. Every acknowledged write read exactly
+    once, each key in order; the time to leave the ISR and to rejoin it printed."""
+    cluster = kafka_cluster
+    skip_unless_cuttable(cluster)
+    topic = cluster.create_topic(unique_topic("cutfollow"), 2)
+    controller = cluster.active_controller()
+    partition = next(p for p in (0, 1) if cluster.leader_of(topic, p) != controller)
+    leader = cluster.leader_of(topic, partition)
+    follower = next(n for n in cluster.replicas(topic, partition) if n not in (leader, controller))
+    producer = SteadyProducer(cluster.bootstrap_servers, topic, KEYS, per_second=RATE).start()
+    query = start_query(queries, "q", topic)
+    queries.wait_for(lambda: len(delivered(queries, "q")) >= RATE, what=f"a first {RATE} records read")
+
+    cut_at = time.monotonic()
+    cluster.cut(follower, from_nodes=[leader], from_clients=False)
+    try:
+        wait_until(lambda: follower not in cluster.isr(topic, partition), 60,
+                   f"node {follower} out of the ISR of {topic}[{partition}]",
+                   seen=lambda: cluster.isr(topic, partition))
+        left_s = time.monotonic() - cut_at
+        last_before = last_delivered(queries, "q", partition)
+        queries.wait_for(alive(query, lambda: last_delivered(queries, "q", partition) > last_before + RATE // 4),
+                         what=f"{topic}[{partition}] read on with node {follower} out of the ISR")
+    finally:
+        cluster.heal(follower)
+    healed_at = time.monotonic()
+    cluster.wait_until_in_sync([topic])
+    rejoined_s = time.monotonic() - healed_at
+    acked = producer.stop()
+    print(f"\ncut follower: node {follower} cut off from leader {leader} of {topic}[{partition}] left its ISR "
+          f"{left_s:.1f} s after the cut; healed, it was back in sync {rejoined_s:.1f} s later")
+    assert producer.errors == []
+    assert {a.partition for a in acked} == {0, 1}
+    check_exactly_once_in_key_order(queries, "q", acked)
+    assert query.exception() is None
+
+
+def same_coordinator_ids(cluster, first: str) -> tuple[str, str, int]:
+    """Two transactional ids coordinated by one node (their ``__transaction_state`` partitions share a leader),
+    and that node: killing it takes both transactions' coordinator at once."""
+    coordinator = cluster.transaction_coordinator(first)
+    for n in range(1000):
+        other = f"{first}-{n}"
+        if cluster.transaction_coordinator(other) == coordinator:
+            return first, other, coordinator
+    raise AssertionError(f"no transactional id shares the coordinator {coordinator} of {first}")
+
+
+def finish(producer, end: str) -> None:
+    """Commit or abort the producer's open transaction, as librdkafka asks: a retriable error is tried again (the
+    coordinator is moving); one that needs an abort fails the test (nothing may be abortable here: the records were
+    all acknowledged before the coordinator was lost)."""
+    from confluent_kafka import KafkaException
+
+    def ended():
+        try:
+            (producer.commit_transaction if end == "commit" else producer.abort_transaction)(30)
+            return True
+        except KafkaException as exc:
+            if not exc.args[0].retriable():
+                raise
+            return False
+
+    wait_until(ended, 120, f"the transaction's {end}", interval=0.5)
+
+
+def transaction(producer, topic: str, name: str, end: str) -> list[tuple[int, int, bytes]]:
+    """One transaction of ``TXN_RECORDS`` records ``name-i`` over both partitions, flushed (acknowledged), then
+    ended by ``end`` (``"open"`` leaves it open). Its (partition, offset, value)s."""
+    from samza_devkit.kafka_helpers import produce_in_transaction
+
+    records = [(KEYS[i % len(KEYS)], f"{name}-{i}".encode(), i % 2) for i in range(TXN_RECORDS)]
+    offsets = produce_in_transaction(producer, topic, records, end="open")
+    if end != "open":
+        finish(producer, end)
+    return [(partition, offset, value) for (_, value, partition), offset in zip(records, offsets, strict=True)]
+
+
+TXN_RECORDS = 20
+
+
+def test_transactions_across_the_loss_of_their_coordinator_read_committed_reads_exactly_the_committed(
+        queries, kafka_cluster):
+    """Two transactional producers whose coordinator is one node write transactions (committed and aborted)
+    while a ``read_committed`` query reads; with a transaction of each open (records acknowledged), the
+    coordinator's node is SIGKILLed; one producer then commits, the other aborts, both through the coordinator
+    elected in its place, and more transactions follow. The query reads every committed record exactly once and
+    no aborted one."""
+    from samza_devkit.kafka_helpers import transactional_producer
+
+    cluster = kafka_cluster
+    topic = cluster.create_topic(unique_topic("txn-loss"), 2)
+    first_id = unique_topic("txn")
+    first = transactional_producer(cluster.bootstrap_servers, first_id)  # __transaction_state exists from here
+    _, second_id, coordinator = same_coordinator_ids(cluster, first_id)
+    second = transactional_producer(cluster.bootstrap_servers, second_id)
+    query = start_query(queries, "q", topic, **{"kafka.isolation.level": "read_committed"})
+    committed, aborted = [], []
+    committed += transaction(first, topic, "before-c", "commit")
+    aborted += transaction(second, topic, "before-a", "abort")
+    queries.wait_for(lambda: len(delivered(queries, "q")) >= TXN_RECORDS, what="the first transaction read")
+
+    to_commit = transaction(first, topic, "across-c", "open")
+    to_abort = transaction(second, topic, "across-a", "open")
+    killed_at = time.monotonic()
+    cluster.kill(coordinator)
+    finish(first, "commit")
+    finish(second, "abort")
+    ended_s = time.monotonic() - killed_at
+    new_coordinator = cluster.transaction_coordinator(first_id)  # before the old one is back (and may lead again)
+    committed += to_commit
+    aborted += to_abort
+    restarted = cluster.start_node_soon(coordinator)
+    committed += transaction(first, topic, "after-c", "commit")
+    aborted += transaction(second, topic, "after-a", "abort")
+    del first, second  # no client left reconnecting to the cluster after the test
+    wanted = {(p, o) for p, o, _ in committed}
+    queries.wait_for(alive(query, lambda: wanted <= {(r.partition, r.offset) for r in delivered(queries, "q")}),
+                     what=f"every committed record ({len(wanted)}) read")
+    read_s = time.monotonic() - killed_at
+    print(f"\ntransactions: coordinator {coordinator} SIGKILLed with a transaction of each producer open; commit "
+          f"and abort ended {ended_s:.1f} s after the kill (coordinator now {new_coordinator}), every committed "
+          f"record read {read_s:.1f} s after it")
+    rows = delivered(queries, "q")
+    from collections import Counter
+
+    assert exactly_once(Counter((r.partition, r.offset) for r in rows), wanted) == []
+    by_position = {(p, o): v for p, o, v in committed}
+    assert [bytes(r.value) for r in rows if by_position[(r.partition, r.offset)] != bytes(r.value)] == []
+    assert not {bytes(r.value) for r in rows} & {v for _, _, v in aborted}
+    assert query.exception() is None
+    restarted.result()
+    cluster.wait_until_in_sync([topic, "__transaction_state"])
