@@ -5,8 +5,8 @@ Executors record where each shard's read of a micro-batch ended (``executor/reco
 records with ``put_if_absent``, every other attempt reads exactly to that end); the driver turns batch N's recorded
 ends into batch N+1's starts (:meth:`BatchEnds.recorded_for`), mirrors them at commit (:meth:`BatchEnds.ends_for`)
 and deletes those of committed batches (:meth:`BatchEnds.cleanup_before` after a listing,
-:meth:`BatchEnds.delete_recorded` for ends it read already: ``driver/known_ends.py``). Shared, so the driver reads the record
-format without loading the executors' read path (reader, fan-out, pyarrow).
+:meth:`BatchEnds.delete_recorded` for ends it read already: ``driver/known_ends.py``). Shared, so the driver reads
+the record format without loading the executors' read path (reader, fan-out, pyarrow).
 
 Store layout (namespace ``kinesis-batch-ends``): key ``"<batch, 20 digits>/<shard id>"`` (or
 ``"<batch>/<stream scope>/<shard id>"``), value ``{"end": <ShardPosition JSON>, "task": ..., "recordedAtMs": ...,
@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from ..core.damage import rule_for_namespace

@@ -557,7 +557,7 @@ class S3MetadataStore(MetadataStore):
             if key is None and not (len(stem) == 65 and stem.startswith("!")):
                 continue  # not written by this store
             listed.append((stem, key, directory + name))
-        for (stem, key, object_key), raw in zip(listed, self._read_listed_objects(namespace, listed)):
+        for (stem, key, object_key), raw in zip(listed, self._read_listed_objects(namespace, listed), strict=True):
             if raw is None:
                 continue  # deleted since the listing
             try:

@@ -367,7 +367,7 @@ class KclLeaseTable:
             writes.append((lease, item is not None, seen_counter))
         written = 0
         failure: BaseException | None = None
-        for (lease, _, _), outcome in zip(writes, self._write_all(writes)):
+        for (lease, _, _), outcome in zip(writes, self._write_all(writes), strict=True):
             if isinstance(outcome, BaseException):
                 failure = failure or outcome
             elif outcome is None:
