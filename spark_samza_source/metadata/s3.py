@@ -47,7 +47,7 @@ import threading
 import time
 import urllib.parse
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -548,7 +548,7 @@ class S3MetadataStore(MetadataStore):
             if isinstance(exc, (ClientError, BotoCoreError)):
                 raise self._fail("list", namespace, None, exc) from None
             raise
-        listed = []
+        listed: list[tuple[str, str | None, str]] = []
         for name in names:
             if name.startswith(".") or not name.endswith(SUFFIX):
                 continue
@@ -577,7 +577,8 @@ class S3MetadataStore(MetadataStore):
         found.values = dict(sorted(found.values.items()))
         return found
 
-    def _read_listed_objects(self, namespace: str, listed: list[tuple[str, str | None, str]]) -> list[bytes | None]:
+    def _read_listed_objects(self, namespace: str,
+                             listed: Sequence[tuple[str, str | None, str]]) -> Sequence[bytes | None]:
         """The listed objects' bytes in listing order, fetched by a bounded pool of threads: S3 has no bulk GET,
         so a listing of a thousand records is a thousand GETs, each a round trip the others need not wait for
         (boto3 clients are thread-safe). The first failure fails the listing, as a single GET would."""
