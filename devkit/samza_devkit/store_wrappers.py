@@ -8,6 +8,7 @@ is that store's own behaviour; they only watch (``CountingStore``) or stop one w
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable
 from typing import Any
 
 from spark_samza_source.core.large_values import is_pointer
@@ -41,6 +42,10 @@ class _Delegating(MetadataStore):
     def delete(self, namespace: str, key: str) -> None:
         self._called("delete", namespace)
         self.inner.delete(namespace, key)
+
+    def delete_many(self, namespace: str, keys: Iterable[str]) -> None:
+        self._called("delete_many", namespace)
+        self.inner.delete_many(namespace, keys)
 
     def delete_if_equal(self, namespace: str, key: str, expected: JsonValue) -> bool:
         self._called("delete_if_equal", namespace)

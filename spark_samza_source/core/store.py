@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 from abc import ABC, abstractmethod
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -107,6 +108,13 @@ class MetadataStore(ABC):
     @abstractmethod
     def delete(self, namespace: str, key: str) -> None:
         """Remove ``key``; absent keys are not an error."""
+
+    def delete_many(self, namespace: str, keys: Iterable[str]) -> None:
+        """Remove every one of ``keys``; absent keys are not an error. Not atomic as a whole: a failure can leave
+        some removed. A store with a bulk delete (S3's DeleteObjects, DynamoDB's BatchWriteItem) overrides this, so
+        a clean-up of a thousand records is a few requests, not a thousand."""
+        for key in keys:
+            self.delete(namespace, key)
 
     @abstractmethod
     def delete_if_equal(self, namespace: str, key: str, expected: JsonValue) -> bool:

@@ -4,8 +4,9 @@ use to read and write them.
 Executors record where each shard's read of a micro-batch ended (``executor/recorded_reads.py``: the first attempt
 records with ``put_if_absent``, every other attempt reads exactly to that end); the driver turns batch N's recorded
 ends into batch N+1's starts (:meth:`BatchEnds.recorded_for`), mirrors them at commit (:meth:`BatchEnds.ends_for`)
-and deletes those of committed batches (:meth:`BatchEnds.cleanup_before`). Shared, so the driver reads the record
-format without loading the executors' read path (reader, fan-out, pyarrow).
+and deletes those of committed batches (:meth:`BatchEnds.cleanup_before` after a listing,
+:meth:`BatchEnds.delete_recorded` for ends it read already: ``driver/known_ends.py``). Shared, so the driver reads
+the record format without loading the executors' read path (reader, fan-out, pyarrow).
 
 Store layout (namespace ``kinesis-batch-ends``): key ``"<batch, 20 digits>/<shard id>"`` (or
 ``"<batch>/<stream scope>/<shard id>"``), value ``{"end": <ShardPosition JSON>, "task": ..., "recordedAtMs": ...,
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -149,7 +151,7 @@ class BatchEnds:
         """Delete the ends recorded for batches < ``batch`` (committed ones); returns how many were deleted."""
         limit = self._prefix(batch)[:_BATCH_DIGITS]
         own = f"{self.stream}/" if self.stream else None
-        deleted = 0
+        doomed = []
         found = self.store.scan(self.namespace)
         damaged = {bad.key: bad for bad in found.damaged if bad.key is not None}
         for key in [*found.values, *damaged]:
@@ -164,9 +166,16 @@ class BatchEnds:
             if key in damaged:  # a committed batch's end: no longer read, but never removed without a word
                 log.warning("deleting the damaged batch end at %s (kind: batch ends) with the committed batches' "
                             "ends: %s", damaged[key].location, damaged[key].error)
-            self.store.delete(self.namespace, key)
-            deleted += 1
-        return deleted
+            doomed.append(key)
+        self.store.delete_many(self.namespace, doomed)
+        return len(doomed)
+
+    def delete_recorded(self, recorded: Mapping[int, Iterable[str]]) -> int:
+        """Delete the ends of {batch: shard ids} (ends the driver read, of batches now committed) in one bulk delete,
+        without listing the namespace again; returns how many keys were named."""
+        keys = [self.key(batch, shard_id) for batch, shard_ids in sorted(recorded.items()) for shard_id in shard_ids]
+        self.store.delete_many(self.namespace, keys)
+        return len(keys)
 
 
 def _millis(value: Any) -> int | None:

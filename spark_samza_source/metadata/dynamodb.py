@@ -25,8 +25,9 @@ import json
 import logging
 import re
 import threading
+import time
 import urllib.parse
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from ..core import errors
@@ -65,6 +66,10 @@ _KEY_SCHEMA = [{"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "sk
 _VERIFIED: set[tuple[str, str, str]] = set()  # (endpoint, region, table) known to exist with our key schema
 _VERIFIED_LOCK = threading.Lock()
 _MAX_CAS_ATTEMPTS = 50
+#: DynamoDB's limit of writes in one BatchWriteItem request
+_BATCH_WRITE_MAX = 25
+#: requests of one batch's unprocessed items before giving up (their pauses add up to about 6 s)
+_BATCH_WRITE_ATTEMPTS = 8
 
 
 def sort_key(key: str) -> str:
@@ -394,6 +399,27 @@ class DynamoDBMetadataStore(MetadataStore):
     def delete(self, namespace: str, key: str) -> None:
         self._call("delete", namespace, str(key), self._client.delete_item, TableName=self.table,
                    Key=self._item_key(namespace, str(key)))
+
+    def delete_many(self, namespace: str, keys: Iterable[str]) -> None:
+        """``BatchWriteItem`` of up to 25 deletes a request (DynamoDB's limit), each request's unprocessed items
+        sent again (throttling) with a growing pause: a clean-up of a thousand records is 40 requests, not a
+        thousand. Keys are deduplicated (DynamoDB refuses a batch that names an item twice)."""
+        requests = [{"DeleteRequest": {"Key": self._item_key(namespace, key)}} for key in dict.fromkeys(map(str, keys))]
+        for first in range(0, len(requests), _BATCH_WRITE_MAX):
+            pending = requests[first:first + _BATCH_WRITE_MAX]
+            for attempt in range(_BATCH_WRITE_ATTEMPTS):
+                resp = self._call("delete_many", namespace, None, self._client.batch_write_item,
+                                  RequestItems={self.table: pending})
+                pending = (resp.get("UnprocessedItems") or {}).get(self.table) or []
+                if not pending:
+                    break
+                time.sleep(min(0.05 * 2 ** attempt, 2.0))
+            else:
+                raise errors.metadata_store_failed(
+                    f"delete_many failed for {self._where(namespace, None)}: DynamoDB left {len(pending)} deletes "
+                    f"unprocessed after {_BATCH_WRITE_ATTEMPTS} attempts (throttled). Raise the table's write "
+                    "capacity, or run the clean-up again."
+                )
 
     def delete_if_equal(self, namespace: str, key: str, expected: JsonValue) -> bool:
         """Compare decoded JSON (like every store), then delete only if the stored text is still unchanged."""

@@ -35,6 +35,7 @@ from ..starting import Starts
 from .admin import KinesisAdmin
 from .childless import ChildlessShards
 from .consumers import StreamConsumer, StreamConsumers
+from .known_ends import KnownEnds
 from .lease_table import KclLeaseTable
 from .offset import READABLE, KinesisOffset, StreamIdentity
 from .planner import (
@@ -73,6 +74,7 @@ class KinesisCoordinator(JobCoordinator[KinesisOffset, KinesisSourceOptions, Pla
         self._identity_checked = False  # the stream identity was compared with an offset in this process
         self.data_loss: dict[str, list[str]] = {}  # reported in the progress (reportLatestOffset)
         self._childless = ChildlessShards()
+        self._known_ends = KnownEnds()  # batch ends read once, for the plan, the commit and the clean-up
         #: (batch, {shard id: MillisBehindLatest}) where the reads of the last batch planned from ended
         self.millis_behind: tuple[int, dict[str, int]] | None = None
         self._consumer: StreamConsumer | None = None  # enhanced fan-out: the stream consumer tasks read through
@@ -174,7 +176,7 @@ class KinesisCoordinator(JobCoordinator[KinesisOffset, KinesisSourceOptions, Pla
             return recreated_stream_offset(start, shards, identity)
         self._identity_checked = True
         shards = self._shards_for_plan()
-        found = self.batch_ends(start).recorded_for(start.batch) if start.batch > 0 else {}
+        found = self._known_ends.recorded_for(self.batch_ends(start), start.batch) if start.batch > 0 else {}
         recorded = {sid: rec.end for sid, rec in found.items()}
         self._note_millis_behind(start.batch, found)
         self._report_read_losses(start.batch, found)
@@ -237,7 +239,8 @@ class KinesisCoordinator(JobCoordinator[KinesisOffset, KinesisSourceOptions, Pla
         and the query must fail before its next batch reads the shards beside it (docs/migration.md, "From a KCL
         application"). The checkpoint mirror, the shard -> task map and the clean-up of the recorded ends of
         committed batches are for tools and housekeeping: written behind."""
-        ends = self.batch_ends(end).ends_for(end.batch)
+        # the plan just before (Spark plans batch N + 1, then commits batch N) read these ends: not listed again
+        ends = {sid: rec.end for sid, rec in self._known_ends.recorded_for(self.batch_ends(end), end.batch).items()}
         reached = {sid: ends.get(sid, state.start) for sid, state in end.shards.items()}
         if self.options.kcl_lease_table:
             self._write_kcl_leases(self.options.kcl_lease_table, reached)
@@ -271,7 +274,7 @@ class KinesisCoordinator(JobCoordinator[KinesisOffset, KinesisSourceOptions, Pla
         """On the write-behind thread: ``end`` and ``checkpoint`` are immutable; nothing else of the driver's."""
         self.mirror_checkpoint(checkpoint)
         self.shard_tasks.write(end)
-        self.batch_ends(end).cleanup_before(end.batch)
+        self._known_ends.clean_up_before(self.batch_ends(end), end.batch)
 
     def batch_reads(self, start: KinesisOffset, end: KinesisOffset):
         """(task, [:class:`PlannedShardRead`]) for the batch ending at ``end`` (which holds its starts): frozen,

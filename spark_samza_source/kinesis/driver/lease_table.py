@@ -62,6 +62,7 @@ import logging
 import threading
 import time
 from collections.abc import Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -91,6 +92,9 @@ _SENTINELS = (TRIM_HORIZON, LATEST_SENTINEL, AT_TIMESTAMP, SHARD_END)
 WHOLE_RECORD_SUB = 2**63 - 1  # checkpointSubSequenceNumber meaning "every sub-record of the record"
 TIMESTAMP_ATTR = "samzaAtTimestampMs"
 _KEY = "leaseKey"
+#: lease writes in flight at once: the DynamoDB client's connection pool holds 10 (``max_pool_connections``), so
+#: more threads would wait for a connection, not add writes in flight
+_LEASE_WRITERS = 10
 _WRITTEN: dict[tuple[str | None, str | None, str], dict[str, int]] = {}
 _WRITTEN_LOCK = threading.Lock()
 
@@ -327,8 +331,8 @@ class KclLeaseTable:
         if not checkpoints:
             return 0
         current = self.read_items()
-        conflicts: list[str] = []
-        written = 0
+        conflicts: dict[str, str] = {}
+        writes: list[tuple[_LeaseWrite, bool, int | None]] = []
         for shard_id, (position, parents) in sorted(checkpoints.items()):
             item = current.get(shard_id)
             checkpoint, sub = to_kcl_checkpoint(position)
@@ -346,11 +350,11 @@ class KclLeaseTable:
             mine = self._written.get(shard_id)
             if item is not None:
                 if mine is not None and seen_counter != mine:
-                    conflicts.append(f"{shard_id} (leaseCounter moved from {mine} to {seen_counter}, owner "
-                                     f"{seen_owner!r})")
+                    conflicts[shard_id] = (f"{shard_id} (leaseCounter moved from {mine} to {seen_counter}, owner "
+                                           f"{seen_owner!r})")
                     continue
                 if seen_owner not in (None, owner) and not self.take_over:
-                    conflicts.append(f"{shard_id} (held by {seen_owner!r})")
+                    conflicts[shard_id] = f"{shard_id} (held by {seen_owner!r})"
                     continue
                 if mine is not None and seen_owner == owner and unchanged:
                     continue  # nothing changed since our last write
@@ -360,15 +364,38 @@ class KclLeaseTable:
             new_counter = (seen_counter or 0) + 1
             lease = _LeaseWrite(shard_id, new_counter, checkpoint, sub, position, owner, tuple(parent_ids),
                                 (hash_ranges or {}).get(shard_id))
-            holder = self._write(lease, item is not None, seen_counter)
-            if holder is None:
-                self._written[shard_id] = new_counter
+            writes.append((lease, item is not None, seen_counter))
+        written = 0
+        failure: BaseException | None = None
+        for (lease, _, _), outcome in zip(writes, self._write_all(writes), strict=True):
+            if isinstance(outcome, BaseException):
+                failure = failure or outcome
+            elif outcome is None:
+                self._written[lease.shard_id] = lease.counter
                 written += 1
             else:
-                conflicts.append(f"{shard_id} (changed by someone else while we wrote it, owner {holder!r})")
+                conflicts[lease.shard_id] = (f"{lease.shard_id} (changed by someone else while we wrote it, owner "
+                                             f"{outcome!r})")
+        if failure is not None:  # the leases written beside it are counted above: the next commit compares to them
+            raise failure
         if conflicts:
-            raise errors.kcl_lease_conflict(self._where(), conflicts, lease_table_option=KCL_LEASE_TABLE.name)
+            raise errors.kcl_lease_conflict(self._where(), [conflicts[sid] for sid in sorted(conflicts)],
+                                            lease_table_option=KCL_LEASE_TABLE.name)
         return written
+
+    def _write_all(self, writes: list[tuple[_LeaseWrite, bool, int | None]]) -> list[str | None | BaseException]:
+        """Each of ``writes`` through :meth:`_write`, from a bounded pool of threads: every lease is an item of its
+        own with its own condition, so the writes are independent, and one after the other they cost a DynamoDB
+        round trip each (89 s for 1,000 leases on moto). The outcome of each, in order: None once written, the
+        holder on a conflict, or the exception it raised (all are awaited, so what was written is known)."""
+        pool_size = max(1, min(_LEASE_WRITERS, len(writes)))
+        outcomes: list[str | None | BaseException] = []
+        with ThreadPoolExecutor(max_workers=pool_size, thread_name_prefix="samza-kcl-lease") as pool:
+            futures = [pool.submit(self._write, *write) for write in writes]
+            for future in futures:
+                error = future.exception()
+                outcomes.append(error if error is not None else future.result())
+        return outcomes
 
     def _leave_damaged_row(self, shard_id: str, what: str) -> None:
         """The mirror's side of the damaged-record rule: a lease row it cannot read is left as it is (never written

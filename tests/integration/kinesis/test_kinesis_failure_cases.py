@@ -121,7 +121,8 @@ def test_throttled_writes_at_commit_are_retried_and_no_checkpoint_is_lost(ks, aw
     first = put(ks, stream, shard_keys(ks, stream)["shardId-000000000000"], "a", 10)
     lease_writes = aws_faults.add("UpdateItem", match=lease_table, times=3)
     store_writes = aws_faults.add("PutItem", match=store_table, times=3)
-    store_deletes = aws_faults.add("DeleteItem", match=store_table, times=2)
+    # the clean-up of committed batch ends deletes them in bulk (BatchWriteItem), not one DeleteItem each
+    store_deletes = aws_faults.add("BatchWriteItem", match=store_table, times=2)
     assert sorted(r.data for r in ks.run_available_now("c", stream, **options)) == sorted(first)
     later = put(ks, stream, shard_keys(ks, stream)["shardId-000000000000"], "b", 3)
     assert sorted(r.data for r in ks.run_available_now("c", stream, **options)) == sorted(later)

@@ -207,6 +207,41 @@ def test_a_live_kcl_worker_is_not_clobbered(dynamodb, table):
     assert item(dynamodb, table, sid(1))["checkpoint"] == {"S": "21"}  # the others were written
 
 
+def test_many_leases_are_written_from_a_pool_with_the_same_results(dynamodb, table):
+    """More leases than the pool has threads (10), two of them renewed by a live KCL worker and one raced by another
+    writer: every other lease is written with its counter; the conflicts are named in shard order, whichever
+    thread met them; a commit that changes nothing writes nothing."""
+    leases = KclLeaseTable(dynamodb, table)
+    leases.ensure_table()
+    first = {sid(n): (ShardPosition.after_sequence(str(100 + n)), [sid(1000 + n)] if n % 7 == 0 else [])
+             for n in range(35)}
+    assert leases.write_checkpoints(first, OWNER) == 35
+    for n in (3, 29):
+        dynamodb.update_item(TableName=table, Key={"leaseKey": {"S": sid(n)}},
+                             UpdateExpression="SET leaseOwner = :o, leaseCounter = leaseCounter + :one",
+                             ExpressionAttributeValues={":o": {"S": "kcl-worker-7"}, ":one": {"N": "1"}})
+    stale = leases.read_items()
+    dynamodb.update_item(TableName=table, Key={"leaseKey": {"S": sid(17)}},
+                         UpdateExpression="SET leaseCounter = leaseCounter + :one",
+                         ExpressionAttributeValues={":one": {"N": "1"}})
+    raced = KclLeaseTable(dynamodb, table)
+    raced._written.pop(sid(17))  # only the conditional write can tell that one
+    raced.read_items = lambda: stale  # read just before the other writer wrote
+    second = {sid(n): (ShardPosition.after_sequence(str(200 + n)), first[sid(n)][1]) for n in range(35)}
+    with pytest.raises(KclLeaseConflictError, match=rf"{sid(3)} \(leaseCounter moved.*{sid(17)} \(changed by "
+                                                    rf"someone else.*{sid(29)} \(leaseCounter moved"):
+        raced.write_checkpoints(second, OWNER)
+    for n in range(35):
+        row = item(dynamodb, table, sid(n))
+        if n in (3, 17, 29):
+            assert row["checkpoint"] == {"S": str(100 + n)}  # untouched
+        else:
+            assert row["checkpoint"] == {"S": str(200 + n)} and row["leaseCounter"] == {"N": "2"}
+            assert row.get("parentShardId") == ({"SS": [sid(1000 + n)]} if n % 7 == 0 else None)
+    unchanged = {sid(n): second[sid(n)] for n in range(35) if n not in (3, 17, 29)}
+    assert KclLeaseTable(dynamodb, table).write_checkpoints(unchanged, OWNER) == 0
+
+
 def test_stale_foreign_leases_are_taken_over_unless_disabled(dynamodb, table):
     KclLeaseTable(dynamodb, table).ensure_table()
     dynamodb.put_item(TableName=table, Item={

@@ -134,6 +134,26 @@ def test_delete_is_idempotent(store: MetadataStore) -> None:
     assert store.put_if_absent(NS, "k", 2) is True  # deleted means absent again
 
 
+def test_delete_many_removes_exactly_the_keys_named(store: MetadataStore) -> None:
+    """More keys than one DynamoDB BatchWriteItem takes (25), with absent, repeated and awkward ones (a key too long
+    for a file name or sort key is stored under its hash): every named key goes, nothing else does."""
+    long_key = "x" * 2000
+    keys = [f"00000000000000000001/stream/shardId-{i:012d}" for i in range(30)] + [long_key, "a/b c%d"]
+    for i, key in enumerate(keys):
+        store.put(NS, key, {"end": i})
+    store.put(NS, "kept", 1)
+    store.put("other-namespace", keys[0], 2)
+    listed = store.list(NS)  # the listing reads every one of 33 records (S3: one GET each, from a pool)
+    assert listed == dict(sorted({**{key: {"end": i} for i, key in enumerate(keys)}, "kept": 1}.items()))
+    store.delete_many(NS, [*keys, keys[3], "never-written"])
+    assert store.list(NS) == {"kept": 1}
+    assert store.get("other-namespace", keys[0]) == 2
+    store.delete_many(NS, [])
+    store.delete_many(NS, keys)  # deleted already: not an error
+    assert store.list(NS) == {"kept": 1}
+    assert store.put_if_absent(NS, long_key, 3) is True  # deleted means absent again
+
+
 def test_delete_if_equal(store: MetadataStore) -> None:
     assert store.delete_if_equal(NS, "absent", {"a": 1}) is False
     store.put(NS, "k", {"a": 1, "b": [1, 2]})
