@@ -22,13 +22,10 @@ NATIVE_SRC   := setup.py $(wildcard spark_samza_source/kafka/executor/_native/*)
 
 setup: $(STAMP) $(NATIVE_STAMP)
 
-# --no-compile: pip would byte-compile every module of every dependency (PySpark, botocore, moto, ...), serially,
-# before the first test; the few hundred a run imports are compiled when first imported instead (and kept). On the
-# 2-core machine: 58 CPU-seconds for the install instead of 120.
 $(STAMP): pyproject.toml devkit/pyproject.toml Makefile
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip "setuptools>=77"
-	$(PY) -m pip install --quiet --no-compile --config-settings editable_mode=compat -e '.[dev]' -e ./devkit
+	$(PY) -m pip install --quiet --config-settings editable_mode=compat -e '.[dev]' -e ./devkit
 	touch $(STAMP)
 
 # The native Kafka reader (setup.py), compiled in place next to its package: the editable install compiles it too,

@@ -80,10 +80,7 @@ def package(tmp_path_factory) -> Package:
          # gzip's fastest level: the archive is mostly PySpark's jars, which compress no further (534 MiB at level 1,
          # 525 at venv-pack's default 4), so a slower level only costs CPU time
          "VENV_PACK_FLAGS=--compress-level 1", "wheel", "package"],
-        # PIP_NO_COMPILE: the archive without PySpark's .pyc files (their byte-compiling is about a minute of one
-        # core); what these tests check (the wheel installed, not editable, no test extras, the archive shipped and
-        # run) does not depend on them, and the release tests (`make dist-check`) pack exactly as users do
-        capture_output=True, text=True, env=_clean_env(PIP_NO_COMPILE="1"), timeout=900,
+        capture_output=True, text=True, env=_clean_env(), timeout=900,
     )
     assert proc.returncode == 0, f"make wheel package failed:\n{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}"
     _say(f"make wheel package: {time.monotonic() - started:.0f} s")
