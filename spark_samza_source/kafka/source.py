@@ -15,7 +15,7 @@ from ..source.bounded_reader import PushdownBoundedReader, SamzaBoundedReader
 from ..source.data_source import SamzaDataSource
 from ..source.fault_hooks import reporting_batches
 from ..source.stream_reader import SamzaStreamReader
-from ..source.worker_heap import freezing_after_first_read
+from ..source.worker_heap import freezing_after_read
 from .driver.offset import KafkaOffset
 from .input_partition import KafkaTaskPartition
 from .options import BOUNDED_ONLY_OPTIONS, KafkaSourceOptions
@@ -55,8 +55,8 @@ def read_task_ranges(options: KafkaSourceOptions, partition: KafkaTaskPartition)
                                  max_rows_per_batch=options.max_rows_per_arrow_batch,
                                  poll_timeout_ms=options.poll_timeout_ms, read_path=options.read_path)
     batches = read_ranges(options.client_conf, partition.task, partition.reads, settings)
-    return freezing_after_first_read(reporting_batches(options.fault_hooks, batches, task=partition.task,
-                                                       planned_rows=sum(r.size for r in partition.reads)))
+    return freezing_after_read(reporting_batches(options.fault_hooks, batches, task=partition.task,
+                                                 planned_rows=sum(r.size for r in partition.reads)))
 
 
 class SamzaKafkaBoundedReader(SamzaBoundedReader):

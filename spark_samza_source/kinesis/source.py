@@ -17,7 +17,7 @@ from ..source.bounded_reader import PushdownBoundedReader, SamzaBoundedReader
 from ..source.data_source import SamzaDataSource
 from ..source.fault_hooks import reporting_batches
 from ..source.stream_reader import SamzaStreamReader
-from ..source.worker_heap import freezing_after_first_read
+from ..source.worker_heap import freezing_after_read
 from . import errors
 from .driver.offset import KinesisOffset
 from .input_partition import KinesisTaskPartition
@@ -55,8 +55,8 @@ class SamzaKinesisStreamReader(SamzaStreamReader):
     def read(self, partition: KinesisTaskPartition) -> Iterator:  # type: ignore[override]  # ours
         from .executor.task import read_task
 
-        return freezing_after_first_read(reporting_batches(self.options.fault_hooks, read_task(self.options, partition),
-                                                           task=partition.task, shards=len(partition.reads)))
+        return freezing_after_read(reporting_batches(self.options.fault_hooks, read_task(self.options, partition),
+                                                     task=partition.task, shards=len(partition.reads)))
 
 
 class SamzaKinesisBoundedReader(SamzaBoundedReader):
@@ -81,7 +81,7 @@ class SamzaKinesisBoundedReader(SamzaBoundedReader):
     def read(self, partition: KinesisTaskPartition) -> Iterator:  # type: ignore[override]  # ours
         from .executor.bounded_task import read_bounded_task
 
-        return freezing_after_first_read(read_bounded_task(self.options.source, partition))
+        return freezing_after_read(read_bounded_task(self.options.source, partition))
 
 
 class SamzaKinesisPushdownBoundedReader(PushdownBoundedReader, SamzaKinesisBoundedReader):

@@ -2,17 +2,19 @@
 
 PySpark's worker daemon runs ``gc.collect()`` after each task of a reused worker (``spark.python.worker.reuse``,
 on by default). A full collection traverses every object the process's collector tracks, and a worker that has run a
-read of ours holds 70,000-120,000 of them: PySpark's and pyarrow's modules, confluent-kafka or boto3 with its service
-models, and the consumers and clients a worker keeps between tasks. Measured: 40 ms of CPU per collection with
-the imports alone, 64 ms once a Kinesis, an S3 and a DynamoDB client exist, paid after every task whether it read one
-record or a million; for a query of small, frequent batches, most of what its Python workers spend.
+read of ours holds 50,000-130,000 of them: PySpark's and pyarrow's modules, confluent-kafka or boto3 with its service
+models, and the consumers and clients a worker keeps between tasks (a boto3 client alone is about 31,000). Measured:
+40 ms of CPU per collection with the imports alone, 64 ms once a Kinesis, an S3 and a DynamoDB client exist, paid
+after every task whether it read one record or a million; for a query of small, frequent batches, most of what its
+Python workers spend.
 
-Those objects live as long as the worker. After a worker's first read has ended, :func:`freeze_long_lived_objects`
-moves everything the collector tracks into its permanent generation (``gc.freeze()``), which collections skip, so the
-collection after each later task traverses only what that task left. Reference counting still frees a frozen object
-as soon as nothing refers to it (a consumer the cache drops, a client closed); only a reference cycle among frozen
-objects stays until the worker exits, and what is frozen is, once per worker, the modules, the caches and what the
-first task still held when it ended.
+Those objects live as long as the worker. So when a read has ended and the collector tracks more than
+:data:`FREEZE_ABOVE_TRACKED_OBJECTS` objects that survive a collection (a worker's first read, or one that created a
+consumer or client the worker keeps), they are moved into the collector's permanent generation (``gc.freeze()``),
+which collections skip: the collection after each later task traverses only what that task left. The collection made
+first means garbage is freed, never frozen. Reference counting still frees a frozen object as soon as nothing refers
+to it (a consumer the cache drops, a client closed); only a reference cycle among frozen objects stays until the
+worker exits.
 
 An executor module: it imports nothing of the package.
 """
@@ -22,29 +24,25 @@ from __future__ import annotations
 import gc
 from collections.abc import Iterator
 
-__all__ = ["freeze_long_lived_objects", "freezing_after_first_read"]
+__all__ = ["FREEZE_ABOVE_TRACKED_OBJECTS", "freeze_long_lived_objects", "freezing_after_read"]
 
-_frozen = False
+#: more surviving objects than a task leaves behind (a few hundred), fewer than one boto3 client or the imports add
+FREEZE_ABOVE_TRACKED_OBJECTS = 20_000
 
 
 def freeze_long_lived_objects() -> bool:
-    """Freeze what the collector tracks now, once per process; True when this call froze it."""
-    global _frozen
-    if _frozen:
+    """Freeze the objects that survive a collection when there are many of them; True when it froze."""
+    if len(gc.get_objects()) <= FREEZE_ABOVE_TRACKED_OBJECTS:  # frozen objects are not counted: cheap once frozen
         return False
-    _frozen = True
+    gc.collect()
+    if len(gc.get_objects()) <= FREEZE_ABOVE_TRACKED_OBJECTS:
+        return False
     gc.freeze()
     return True
 
 
-def freezing_after_first_read(batches: Iterator) -> Iterator:
-    """``batches`` unchanged; once the first of them in this process has been read to its end, the process's
-    objects are frozen (a read that fails leaves that to a later one)."""
-    if _frozen:
-        return batches
-    return _then_freeze(batches)
-
-
-def _then_freeze(batches: Iterator) -> Iterator:
+def freezing_after_read(batches: Iterator) -> Iterator:
+    """``batches`` unchanged; once they have been read to their end, :func:`freeze_long_lived_objects` (a read
+    that fails freezes nothing)."""
     yield from batches
     freeze_long_lived_objects()
