@@ -31,7 +31,10 @@ setup: $(STAMP) $(NATIVE_STAMP)
 $(STAMP): pyproject.toml devkit/pyproject.toml Makefile
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip "setuptools>=77"
-	$(PY) -m pip install --quiet --config-settings editable_mode=compat -e '.[dev]' -e ./devkit
+	$(PY) -m pip install --quiet --no-compile --config-settings editable_mode=compat -e '.[dev]' -e ./devkit
+	@# pip would compile every installed module on one core; compileall does it on all of them (-j 0). A file it
+	@# cannot compile (some packages ship templates or test data as .py) is skipped, as pip skips it.
+	$(PY) -m compileall -qq -j 0 $(VENV)/lib || true
 	touch $(STAMP)
 
 # The native Kafka reader (setup.py), compiled in place next to its package: the editable install compiles it too,
