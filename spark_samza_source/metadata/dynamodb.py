@@ -42,6 +42,7 @@ from ..core.store import (
     validate_job_name,
     validate_namespace,
 )
+from .aws_clients import shared_client
 from .uri import OPTION, redact_uri, scrub_secrets
 
 __all__ = ["DynamoDBMetadataStore", "sort_key", "FORMAT_VERSION", "MAX_SORT_KEY_BYTES"]
@@ -169,16 +170,21 @@ class DynamoDBMetadataStore(MetadataStore):
         else:
             query = urllib.parse.urlencode({k: v for k, v in (("region", region), ("endpoint", endpoint)) if v})
             self.uri = redact_uri(f"dynamodb://{table}" + (f"?{query}" if query else ""))
-        try:
+
+        def make_client():
             session = boto3.session.Session(
                 aws_access_key_id=access_key, aws_secret_access_key=secret_key, aws_session_token=session_token,
                 region_name=region, profile_name=profile,
             )
-            self._client = session.client(
+            return session.client(
                 "dynamodb", endpoint_url=endpoint,
                 config=Config(retries={"mode": "standard", "total_max_attempts": max_attempts}, connect_timeout=10,
                               read_timeout=30),
             )
+
+        try:
+            self._client = shared_client(("dynamodb", access_key, secret_key, session_token, region, profile, endpoint,
+                                          max_attempts), make_client)
         except BotoCoreError as exc:  # NoRegionError, ProfileNotFound ...
             hint = " (add ?region=REGION to the URI or set AWS_REGION)" if "region" in str(exc).lower() else ""
             raise errors.invalid_option(
@@ -203,9 +209,8 @@ class DynamoDBMetadataStore(MetadataStore):
         return (_restore, (self._init_args,))
 
     def close(self) -> None:
-        close = getattr(self._client, "close", None)
-        if close is not None:
-            close()
+        """Nothing to release: the client is the process's (``aws_clients``), shared by the stores opened with the
+        same settings, and closing it would close theirs."""
 
     # -- helpers ------------------------------------------------------------------------------------------
     def _where(self, namespace: str, key: str | None) -> str:

@@ -63,6 +63,7 @@ from ..core.store import (
     validate_job_name,
     validate_namespace,
 )
+from .aws_clients import shared_client
 from .filesystem import SUFFIX, decode_envelope, decode_name, encode_envelope, encode_key, hashed_name
 from .uri import OPTION, _userinfo_span, redact_uri, scrub_secrets
 
@@ -219,16 +220,21 @@ class S3MetadataStore(MetadataStore):
         self._raw_uri = uri or ""
         self.uri = redact_uri(uri) if uri else f"s3://{bucket}/{self.prefix}"
         style = addressing_style or ("path" if endpoint else "auto")
-        try:
+
+        def make_client():
             session = boto3.session.Session(
                 aws_access_key_id=access_key, aws_secret_access_key=secret_key, aws_session_token=session_token,
                 region_name=region, profile_name=profile,
             )
-            self._client = session.client(
+            return session.client(
                 "s3", endpoint_url=endpoint, region_name=region or session.region_name or "us-east-1",
                 config=Config(retries={"mode": "standard", "total_max_attempts": max_attempts}, connect_timeout=10,
                               read_timeout=30, s3={"addressing_style": style}),
             )
+
+        try:
+            self._client = shared_client(("s3", access_key, secret_key, session_token, region, profile, endpoint, style,
+                                          max_attempts), make_client)
         except BotoCoreError as exc:  # ProfileNotFound ...
             raise errors.invalid_option(
                 f"{OPTION} {self.uri!r}: cannot create an S3 client: {scrub_secrets(str(exc), self._raw_uri)}"
@@ -248,9 +254,8 @@ class S3MetadataStore(MetadataStore):
         return (_restore, (self._init_args,))
 
     def close(self) -> None:
-        close = getattr(self._client, "close", None)
-        if close is not None:
-            close()
+        """Nothing to release: the client is the process's (``aws_clients``), shared by the stores opened with the
+        same settings, and closing it would close theirs."""
 
     # -- names --------------------------------------------------------------------------------------------
     def _dir(self, namespace: str) -> str:

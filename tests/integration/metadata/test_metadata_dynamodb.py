@@ -49,7 +49,7 @@ def test_long_empty_and_hash_prefixed_keys_get_a_hashed_sort_key(dynamodb_store_
     assert store.list("ns") == {key: i for i, key in enumerate(keys)}
 
 
-def test_list_follows_pagination(dynamodb_store_uri: str) -> None:
+def test_list_follows_pagination(dynamodb_store_uri: str, monkeypatch) -> None:
     store = open_store(dynamodb_store_uri, "job")
     assert isinstance(store, DynamoDBMetadataStore)
     expected = {f"task-{i:03d}": {"i": i} for i in range(57)}
@@ -57,8 +57,8 @@ def test_list_follows_pagination(dynamodb_store_uri: str) -> None:
         store.put("ns", key, value)
     store.put("other", "task-000", "elsewhere")
     calls = []
-    original = store._client.query
-    store._client.query = lambda **kw: calls.append(kw) or original(**kw)  # type: ignore[method-assign]
+    original = store._client.query  # the process's client for these settings: put back after the test
+    monkeypatch.setattr(store._client, "query", lambda **kw: calls.append(kw) or original(**kw))
     store.query_limit = 10
     assert store.list("ns") == expected
     assert len(calls) >= 6 and "ExclusiveStartKey" in calls[-1]
