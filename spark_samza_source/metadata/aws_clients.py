@@ -1,11 +1,12 @@
 """boto3 clients of the ``s3://`` and ``dynamodb://`` stores: one per process for the same settings.
 
 A store is opened on the driver for each query and on the executors for each samza-kinesis task, which records its
-batch ends there. Making a boto3 client takes a session of its own, costs about 80 ms of CPU (botocore reads its
-endpoint rules and the service's model from JSON) and leaves some 31,000 Python objects for the worker's collector:
-per task, more than recording the ends costs. A client is safe to share between threads (a session is not, so each
-is made under the lock and only its client is kept), so stores opened in one process with the same settings share
-one. The key holds the settings themselves, credentials included; it lives in this process's memory only.
+batch ends there. Making a boto3 client takes a session of its own, costs 80-240 ms of CPU (botocore reads its
+endpoint rules and the service's model from JSON; ``benchmarks/worker_collection.py``) and leaves some 31,000
+Python objects for the worker's collector: per task, more than recording the ends costs. A client is safe to share
+between threads (a session is not, so each is made under the lock and only its client is kept), so stores opened
+in one process with the same settings share one. The key holds the settings themselves, credentials included; it
+lives in this process's memory only.
 """
 
 from __future__ import annotations

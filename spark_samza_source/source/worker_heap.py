@@ -1,12 +1,12 @@
 """Executors: keep the full garbage collection that follows every task in a reused Python worker cheap.
 
 PySpark's worker daemon runs ``gc.collect()`` after each task of a reused worker (``spark.python.worker.reuse``,
-on by default). A full collection traverses every object the process's collector tracks, and a worker that has run a
-read of ours holds 50,000-130,000 of them: PySpark's and pyarrow's modules, confluent-kafka or boto3 with its service
-models, and the consumers and clients a worker keeps between tasks (a boto3 client alone is about 31,000). Measured:
-40 ms of CPU per collection with the imports alone, 64 ms once a Kinesis, an S3 and a DynamoDB client exist, paid
-after every task whether it read one record or a million; for a query of small, frequent batches, most of what its
-Python workers spend.
+on by default). A full collection traverses every object the process's collector tracks: some 44,000 in any Python data
+source's worker (PySpark's worker modules and pyarrow), 54,000 with samza-kafka's read path, 159,000 with
+samza-kinesis's and the clients it keeps between tasks (a boto3 client alone is about 31,000). Measured
+(``benchmarks/worker_collection.py``): 30-45 ms of CPU per collection for the first two, 120-190 ms for the last,
+paid after every task whether it read one record or a million; for a query of small, frequent batches, most of what
+its Python workers spend.
 
 Those objects live as long as the worker. So when a read has ended and the collector tracks more than
 :data:`FREEZE_ABOVE_TRACKED_OBJECTS` objects that survive a collection (a worker's first read, or one that created a
