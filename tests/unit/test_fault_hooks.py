@@ -35,6 +35,7 @@ from spark_samza_source.source.fault_hooks import (
     report,
     reporting_batches,
 )
+from spark_samza_source.source.worker_heap import freezing_after_read
 
 DEVKIT_HOOKS = "samza_devkit.fault_hooks"
 KAFKA = {"kafka.bootstrap.servers": "b:9092", "subscribe": "t", "job.name": "j", "metadata.store": "memory:"}
@@ -70,7 +71,9 @@ def test_default_options_carry_no_fault_hooks(parse, minimal):
 def test_without_testing_options_the_read_path_hands_back_its_batches_and_imports_no_hook_module(monkeypatch):
     monkeypatch.delitem(sys.modules, DEVKIT_HOOKS, raising=False)
     batches = _kafka_reader().read(KafkaTaskPartition("Partition 0", (KafkaRange("t", 0, 5, 5),)))
-    assert batches.gi_code is read_ranges.__code__  # the reader's own generator, not a wrapper
+    # the reader's own generator, under the worker-heap step only (source/worker_heap.py): no hook wrapper
+    assert batches.gi_code is freezing_after_read.__code__
+    assert batches.gi_frame.f_locals["batches"].gi_code is read_ranges.__code__
     assert list(batches) == []
     source = iter([1, 2])
     assert reporting_batches(NO_FAULT_HOOKS, source, task="Task-0") is source
