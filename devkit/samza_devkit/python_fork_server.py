@@ -28,6 +28,7 @@ arguments other than ``-m MODULE``. ``SAMZA_TEST_FORK_SERVER=0`` turns it off.
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import select
@@ -171,6 +172,10 @@ def serve(socket_path: str, parent: int) -> None:
     if failed:
         print(f"fork server: not preloaded (imported by the workers themselves): {', '.join(failed)}",
               file=sys.stderr, flush=True)
+    # What was preloaded lives as long as every child: out of their collections (the frozen generation is inherited
+    # by fork), as the product's reads do for a reused worker (spark_samza_source/source/worker_heap.py)
+    gc.collect()
+    gc.freeze()
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(socket_path + ".tmp")
     listener.listen(64)
