@@ -88,11 +88,25 @@ def _short_lived_jvms() -> None:
 
 def pytest_configure(config):
     _short_lived_jvms()
+    _shared_jvm_classes(config)
     report = config.getoption("--cpu-report", default=None)
     if report:
         from .cpu_accounting import ModuleCpu
 
         config._samza_module_cpu = ModuleCpu(report)
+
+
+def _shared_jvm_classes(config) -> None:
+    """Class-data sharing for every JVM the run starts (:mod:`samza_devkit.jvm_class_share`): set up once, by the
+    process that starts the others (pytest-xdist's workers inherit its ``JAVA_HOME`` and ``PATH``), before any JVM
+    starts; the archives are made beside the first tests when no run before made them."""
+    if hasattr(config, "workerinput"):
+        return
+    from .jvm_class_share import install, train
+
+    archives = install()
+    if archives is not None:
+        train(archives)
 
 
 def pytest_runtest_setup(item):

@@ -323,7 +323,14 @@ class SparkCluster:
                 conf.write("logger.tasks.name = org.apache.spark.scheduler.TaskSetManager\n"
                            "logger.tasks.level = info\n")
         env = dict(os.environ)
-        env.update({"SPARK_CONF_DIR": str(conf_dir), "SPARK_DAEMON_MEMORY": "256m",
+        # The logging configuration is named to each JVM (the master and workers here, the driver and executors
+        # by their Spark settings) rather than found on the class path through SPARK_CONF_DIR: a configuration
+        # directory of the test's own on the class path would give every cluster JVM a class path of its own, and
+        # the run's class-data archives (samza_devkit.jvm_class_share) are made for Spark's usual one.
+        env.pop("SPARK_CONF_DIR", None)
+        daemon_opts = f"-Dlog4j.configurationFile=file:{self._log4j}"
+        env.update({"SPARK_DAEMON_MEMORY": "256m",
+                    "SPARK_DAEMON_JAVA_OPTS": f"{env.get('SPARK_DAEMON_JAVA_OPTS', '')} {daemon_opts}".strip(),
                     "PYSPARK_PYTHON": os.environ.get("PYSPARK_PYTHON", sys.executable),
                     "PYSPARK_DRIVER_PYTHON": os.environ.get("PYSPARK_DRIVER_PYTHON", sys.executable)})
         env.pop("SPARK_HOME", None)  # spark-class finds the wheel's own
