@@ -89,7 +89,25 @@ def _preload() -> list[str]:
             __import__(name)
         except Exception:  # noqa: BLE001 - a module another PySpark version lacks: its workers import it as usual
             failed.append(name)
+    _import_what_aws_clients_import()
     return failed
+
+
+def _import_what_aws_clients_import() -> None:
+    """boto3, what botocore imports while it makes a client (its parsers, serializers, retry handlers, HTTP session)
+    and the data it parses from JSON (endpoints, partitions, each service's model and rules): the samza-kinesis
+    runners and workers, and every store on S3 or DynamoDB, pay for them at their first client, about 0.5 s of CPU
+    for the imports and 0.1-0.2 s per service in each new process. Throwaway clients with made-up credentials, made
+    through the package's own sessions (whose data loader is one per process), pull them in (no request is sent);
+    the clients themselves are not kept."""
+    try:
+        from spark_samza_source.metadata.aws_clients import boto3_session
+
+        session = boto3_session(region_name="us-east-1", aws_access_key_id="preload", aws_secret_access_key="preload")
+        for service in ("kinesis", "dynamodb", "s3", "sts"):
+            session.client(service, endpoint_url="http://127.0.0.1:9")
+    except Exception:  # noqa: BLE001 - without boto3 the workers import what they need as usual
+        pass
 
 
 def _run_child(conn: socket.socket, listener: socket.socket, request: dict, fds: list[int]) -> None:

@@ -148,7 +148,7 @@ def _config(settings: AwsClientSettings, service: str = ""):
 
 
 def _base_session(settings: AwsClientSettings):
-    import boto3
+    from ..metadata.aws_clients import boto3_session
 
     kwargs: dict[str, Any] = {}
     if settings.region:
@@ -156,13 +156,14 @@ def _base_session(settings: AwsClientSettings):
     if settings.access_key_id:
         kwargs.update(aws_access_key_id=settings.access_key_id, aws_secret_access_key=settings.secret_key,
                       aws_session_token=settings.session_token)
-    return boto3.Session(**kwargs)
+    return boto3_session(**kwargs)
 
 
 def _assume_role_session(settings: AwsClientSettings):
-    import boto3
     from botocore.credentials import RefreshableCredentials
     from botocore.session import get_session
+
+    from ..metadata.aws_clients import boto3_session
 
     base = _base_session(settings)
     sts = base.client("sts", endpoint_url=settings.sts_endpoint_url, config=_config(settings))
@@ -183,7 +184,7 @@ def _assume_role_session(settings: AwsClientSettings):
         metadata=refresh(), refresh_using=refresh, method="sts-assume-role")
     botocore_session = get_session()
     botocore_session._credentials = credentials  # the documented way to plug refreshable credentials in
-    return boto3.Session(botocore_session=botocore_session, region_name=settings.region or base.region_name)
+    return boto3_session(botocore_session, region_name=settings.region or base.region_name)
 
 
 def _session(settings: AwsClientSettings):

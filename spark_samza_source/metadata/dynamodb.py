@@ -42,7 +42,7 @@ from ..core.store import (
     validate_job_name,
     validate_namespace,
 )
-from .aws_clients import shared_client
+from .aws_clients import boto3_session, shared_client
 from .uri import OPTION, redact_uri, scrub_secrets
 
 __all__ = ["DynamoDBMetadataStore", "sort_key", "FORMAT_VERSION", "MAX_SORT_KEY_BYTES"]
@@ -152,7 +152,6 @@ class DynamoDBMetadataStore(MetadataStore):
     ) -> None:
         """Eleven parameters, keyword-only past the second: one per part of the ``dynamodb://`` URI the store is
         opened from, kept as they are in ``_init_args`` so a pickled store re-creates its client on an executor."""
-        import boto3
         from botocore.config import Config
         from botocore.exceptions import BotoCoreError
 
@@ -172,7 +171,7 @@ class DynamoDBMetadataStore(MetadataStore):
             self.uri = redact_uri(f"dynamodb://{table}" + (f"?{query}" if query else ""))
 
         def make_client():
-            session = boto3.session.Session(
+            session = boto3_session(
                 aws_access_key_id=access_key, aws_secret_access_key=secret_key, aws_session_token=session_token,
                 region_name=region, profile_name=profile,
             )

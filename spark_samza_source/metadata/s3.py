@@ -63,7 +63,7 @@ from ..core.store import (
     validate_job_name,
     validate_namespace,
 )
-from .aws_clients import shared_client
+from .aws_clients import boto3_session, shared_client
 from .filesystem import SUFFIX, decode_envelope, decode_name, encode_envelope, encode_key, hashed_name
 from .uri import OPTION, _userinfo_span, redact_uri, scrub_secrets
 
@@ -206,7 +206,6 @@ class S3MetadataStore(MetadataStore):
     ) -> None:
         """Twelve parameters, keyword-only past the second: one per part of the ``s3://`` URI (``parse_s3_uri`` parses
         them), kept as they are in ``_init_args`` so a pickled store re-creates its client on an executor."""
-        import boto3
         from botocore.config import Config
         from botocore.exceptions import BotoCoreError
 
@@ -222,7 +221,7 @@ class S3MetadataStore(MetadataStore):
         style = addressing_style or ("path" if endpoint else "auto")
 
         def make_client():
-            session = boto3.session.Session(
+            session = boto3_session(
                 aws_access_key_id=access_key, aws_secret_access_key=secret_key, aws_session_token=session_token,
                 region_name=region, profile_name=profile,
             )

@@ -36,3 +36,19 @@ def test_a_client_that_could_not_be_made_is_not_kept():
     made = object()
     assert shared_client(("test", "failing-once"), lambda: made) is made
     assert shared_client(("test", "failing-once"), failing) is made  # made once per process
+
+
+def test_sessions_of_other_settings_share_one_data_loader_and_keep_their_own_credentials_and_region():
+    from spark_samza_source.metadata.aws_clients import boto3_session
+
+    first = boto3_session(region_name="eu-west-1", aws_access_key_id="ak1", aws_secret_access_key="sk1")
+    second = boto3_session(region_name="us-east-2", aws_access_key_id="ak2", aws_secret_access_key="sk2")
+    loader = first._session.get_component("data_loader")
+    assert second._session.get_component("data_loader") is loader
+    assert len(loader.search_paths) == len(set(loader.search_paths))  # boto3 adds its data path once, not per session
+    assert first.get_credentials().access_key == "ak1" and second.get_credentials().access_key == "ak2"
+    kinesis = second.client("kinesis", endpoint_url="http://127.0.0.1:9")
+    assert kinesis.meta.region_name == "us-east-2" and kinesis.meta.service_model.service_name == "kinesis"
+    # a model the first session's client loaded is the loader's, not parsed again for the second
+    first.client("dynamodb", endpoint_url="http://127.0.0.1:9")
+    assert loader.load_service_model("dynamodb", "service-2") is loader.load_service_model("dynamodb", "service-2")
