@@ -79,6 +79,8 @@ def real_java_home() -> Path | None:
         if not found:
             return None
         home = Path(os.path.realpath(found)).parent.parent
+    if (home / "lib").is_symlink():  # one of this module's own homes: the JDK it links to
+        home = Path(os.path.realpath(home / "lib")).parent
     return home if (home / "bin" / "java").is_file() else None
 
 
@@ -112,6 +114,9 @@ def install() -> Path | None:
     ``JAVA_HOME`` because Spark's launcher starts the driver with ``$JAVA_HOME/bin/java`` (or, without it, the
     launcher JVM's own ``java.home``, which would bypass a script on ``PATH``): the script's JDK is the real one
     with every entry linked except ``bin/java``."""
+    current = os.environ.get("JAVA_HOME")
+    if current and _cache_root() in Path(current).parents:
+        return None  # a process started under a run that installed it (a pytest run inside a test): in place
     real_home = real_java_home() if enabled() else None
     if real_home is None:
         return None
@@ -175,10 +180,16 @@ def _train_once(archives: Path) -> None:
         started = time.monotonic()
         for stale in archives.glob("*.jsa.part*"):
             stale.unlink(missing_ok=True)
-        _training_run()
-        kept = keep_largest_archive_per_class_path(archives)
-        (archives / _TRAINED).write_text(f"{kept} archives in {time.monotonic() - started:.0f} s\n")
-        _prune_other_environments(archives)
+        outcome = "done"
+        try:
+            _training_run()
+        except Exception as err:  # noqa: BLE001 - what was archived before it is kept; a later run does not retry
+            outcome = f"failed ({type(err).__name__}: {err}); see training.log"
+            raise
+        finally:
+            kept = keep_largest_archive_per_class_path(archives)
+            (archives / _TRAINED).write_text(f"{outcome}: {kept} archives in {time.monotonic() - started:.0f} s\n")
+            _prune_other_environments(archives)
 
 
 def keep_largest_archive_per_class_path(archives: Path) -> int:

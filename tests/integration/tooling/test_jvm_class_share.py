@@ -78,3 +78,18 @@ def test_the_archives_directory_changes_with_any_jar(tmp_path):
     assert share.environment_key(java, [jars]) == before
     os.utime(jars / "a.jar", ns=(1, 1))  # same bytes, another time: Java would refuse the archive
     assert share.environment_key(java, [jars]) != before
+
+
+def test_the_real_jdk_is_found_behind_an_installed_script_and_a_nested_run_installs_nothing(shim, monkeypatch,
+                                                                                             tmp_path):
+    archives, java = shim
+    real = share.real_java_home()
+    monkeypatch.setenv("JAVA_HOME", str(java.parent.parent))  # as under a run that installed the script
+    assert share.real_java_home() == real and not (real / "lib").is_symlink()
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    nested = share._cache_root() / "environment" / "jdk"
+    nested.mkdir(parents=True)
+    monkeypatch.setenv("JAVA_HOME", str(nested))
+    path = os.environ["PATH"]
+    assert share.install() is None
+    assert os.environ["JAVA_HOME"] == str(nested) and os.environ["PATH"] == path
