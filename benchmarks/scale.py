@@ -150,14 +150,14 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     admin = coordinator.admin
     client_of = admin._client
     admin._client = lambda use: CountingAdminClient(client_of(use), kafka_calls)
-    # ListOffsets goes to librdkafka's binding with the client itself (admin._request_offsets): counted here
-    request_offsets = admin_module._request_offsets
+    # ListOffsets goes through the offset consumer, one lookup per call (admin._look_up_offsets): counted here
+    look_up_offsets = admin_module._look_up_offsets
 
-    def counted_request_offsets(client: Any, *args: Any) -> Any:
+    def counted_look_up_offsets(*args: Any) -> Any:
         kafka_calls["list_offsets"] += 1
-        return request_offsets(client._inner, *args)
+        return look_up_offsets(*args)
 
-    admin_module._request_offsets = counted_request_offsets
+    admin_module._look_up_offsets = counted_look_up_offsets
 
     t = time.perf_counter()
     start = reader.initialOffset()

@@ -12,8 +12,13 @@ from typing import Any
 
 from . import errors
 
-__all__ = ["TOKEN_PROVIDER_KEY", "TOKEN_PROVIDER_SETTING", "isolation_level_of", "load_token_provider",
-           "with_callbacks"]
+__all__ = ["LOOKUP_GROUP_ID", "TOKEN_PROVIDER_KEY", "TOKEN_PROVIDER_SETTING", "isolation_level_of",
+           "load_token_provider", "with_callbacks"]
+
+#: the ``group.id`` of the consumers that only look offsets up or read assigned partitions (the executors' readers,
+#: the driver's offset lookups) when the user set none: librdkafka wants one even for ``assign()``, and nothing is
+#: ever committed with it
+LOOKUP_GROUP_ID = "samza-source-reader"
 
 
 def isolation_level_of(client_conf: Mapping[str, str]) -> str:

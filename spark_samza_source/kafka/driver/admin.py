@@ -3,9 +3,18 @@
 Everything goes through confluent-kafka (librdkafka).  Three rules shape this module:
 
 * **Bulk, not per partition.** Spark calls ``latestOffset`` at every trigger; with 1,000 partitions a
-  per-partition ``get_watermark_offsets`` loop costs seconds.  ``AdminClient.list_offsets`` takes every
-  partition in one request per leader, so ``watermarks`` issues the *earliest* and *latest* lookups together and
-  waits for both.
+  per-partition ``get_watermark_offsets`` loop costs seconds.  ``Consumer.offsets_for_times`` takes many
+  partitions in one request per leader, so ``watermarks`` issues the *earliest* and *latest* lookups together, in
+  calls of :data:`OFFSETS_PER_CALL` partitions run side by side, and waits for all of them.
+* **Offsets through a consumer handle, not the AdminClient.** librdkafka 2.16's AdminClient, while a ListOffsets
+  request waits for a partition's leader whose process died (its port refuses connections until the controllers
+  fence it and elect another), reconnects to that broker in a loop without its reconnect backoff: about 16,000
+  connection attempts a second from one driver, for as long as the request waits (measured on a replicated Apache
+  Kafka cluster; ``reconnect.backoff.ms``, ``retry.backoff.ms`` and ``socket.connection.setup.timeout.ms`` do not
+  change it). That burns a core of the driver, floods the broker's host with connections, and on the 2-core test
+  machines starved the kernel until the controllers themselves stalled. The consumer's ListOffsets path waits for
+  the broker with the normal backoff (5 attempts in 5 s), and its lookups were no slower (10,000 partitions'
+  watermarks in 0.11 s, 0.07 CPU-s; through the AdminClient 0.14-0.19 s, 0.11-0.14 CPU-s).
 * **Bounded.** Every call has a deadline (``api_timeout_ms``, default 30 s; librdkafka's own retries happen
   inside it), and a timeout or failure becomes a :class:`KafkaSourceError` naming the operation, the topics and
   the bootstrap servers -- never another configuration value (SASL passwords live in the client config).
@@ -25,29 +34,28 @@ Clients are created lazily: building a ``KafkaAdmin`` does no I/O, so it is chea
 
 from __future__ import annotations
 
-import importlib
 import logging
 import re
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
-from concurrent.futures import Future
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, TypeVar
 
 from confluent_kafka import (
+    Consumer,
     ConsumerGroupTopicPartitions,
-    IsolationLevel,
     KafkaError,
     KafkaException,
     TopicCollection,
     TopicPartition,
 )
-from confluent_kafka.admin import AdminClient, OffsetSpec
+from confluent_kafka.admin import AdminClient
 
 from ...core.errors import InternalError
 from ...options.secrets import scrub
 from .. import errors
-from ..client_conf import isolation_level_of, with_callbacks
+from ..client_conf import LOOKUP_GROUP_ID, isolation_level_of, with_callbacks
 from ..errors import KafkaSourceError
 from ..options import (
     ASSIGN,
@@ -58,11 +66,6 @@ from ..options import (
     SUBSCRIBE,
 )
 from ..security_failures import SecurityWatch, WatchingLogger, key_unreadable
-
-#: the binding AdminClient.list_offsets calls (confluent-kafka 2.3+), private to confluent-kafka; where a release
-#: lacks it, the public call answers (:func:`_request_offsets`)
-_LIST_OFFSETS_BINDING: Any = getattr(
-    getattr(importlib.import_module("confluent_kafka.cimpl"), "_AdminClientImpl", None), "list_offsets", None)
 
 __all__ = ["KafkaAdmin", "DEFAULT_API_TIMEOUT_MS", "isolation_level_of"]
 
@@ -81,7 +84,8 @@ _MISSING = {KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_PARTITION, Kaf
 # partition with NOT_LEADER_OR_FOLLOWER until the broker has applied its leadership; a leader election answers
 # LEADER_NOT_AVAILABLE or a stale leader epoch.
 _RETRIABLE = {
-    KafkaError._TIMED_OUT, KafkaError._TRANSPORT, KafkaError.LEADER_NOT_AVAILABLE,
+    KafkaError._TIMED_OUT, KafkaError._TRANSPORT, KafkaError._ALL_BROKERS_DOWN, KafkaError._DESTROY_BROKER,
+    KafkaError.LEADER_NOT_AVAILABLE,
     KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.REPLICA_NOT_AVAILABLE, KafkaError.UNKNOWN_LEADER_EPOCH,
     KafkaError.FENCED_LEADER_EPOCH, KafkaError.OFFSET_NOT_AVAILABLE, KafkaError.REQUEST_TIMED_OUT,
     KafkaError.NETWORK_EXCEPTION, KafkaError.NOT_COORDINATOR, KafkaError.COORDINATOR_NOT_AVAILABLE,
@@ -95,8 +99,11 @@ _MOMENTARY = {KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILAB
               KafkaError.NOT_COORDINATOR, KafkaError.COORDINATOR_NOT_AVAILABLE, KafkaError.COORDINATOR_LOAD_IN_PROGRESS}
 _MOMENTARY_GRACE_S = 5.0
 # retired clients kept referenced a while: destroying a client whose requests are still pending fails them at once
-_RETIRED_KEPT = 2
-_PLANNING, _GROUP_MIRROR = "planning", "group mirror"
+_RETIRED_KEPT = 3
+_PLANNING, _GROUP_MIRROR, _OFFSETS = "planning", "group mirror", "offset lookups"
+#: offset lookups in flight at once: 10,000 partitions' watermarks are 40 calls of OFFSETS_PER_CALL, each mostly a
+#: wait on the broker with the GIL released
+_LOOKUP_THREADS = 8
 _ZERO_TOPIC_ID = "AAAAAAAAAAAAAAAAAAAAAA"
 #: partitions per ``list_offsets`` call: what one call costs in confluent-kafka 2.16 / librdkafka grows with the
 #: square of its partitions (measured on one broker: 1,000 in 0.02 s, 10,000 in 3.1 s, the same 10,000 in calls of
@@ -123,8 +130,9 @@ class KafkaAdmin:
         self._timeout_option = timeout_option  # the option that set api_timeout_ms, named in timeout errors
         self._timeout_s = max(0.001, api_timeout_ms / 1000.0)
         self._isolation = isolation_level_of(self._conf)
-        self._clients: dict[str, AdminClient] = {}  # per use: planning, group mirror
-        self._retired: list[AdminClient] = []
+        self._clients: dict[str, Any] = {}  # per use: planning, group mirror (AdminClients), offsets (a Consumer)
+        self._retired: list[Any] = []
+        self._pool: ThreadPoolExecutor | None = None  # runs the offset lookups side by side
         # what librdkafka reports about our security settings (a refused password, an untrusted certificate ...)
         self._watch = SecurityWatch(self._conf, self._where(), token_provider_option=OAUTHBEARER_TOKEN_PROVIDER.name)
         self._answered = False  # a call has succeeded: the cluster took our credentials
@@ -173,13 +181,41 @@ class KafkaAdmin:
                            or errors.admin_client_not_created(self._where(), said)) from None
             return client
 
+    def _offsets_consumer(self) -> Consumer:
+        """The consumer handle the offset lookups go through (see the module docstring); it never subscribes,
+        commits or fetches. Its ``group.id`` is the readers' (the user's ``kafka.group.id`` if set), so it needs
+        no permission the executors' consumers do not."""
+        with self._lock:
+            consumer = self._clients.get(_OFFSETS)
+            if consumer is None:
+                conf = self._client_conf()
+                conf.setdefault("group.id", LOOKUP_GROUP_ID)
+                conf["isolation.level"] = self._isolation
+                conf["enable.auto.commit"] = "false"
+                conf["error_cb"] = self._on_client_error
+                try:
+                    consumer = self._clients[_OFFSETS] = Consumer(conf)
+                except KafkaException as err:
+                    said = self._said(err)
+                    raise (key_unreadable(said, self._where())
+                           or errors.admin_client_not_created(self._where(), said)) from None
+            return consumer
+
+    def _lookup_pool(self) -> ThreadPoolExecutor:
+        with self._lock:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(_LOOKUP_THREADS, thread_name_prefix="samza-kafka-offsets")
+            return self._pool
+
     def _replace_client(self, use: str) -> None:
         """Retire ``use``'s client (see the module docstring); the next call makes a new one. The retired one is
-        kept referenced for a while so its pending requests end by their own timeouts, not by its destruction."""
+        kept referenced for a while so its pending requests end by their own timeouts, not by its destruction.
+        Planning's offset consumer goes with its AdminClient: either may be the one that stopped answering."""
         with self._lock:
-            client = self._clients.pop(use, None)
-            if client is not None:
-                self._retired = [*self._retired, client][-_RETIRED_KEPT:]
+            for name in (use, _OFFSETS) if use == _PLANNING else (use,):
+                client = self._clients.pop(name, None)
+                if client is not None:
+                    self._retired = [*self._retired, client][-_RETIRED_KEPT:]
 
     def _on_client_error(self, err: KafkaError) -> None:
         self._watch.on_error(err.name(), err.str())
@@ -187,9 +223,9 @@ class KafkaAdmin:
     def _security_failure(self) -> KafkaSourceError | None:
         """A clear error when the broker refused our credentials or certificate, or we do not speak its
         listener's protocol (``security_failures.py``): retrying cannot help, so it ends the call."""
-        admin = self._admin
-        if admin is not None:
-            admin.poll(0)  # serves error_cb and the log
+        for client in (self._admin, self._clients.get(_OFFSETS)):
+            if client is not None:
+                client.poll(0)  # serves error_cb and the log (the offset consumer is never polled otherwise)
         return self._watch.failure
 
     def _deadline(self) -> float:
@@ -341,22 +377,24 @@ class KafkaAdmin:
         return dict(sorted(out.items()))
 
     # ---- offsets ------------------------------------------------------------------------------------------
-    def _list_offsets(self, specs: dict[str, Callable[[TP], OffsetSpec]], tps: list[TP], left: float,
+    def _list_offsets(self, specs: dict[str, Callable[[TP], int]], tps: list[TP], left: float,
                       ) -> dict[str, dict[TP, Any]]:
         """One ListOffsets call per spec kind and :data:`OFFSETS_PER_CALL` partitions, all issued before
-        waiting (:func:`_request_offsets`). Missing partitions are omitted."""
+        waiting (:meth:`_issue_offsets`). Missing partitions are omitted."""
         return self._collect_offsets(self._issue_offsets(specs, tps, left), time.monotonic() + left)
 
-    def _issue_offsets(self, specs: dict[str, Callable[[TP], OffsetSpec]], tps: list[TP], left: float,
+    def _issue_offsets(self, specs: dict[str, Callable[[TP], int]], tps: list[TP], left: float,
                        ) -> dict[str, list[_OffsetsCall]]:
-        committed = self._isolation == "read_committed"
-        level = IsolationLevel.READ_COMMITTED if committed else IsolationLevel.READ_UNCOMMITTED
+        """Each kind's lookups (``spec(tp)`` is what ListOffsets asks: a time in ms, or :data:`_EARLIEST` /
+        :data:`_LATEST`), in calls of :data:`OFFSETS_PER_CALL` partitions handed to the lookup threads at once."""
+        deadline = time.monotonic() + left
+        consumer, pool = self._offsets_consumer(), self._lookup_pool()
         issued: dict[str, list[_OffsetsCall]] = {}
         for kind, spec in specs.items():
             issued[kind] = []
             for first in range(0, len(tps), OFFSETS_PER_CALL):
-                chunk = {TopicPartition(t, p): spec((t, p)) for t, p in tps[first:first + OFFSETS_PER_CALL]}
-                issued[kind].append((len(chunk), _request_offsets(self.admin, chunk, level, left)))
+                request = [TopicPartition(t, p, spec((t, p))) for t, p in tps[first:first + OFFSETS_PER_CALL]]
+                issued[kind].append((len(request), pool.submit(_look_up_offsets, consumer, request, deadline)))
         return issued
 
     @staticmethod
@@ -420,7 +458,7 @@ class KafkaAdmin:
             return {}
 
         def attempt(left: float) -> dict[TP, int | None]:
-            res = self._list_offsets({"ts": lambda tp: OffsetSpec.for_timestamp(int(requests[tp]))}, tps, left)["ts"]
+            res = self._list_offsets({"ts": lambda tp: int(requests[tp])}, tps, left)["ts"]
             unknown = sorted(tp for tp, info in res.items() if info.offset < -1)  # -1: no record; -1001: not known
             if unknown:
                 raise KafkaException(KafkaError(KafkaError.OFFSET_NOT_AVAILABLE,
@@ -488,10 +526,14 @@ class KafkaAdmin:
 
     # ---- lifecycle ----------------------------------------------------------------------------------------
     def close(self) -> None:
-        """Drop the admin clients (AdminClient has no close)."""
+        """Drop the clients (AdminClient has no close; the offset consumer never joined a group, so dropping it
+        is its close) and stop the lookup threads."""
         with self._lock:
             self._clients.clear()
             self._retired.clear()
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=False, cancel_futures=True)
 
     def __enter__(self) -> KafkaAdmin:
         return self
@@ -508,50 +550,45 @@ def _msg(err: BaseException | None) -> str:
     return str(err)
 
 
-def _request_offsets(client: AdminClient, specs: dict[TopicPartition, OffsetSpec], level: IsolationLevel,
-                     timeout: float) -> Any:
-    """One ListOffsets call for ``specs``: something whose ``result(timeout)`` is the whole answer,
-    ``TopicPartition`` -> ``ListOffsetsResultInfo`` or ``KafkaError``.
-
-    ``AdminClient.list_offsets`` hands that very answer out through one future per partition, each with a lock and
-    a condition of its own: 20,000 of them per trigger at 10,000 partitions, ~1 s per batch under cProfile (see
-    docs/performance.md). Its librdkafka binding, which it calls with one future for the whole request and then
-    splits that future's answer, is called here exactly as it calls it. That binding is private to confluent-kafka:
-    where it is missing or takes other arguments, the public call answers instead (:class:`_PerPartitionAnswers`),
-    slower and the same."""
-    if _LIST_OFFSETS_BINDING is not None and all(hasattr(spec, "_value") for spec in specs.values()):
-        future: Future = Future()
-        future.set_running_or_notify_cancel()
-        request = [TopicPartition(tp.topic, tp.partition, int(spec._value)) for tp, spec in specs.items()]
-        try:
-            _LIST_OFFSETS_BINDING(client, request, future, isolation_level_value=level.value, request_timeout=timeout)
-            return future
-        except (AttributeError, TypeError):
-            pass  # another confluent-kafka: the public call below
-    return _PerPartitionAnswers(client.list_offsets(specs, isolation_level=level, request_timeout=timeout))
+def _look_up_offsets(consumer: Consumer, request: list[TopicPartition], deadline: float,
+                     ) -> dict[TopicPartition, Any]:
+    """One ListOffsets lookup (``Consumer.offsets_for_times``: each partition's offset field holds what is asked):
+    ``TopicPartition`` -> the answered ``TopicPartition`` (its ``offset``) or its ``KafkaError``. A lookup whose
+    deadline passed while it waited for a thread is not sent: the attempt that issued it has given up on it, and a
+    retry's lookups would otherwise queue behind it."""
+    left = deadline - time.monotonic()
+    if left <= 0:
+        raise KafkaException(KafkaError(KafkaError._TIMED_OUT, "offset lookup not sent: its attempt timed out"))
+    try:
+        answered = consumer.offsets_for_times(request, timeout=left)
+    except KafkaException as err:
+        kerr = err.args[0] if err.args else None
+        if not (isinstance(kerr, KafkaError) and kerr.code() in _MISSING):
+            raise
+        return _missing_or_leaderless(consumer, request, kerr, deadline)
+    return {TopicPartition(tp.topic, tp.partition): (tp.error if tp.error is not None else tp) for tp in answered}
 
 
-class _PerPartitionAnswers:
-    """The public ``list_offsets``'s futures (one per partition) read as one answer, as the binding's future is."""
-
-    def __init__(self, futures: dict[TopicPartition, Future]) -> None:
-        self._futures = futures
-
-    def result(self, timeout: float) -> dict[TopicPartition, Any]:
-        deadline = time.monotonic() + timeout
-        out: dict[TopicPartition, Any] = {}
-        for tp, future in self._futures.items():
-            try:
-                out[tp] = future.result(timeout=max(0.001, deadline - time.monotonic()))
-            except KafkaException as err:
-                if not (err.args and isinstance(err.args[0], KafkaError)):
-                    raise
-                out[tp] = err.args[0]
-        return out
+def _missing_or_leaderless(consumer: Consumer, request: list[TopicPartition], err: KafkaError, deadline: float,
+                           ) -> dict[TopicPartition, Any]:
+    """librdkafka fails a whole lookup as "unknown partition" when it knows a leader for none of its partitions
+    (answered one by one, a partition that does not exist is "unknown" beside the others' offsets). Those the
+    cluster's metadata does not hold are left out as missing, as they are in a partial answer; if it holds any, that
+    partition is waiting for a leader it has not named yet, and the lookup is retried."""
+    metadata = consumer.list_topics(timeout=max(0.001, deadline - time.monotonic()))
+    waiting = [tp for tp in request
+               if tp.topic in metadata.topics and tp.partition in metadata.topics[tp.topic].partitions]
+    if waiting:
+        raise KafkaException(KafkaError(KafkaError.LEADER_NOT_AVAILABLE, f"no leader known for "
+                                        f"{_describe_tps([(tp.topic, tp.partition) for tp in waiting])} yet"))
+    return {TopicPartition(tp.topic, tp.partition): err for tp in request}
 
 
-_WATERMARK_SPECS: dict[str, Callable[[TP], OffsetSpec]] = {
-    "low": lambda _: OffsetSpec.earliest(), "high": lambda _: OffsetSpec.latest()}
+#: what ListOffsets asks for the log start and the log end (Kafka's EARLIEST_TIMESTAMP and LATEST_TIMESTAMP); the
+#: log end is the last stable offset under read_committed, the high watermark otherwise (the consumer's
+#: ``isolation.level``)
+_EARLIEST, _LATEST = -2, -1
+_WATERMARK_SPECS: dict[str, Callable[[TP], int]] = {"low": lambda _: _EARLIEST, "high": lambda _: _LATEST}
 
 
 def _low_high(res: dict[str, dict[TP, Any]], tps: list[TP]) -> dict[TP, tuple[int, int]]:

@@ -32,7 +32,7 @@ from confluent_kafka import Consumer, KafkaException
 from ...core.errors import InternalError
 from ...options.secrets import scrub
 from .. import errors
-from ..client_conf import isolation_level_of, with_callbacks
+from ..client_conf import LOOKUP_GROUP_ID, isolation_level_of, with_callbacks
 
 __all__ = [
     "ConsumerCache",
@@ -47,8 +47,7 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 DEFAULT_CAPACITY = 8
-# librdkafka wants a group.id even for assign(); nothing is ever committed with it.
-READER_GROUP_ID = "samza-source-reader"
+READER_GROUP_ID = LOOKUP_GROUP_ID
 
 # Always set by us, whatever the user passed: the reader decides positions, never the consumer.
 _FORCED = {

@@ -72,16 +72,8 @@ def test_unreachable_cluster_fails_within_the_api_timeout(caplog):
     assert SECRET not in str(info.value) and SECRET not in caplog.text
 
 
-@pytest.mark.parametrize("binding", ["librdkafka's binding", "the public list_offsets"])
-def test_watermarks_in_bulk_after_produce_and_delete_records(admin, kafka_broker, kafka_topic, binding, monkeypatch):
-    """Answered alike through confluent-kafka's private binding (one future per call) and, where a release lacks
-    it, through the public ``list_offsets`` (a future per partition), a partition that does not exist left out."""
-    from spark_samza_source.kafka.driver import admin as admin_module
-
-    if binding == "the public list_offsets":
-        monkeypatch.setattr(admin_module, "_LIST_OFFSETS_BINDING", None)
-    else:
-        assert admin_module._LIST_OFFSETS_BINDING is not None  # this confluent-kafka has it
+def test_watermarks_in_bulk_after_produce_and_delete_records(admin, kafka_broker, kafka_topic):
+    """Log start and end per partition, a partition that does not exist left out."""
     bs = kafka_broker.bootstrap_servers
     topic = kafka_topic(3)
     produce(bs, topic, [(None, b"v", None, p) for p in (0, 0, 0, 1, 1, 0) for _ in range(2)])
@@ -89,6 +81,15 @@ def test_watermarks_in_bulk_after_produce_and_delete_records(admin, kafka_broker
     assert marks == {(topic, 0): (0, 8), (topic, 1): (0, 4), (topic, 2): (0, 0)}  # partition 9 does not exist
     delete_records_before(bs, topic, 0, 5)
     assert admin.watermarks([(topic, 0), (topic, 1)]) == {(topic, 0): (5, 8), (topic, 1): (0, 4)}
+
+
+def test_a_lookup_of_partitions_that_all_do_not_exist_leaves_them_out(admin, kafka_topic):
+    """librdkafka fails a whole lookup as "unknown partition" when none of its partitions has a leader it knows;
+    where the metadata holds none of them either they are missing, as in a partial answer, not an outage."""
+    topic = kafka_topic(2)
+    assert admin.watermarks([(topic, 7), (topic, 8)]) == {}
+    assert admin.watermarks([("no-such-topic-xyz", 0)]) == {}
+    assert admin.offsets_for_times({(topic, 9): 0}) == {}
 
 
 def test_watermarks_and_topic_ids_together_answer_as_the_separate_calls(admin, kafka_broker, kafka_topic):

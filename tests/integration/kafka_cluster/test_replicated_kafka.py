@@ -134,6 +134,39 @@ def test_a_partition_leader_sigkilled_mid_batch_the_read_moves_to_the_new_leader
     cluster.wait_until_in_sync([topic])
 
 
+def tcp_connections_opened() -> int:
+    """TCP connections this network namespace has opened so far (``ActiveOpens``), refused ones included."""
+    for line in open("/proc/net/snmp"):
+        if line.startswith("Tcp:") and "ActiveOpens" not in line:
+            return int(line.split()[5])
+    raise RuntimeError("no Tcp line in /proc/net/snmp")
+
+
+def test_a_dead_leader_is_waited_for_with_backoff_not_reconnected_to_in_a_loop(kafka_cluster):
+    """The source's offset lookups while a partition's leader is dead and still named by the metadata (its port
+    refuses connections until the controllers fence it): librdkafka 2.16's AdminClient reconnected to such a node
+    about 16,000 times a second for as long as its ListOffsets waited, which on these 2-core machines starved the
+    kernel until the controllers stalled; the consumer handle the lookups now go through waits with the normal
+    reconnect backoff. The leader is the partition's only replica (it cannot move); not the active controller."""
+    from spark_samza_source.kafka.driver.admin import KafkaAdmin
+    from spark_samza_source.kafka.errors import KafkaSourceError
+
+    cluster = kafka_cluster
+    node = next(n for n in sorted(cluster.nodes) if n != cluster.active_controller())
+    topic = cluster.create_topic(unique_topic("dead-leader"), replicas=[[node]])
+    with KafkaAdmin({"bootstrap.servers": cluster.bootstrap_servers}, api_timeout_ms=3000) as admin:
+        assert admin.watermarks([(topic, 0)]) == {(topic, 0): (0, 0)}
+        cluster.kill(node)
+        before = tcp_connections_opened()
+        with pytest.raises(KafkaSourceError, match="did not complete within 3 s"):
+            admin.watermarks([(topic, 0)])
+        opened = tcp_connections_opened() - before
+    cluster.start_node(node)
+    cluster.wait_until_in_sync([topic])
+    print(f"\n{opened} connections opened in 3 s of lookups while {topic}[0]'s only replica, node {node}, was dead")
+    assert opened < 1000  # the loop made ~48,000; the whole suite beside it opens a few dozen
+
+
 def test_a_rolling_restart_with_growth_between_two_restarts_exactly_once_no_batch_failed(queries, kafka_cluster):
     """Every node restarted in turn with a controlled shutdown (SIGTERM: its leaderships move first), waiting for
     its replicas to catch up before the next, while a producer writes and the query reads; between the first and
