@@ -58,8 +58,6 @@ class RdkafkaMockCluster:
         lib.rd_kafka_mock_cluster_bootstraps.argtypes = [vp]
         lib.rd_kafka_mock_topic_create.argtypes = [vp, ctypes.c_char_p, ctypes.c_int, ctypes.c_int]
         lib.rd_kafka_mock_set_controller_id.argtypes = [vp, ctypes.c_int32]
-        lib.rd_kafka_mock_partition_set_leader.argtypes = [vp, ctypes.c_char_p, ctypes.c_int32, ctypes.c_int32]
-        lib.rd_kafka_mock_broker_set_down.argtypes = [vp, ctypes.c_int32]
         self._lib = lib
         errstr = ctypes.create_string_buffer(512)
         conf = lib.rd_kafka_conf_new()
@@ -80,19 +78,6 @@ class RdkafkaMockCluster:
         err = self._lib.rd_kafka_mock_topic_create(self._mc, name.encode(), partitions, replication_factor)
         if err != 0:
             raise RuntimeError(f"rd_kafka_mock_topic_create({name!r}) failed: {ck.KafkaError(err)}")
-
-    def set_leader(self, topic: str, partition: int, broker_id: int) -> None:
-        """Make ``broker_id`` the partition's leader (the metadata says so from now on)."""
-        err = self._lib.rd_kafka_mock_partition_set_leader(self._mc, topic.encode(), partition, broker_id)
-        if err != 0:
-            raise RuntimeError(f"rd_kafka_mock_partition_set_leader failed: {ck.KafkaError(err)}")
-
-    def set_down(self, broker_id: int) -> None:
-        """Broker ``broker_id`` drops its connections and takes no new ones, while the metadata still names it
-        (what a killed broker looks like until the controllers fence it)."""
-        err = self._lib.rd_kafka_mock_broker_set_down(self._mc, broker_id)
-        if err != 0:
-            raise RuntimeError(f"rd_kafka_mock_broker_set_down failed: {ck.KafkaError(err)}")
 
     def close(self) -> None:
         if self._mc:
