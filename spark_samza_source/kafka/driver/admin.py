@@ -101,6 +101,13 @@ _MOMENTARY_GRACE_S = 5.0
 # retired clients kept referenced a while: destroying a client whose requests are still pending fails them at once
 _RETIRED_KEPT = 3
 _PLANNING, _GROUP_MIRROR, _OFFSETS = "planning", "group mirror", "offset lookups"
+#: How long one DescribeTopics (topic IDs, every trigger) may wait. librdkafka 2.16 sends it to the node it takes
+#: for the controller, and while that node is dead (its port refusing, before the controllers fence it) the
+#: AdminClient reconnects to it in a loop without backoff (~13,000 attempts a second, measured) until the request
+#: times out: a short request bounds that, the attempt's timeout retires the client, and the next one asks the live
+#: nodes afresh. A live node answers in milliseconds; one that is slow to (thousands of partitions on a loaded
+#: driver) gets twice the time at each timeout, up to the maximum.
+_DESCRIBE_ATTEMPT_S, _DESCRIBE_ATTEMPT_MAX_S = 3.0, 60.0
 #: offset lookups in flight at once: 10,000 partitions' watermarks are 40 calls of OFFSETS_PER_CALL, each mostly a
 #: wait on the broker with the GIL released
 _LOOKUP_THREADS = 8
@@ -133,6 +140,7 @@ class KafkaAdmin:
         self._clients: dict[str, Any] = {}  # per use: planning, group mirror (AdminClients), offsets (a Consumer)
         self._retired: list[Any] = []
         self._pool: ThreadPoolExecutor | None = None  # runs the offset lookups side by side
+        self._describe_s = _DESCRIBE_ATTEMPT_S
         # what librdkafka reports about our security settings (a refused password, an untrusted certificate ...)
         self._watch = SecurityWatch(self._conf, self._where(), token_provider_option=OAUTHBEARER_TOKEN_PROVIDER.name)
         self._answered = False  # a call has succeeded: the cluster took our credentials
@@ -249,6 +257,7 @@ class KafkaAdmin:
         last: BaseException | None = None
         momentary = False  # the last failure was leadership moving (see _MOMENTARY)
         warned = False  # one line per call that has to retry: operators see an outage while it is ridden out
+        renewed = started  # when the clients were last replaced (below)
         while True:
             left = deadline - time.monotonic()
             if left <= 0:
@@ -270,6 +279,12 @@ class KafkaAdmin:
                 if kerr is not None and kerr.code() == KafkaError._TIMED_OUT:
                     self._replace_client(use)
                     stretch *= 2
+                elif momentary and time.monotonic() - renewed >= _MOMENTARY_GRACE_S:
+                    # leadership that stays "moving" past the grace may be this client's stale view of it (a
+                    # consumer handle's ListOffsets kept going to a node that had handed its partitions over):
+                    # a new client asks the live nodes afresh
+                    self._replace_client(use)
+                    renewed = time.monotonic()
             except TimeoutError as err:  # concurrent.futures.TimeoutError is TimeoutError on 3.11
                 last, momentary = err, False
                 self._replace_client(use)
@@ -359,21 +374,25 @@ class KafkaAdmin:
         return self._retrying(f"topic IDs of {_describe_topics(wanted)}", attempt)
 
     def _describe(self, wanted: list[str], left: float) -> dict[str, Any]:
-        return self.admin.describe_topics(TopicCollection(wanted), request_timeout=left)
+        """DescribeTopics, waiting at most :attr:`_describe_s` (see :data:`_DESCRIBE_ATTEMPT_S`)."""
+        return self.admin.describe_topics(TopicCollection(wanted), request_timeout=min(left, self._describe_s))
 
-    @staticmethod
-    def _collect_topic_ids(futures: Mapping[str, Any], deadline: float) -> dict[str, str]:
+    def _collect_topic_ids(self, futures: Mapping[str, Any], deadline: float) -> dict[str, str]:
         out: dict[str, str] = {}
         for name, fut in futures.items():
             try:
                 desc = fut.result(timeout=max(0.001, deadline - time.monotonic()))
             except KafkaException as err:
-                if err.args and isinstance(err.args[0], KafkaError) and err.args[0].code() in _MISSING:
+                code = err.args[0].code() if err.args and isinstance(err.args[0], KafkaError) else None
+                if code in _MISSING:
                     continue
+                if code == KafkaError._TIMED_OUT:  # a slow answer gets twice the time next (none of a dead node)
+                    self._describe_s = min(self._describe_s * 2, _DESCRIBE_ATTEMPT_MAX_S)
                 raise
             topic_id = str(desc.topic_id) if desc.topic_id is not None else ""
             if topic_id and topic_id != _ZERO_TOPIC_ID:
                 out[name] = topic_id
+        self._describe_s = _DESCRIBE_ATTEMPT_S
         return dict(sorted(out.items()))
 
     # ---- offsets ------------------------------------------------------------------------------------------
