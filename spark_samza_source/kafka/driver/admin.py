@@ -572,9 +572,24 @@ def _msg(err: BaseException | None) -> str:
 def _look_up_offsets(consumer: Consumer, request: list[TopicPartition], deadline: float,
                      ) -> dict[TopicPartition, Any]:
     """One ListOffsets lookup (``Consumer.offsets_for_times``: each partition's offset field holds what is asked):
-    ``TopicPartition`` -> the answered ``TopicPartition`` (its ``offset``) or its ``KafkaError``. A lookup whose
-    deadline passed while it waited for a thread is not sent: the attempt that issued it has given up on it, and a
-    retry's lookups would otherwise queue behind it."""
+    ``TopicPartition`` -> the answered ``TopicPartition`` (its ``offset``) or its ``KafkaError``.
+
+    A consumer handle asks the leaders its metadata cache names, and that cache may predate a topic's growth (the
+    planner learns of a new partition from a fresh listing): a partition answered as unknown is asked again once
+    after its topic's metadata is refreshed, and only then left out as missing."""
+    answers = _ask_offsets(consumer, request, deadline)
+    unknown = [tp for tp in request if _is_missing(answers[TopicPartition(tp.topic, tp.partition)])]
+    if unknown:
+        for topic in sorted({tp.topic for tp in unknown}):
+            consumer.list_topics(topic, timeout=max(0.001, deadline - time.monotonic()))
+        answers.update(_ask_offsets(consumer, unknown, deadline))
+    return answers
+
+
+def _ask_offsets(consumer: Consumer, request: list[TopicPartition], deadline: float) -> dict[TopicPartition, Any]:
+    """``offsets_for_times`` with what is left of ``deadline``. A lookup whose deadline passed while it waited for a
+    thread is not sent: the attempt that issued it has given up on it, and a retry's lookups would otherwise queue
+    behind it."""
     left = deadline - time.monotonic()
     if left <= 0:
         raise KafkaException(KafkaError(KafkaError._TIMED_OUT, "offset lookup not sent: its attempt timed out"))
@@ -586,6 +601,10 @@ def _look_up_offsets(consumer: Consumer, request: list[TopicPartition], deadline
             raise
         return _missing_or_leaderless(consumer, request, kerr, deadline)
     return {TopicPartition(tp.topic, tp.partition): (tp.error if tp.error is not None else tp) for tp in answered}
+
+
+def _is_missing(answer: Any) -> bool:
+    return isinstance(answer, KafkaError) and answer.code() in _MISSING
 
 
 def _missing_or_leaderless(consumer: Consumer, request: list[TopicPartition], err: KafkaError, deadline: float,
