@@ -124,21 +124,30 @@ def delete_stream(client, name: str) -> None:
 
 def recreate_stream(client, name: str, shards: int, *, timeout_s: float = TIMEOUT_S) -> None:
     """Delete stream ``name`` and create it again under the same name, with a creation time (and so an identity)
-    of its own: kinesalite keeps whole seconds, so the next second is waited for; a stream still being deleted
-    is retried until ``timeout_s``."""
-    created = client.describe_stream_summary(StreamName=name)["StreamDescriptionSummary"]["StreamCreationTimestamp"]
-    delete_stream(client, name)
-    while int(time.time()) <= int(created.timestamp()):
-        time.sleep(0.05)
+    of its own. kinesalite reports creation times in whole seconds and behind the clock (2-3 s, measured): a
+    stream re-created within the same reported second kept the old one's creation time, so the source could not
+    tell the two apart (real Kinesis reports milliseconds). So the stream is deleted and created again until its
+    creation time differs; a stream still being deleted is retried, all until ``timeout_s``."""
+    def created_at():
+        return client.describe_stream_summary(StreamName=name)["StreamDescriptionSummary"]["StreamCreationTimestamp"]
+
+    old = created_at()
     deadline = deadline_after(timeout_s)
     while True:
-        try:
-            create_stream(client, name, shards, timeout_s=timeout_s)
+        delete_stream(client, name)
+        while True:
+            try:
+                create_stream(client, name, shards, timeout_s=timeout_s)
+                break
+            except client.exceptions.ResourceInUseException:  # still being deleted
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.25)
+        if created_at() != old:
             return
-        except client.exceptions.ResourceInUseException:  # still being deleted
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.25)
+        if time.monotonic() > deadline:
+            raise AssertionError(f"stream {name!r} re-created for {timeout_s:g}s kept its creation time {old}")
+        time.sleep(0.25)
 
 
 def list_shards(client, stream: str) -> list[dict[str, Any]]:
