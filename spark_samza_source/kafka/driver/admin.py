@@ -650,16 +650,19 @@ def _describe_topics(topics: list[str], limit: int = 6) -> str:
 
 
 def _describe_tps(tps: list[TP], limit: int = 6) -> str:
-    """``orders[0,1,2], clicks[3]``, shortened for thousands of partitions."""
+    """``orders[0,1,2], clicks[3]``, shortened for thousands of partitions and for hundreds of topics (a
+    ``subscribePattern`` job's error named all 100 topics of a 10,000-partition job, 6 KB of one line)."""
     by_topic: dict[str, list[int]] = {}
     for t, p in tps:
         by_topic.setdefault(t, []).append(p)
     parts = []
-    for t, ps in sorted(by_topic.items()):
+    for t, ps in sorted(by_topic.items())[:limit]:
         shown = ",".join(str(p) for p in sorted(ps)[:limit])
         if len(ps) > limit:
             shown += f",... ({len(ps)} partitions)"
         parts.append(f"{t}[{shown}]")
+    if len(by_topic) > limit:
+        parts.append(f"... ({len(by_topic)} topics, {len(tps)} partitions)")
     return ", ".join(parts)
 
 
