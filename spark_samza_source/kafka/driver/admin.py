@@ -173,41 +173,43 @@ class KafkaAdmin:
         return self._clients.get(_PLANNING)
 
     def _client(self, use: str) -> AdminClient:
-        with self._lock:
-            client = self._clients.get(use)
-            if client is None:
-                conf = self._client_conf()
-                # Consumer-only properties would only produce librdkafka warnings on an admin (producer) handle.
-                for key in ("isolation.level", "group.id", "auto.offset.reset", "enable.auto.commit"):
-                    conf.pop(key, None)
-                conf["error_cb"] = self._on_client_error
-                try:
-                    client = self._clients[use] = AdminClient(conf)
-                except KafkaException as err:
-                    said = self._said(err)
-                    raise (key_unreadable(said, self._where())
-                           or errors.admin_client_not_created(self._where(), said)) from None
-            return client
+        def settings() -> dict[str, Any]:
+            conf = self._client_conf()
+            # Consumer-only properties would only produce librdkafka warnings on an admin (producer) handle.
+            for key in ("isolation.level", "group.id", "auto.offset.reset", "enable.auto.commit"):
+                conf.pop(key, None)
+            return conf
+
+        return self._made(use, AdminClient, settings)
 
     def _offsets_consumer(self) -> Consumer:
         """The consumer handle the offset lookups go through (see the module docstring); it never subscribes,
         commits or fetches. Its ``group.id`` is the readers' (the user's ``kafka.group.id`` if set), so it needs
         no permission the executors' consumers do not."""
+        def settings() -> dict[str, Any]:
+            conf = self._client_conf()
+            conf.setdefault("group.id", LOOKUP_GROUP_ID)
+            conf["isolation.level"] = self._isolation
+            conf["enable.auto.commit"] = "false"
+            return conf
+
+        return self._made(_OFFSETS, Consumer, settings)
+
+    def _made(self, name: str, kind: Callable[[dict[str, Any]], Any], settings: Callable[[], dict[str, Any]]) -> Any:
+        """The client kept under ``name``, made as ``kind(settings())`` when there is none; librdkafka's refusal
+        of the configuration is reported without a secret of it."""
         with self._lock:
-            consumer = self._clients.get(_OFFSETS)
-            if consumer is None:
-                conf = self._client_conf()
-                conf.setdefault("group.id", LOOKUP_GROUP_ID)
-                conf["isolation.level"] = self._isolation
-                conf["enable.auto.commit"] = "false"
+            client = self._clients.get(name)
+            if client is None:
+                conf = settings()
                 conf["error_cb"] = self._on_client_error
                 try:
-                    consumer = self._clients[_OFFSETS] = Consumer(conf)
+                    client = self._clients[name] = kind(conf)
                 except KafkaException as err:
                     said = self._said(err)
                     raise (key_unreadable(said, self._where())
                            or errors.admin_client_not_created(self._where(), said)) from None
-            return consumer
+            return client
 
     def _lookup_pool(self) -> ThreadPoolExecutor:
         with self._lock:
