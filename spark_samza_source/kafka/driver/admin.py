@@ -73,7 +73,7 @@ log = logging.getLogger(__name__)
 
 DEFAULT_API_TIMEOUT_MS = 30_000
 _RETRY_BACKOFF_S = 0.2
-_MIN_ATTEMPT_S = 10.0  # each attempt of a retried call gets max(this, timeout / 6), at most what is left
+_ATTEMPT_S = 10.0  # each attempt of a retried call gets this (doubled after each timeout), at most what is left
 # until the cluster has answered this client once: a broker refusing our login (librdkafka retries it inside the
 # call) is reported after this, not after a whole attempt
 _FIRST_CONTACT_ATTEMPT_S = 2.0
@@ -244,17 +244,18 @@ class KafkaAdmin:
     def _retrying(self, what: str, fn: Callable[[float], T], use: str = _PLANNING) -> T:
         """Run ``fn(seconds)``, retrying retriable Kafka errors until the API timeout; raise a clear error.
 
-        Each attempt gets at most max(10 s, timeout / 6): a broker that is down makes librdkafka wait out the
-        whole timeout it is given, and the first failure is logged (once per call) while retries go on. Until the
-        cluster has answered once, attempts last 2 s, so that credentials it refuses (which librdkafka retries
-        inside the call) fail the call within seconds; a slow first answer is waited for, unlogged, meanwhile.
+        Each attempt gets 10 s, whatever the whole timeout: a client whose view of the cluster is stale (a
+        leader that died, a node cut off) waits out the whole time it is given, and only a new client asks the
+        live nodes afresh, so a long ``endpoint.retryTimeout`` must not mean a long wait before that happens. The
+        first failure is logged (once per call) while retries go on. Until the cluster has answered once,
+        attempts last 2 s, so that credentials it refuses (which librdkafka retries inside the call) fail the call
+        within seconds; a slow first answer is waited for, unlogged, meanwhile.
 
         An attempt that timed out gives the next one twice its time: a call whose answer takes longer than a slice
-        (the watermarks of 10,000 partitions on a loaded driver took more than 10 s, issue #46) would otherwise
-        time out, and retire its client, at every attempt until the deadline, and fail a query the cluster serves."""
+        (the watermarks of 10,000 partitions on a loaded driver took more than 10 s) would otherwise time out, and
+        retire its client, at every attempt until the deadline, and fail a query the cluster serves."""
         started = time.monotonic()
         deadline = self._deadline()
-        slice_s = max(_MIN_ATTEMPT_S, self._timeout_s / 6)
         stretch = 1  # doubled by every attempt that timed out (below)
         last: BaseException | None = None
         momentary = False  # the last failure was leadership moving (see _MOMENTARY)
@@ -266,7 +267,7 @@ class KafkaAdmin:
                 break
             try:
                 # Attempts in slices, so an outage is seen (and logged) while it is ridden out, not only at the end.
-                result = fn(min(left, (slice_s if self._answered else _FIRST_CONTACT_ATTEMPT_S) * stretch))
+                result = fn(min(left, (_ATTEMPT_S if self._answered else _FIRST_CONTACT_ATTEMPT_S) * stretch))
                 self._answered = True
                 self._watch.answered()
                 return result
@@ -296,7 +297,7 @@ class KafkaAdmin:
                 raise refused
             left = deadline - time.monotonic()
             waited = time.monotonic() - started
-            if not warned and left > 0 and (self._answered or waited >= slice_s) \
+            if not warned and left > 0 and (self._answered or waited >= _ATTEMPT_S) \
                     and (not momentary or waited >= _MOMENTARY_GRACE_S):
                 warned = True
                 log.warning("Kafka operation '%s' failed %s: %s; retrying for up to %.0f s more%s", what,

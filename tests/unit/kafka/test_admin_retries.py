@@ -139,18 +139,38 @@ def test_a_timed_out_attempt_retires_its_client_and_the_next_attempt_gets_a_new_
 
 
 def test_an_attempt_that_timed_out_gives_the_next_one_twice_its_time():
-    """A call slower than one attempt's slice (the watermarks of 10,000 partitions on a loaded driver: issue #46)
-    is answered by a later, longer attempt instead of timing out at every attempt until the deadline."""
+    """A call slower than one attempt's slice (the watermarks of 10,000 partitions on a loaded driver) is answered
+    by a later, longer attempt instead of timing out at every attempt until the deadline."""
     admin = KafkaAdmin({"bootstrap.servers": "127.0.0.1:1"}, api_timeout_ms=120_000)
-    admin._answered = True  # the cluster answered this client before: attempts are 20 s slices (120 s / 6)
+    admin._answered = True  # the cluster answered this client before: attempts start at 10 s
     given = []
 
     def attempt(left: float) -> str:
         given.append(left)
-        if left < 50:  # the answer takes 50 s
+        if left < 30:  # the answer takes 30 s
             raise TimeoutError()
         return "answer"
 
     assert admin._retrying("watermarks", attempt) == "answer"
-    assert [round(s) for s in given] == [20, 40, 80]
+    assert [round(s) for s in given] == [10, 20, 40]
+    admin.close()
+
+
+def test_a_long_retry_timeout_does_not_lengthen_the_first_attempts():
+    """A client with a stale view of the cluster waits out whatever time it is given; with a retry timeout of 10
+    minutes (set to ride out a long outage) a stuck first attempt still gives way to a new client after 10 s."""
+    admin = KafkaAdmin({"bootstrap.servers": "127.0.0.1:1"}, api_timeout_ms=600_000)
+    admin._answered = True
+    given, clients = [], []
+
+    def attempt(left: float) -> str:
+        given.append(left)
+        clients.append(admin.admin)
+        if len(given) == 1:
+            raise TimeoutError()  # stuck on a dead leader until its time ran out
+        return "answer"
+
+    assert admin._retrying("watermarks", attempt) == "answer"
+    assert [round(s) for s in given] == [10, 20]
+    assert clients[0] is not clients[1]
     admin.close()
