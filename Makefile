@@ -59,10 +59,9 @@ TEST_WORKERS ?= 3
 # longest first by tests/module_times.tsv (devkit/samza_devkit/module_order.py).
 XDIST_ARGS = $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder)
 # Three replicated Apache Kafka nodes under running queries (leaders killed, a rolling restart, an unclean election,
-# a follower cut off, transactions across their coordinator's loss): still out of `make test`. Leaner since (faster
-# fencing and ISR settings, serial-GC JVMs, fewer records, no two controllers down at once), but its runs on a
-# machine shared at loads of 10-500 took 10-28 minutes, so nothing shows yet that it fits the suite's budget;
-# `make test-replicated` runs it (its docstring lists the settings and why).
+# a follower cut off, transactions across their coordinator's loss): part of `make test`, one module fixture for all
+# of them, started first (the longest module). `make test-replicated` runs that module alone (its docstring lists
+# the settings and why).
 REPLICATED_TESTS = tests/integration/kafka_cluster
 # Jobs at the scale of big users (issue #46): a samza-kafka query over 100 topics x 100 partitions on Apache Kafka,
 # a samza-kinesis query over 1,000 shards; each module is minutes of two cores on its own, so `make test-scale` runs
@@ -70,7 +69,7 @@ REPLICATED_TESTS = tests/integration/kafka_cluster
 SCALE_TESTS = tests/integration/scale
 # pytest exits 5 when it collected no test: that must fail, never pass silently.
 test: setup
-	$(PY) -m pytest $(XDIST_ARGS) --ignore=$(REPLICATED_TESTS) --ignore=$(SCALE_TESTS) $(PYTEST_ARGS)
+	$(PY) -m pytest $(XDIST_ARGS) --ignore=$(SCALE_TESTS) $(PYTEST_ARGS)
 
 test-replicated: setup
 	$(PY) -m pytest -p no:cacheprovider $(REPLICATED_TESTS) $(PYTEST_ARGS)
