@@ -29,7 +29,7 @@ from samza_devkit.checkpoint_log import batch_figures, committed_batches, offset
 from samza_devkit.fault_harness import exactly_once
 from samza_devkit.kafka_helpers import add_partitions, create_topics, produce
 from samza_devkit.kafka_query_harness import KafkaQueryHarness
-from spark_samza_source.core.jobmodel import JobModel
+from spark_samza_source.core.jobmodel_store import JobModelStore
 from spark_samza_source.core.model import SystemStreamPartition
 from spark_samza_source.core.startpoint import StartpointOldest
 from spark_samza_source.metadata import open_store
@@ -97,9 +97,10 @@ def _sink_size(spark, sink: str) -> int:
 
 
 def _model_partitions(kq: KafkaQueryHarness) -> int:
-    """The SSPs of the job model the running query last planned with (its store)."""
-    value = open_store(kq.store_uri, kq.job).get("jobmodel", "current")
-    return 0 if value is None else len(JobModel.from_json(value).ssp_to_task())
+    """The SSPs of the job model the running query last planned with (its store), read as the source reads it: a
+    model of 10,000 partitions is stored in compressed chunks behind a pointer record."""
+    model = JobModelStore(open_store(kq.store_uri, kq.job)).current()
+    return 0 if model is None else len(model.ssp_to_task())
 
 
 def _group_tool_rows(broker, group: str) -> dict[tuple[str, int], tuple[int, int, int]]:
