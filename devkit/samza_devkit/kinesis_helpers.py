@@ -57,6 +57,7 @@ __all__ = [
     "unique_stream_name",
     "create_stream",
     "wait_active",
+    "wait_until_new_shards_exist_now",
     "delete_stream",
     "list_shards",
     "hash_key_of",
@@ -269,12 +270,46 @@ def split_shard(client, stream: str, shard_id: str, new_starting_hash_key: str |
             raise KeyError(f"no shard {shard_id} in stream {stream!r}")
     client.split_shard(StreamName=stream, ShardToSplit=shard_id, NewStartingHashKey=str(new_starting_hash_key))
     wait_active(client, stream)
+    wait_until_new_shards_exist_now(client, stream)
     return str(new_starting_hash_key)
 
 
 def merge_shards(client, stream: str, shard_id: str, adjacent_shard_id: str) -> None:
     client.merge_shards(StreamName=stream, ShardToMerge=shard_id, AdjacentShardToMerge=adjacent_shard_id)
     wait_active(client, stream)
+    wait_until_new_shards_exist_now(client, stream)
+
+
+# kinesalite's sequence numbers (version 2): hex "2", 9 hex digits of the shard's creation time in seconds, ...,
+# "2" at the end; 47 hex digits in all
+_KINESALITE_SEQUENCE_HEX_DIGITS = 47
+_FUTURE_CREATION_BRIDGED_S = 2.0
+
+
+def kinesalite_shard_created_s(starting_sequence: str) -> int | None:
+    """The creation time (epoch seconds) kinesalite encodes in a shard's ``StartingSequenceNumber``, or None for
+    a sequence number in another emulator's format."""
+    digits = format(int(starting_sequence), "x")
+    if len(digits) != _KINESALITE_SEQUENCE_HEX_DIGITS or digits[0] != "2" or digits[-1] != "2":
+        return None
+    return int(digits[1:10], 16)
+
+
+def wait_until_new_shards_exist_now(client, stream: str) -> None:
+    """Bridge kinesalite's future-dated children. kinesalite creates the children of a split or merge "1 s from
+    now" (whole seconds) and stamps a record put into a shard with max(its clock, the shard's creation time), so
+    for up to a second after a reshard the children's records carry an ``ApproximateArrivalTimestamp`` in the
+    future. AWS stamps a record when it arrives. A ``Trigger.AvailableNow`` run reads the records that arrived
+    before it started, and would leave such records for a later run: wait until every open shard's creation time
+    has passed, so records put after a reshard are stamped as AWS stamps them (docs/kinesis-emulators.md)."""
+    created = [kinesalite_shard_created_s(s["SequenceNumberRange"]["StartingSequenceNumber"])
+               for s in list_shards(client, stream) if "EndingSequenceNumber" not in s["SequenceNumberRange"]]
+    latest = max((c for c in created if c is not None), default=None)
+    if latest is None:
+        return
+    wait = latest - time.time()
+    if 0 < wait <= _FUTURE_CREATION_BRIDGED_S:  # further ahead is not the future-dating bridged here
+        time.sleep(wait + 0.01)
 
 
 def read_shard_raw(client, stream: str, shard_id: str, *, iterator_type: str = "TRIM_HORIZON",

@@ -289,3 +289,32 @@ def test_moto_fix_serializes_concurrent_puts_and_gets(fixed_moto, aws_region):
     got = kh.read_shard_raw(setup, stream, sid(0))
     sequences = [r["SequenceNumber"] for r in got]
     assert len(got) == 4 * 20 * 50 and len(set(sequences)) == len(sequences)
+
+
+@pytest.mark.both_emulators
+@pytest.mark.kinesis_mock_too
+def test_records_put_right_after_a_reshard_are_stamped_when_they_arrive(kinesis, make_stream):
+    """The devkit's split and merge wait out kinesalite's future-dated children (their records would otherwise
+    carry an ApproximateArrivalTimestamp up to a second ahead, which an AvailableNow run started in that second
+    leaves for a later run). On every emulator a record put at once after a reshard is stamped no later than a
+    read that follows it, as AWS stamps records when they arrive."""
+    stream = make_stream(1)
+    kh.split_shard(kinesis, stream, sid(0))
+    after_split = time.time()
+    kh.put_records(kinesis, stream, [b"after-split"], explicit_hash_key=0)
+    kh.merge_shards(kinesis, stream, sid(1), sid(2))
+    kh.put_records(kinesis, stream, [b"after-merge"], explicit_hash_key=0)
+    read_at = time.time()
+    stamps = {r["Data"]: r["ApproximateArrivalTimestamp"].timestamp()
+              for shard in (sid(1), sid(3)) for r in kh.read_shard_raw(kinesis, stream, shard)}
+    assert set(stamps) == {b"after-split", b"after-merge"}
+    assert all(after_split - 1.0 <= stamp <= read_at + 0.01 for stamp in stamps.values()), (stamps, read_at)
+
+
+def test_kinesalite_creation_time_is_read_from_its_sequence_numbers_only():
+    created = 1_796_009_974
+    kinesalite_start = int("2" + format(created, "09x") + "1" + "0" * 16 + "00" + format(created, "09x")
+                           + "00000001" + "2", 16)
+    assert kh.kinesalite_shard_created_s(str(kinesalite_start)) == created
+    assert kh.kinesalite_shard_created_s("1") is None  # moto's counters
+    assert kh.kinesalite_shard_created_s("9223372036854775807") is None
