@@ -27,7 +27,9 @@ after a node is lost: DescribeTopics keeps being routed to the controller it las
 controller" until the whole retry time runs out), and after the group coordinator's node restarts every later
 OffsetCommit from the same client times out. An attempt that times out therefore retires its client and the next
 attempt makes a new one, which asks the live brokers afresh. The consumer-group mirror has a client of its own, so
-its failures (a mirror for tools, never allowed to fail the query) cannot wedge the client every trigger plans with.
+its failures (a mirror for tools, never allowed to fail the query) cannot wedge the client every trigger plans with;
+it is a consumer handle of the group's, not an AdminClient (``group_client.py``: librdkafka's AdminClient aborts
+the process when a group request that timed out meets its coordinator coming back).
 
 Clients are created lazily: building a ``KafkaAdmin`` does no I/O, so it is cheap in ``__init__`` of a reader.
 """
@@ -44,7 +46,6 @@ from typing import Any, TypeVar
 
 from confluent_kafka import (
     Consumer,
-    ConsumerGroupTopicPartitions,
     KafkaError,
     KafkaException,
     TopicCollection,
@@ -66,6 +67,7 @@ from ..options import (
     SUBSCRIBE,
 )
 from ..security_failures import SecurityWatch, WatchingLogger, key_unreadable
+from .group_client import GroupClient
 
 __all__ = ["KafkaAdmin", "DEFAULT_API_TIMEOUT_MS", "isolation_level_of"]
 
@@ -100,7 +102,9 @@ _MOMENTARY = {KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILAB
 _MOMENTARY_GRACE_S = 5.0
 # retired clients kept referenced a while: destroying a client whose requests are still pending fails them at once
 _RETIRED_KEPT = 3
-_PLANNING, _GROUP_MIRROR, _OFFSETS = "planning", "group mirror", "offset lookups"
+_PLANNING, _OFFSETS = "planning", "offset lookups"
+#: what a group with active members answers an OffsetCommit from outside it (generation -1, no member id)
+_GROUP_BUSY = KafkaError.UNKNOWN_MEMBER_ID
 #: How long one DescribeTopics (topic IDs, every trigger) may wait. librdkafka 2.16 sends it to the node it takes
 #: for the controller, and while that node is dead (its port refusing, before the controllers fence it) the
 #: AdminClient reconnects to it in a loop without backoff (~13,000 attempts a second, measured) until the request
@@ -137,7 +141,7 @@ class KafkaAdmin:
         self._timeout_option = timeout_option  # the option that set api_timeout_ms, named in timeout errors
         self._timeout_s = max(0.001, api_timeout_ms / 1000.0)
         self._isolation = isolation_level_of(self._conf)
-        self._clients: dict[str, Any] = {}  # per use: planning, group mirror (AdminClients), offsets (a Consumer)
+        self._clients: dict[str, Any] = {}  # per use: planning (AdminClient), offsets (Consumer), a group's mirror
         self._retired: list[Any] = []
         self._pool: ThreadPoolExecutor | None = None  # runs the offset lookups side by side
         self._describe_s = _DESCRIBE_ATTEMPT_S
@@ -490,61 +494,67 @@ class KafkaAdmin:
         return self._retrying(f"offsets for timestamps of {_describe_tps(tps)}", attempt)
 
     # ---- consumer group mirror ----------------------------------------------------------------------------
+    def _group_client(self, group_id: str) -> GroupClient:
+        """The handle that writes and reads ``group_id``'s offsets (``group_client.py``: not the AdminClient)."""
+        def settings() -> dict[str, Any]:
+            conf = self._client_conf()
+            conf["group.id"] = group_id
+            return conf
+
+        return self._made(_group_use(group_id), GroupClient, settings)
+
     def commit_group_offsets(self, group_id: str, offsets: Mapping[TP, int]) -> None:
         """Commit ``offsets`` (next offset to read, Kafka convention) to consumer group ``group_id``.
 
         A mirror for standard lag tools (``kafka-consumer-groups``, Burrow, ...), written the way Kafka's own
-        ``kafka-consumer-groups --reset-offsets`` does: ``AdminClient.alter_consumer_group_offsets`` (an
-        OffsetCommit from outside the group, to its coordinator), so no consumer and no poll loop is needed.
-        Kafka accepts it only while the group has no active members; a group some other consumer is running in
-        answers UNKNOWN_MEMBER_ID, reported here as such (why Spark warns against sharing a group id).
+        ``kafka-consumer-groups --reset-offsets`` does: an OffsetCommit from outside the group, to its coordinator,
+        so no consumer joins and no poll loop runs between batches. Kafka accepts it only while the group has no
+        active members; a group some other consumer is running in answers UNKNOWN_MEMBER_ID, reported here as
+        such (why Spark warns against sharing a group id).
         """
         if not offsets:
             return
         tps = sorted(offsets)
         what = f"commit offsets of group '{group_id}' for {_describe_tps(tps)}"
-        request = ConsumerGroupTopicPartitions(group_id, [TopicPartition(t, p, int(offsets[(t, p)])) for t, p in tps])
+        request = [TopicPartition(t, p, int(offsets[(t, p)])) for t, p in tps]
 
         def attempt(left: float) -> None:
-            futures = self._client(_GROUP_MIRROR).alter_consumer_group_offsets([request], request_timeout=left)
             try:
-                result = futures[group_id].result(timeout=left + 1)
+                answered = self._group_client(group_id).commit(request, left)
             except KafkaException as err:
                 kerr = err.args[0] if err.args and isinstance(err.args[0], KafkaError) else None
-                if kerr is not None and kerr.code() == KafkaError.UNKNOWN_MEMBER_ID:
-                    raise errors.group_has_active_members(
-                        group_id, self._where(), group_id_option=KAFKA_GROUP_ID.name,
-                        group_id_prefix_option=GROUP_ID_PREFIX.name) from None
+                if kerr is not None and kerr.code() == _GROUP_BUSY:
+                    raise self._group_busy(group_id) from None
                 raise
-            bad = [tp for tp in result.topic_partitions or [] if tp.error is not None]
+            bad = [tp for tp in answered if tp.error is not None]
             if bad:
-                if bad[0].error.code() == KafkaError.UNKNOWN_MEMBER_ID:
-                    raise errors.group_has_active_members(
-                        group_id, self._where(), group_id_option=KAFKA_GROUP_ID.name,
-                        group_id_prefix_option=GROUP_ID_PREFIX.name)
+                if bad[0].error.code() == _GROUP_BUSY:
+                    raise self._group_busy(group_id)
                 raise KafkaException(bad[0].error)
 
-        self._retrying(what, attempt, use=_GROUP_MIRROR)
+        self._retrying(what, attempt, use=_group_use(group_id))
+
+    def _group_busy(self, group_id: str) -> KafkaSourceError:
+        return errors.group_has_active_members(group_id, self._where(), group_id_option=KAFKA_GROUP_ID.name,
+                                               group_id_prefix_option=GROUP_ID_PREFIX.name)
 
     def group_offsets(self, group_id: str, tps: Iterable[TP]) -> dict[TP, int | None]:
         """Offsets committed by consumer group ``group_id`` (``None`` where the group has none)."""
         tps = sorted(set(tps))
         if not tps:
             return {}
-        request = ConsumerGroupTopicPartitions(group_id, [TopicPartition(t, p) for t, p in tps])
 
         def attempt(left: float) -> dict[TP, int | None]:
-            futures = self._client(_GROUP_MIRROR).list_consumer_group_offsets([request], request_timeout=left)
-            result = futures[group_id].result(timeout=left + 1)
+            answered = self._group_client(group_id).committed([TopicPartition(t, p) for t, p in tps], left)
             out: dict[TP, int | None] = {}
-            for tp in result.topic_partitions or []:
+            for tp in answered:
                 if tp.error is not None and tp.error.code() not in _MISSING:
                     raise KafkaException(tp.error)
                 out[(tp.topic, tp.partition)] = tp.offset if tp.offset >= 0 else None
             return out
 
         return self._retrying(f"committed offsets of group '{group_id}' for {_describe_tps(tps)}", attempt,
-                              use=_GROUP_MIRROR)
+                              use=_group_use(group_id))
 
     # ---- lifecycle ----------------------------------------------------------------------------------------
     def close(self) -> None:
@@ -562,6 +572,11 @@ class KafkaAdmin:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _group_use(group_id: str) -> str:
+    """The name a group's client is kept (and retired) under."""
+    return f"group mirror of '{group_id}'"
 
 
 def _msg(err: BaseException | None) -> str:

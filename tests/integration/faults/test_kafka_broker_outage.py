@@ -84,3 +84,69 @@ def test_an_outage_shorter_than_endpoint_retry_timeout_is_ridden_out(planned, ca
         logging.getLogger("spark_samza_source.kafka.driver.admin").removeHandler(handler)
     assert "error" not in outcome, outcome.get("error")
     assert outcome["offset"] == end  # nothing new: the same offset, planned across the outage
+
+
+#: the driver's side of the mirror test below, in a process of its own: what the test judges is whether it lives
+_MIRROR_CHILD = r"""
+import sys, time
+from spark_samza_source.kafka.driver.admin import KafkaAdmin
+from spark_samza_source.kafka.errors import KafkaSourceError
+
+bootstrap, topic, deadline_s = sys.argv[1], sys.argv[2], float(sys.argv[3])
+admin = KafkaAdmin({"bootstrap.servers": bootstrap}, api_timeout_ms=3_000)
+admin.commit_group_offsets("mirror", {(topic, 0): 1})
+print("committed", flush=True)
+sys.stdin.readline()  # the broker is down
+time.sleep(2)  # librdkafka has seen the connection go: the commit waits for a coordinator
+try:
+    admin.commit_group_offsets("mirror", {(topic, 0): 2})
+    print("landed while down", flush=True)
+except KafkaSourceError:
+    print("timed out", flush=True)
+sys.stdin.readline()  # the broker is back
+end = time.monotonic() + deadline_s
+while True:
+    try:
+        admin.commit_group_offsets("mirror", {(topic, 0): 3})
+        break
+    except KafkaSourceError:
+        if time.monotonic() > end:
+            raise
+time.sleep(5)  # the retired clients meet the coordinator again meanwhile
+print("read back", admin.group_offsets("mirror", [(topic, 0)])[(topic, 0)], flush=True)
+"""
+
+
+def test_a_group_mirror_commit_that_timed_out_in_an_outage_leaves_the_driver_alive_when_the_broker_returns(
+        kafka_broker_fresh):
+    """The consumer-group mirror's commit times out while the group's coordinator is down, and the node comes back.
+    librdkafka's AdminClient aborted the whole process at that moment (its group requests free their state at the
+    timeout and the coordinator lookup still pending uses it: ``rd_kafka_enq_once_del_source_return: Assertion
+    'eonce->refcnt > 0' failed``), which is how a query died without a cause when a replicated cluster's group
+    coordinator was killed. The driver must live on and mirror the next positions."""
+    import subprocess
+    import sys
+
+    from samza_devkit.waits import scaled
+
+    broker = kafka_broker_fresh
+    topic = create_topic(broker.bootstrap_servers, unique_topic("mirror-outage"), 1)
+    child = subprocess.Popen([sys.executable, "-c", _MIRROR_CHILD, broker.bootstrap_servers, topic,
+                              str(scaled(60))], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout.readline().strip() == "committed"
+        broker.kill()
+        child.stdin.write("down\n")
+        child.stdin.flush()
+        assert child.stdout.readline().strip() == "timed out"
+        broker.start()
+        child.stdin.write("up\n")
+        child.stdin.flush()
+        out, err = child.communicate(timeout=scaled(120))
+    finally:
+        if child.poll() is None:
+            child.kill()
+    said = [line for line in err.splitlines() if "Assertion" in line or "Fatal" in line]
+    assert child.returncode == 0, f"the driver's process ended with {child.returncode}: {said or err[-2000:]}"
+    assert out.strip() == "read back 3"

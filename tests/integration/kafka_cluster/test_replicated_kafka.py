@@ -410,8 +410,12 @@ def samza_source_lag(queries, bootstrap: str) -> dict[tuple[str, int], tuple[int
 def group_coordinator(cluster, group: str) -> int:
     def answered():
         try:
-            admin = cluster.admin()  # kept referenced while its future runs
-            return admin.describe_consumer_groups([group], request_timeout=10)[group].result(15)
+            # Kept referenced while its future runs, and dropped before librdkafka could time the request out:
+            # an AdminClient group request that times out waiting for a coordinator aborts the process when the
+            # coordinator comes back (docs/architecture.md, "Consumer-group mirror"); destroying the client
+            # with the request pending is safe.
+            admin = cluster.admin()
+            return admin.describe_consumer_groups([group], request_timeout=120)[group].result(15)
         except Exception:  # noqa: BLE001 - the coordinator is moving: ask again
             return None
 

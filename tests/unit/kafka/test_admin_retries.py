@@ -6,6 +6,7 @@ import pytest
 from confluent_kafka import KafkaError, KafkaException
 
 from spark_samza_source.kafka.driver.admin import KafkaAdmin
+from spark_samza_source.kafka.driver.group_client import GroupClient
 from spark_samza_source.kafka.errors import KafkaSourceError
 
 
@@ -122,7 +123,8 @@ def test_no_leader_found_is_retried_within_the_timeout_other_not_found_answers_a
 
 def test_a_timed_out_attempt_retires_its_client_and_the_next_attempt_gets_a_new_one():
     """A client that timed out may be wedged (DescribeTopics routed to a dead controller; OffsetCommits to a
-    restarted coordinator): the next attempt asks through a new client. The group mirror's client is its own."""
+    restarted coordinator): the next attempt asks through a new client. The group mirror's client is its own (a
+    consumer handle of the group's: group_client.py)."""
     admin = KafkaAdmin({"bootstrap.servers": "127.0.0.1:1"}, api_timeout_ms=10_000)
     seen = []
 
@@ -134,7 +136,8 @@ def test_a_timed_out_attempt_retires_its_client_and_the_next_attempt_gets_a_new_
 
     assert admin._retrying("topic IDs", attempt) == "answer"
     assert seen[0] is not seen[1]
-    assert admin._client("group mirror") is not admin.admin
+    mirror = admin._group_client("samza-job")
+    assert isinstance(mirror, GroupClient) and admin._group_client("samza-job") is mirror
     admin.close()
 
 
