@@ -67,7 +67,7 @@ from ..options import (
     SUBSCRIBE,
 )
 from ..security_failures import SecurityWatch, WatchingLogger, key_unreadable
-from .group_client import GroupClient
+from .group_client import GroupClient, is_refusal
 
 __all__ = ["KafkaAdmin", "DEFAULT_API_TIMEOUT_MS", "isolation_level_of"]
 
@@ -525,6 +525,8 @@ class KafkaAdmin:
                 kerr = err.args[0] if err.args and isinstance(err.args[0], KafkaError) else None
                 if kerr is not None and kerr.code() == _GROUP_BUSY:
                     raise self._group_busy(group_id) from None
+                if kerr is not None and is_refusal(kerr):
+                    self._replace_client(_group_use(group_id))
                 raise
             bad = [tp for tp in answered if tp.error is not None]
             if bad:

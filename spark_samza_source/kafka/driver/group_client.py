@@ -25,14 +25,26 @@ from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
-__all__ = ["GroupClient"]
+__all__ = ["GroupClient", "is_refusal"]
 
 #: commit answers kept for matching: answers to attempts that gave up are never taken, and must not pile up
 _ANSWERS_KEPT = 32
 #: how long one wait for a commit's answer polls before looking again
 _POLL_S = 0.2
 
+#: what the group's coordinator lookup can answer that no waiting mends: the consumer reports it as an event of its
+#: queue, and the commit would otherwise wait out its time (a principal without READ on the group)
+_REFUSALS = frozenset({KafkaError.GROUP_AUTHORIZATION_FAILED, KafkaError.TOPIC_AUTHORIZATION_FAILED,
+                       KafkaError.CLUSTER_AUTHORIZATION_FAILED, KafkaError.SASL_AUTHENTICATION_FAILED,
+                       KafkaError._AUTHENTICATION, KafkaError.INVALID_GROUP_ID})
+
 _Answer = tuple[KafkaError | None, list[TopicPartition]]
+
+
+def is_refusal(err: KafkaError) -> bool:
+    """Whether ``err`` is a refusal no waiting mends. librdkafka reports it once per handle (later commits would
+    wait silently), so a caller that meets one makes a new handle for its next commit."""
+    return err.code() in _REFUSALS or err.fatal()
 
 
 class GroupClient:
@@ -78,7 +90,10 @@ class GroupClient:
             if left <= 0:
                 raise KafkaException(KafkaError(KafkaError._TIMED_OUT, "the group's coordinator did not answer the "
                                                 "offset commit in time"))
-            self._consumer.poll(min(_POLL_S, left))  # serves on_commit (and error_cb, the log)
+            event = self._consumer.poll(min(_POLL_S, left))  # serves on_commit (and error_cb, the log)
+            refused = event.error() if event is not None else None
+            if refused is not None and is_refusal(refused):
+                raise KafkaException(refused)
 
     def committed(self, partitions: list[TopicPartition], timeout_s: float) -> list[TopicPartition]:
         """The group's committed offsets of ``partitions`` (offset < 0 where it has none)."""
