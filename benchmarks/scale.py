@@ -17,10 +17,10 @@ over every topic, so each batch has work. Per batch:
 * **driver time**: wall time of ``latestOffset(start)`` + ``partitions(start, end)`` + ``commit(end)``, and of the
   writes behind the commit (checkpoint mirror, consumer group), which the next ``latestOffset`` waits for; the
   median of the batches after the first (the first writes every task's mirror record);
-* **calls**: to Kafka, counted on the librdkafka ``AdminClient`` the source's ``KafkaAdmin`` uses (each call is one
-  request per broker: one broker here), and to the store, counted on ``MetadataStore`` API calls
-  (``samza_devkit.store_wrappers.CountingStore``; a listing counts once, whatever pages it takes); the job lease's
-  background renewals are store calls too;
+* **calls**: to Kafka, counted on the librdkafka clients the source's ``KafkaAdmin`` uses (its ``AdminClient``, its
+  offset lookups, the group mirror's commit; each call is one request per broker: one broker here), and to the
+  store, counted on ``MetadataStore`` API calls (``samza_devkit.store_wrappers.CountingStore``; a listing counts
+  once, whatever pages it takes); the job lease's background renewals are store calls too;
 * **peak RSS** (``ru_maxrss``) of the driver process, PySpark and the source imported as in a driver;
 * **offset JSON**: ``json.dumps`` of ``latestOffset``'s dict, what Spark's offset log stores per batch.
 
@@ -65,8 +65,9 @@ def topic_name(index: int) -> str:
 
 # ---- the measured process ----------------------------------------------------------------------------------------
 
-class CountingAdminClient:
-    """The librdkafka ``AdminClient`` the source uses, counting each method call (one request per broker)."""
+class CountingClient:
+    """A librdkafka client the source uses (the ``AdminClient``, the consumer-group mirror's handle), counting each
+    method call (one request per broker)."""
 
     def __init__(self, inner: Any, calls: Counter) -> None:
         self._inner, self._calls = inner, calls
@@ -149,7 +150,9 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     kafka_calls: Counter = Counter()
     admin = coordinator.admin
     client_of = admin._client
-    admin._client = lambda use: CountingAdminClient(client_of(use), kafka_calls)
+    admin._client = lambda use: CountingClient(client_of(use), kafka_calls)
+    group_client_of = admin._group_client
+    admin._group_client = lambda group: CountingClient(group_client_of(group), kafka_calls)
     # ListOffsets goes through the offset consumer, one lookup per call (admin._look_up_offsets): counted here
     look_up_offsets = admin_module._look_up_offsets
 
